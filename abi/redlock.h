@@ -1,0 +1,174 @@
+/*
+ * redlock.h - distributed locks over N independent Redis masters (Redlock).
+ *
+ * This is the whole public API of libredlock. Everything not declared here is
+ * internal and may change at any time.
+ *
+ * Conventions
+ *   - Functions that can fail return an int status: REDLOCK_OK (0) or one of
+ *     the negative REDLOCK_E* codes below. Published values never change.
+ *   - Output parameters come first and are named `out`. On failure *out is set
+ *     to NULL.
+ *   - Times are int64_t milliseconds. Strings are NUL-terminated UTF-8 (or any
+ *     bytes without NUL). Arrays are a pointer plus a count.
+ *   - Every type has a _free function that accepts NULL.
+ *   - No varargs, no structs by value, no macros needed to call anything: the
+ *     API can be called from any FFI (ctypes, LuaJIT ffi, Java FFM).
+ *
+ * Threads
+ *   - redlock_ctx: may be shared by any number of threads once configured.
+ *     redlock_lock, redlock_lock_multi, redlock_extend and redlock_unlock may
+ *     run concurrently on one ctx; each node keeps a pool of connections, so
+ *     calls do not wait for each other. redlock_ctx_set_option must not run
+ *     concurrently with other calls on the same ctx: set options first, then
+ *     share the ctx. redlock_ctx_free must be the last call on a ctx, after
+ *     every handle made from it has been freed.
+ *   - redlock_handle: belongs to one thread at a time. It may be passed to
+ *     another thread, but two threads must not call functions on the same
+ *     handle at once.
+ *   - Error detail (redlock_errmsg) is kept per thread.
+ */
+#ifndef REDLOCK_H
+#define REDLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this header. redlock_version_number() returns the library's;
+ * a program may compare the two to catch a header/library mismatch. */
+#define REDLOCK_VERSION_MAJOR 1
+#define REDLOCK_VERSION_MINOR 0
+#define REDLOCK_VERSION_PATCH 0
+#define REDLOCK_VERSION_STRING "1.0.0"
+#define REDLOCK_VERSION_NUMBER \
+    (REDLOCK_VERSION_MAJOR * 10000 + REDLOCK_VERSION_MINOR * 100 + REDLOCK_VERSION_PATCH)
+
+#ifndef REDLOCK_API
+#  if defined(REDLOCK_BUILDING_LIBRARY) && defined(__GNUC__)
+#    define REDLOCK_API __attribute__((visibility("default")))
+#  else
+#    define REDLOCK_API
+#  endif
+#endif
+
+/* Status codes. New codes are appended; values never change. */
+#define REDLOCK_OK            0   /* success */
+#define REDLOCK_ELOCKED      -1   /* the resource is held by someone else */
+#define REDLOCK_ENOQUORUM    -2   /* too few nodes answered to decide */
+#define REDLOCK_ENOTHELD     -3   /* not held: expired, lost or already released */
+#define REDLOCK_EINVAL       -4   /* invalid argument */
+#define REDLOCK_ENOMEM       -5   /* out of memory */
+#define REDLOCK_EEXPIRED     -6   /* a quorum agreed, but the lease ran out while acquiring */
+#define REDLOCK_EUNSUPPORTED -7   /* not supported by this build (TLS) */
+#define REDLOCK_EAUTH        -8   /* a node refused the credentials */
+#define REDLOCK_EWRONGTYPE   -9   /* the key exists and is not a lock (wrong Redis type) */
+#define REDLOCK_EREDIS       -10  /* nodes answered with a Redis error (READONLY, OOM, ...) */
+#define REDLOCK_ESYSTEM      -11  /* an operating system call failed (random source, poll) */
+
+/* Limits on arguments; larger values are rejected with REDLOCK_EINVAL. */
+#define REDLOCK_MAX_NODES        64
+#define REDLOCK_MAX_RESOURCES    100000
+#define REDLOCK_MAX_NAME_BYTES   4096       /* a resource name, key_prefix included */
+#define REDLOCK_MAX_TTL_MS       2147483647 /* about 24.8 days */
+
+/* A client: the nodes, their connections and the options. Thread-safe (above). */
+typedef struct redlock_ctx redlock_ctx;
+
+/* One acquired lock (one resource, or several taken together). One thread at a time. */
+typedef struct redlock_handle redlock_handle;
+
+/*
+ * Makes a client for n_nodes independent Redis masters. Connections are made
+ * lazily, on first use, so this does no network I/O; unreachable nodes are
+ * reported by the lock calls. Node URIs:
+ *     redis://[[user]:password@]host[:port][/db]      (port 6379, db 0 by default)
+ *     unix://[[user]:password@]/path/to.sock[?db=N]
+ * user and password may be percent-encoded. AUTH and SELECT are sent on
+ * connect. rediss:// fails with REDLOCK_EUNSUPPORTED (this build has no TLS).
+ * The same node listed twice is REDLOCK_EINVAL: it would count twice towards
+ * the quorum. Free the result with redlock_ctx_free.
+ */
+REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris, size_t n_nodes);
+
+/*
+ * Sets an option by name, from its text value. Unknown names and bad values
+ * are REDLOCK_EINVAL. Options (default):
+ *     node_timeout_ms     (50)   deadline for one node's reply, once connected
+ *     connect_timeout_ms  (100)  deadline for connecting to one node
+ *     retry_delay_ms      (200)  pause between attempts while wait_ms lasts
+ *     retry_jitter_ms     (100)  the pause varies by up to +- this much
+ *     drift_factor        (0.01) clock drift allowance, a fraction of the ttl
+ *     key_prefix          ("")   prepended to every resource name
+ *     pool_size           (16)   idle connections kept per node
+ */
+REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);
+
+/* Closes every connection and frees the client. NULL is a no-op. */
+REDLOCK_API void redlock_ctx_free(redlock_ctx *ctx);
+
+/*
+ * Acquires `resource` for ttl_ms (the lease). With wait_ms 0 it makes one
+ * attempt; otherwise it retries after random pauses until wait_ms has passed.
+ * On success *out is a handle that the caller frees with redlock_handle_free.
+ * Fails with REDLOCK_ELOCKED when someone else holds it, REDLOCK_ENOQUORUM when
+ * too few nodes answered, REDLOCK_EEXPIRED when acquiring took the whole lease.
+ */
+REDLOCK_API int redlock_lock(redlock_handle **out, redlock_ctx *ctx, const char *resource,
+                             int64_t ttl_ms, int64_t wait_ms);
+
+/*
+ * Acquires all n_resources together: on each node all of them or none (one
+ * script call per node), and held only when a quorum of nodes granted all.
+ * Names must be distinct. Unlock and extend cover every resource.
+ */
+REDLOCK_API int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx,
+                                   const char *const *resources, size_t n_resources,
+                                   int64_t ttl_ms, int64_t wait_ms);
+
+/*
+ * Renews the lease to ttl_ms from now, if the lock is still ours on a quorum
+ * of nodes and time remains once drift is accounted for. REDLOCK_ENOTHELD when
+ * it has expired, was lost or was released.
+ */
+REDLOCK_API int redlock_extend(redlock_handle *h, int64_t ttl_ms);
+
+/*
+ * Releases the lock on every node (a key is deleted only when it still holds
+ * this handle's token). REDLOCK_OK when a quorum confirmed the release;
+ * REDLOCK_ENOTHELD when the lock had already expired, been lost or been
+ * released (the critical section may not have been exclusive). Either way the
+ * handle is no longer held afterwards; it still must be freed.
+ */
+REDLOCK_API int redlock_unlock(redlock_handle *h);
+
+/* Frees a handle. It does not contact the nodes: a lock still held is left to
+ * expire at the end of its lease; call redlock_unlock first. NULL is a no-op. */
+REDLOCK_API void redlock_handle_free(redlock_handle *h);
+
+/* Milliseconds of validity left; <= 0 once expired, lost or released. 0 for NULL. */
+REDLOCK_API int64_t redlock_handle_validity_ms(const redlock_handle *h);
+
+/* The handle's random token (32 hex characters), owned by the handle and valid
+ * until it is freed. NULL for NULL. */
+REDLOCK_API const char *redlock_handle_token(const redlock_handle *h);
+
+/* A static description of a status code. Never NULL. */
+REDLOCK_API const char *redlock_strerror(int code);
+
+/* Detail of the calling thread's last failure (which nodes, and why), valid
+ * until the thread's next call into the library. "" when there is none. */
+REDLOCK_API const char *redlock_errmsg(void);
+
+/* The library's version: "1.0.0" and 10000. */
+REDLOCK_API const char *redlock_version_string(void);
+REDLOCK_API int redlock_version_number(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDLOCK_H */

@@ -1,0 +1,45 @@
+/* error.c - status code descriptions and the per-thread failure message. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static _Thread_local char last_error[1024];
+
+const char *redlock_strerror(int code)
+{
+    switch (code) {
+    case REDLOCK_OK:           return "success";
+    case REDLOCK_ELOCKED:      return "the resource is held by someone else";
+    case REDLOCK_ENOQUORUM:    return "too few nodes answered to reach a quorum";
+    case REDLOCK_ENOTHELD:     return "the lock is not held (expired, lost or released)";
+    case REDLOCK_EINVAL:       return "invalid argument";
+    case REDLOCK_ENOMEM:       return "out of memory";
+    case REDLOCK_EEXPIRED:     return "the lease ran out while the lock was being acquired";
+    case REDLOCK_EUNSUPPORTED: return "not supported by this build";
+    case REDLOCK_EAUTH:        return "a node refused the credentials";
+    case REDLOCK_EWRONGTYPE:   return "the key exists and does not hold a lock";
+    case REDLOCK_EREDIS:       return "nodes answered with a Redis error";
+    case REDLOCK_ESYSTEM:      return "an operating system call failed";
+    default:                   return "unknown status code";
+    }
+}
+
+const char *redlock_errmsg(void)
+{
+    return last_error;
+}
+
+int rl_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void rl_clear_error(void)
+{
+    last_error[0] = '\0';
+}

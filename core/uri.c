@@ -1,0 +1,256 @@
+/*
+ * uri.c - node URIs:
+ *     redis://[[user]:password@]host[:port][/db]
+ *     unix://[[user]:password@]/path/to.sock[?db=N]
+ * Messages name the URI by its host and port only: a password is never
+ * copied into an error message.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/un.h>
+
+#include "internal.h"
+
+#define MAX_URI_BYTES 4096
+#define MAX_HOST_BYTES 255
+
+static char *dup_range(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Copies s[0..n) with %XX escapes decoded; NULL with *bad set on a bad escape. */
+static char *percent_decode(const char *s, size_t n, bool *bad)
+{
+    char *out = malloc(n + 1);
+    size_t j = 0;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            out[j++] = s[i];
+            continue;
+        }
+        int hi = i + 2 < n ? hex_value(s[i + 1]) : -1;
+        int lo = i + 2 < n ? hex_value(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            free(out);
+            *bad = true;
+            return NULL;
+        }
+        out[j++] = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    out[j] = '\0';
+    return out;
+}
+
+/* Parses a decimal in [lo, hi] from s[0..n); false if empty, junk or out of range. */
+static bool parse_int_range(const char *s, size_t n, long lo, long hi, long *out)
+{
+    long v = 0;
+    if (n == 0 || n > 10)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* user:password or :password, before the '@'. */
+static int parse_userinfo(rl_node_addr *a, const char *s, size_t n, const char *scheme)
+{
+    const char *colon = memchr(s, ':', n);
+    bool bad = false;
+    if (!colon)
+        return rl_fail(REDLOCK_EINVAL,
+                       "bad %s URI: credentials must be user:password or :password", scheme);
+    size_t ulen = (size_t)(colon - s);
+    if (ulen > 0) {
+        a->user = percent_decode(s, ulen, &bad);
+        if (!a->user)
+            goto fail;
+    }
+    a->password = percent_decode(colon + 1, n - ulen - 1, &bad);
+    if (!a->password)
+        goto fail;
+    if (a->password[0] == '\0')
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI: the password is empty", scheme);
+    return REDLOCK_OK;
+fail:
+    if (bad)
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI: bad %%-escape in the credentials", scheme);
+    return rl_fail(REDLOCK_ENOMEM, "out of memory");
+}
+
+static int parse_tcp(rl_node_addr *a, const char *rest)
+{
+    size_t auth_len = strcspn(rest, "/?#");
+    const char *at = NULL;
+    for (const char *p = rest; p < rest + auth_len; p++)
+        if (*p == '@')
+            at = p;
+    const char *hp = rest;
+    int rc;
+    if (at) {
+        if ((rc = parse_userinfo(a, rest, (size_t)(at - rest), "redis://")) != REDLOCK_OK)
+            return rc;
+        hp = at + 1;
+    }
+    const char *end = rest + auth_len;
+    const char *host = hp, *host_end, *port_at = NULL;
+    if (*hp == '[') {
+        const char *close = memchr(hp, ']', (size_t)(end - hp));
+        if (!close)
+            return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: unclosed '[' in the host");
+        host = hp + 1;
+        host_end = close;
+        if (close + 1 < end) {
+            if (close[1] != ':')
+                return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: junk after ']'");
+            port_at = close + 2;
+        }
+    } else {
+        const char *colon = memchr(hp, ':', (size_t)(end - hp));
+        host_end = colon ? colon : end;
+        port_at = colon ? colon + 1 : NULL;
+    }
+    size_t hlen = (size_t)(host_end - host);
+    if (hlen == 0)
+        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: no host");
+    if (hlen > MAX_HOST_BYTES)
+        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: host name longer than %d bytes",
+                       MAX_HOST_BYTES);
+    for (const char *p = host; p < host_end; p++)
+        if (!isalnum((unsigned char)*p) && !strchr(".-_:%", *p))
+            return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: bad character in the host");
+    if (!(a->host = dup_range(host, hlen)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+
+    long v = 6379;
+    if (port_at && !parse_int_range(port_at, (size_t)(end - port_at), 1, 65535, &v))
+        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI for %s: port must be 1 to 65535",
+                       a->host);
+    a->port = (int)v;
+
+    if (*end == '/') {
+        const char *db = end + 1;
+        size_t dlen = strlen(db);
+        v = 0;
+        if (dlen > 0 && !parse_int_range(db, dlen, 0, 2147483647, &v))
+            return rl_fail(REDLOCK_EINVAL, "bad redis:// URI for %s: db must be a number",
+                           a->host);
+        a->db = (int)v;
+    } else if (*end != '\0') {
+        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI for %s: unexpected '%c'", a->host, *end);
+    }
+    if (strchr(a->host, ':'))
+        snprintf(a->label, sizeof a->label, "[%.80s]:%d", a->host, a->port);
+    else
+        snprintf(a->label, sizeof a->label, "%.80s:%d", a->host, a->port);
+    return REDLOCK_OK;
+}
+
+static int parse_unix(rl_node_addr *a, const char *rest)
+{
+    const char *slash = strchr(rest, '/');
+    int rc;
+    if (!slash)
+        return rl_fail(REDLOCK_EINVAL, "bad unix:// URI: the socket path must be absolute");
+    if (slash != rest) {
+        if (slash[-1] != '@')
+            return rl_fail(REDLOCK_EINVAL, "bad unix:// URI: the socket path must be absolute");
+        if ((rc = parse_userinfo(a, rest, (size_t)(slash - 1 - rest), "unix://")) != REDLOCK_OK)
+            return rc;
+    }
+    size_t plen = strcspn(slash, "?#");
+    if (plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return rl_fail(REDLOCK_EINVAL, "bad unix:// URI: socket path longer than %zu bytes",
+                       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    if (!(a->path = dup_range(slash, plen)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    snprintf(a->label, sizeof a->label, "unix:%.80s", a->path);
+
+    const char *q = slash + plen;
+    if (*q == '\0')
+        return REDLOCK_OK;
+    long v;
+    if (*q != '?' || strncmp(q + 1, "db=", 3) != 0
+        || !parse_int_range(q + 4, strlen(q + 4), 0, 2147483647, &v))
+        return rl_fail(REDLOCK_EINVAL, "bad unix:// URI for %s: the only parameter is ?db=N",
+                       a->label);
+    a->db = (int)v;
+    return REDLOCK_OK;
+}
+
+int rl_uri_parse(rl_node_addr *out, const char *uri)
+{
+    memset(out, 0, sizeof *out);
+    if (!uri)
+        return rl_fail(REDLOCK_EINVAL, "node URI is NULL");
+    if (uri[0] == '\0')
+        return rl_fail(REDLOCK_EINVAL, "node URI is empty");
+    if (strnlen(uri, MAX_URI_BYTES + 1) > MAX_URI_BYTES)
+        return rl_fail(REDLOCK_EINVAL, "node URI longer than %d bytes", MAX_URI_BYTES);
+
+    int rc;
+    if (strncasecmp(uri, "redis://", 8) == 0) {
+        rc = parse_tcp(out, uri + 8);
+    } else if (strncasecmp(uri, "unix://", 7) == 0) {
+        out->is_unix = true;
+        rc = parse_unix(out, uri + 7);
+    } else if (strncasecmp(uri, "rediss://", 9) == 0) {
+        rc = rl_fail(REDLOCK_EUNSUPPORTED,
+                     "TLS is not supported by this build (rediss:// URI); use redis:// or unix://");
+    } else {
+        rc = rl_fail(REDLOCK_EINVAL,
+                     "unknown URI scheme: node URIs start with redis:// or unix://");
+    }
+    if (rc != REDLOCK_OK)
+        rl_uri_free(out);
+    return rc;
+}
+
+void rl_uri_free(rl_node_addr *a)
+{
+    if (!a)
+        return;
+    free(a->host);
+    free(a->path);
+    free(a->user);
+    if (a->password) {
+        memset(a->password, 0, strlen(a->password));
+        free(a->password);
+    }
+    a->host = a->path = a->user = a->password = NULL;
+}
+
+bool rl_uri_same_node(const rl_node_addr *a, const rl_node_addr *b)
+{
+    if (a->is_unix != b->is_unix)
+        return false;
+    if (a->is_unix)
+        return strcmp(a->path, b->path) == 0;
+    return a->port == b->port && strcasecmp(a->host, b->host) == 0;
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# redis-nodes.sh - start and stop independent local redis-server nodes for
+# tests and demos. Every node listens on a free loopback port and on a unix
+# socket in DIR, keeps no data on disk, and is stopped by `stop`.
+#
+#   redis-nodes.sh start DIR N     start N nodes; print one redis:// URI a line
+#   redis-nodes.sh stop DIR        stop every node started in DIR
+#   redis-nodes.sh stop-node DIR I stop node I (1-based), keep its port
+#   redis-nodes.sh start-node DIR I start node I again on the same port
+#   redis-nodes.sh uris DIR        print the nodes' URIs again
+#
+# DIR/uris holds the TCP URIs, DIR/sockets the unix:// URIs, DIR/I/ each
+# node's files. REDIS_SERVER names the binary (default: redis-server on PATH).
+set -euo pipefail
+
+server=${REDIS_SERVER:-redis-server}
+
+usage() {
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 64
+}
+
+# A port nobody listens on now, from the kernel's ephemeral range.
+free_port() {
+  local port
+  for _ in $(seq 1 200); do
+    port=$(( 20000 + RANDOM % 40000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "redis-nodes: no free port found" >&2
+  return 1
+}
+
+# Waits until the node answers PING on its socket, or fails after 5 seconds.
+wait_ready() {
+  local sock=$1 pid=$2
+  for _ in $(seq 1 500); do
+    if [ -S "$sock" ] && redis-cli -s "$sock" ping 2>/dev/null | grep -q PONG; then
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.01
+  done
+  return 1
+}
+
+start_node() {
+  local dir=$1 i=$2 port=$3
+  local ndir="$dir/$i"
+  mkdir -p "$ndir"
+  "$server" --port "$port" --bind 127.0.0.1 --unixsocket "$ndir/redis.sock" \
+    --unixsocketperm 700 --dir "$ndir" --save "" --appendonly no \
+    --daemonize no --logfile "$ndir/redis.log" --protected-mode no \
+    --enable-debug-command yes >/dev/null 2>&1 &
+  local pid=$!
+  echo "$pid" > "$ndir/pid"
+  echo "$port" > "$ndir/port"
+  if ! wait_ready "$ndir/redis.sock" "$pid"; then
+    echo "redis-nodes: node $i (port $port) did not start; see $ndir/redis.log" >&2
+    return 1
+  fi
+}
+
+stop_node() {
+  local ndir=$1
+  [ -f "$ndir/pid" ] || return 0
+  local pid
+  pid=$(cat "$ndir/pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 300); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.01
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$ndir/pid"
+}
+
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || usage
+
+case "$cmd" in
+  start)
+    n=${3:-}
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || usage
+    mkdir -p "$dir"
+    : > "$dir/uris"
+    : > "$dir/sockets"
+    for i in $(seq 1 "$n"); do
+      started=0
+      for _ in 1 2 3 4 5; do
+        port=$(free_port)
+        if start_node "$dir" "$i" "$port" 2>/dev/null; then
+          started=1
+          break
+        fi
+        stop_node "$dir/$i"
+      done
+      if [ "$started" != 1 ]; then
+        echo "redis-nodes: could not start node $i" >&2
+        "$0" stop "$dir"
+        exit 1
+      fi
+      echo "redis://127.0.0.1:$port" >> "$dir/uris"
+      echo "unix://$(cd "$dir/$i" && pwd)/redis.sock" >> "$dir/sockets"
+    done
+    cat "$dir/uris"
+    ;;
+  stop)
+    for ndir in "$dir"/*/; do
+      [ -d "$ndir" ] && stop_node "${ndir%/}"
+    done
+    ;;
+  stop-node)
+    i=${3:-}
+    [ -d "$dir/$i" ] || usage
+    stop_node "$dir/$i"
+    ;;
+  start-node)
+    i=${3:-}
+    [ -f "$dir/$i/port" ] || usage
+    start_node "$dir" "$i" "$(cat "$dir/$i/port")"
+    ;;
+  uris)
+    cat "$dir/uris"
+    ;;
+  *)
+    usage
+    ;;
+esac

@@ -1,0 +1,25 @@
+/*
+ * swig/redlock.i - the part of the SWIG interface every language shares.
+ *
+ * A language file (swig/<lang>.i) declares its %module, its typemaps for the
+ * output parameters, the string arrays and the status codes, and then
+ * %includes this file. Nothing here is language-specific.
+ */
+
+%{
+#include "redlock.h"
+%}
+
+/* The export macro is for the C compiler only. */
+#define REDLOCK_API
+
+/* Opaque handles: no constructors or destructors are generated; the
+ * hand-written layer owns them through redlock_*_free. */
+%nodefaultctor redlock_ctx;
+%nodefaultdtor redlock_ctx;
+%nodefaultctor redlock_handle;
+%nodefaultdtor redlock_handle;
+
+%include <stdint.i>
+
+%include "redlock.h"
