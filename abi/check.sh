@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# check.sh LIB - checks a built libredlock against the committed ABI:
+#   - the exported symbols (nm -D) equal abi/redlock.symbols;
+#   - abidiff finds no incompatible change against the baseline abi/redlock.abi.
+# check.sh --update LIB rewrites both from LIB (for a deliberate ABI change,
+# together with a new node in abi/redlock.map).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+exported() {
+  nm -D --defined-only "$1" | awk '{print $3}' | sed 's/@.*//' | grep -v '^REDLOCK_' | sort
+}
+
+if [ "${1:-}" = "--update" ]; then
+  lib=$2
+  exported "$lib" > "$here/redlock.symbols"
+  abidw --no-corpus-path --no-comp-dir-path --headers-dir "$here" "$lib" > "$here/redlock.abi"
+  echo "updated redlock.symbols and redlock.abi from $lib"
+  exit 0
+fi
+
+lib=${1:?usage: check.sh [--update] path/to/libredlock.so}
+if ! diff -u "$here/redlock.symbols" <(exported "$lib"); then
+  echo "FAIL: exported symbols differ from abi/redlock.symbols" >&2
+  exit 1
+fi
+echo "exported symbols: $(wc -l < "$here/redlock.symbols") as committed"
+
+set +e
+abidiff --hd2 "$here" "$here/redlock.abi" "$lib"
+rc=$?
+set -e
+# abidiff's status is a bit field: 1 error, 2 usage error, 4 change, 8 incompatible change.
+if (( rc & 11 )); then
+  echo "FAIL: abidiff reports an incompatible ABI change or failed (status $rc)" >&2
+  exit 1
+fi
+echo "abidiff: no incompatible change against abi/redlock.abi (status $rc)"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# setup.sh - installs what building and testing redlock needs. Safe to run
+# again: it installs only what is missing. Debian's packages need root.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config curl
+  libhiredis-dev redis-server redis-tools       # the one runtime dependency; test nodes
+  libcmocka-dev abigail-tools valgrind           # C tests, ABI check, memcheck
+  clang libclang-rt-14-dev                       # sanitizers and fuzzing with clang
+  swig                                           # bindings
+  lua5.4 liblua5.4-dev luarocks                  # Lua 5.4 binding
+  luajit2 libluajit2-5.1-dev                     # LuaJIT binding (OpenResty's branch,
+  nginx libnginx-mod-http-lua                    #   the one nginx's Lua module uses)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v java >/dev/null && command -v javac >/dev/null || missing+=(default-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+command -v python3 >/dev/null || missing+=(python3 python3-pip python3-venv)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The packages start system services; the tests and the demo start their own nodes.
+  for svc in redis-server nginx; do
+    $sudo service "$svc" stop >/dev/null 2>&1 || true
+  done
+fi
+
+python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install -q pytest
+echo "setup: everything needed is installed"
