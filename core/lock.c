@@ -65,6 +65,21 @@ static void classify_count(const redisReply *r, size_t n_keys, rl_result *out)
         vote_failed(r, out);
 }
 
+/* TYPE: a type other than string (a lock) or none is a yes, for the
+ * question "is this key of the wrong type?". */
+static void classify_wrong_type(const redisReply *r, size_t n_keys, rl_result *out)
+{
+    (void)n_keys;
+    if (r->type != REDIS_REPLY_STATUS) {
+        vote_failed(r, out);
+        return;
+    }
+    bool wrong = strcmp(r->str, "string") != 0 && strcmp(r->str, "none") != 0;
+    out->vote = wrong ? RL_VOTE_YES : RL_VOTE_NO;
+    if (wrong)
+        snprintf(out->why, sizeof out->why, "%.40s", r->str);
+}
+
 /* ---- commands ---- */
 
 typedef struct command_buf {
@@ -271,6 +286,38 @@ static int acquire_once(redlock_handle *h, int64_t ttl_ms)
     return rc;
 }
 
+/* SET NX cannot tell a lock held by someone else from a key of another type.
+ * When acquiring one resource ends refused, TYPE on every node tells them
+ * apart; the multi-lock script checks types itself. */
+static int explain_refusal(redlock_handle *h, int rc)
+{
+    if (rc != REDLOCK_ELOCKED || h->n_keys != 1)
+        return rc;
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", redlock_errmsg());
+    const char *argv[2] = { "TYPE", h->keys[0] };
+    char *bytes = NULL;
+    int len = redisFormatCommandArgv(&bytes, 2, argv, NULL);
+    if (len < 0)
+        return rc;
+    rl_command cmd = { .bytes = bytes, .len = (size_t)len, .classify = classify_wrong_type,
+                       .n_keys = 1 };
+    rl_result results[REDLOCK_MAX_NODES];
+    rl_fanout(h->ctx, &cmd, RL_WAIT_QUORUM, results);
+    redisFreeCommand(bytes);
+
+    rl_tally t;
+    rl_tally_count(&t, results, h->ctx->n_nodes);
+    if (t.yes < rl_quorum(h->ctx->n_nodes))
+        return rl_fail(rc, "%s", saved);
+    const char *kind = "other";
+    for (size_t i = 0; i < h->ctx->n_nodes; i++)
+        if (results[i].vote == RL_VOTE_YES)
+            kind = results[i].why;
+    return rl_fail(REDLOCK_EWRONGTYPE, "lock '%.200s': the key holds a %s, not a lock",
+                   h->keys[0], kind);
+}
+
 /* Codes for which trying again cannot help. */
 static bool retryable(int rc)
 {
@@ -321,6 +368,7 @@ static int lock_resources(redlock_handle **out, redlock_ctx *ctx, const char *co
         int64_t pause = retry_pause_ms(&ctx->opt);
         rl_sleep_ms(pause < left ? pause : left);
     }
+    rc = explain_refusal(h, rc);
     redlock_handle_free(h);
     return rc;
 }

@@ -41,7 +41,7 @@ wait_ready() {
     if [ -S "$sock" ] && redis-cli -s "$sock" ping 2>/dev/null | grep -q PONG; then
       return 0
     fi
-    kill -0 "$pid" 2>/dev/null || return 1
+    alive "$pid" || return 1
     sleep 0.01
   done
   return 1
@@ -64,15 +64,22 @@ start_node() {
   fi
 }
 
+# Running, and not a zombie waiting for a parent that may never reap it.
+alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
 stop_node() {
   local ndir=$1
   [ -f "$ndir/pid" ] || return 0
   local pid
   pid=$(cat "$ndir/pid")
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 300); do
-      kill -0 "$pid" 2>/dev/null || break
+      alive "$pid" || break
       sleep 0.01
     done
     kill -KILL "$pid" 2>/dev/null || true

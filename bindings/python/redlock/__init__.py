@@ -1,0 +1,57 @@
+"""redlock: distributed locks over N independent Redis masters (Redlock).
+
+    import redlock
+
+    with redlock.Redlock(["redis://10.0.0.1", "redis://10.0.0.2",
+                          "redis://10.0.0.3"], key_prefix="app:") as client:
+        lock = client.get_lock("report")
+        if lock.try_lock(wait=2.0, lease=10.0):
+            try:
+                ...                       # lock.validity seconds left
+            finally:
+                lock.unlock()
+
+        with client.lock("report", lease=10.0, wait=2.0):
+            ...                           # raises LockNotAcquired if held elsewhere
+
+Times are seconds (float). Errors are LockError subclasses carrying the C
+status ``code`` and the library's detail as message. The raw C API is
+redlock.capi; the classes here are the supported interface.
+"""
+
+from . import capi
+from .client import DEFAULT_LEASE, Lock, Redlock
+from .errors import (
+    AuthError,
+    InvalidArgument,
+    LockError,
+    LockExpired,
+    LockNotAcquired,
+    LockNotHeld,
+    NoQuorum,
+    OutOfMemory,
+    RedisError,
+    SystemCallError,
+    Unsupported,
+    WrongTypeError,
+)
+
+__version__: str = capi.redlock_version_string()
+
+__all__ = [
+    "DEFAULT_LEASE",
+    "AuthError",
+    "InvalidArgument",
+    "Lock",
+    "LockError",
+    "LockExpired",
+    "LockNotAcquired",
+    "LockNotHeld",
+    "NoQuorum",
+    "OutOfMemory",
+    "RedisError",
+    "Redlock",
+    "SystemCallError",
+    "Unsupported",
+    "WrongTypeError",
+]

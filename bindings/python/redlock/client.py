@@ -1,0 +1,349 @@
+"""Redlock clients and their locks: the Python face of redlock.capi."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import weakref
+from collections.abc import Iterable
+from contextlib import contextmanager
+from numbers import Real
+from types import TracebackType
+from typing import Any, Iterator, List, Optional, Sequence, Set, Tuple, Type, Union
+
+from . import capi
+from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum
+
+#: The lease, in seconds, of ``with lock:`` and ``acquire()``.
+DEFAULT_LEASE = 30.0
+
+# The longest one C call waits before Python takes control again, so that a
+# long wait still lets signal handlers (Ctrl-C) run.
+_WAIT_SLICE_MS = 1000
+
+OptionValue = Union[str, int, float]
+
+
+def _millis(seconds: Any, what: str) -> int:
+    if isinstance(seconds, bool) or not isinstance(seconds, Real):
+        raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
+    value = float(seconds)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, not {seconds!r}")
+    return math.ceil(value * 1000)
+
+
+def _lease_ms(lease: Any) -> int:
+    ms = _millis(lease, "lease")
+    if ms == 0 or ms > capi.REDLOCK_MAX_TTL_MS:
+        raise ValueError(f"lease must be above 0 and at most {capi.REDLOCK_MAX_TTL_MS / 1000} "
+                         f"seconds, not {lease!r}")
+    return ms
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a lock name must be str, not {type(name).__name__}")
+    return name
+
+
+def _check_nodes(nodes: Any) -> List[str]:
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Iterable):
+        raise TypeError(f"nodes must be a list of URI strings, not {type(nodes).__name__}")
+    uris = list(nodes)
+    for uri in uris:
+        if not isinstance(uri, str):
+            raise TypeError(f"a node URI must be str, not {type(uri).__name__}")
+    return uris
+
+
+def _option_text(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return repr(value)
+    raise TypeError(f"option {name} must be str, int or float, not {type(value).__name__}")
+
+
+class Redlock:
+    """A client for N independent Redis masters.
+
+    ``nodes`` is a list of URIs, ``redis://[[user]:password@]host[:port][/db]``
+    or ``unix://[[user]:password@]/path.sock[?db=N]``; ``options`` are the C
+    library's, by name: ``node_timeout_ms``, ``connect_timeout_ms``,
+    ``retry_delay_ms``, ``retry_jitter_ms``, ``drift_factor``, ``key_prefix``,
+    ``pool_size``. Nothing connects until the first lock call.
+
+    A client may be shared by threads. ``close()`` (or leaving a ``with``
+    block) releases, best effort, every lock still held through the client and
+    closes its connections; it must not run while other threads use the
+    client. A client that is collected is closed the same way.
+    """
+
+    def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
+        ctx = capi.redlock_ctx_new(_check_nodes(nodes))
+        try:
+            for name, value in options.items():
+                capi.redlock_ctx_set_option(ctx, name, _option_text(name, value))
+        except BaseException:
+            capi.redlock_ctx_free(ctx)
+            raise
+        self._ctx = ctx
+        # Every _Held made through this client and not yet freed.
+        self._live: Set[_Held] = set()
+        self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
+
+    def get_lock(self, name: str) -> Lock:
+        """A lock on one resource (not acquired yet)."""
+        self._context()
+        return Lock(self, (_check_name(name),))
+
+    def get_multi_lock(self, *names: str) -> Lock:
+        """A lock on several resources, acquired all together or not at all."""
+        self._context()
+        if not names:
+            raise TypeError("get_multi_lock() needs at least one name")
+        return Lock(self, tuple(_check_name(name) for name in names))
+
+    @contextmanager
+    def lock(self, name: str, lease: float = DEFAULT_LEASE, wait: float = 0.0) -> Iterator[Lock]:
+        """``with client.lock(name, lease=..., wait=...) as lock:`` runs the
+        block under the lock and releases it after.
+
+        Raises LockNotAcquired when someone else still holds it after
+        ``wait`` seconds, NoQuorum when too few nodes answered. On leaving the
+        block, LockNotHeld if the lock had been lost meanwhile (unless the
+        block raised: its exception goes on)."""
+        lock = self.get_lock(name)
+        lock._acquire(_millis(wait, "wait"), _lease_ms(lease))
+        try:
+            yield lock
+        except BaseException as exc:
+            lock.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        lock.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """Releases the locks still held (best effort) and closes the
+        connections. Calling it again does nothing."""
+        for held in list(self._live):
+            held.discard()
+        self._finalizer()
+
+    def __enter__(self) -> Redlock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _context(self) -> Any:
+        if not self._finalizer.alive:
+            raise ValueError("the Redlock client is closed")
+        return self._ctx
+
+
+class _Held:
+    """One C handle of an acquired lock, freed exactly once: by release(), by
+    discard(), or, when the Lock owning it is collected, by its finalizer
+    (which releases the lock first, best effort)."""
+
+    def __init__(self, owner: Lock, client: Redlock, handle: Any) -> None:
+        self.client = client
+        self.handle = handle
+        self._finalizer = weakref.finalize(owner, self._free, True)
+        client._live.add(self)
+
+    def release(self) -> None:
+        """Unlocks on the nodes and frees the handle. LockNotHeld when the
+        lock had expired or been lost, or the handle was already freed."""
+        if self._finalizer.detach() is None:
+            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock was released when its client closed")
+        self._free(False)
+
+    def discard(self) -> None:
+        """Unlocks on the nodes, ignoring failures, and frees the handle."""
+        self._finalizer()
+
+    def extend(self, lease_ms: int) -> None:
+        if self.handle is None:
+            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock was released when its client closed")
+        capi.redlock_extend(self.handle, lease_ms)
+
+    def validity_ms(self) -> int:
+        return 0 if self.handle is None else capi.redlock_handle_validity_ms(self.handle)
+
+    def token(self) -> Optional[str]:
+        return None if self.handle is None else capi.redlock_handle_token(self.handle)
+
+    def _free(self, quiet: bool) -> None:
+        handle, self.handle = self.handle, None
+        self.client._live.discard(self)
+        try:
+            capi.redlock_unlock(handle)
+        except LockError:
+            if not quiet:
+                raise
+        finally:
+            capi.redlock_handle_free(handle)
+
+
+class Lock:
+    """A distributed lock on one or more resources, from Redlock.get_lock()
+    or Redlock.get_multi_lock().
+
+    Times are seconds (float). The lease is how long the lock stays held
+    unless extended or released; ``validity`` is what remains of it.
+
+    The object holds at most one acquisition, and works like
+    ``threading.Lock``: ``acquire``/``release``/``locked``, ``with lock:``.
+    It is not reentrant: acquiring a lock this object already holds waits
+    until the lease runs out. Threads may share it, like a threading.Lock.
+
+    A Lock that is collected while held is released on the nodes, best effort
+    (a weakref finalizer runs the release); release explicitly rather than
+    rely on it.
+    """
+
+    def __init__(self, client: Redlock, names: Tuple[str, ...]) -> None:
+        self._client = client
+        self._names = names
+        self._mutex = threading.Lock()  # guards _held; never held while waiting for a lock
+        self._held: Optional[_Held] = None
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        """The resources this lock covers."""
+        return self._names
+
+    def try_lock(self, wait: float = 0.0, lease: float = DEFAULT_LEASE) -> bool:
+        """Tries to acquire the lock for ``lease`` seconds, retrying for up to
+        ``wait`` seconds (0: one attempt).
+
+        Returns True when acquired, False when it was not within ``wait``:
+        held by someone else (LockNotAcquired) or too few nodes answered
+        (NoQuorum), like Redisson's tryLock. Other failures raise: bad
+        credentials (AuthError), a key that is not a lock (WrongTypeError),
+        a lease used up while acquiring (LockExpired), invalid arguments
+        (TypeError, ValueError)."""
+        try:
+            self._acquire(_millis(wait, "wait"), _lease_ms(lease))
+        except (LockNotAcquired, NoQuorum):
+            return False
+        return True
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """threading.Lock.acquire: waits up to ``timeout`` seconds (-1: as
+        long as it takes; ``blocking=False``: one attempt) and returns whether
+        it acquired the lock, with a lease of DEFAULT_LEASE seconds. Errors
+        raise as in try_lock()."""
+        wait_ms: Optional[int]
+        if not blocking:
+            if timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            wait_ms = 0
+        elif timeout == -1:
+            wait_ms = None
+        else:
+            wait_ms = _millis(timeout, "timeout")
+        try:
+            self._acquire(wait_ms, _lease_ms(DEFAULT_LEASE))
+        except (LockNotAcquired, NoQuorum):
+            return False
+        return True
+
+    def unlock(self) -> None:
+        """Releases the lock on the nodes. Raises LockNotHeld when it was not
+        held, or had expired or been lost (the critical section may not have
+        been exclusive); it is not held afterwards either way."""
+        with self._mutex:
+            held, self._held = self._held, None
+        if held is None:
+            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
+        held.release()
+
+    release = unlock
+
+    def extend(self, lease: float) -> None:
+        """Renews the lease to ``lease`` seconds from now. Raises LockNotHeld
+        when the lock has expired, was lost or released."""
+        lease_ms = _lease_ms(lease)
+        with self._mutex:
+            if self._held is None:
+                raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
+            self._held.extend(lease_ms)
+
+    @property
+    def validity(self) -> float:
+        """Seconds of validity left; <= 0 when not held (expired, lost,
+        released or never acquired)."""
+        with self._mutex:
+            return 0.0 if self._held is None else self._held.validity_ms() / 1000
+
+    @property
+    def token(self) -> Optional[str]:
+        """The random token of the current acquisition (the value stored in
+        the Redis keys, 32 hex characters), None when released."""
+        with self._mutex:
+            return None if self._held is None else self._held.token()
+
+    def is_held(self) -> bool:
+        """Whether this object holds the lock with validity left: False once
+        the lease has run out, even before any release."""
+        return self.validity > 0
+
+    def locked(self) -> bool:
+        """threading.Lock.locked: whether this object holds the lock, with
+        validity left (the lease is honoured)."""
+        return self.is_held()
+
+    def __enter__(self) -> Lock:
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        """Releases the lock: raises LockNotHeld if it had been lost, unless
+        the block raised (its exception goes on)."""
+        if exc_type is None:
+            self.unlock()
+        else:
+            self._discard()
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_held() else "not held"
+        return f"<redlock.Lock {', '.join(map(repr, self._names))} {state}>"
+
+    def _discard(self) -> None:
+        with self._mutex:
+            held, self._held = self._held, None
+        if held is not None:
+            held.discard()
+
+    def _acquire(self, wait_ms: Optional[int], lease_ms: int) -> None:
+        """Acquires, retrying for wait_ms (None: until it succeeds), or raises
+        the error of the last attempt."""
+        ctx = self._client._context()
+        deadline = None if wait_ms is None else time.monotonic() + wait_ms / 1000
+        while True:
+            if deadline is None:
+                remaining = _WAIT_SLICE_MS
+            else:
+                remaining = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+            try:
+                handle = self._lock_call(ctx, lease_ms, min(remaining, _WAIT_SLICE_MS))
+                break
+            except (LockNotAcquired, NoQuorum):
+                if deadline is not None and remaining <= _WAIT_SLICE_MS:
+                    raise
+        held = _Held(self, self._client, handle)
+        with self._mutex:
+            old, self._held = self._held, held
+        if old is not None:
+            # The lease of the previous acquisition had run out.
+            old.discard()
+
+    def _lock_call(self, ctx: Any, lease_ms: int, wait_ms: int) -> Any:
+        if len(self._names) == 1:
+            return capi.redlock_lock(ctx, self._names[0], lease_ms, wait_ms)
+        return capi.redlock_lock_multi(ctx, self._names, lease_ms, wait_ms)

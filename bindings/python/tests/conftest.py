@@ -1,0 +1,107 @@
+"""Fixtures: real redis-server nodes, started here and stopped at the end."""
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Iterator, List, NamedTuple
+
+import pytest
+
+import redlock
+
+ROOT = Path(__file__).resolve().parents[3]
+NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
+
+
+class Nodes(NamedTuple):
+    dir: Path
+    uris: List[str]  # redis://127.0.0.1:PORT
+    sockets: List[str]  # unix:///.../redis.sock, the same nodes
+
+
+@pytest.fixture(scope="session")
+def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
+    """Five independent nodes for the whole session."""
+    path = tmp_path_factory.mktemp("nodes")
+    subprocess.run([str(NODES_SCRIPT), "start", str(path), "5"], check=True,
+                   stdout=subprocess.DEVNULL)
+    try:
+        yield Nodes(path, (path / "uris").read_text().split(),
+                    (path / "sockets").read_text().split())
+    finally:
+        subprocess.run([str(NODES_SCRIPT), "stop", str(path)], check=True)
+
+
+def redis_cli(uri: str, *command: str) -> str:
+    """Runs one command on a node and returns its reply as text."""
+    return subprocess.run(["redis-cli", "-u", uri, *command], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def on_every_node(nodes: Nodes, *command: str) -> List[str]:
+    return [redis_cli(uri, *command) for uri in nodes.uris]
+
+
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest) -> str:
+    """A key prefix of this test's own, so tests never share keys."""
+    return f"{request.node.name}:"
+
+
+@pytest.fixture
+def client(nodes: Nodes, prefix: str) -> Iterator[redlock.Redlock]:
+    with redlock.Redlock(nodes.uris, key_prefix=prefix) as c:
+        yield c
+
+
+@pytest.fixture
+def other(nodes: Nodes, prefix: str) -> Iterator[redlock.Redlock]:
+    """A second, independent client on the same nodes and keys."""
+    with redlock.Redlock(nodes.uris, key_prefix=prefix) as c:
+        yield c
+
+
+@pytest.fixture
+def missing_sockets(tmp_path: Path) -> List[str]:
+    """URIs of nodes that do not exist: connecting fails at once."""
+    return [f"unix://{tmp_path}/missing{i}.sock" for i in range(3)]
+
+
+class ExtraNode:
+    """One more redis-server with extra settings, on a unix socket."""
+
+    def __init__(self, path: Path, *args: str) -> None:
+        path.mkdir()
+        self.socket = path / "redis.sock"
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", str(self.socket),
+             "--dir", str(path), "--save", "", "--appendonly", "no", *args],
+            stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not self.socket.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.01)
+
+    def uri(self, credentials: str = "") -> str:
+        return f"unix://{credentials}{self.socket}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def extra_node(tmp_path: Path) -> Iterator[Callable[..., ExtraNode]]:
+    """A factory of ExtraNode, stopping every node it made."""
+    made: List[ExtraNode] = []
+
+    def start(*args: str) -> ExtraNode:
+        node = ExtraNode(tmp_path / f"extra{len(made)}", *args)
+        made.append(node)
+        return node
+
+    yield start
+    for node in made:
+        node.stop()

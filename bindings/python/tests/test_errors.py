@@ -1,0 +1,236 @@
+"""Each failure raises its own exception, with the code and the detail."""
+
+import math
+
+import pytest
+
+import redlock
+from redlock import capi
+from redlock.errors import ERRORS
+from conftest import on_every_node
+
+
+def test_every_status_code_has_its_exception():
+    codes = {getattr(capi, name) for name in dir(capi)
+             if name.startswith("REDLOCK_E")}
+    assert set(ERRORS) == codes
+    for code, error in ERRORS.items():
+        assert issubclass(error, redlock.LockError)
+        exc = error(code, "detail")
+        assert exc.code == code and str(exc) == "detail"
+    assert len(set(ERRORS.values())) == len(ERRORS)
+
+
+def test_python_exception_bases():
+    assert issubclass(redlock.InvalidArgument, ValueError)
+    assert issubclass(redlock.LockNotHeld, RuntimeError)
+    assert issubclass(redlock.OutOfMemory, MemoryError)
+    assert issubclass(redlock.SystemCallError, OSError)
+
+
+def test_without_detail_the_message_is_the_code_description():
+    assert str(redlock.LockError(capi.REDLOCK_ENOQUORUM)) == capi.redlock_strerror(
+        capi.REDLOCK_ENOQUORUM)
+
+
+@pytest.mark.parametrize("uri, words", [
+    ("redis://", "no host"),
+    ("redis://127.0.0.1:99999", "port"),
+    ("http://127.0.0.1", "scheme"),
+    ("unix://relative.sock", "absolute"),
+])
+def test_bad_uri(uri, words):
+    with pytest.raises(redlock.InvalidArgument) as failed:
+        redlock.Redlock([uri])
+    assert failed.value.code == capi.REDLOCK_EINVAL
+    assert words in str(failed.value)
+
+
+def test_rediss_is_unsupported():
+    with pytest.raises(redlock.Unsupported) as failed:
+        redlock.Redlock(["rediss://127.0.0.1:6380"])
+    assert failed.value.code == capi.REDLOCK_EUNSUPPORTED
+    assert "TLS" in str(failed.value)
+
+
+def test_same_node_twice(nodes):
+    with pytest.raises(redlock.InvalidArgument, match="same"):
+        redlock.Redlock([nodes.uris[0], nodes.uris[0]])
+
+
+def test_no_nodes():
+    with pytest.raises(redlock.InvalidArgument):
+        redlock.Redlock([])
+
+
+def test_unknown_option(nodes):
+    with pytest.raises(redlock.InvalidArgument, match="lease_ms") as failed:
+        redlock.Redlock(nodes.uris, lease_ms=10)
+    assert failed.value.code == capi.REDLOCK_EINVAL
+
+
+@pytest.mark.parametrize("value", ["abc", -5, 1.5])
+def test_bad_option_value(nodes, value):
+    with pytest.raises(redlock.InvalidArgument, match="node_timeout_ms"):
+        redlock.Redlock(nodes.uris, node_timeout_ms=value)
+
+
+@pytest.mark.parametrize("value", [None, True, [1], b"10"])
+def test_option_value_of_wrong_type(nodes, value):
+    with pytest.raises(TypeError, match="node_timeout_ms"):
+        redlock.Redlock(nodes.uris, node_timeout_ms=value)
+
+
+def test_options_are_applied(nodes, prefix):
+    with redlock.Redlock(nodes.uris, key_prefix=prefix + "p:", node_timeout_ms=200,
+                         drift_factor=0.02, pool_size=2) as client:
+        lock = client.get_lock("job")
+        assert lock.try_lock(lease=10.0)
+        assert on_every_node(nodes, "GET", prefix + "p:job") == [lock.token] * 5
+        # drift: 10 s * 0.02 + 2 ms are taken off the validity.
+        assert lock.validity <= 10.0 - 0.2
+        lock.unlock()
+
+
+def test_wrong_password(extra_node):
+    node = extra_node("--requirepass", "s3cret")
+    with redlock.Redlock([node.uri(":Hunter2x@")]) as client:
+        with pytest.raises(redlock.AuthError) as failed:
+            client.get_lock("job").try_lock()
+    assert failed.value.code == capi.REDLOCK_EAUTH
+    assert str(node.socket) in str(failed.value)
+    assert "Hunter2x" not in str(failed.value)
+
+    with redlock.Redlock([node.uri(":s3cret@")]) as client:
+        assert client.get_lock("job").try_lock()
+
+
+def test_key_of_another_type(client, nodes, prefix):
+    on_every_node(nodes, "HSET", prefix + "job", "field", "value")
+    with pytest.raises(redlock.WrongTypeError) as failed:
+        client.get_multi_lock("job", "other").try_lock()
+    assert failed.value.code == capi.REDLOCK_EWRONGTYPE
+    assert "WRONGTYPE" in str(failed.value)
+
+
+def test_redis_error(extra_node):
+    node = extra_node("--maxmemory", "1", "--maxmemory-policy", "noeviction")
+    with redlock.Redlock([node.uri()]) as client:
+        with pytest.raises(redlock.RedisError) as failed:
+            client.get_lock("job").try_lock()
+    assert failed.value.code == capi.REDLOCK_EREDIS
+    assert "OOM" in str(failed.value)
+
+
+def test_lease_used_up_while_acquiring(client):
+    # The drift allowance alone (2 ms) is more than a 1 ms lease.
+    with pytest.raises(redlock.LockExpired) as failed:
+        client.get_lock("job").try_lock(lease=0.001)
+    assert failed.value.code == capi.REDLOCK_EEXPIRED
+
+
+@pytest.mark.parametrize("nodes_arg", [None, 5, "redis://127.0.0.1", [None], [b"redis://x"]])
+def test_nodes_of_wrong_type(nodes_arg):
+    with pytest.raises(TypeError):
+        redlock.Redlock(nodes_arg)
+
+
+@pytest.mark.parametrize("name", [None, 5, b"job"])
+def test_name_of_wrong_type(client, name):
+    with pytest.raises(TypeError):
+        client.get_lock(name)
+    with pytest.raises(TypeError):
+        client.get_multi_lock("a", name)
+    with pytest.raises(TypeError):
+        with client.lock(name):
+            pass
+
+
+@pytest.mark.parametrize("name", ["", "x" * 5000, "a\0b"])
+def test_bad_name(client, name):
+    with pytest.raises(ValueError):
+        client.get_lock(name).try_lock()
+
+
+def test_multi_lock_needs_distinct_names(client):
+    with pytest.raises(redlock.InvalidArgument, match="twice"):
+        client.get_multi_lock("a", "a").try_lock()
+    with pytest.raises(TypeError):
+        client.get_multi_lock()
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"wait": -1}, ValueError),
+    ({"wait": math.nan}, ValueError),
+    ({"wait": math.inf}, ValueError),
+    ({"wait": None}, TypeError),
+    ({"wait": "1"}, TypeError),
+    ({"lease": 0}, ValueError),
+    ({"lease": -1.0}, ValueError),
+    ({"lease": 3e9}, ValueError),
+    ({"lease": None}, TypeError),
+    ({"lease": True}, TypeError),
+])
+def test_bad_times(client, kwargs, error):
+    lock = client.get_lock("job")
+    with pytest.raises(error):
+        lock.try_lock(**kwargs)
+    with pytest.raises(error):
+        with client.lock("job", **kwargs):
+            pass
+    assert not lock.locked()
+
+
+def test_bad_extend_and_timeout(client):
+    lock = client.get_lock("job")
+    assert lock.try_lock()
+    with pytest.raises(ValueError):
+        lock.extend(-1)
+    with pytest.raises(TypeError):
+        lock.extend(None)
+    with pytest.raises(ValueError):
+        lock.acquire(timeout=-2)
+    lock.unlock()
+
+
+def test_closed_client(nodes, prefix):
+    client = redlock.Redlock(nodes.uris, key_prefix=prefix)
+    lock = client.get_lock("job")
+    assert lock.try_lock()
+    client.close()
+    client.close()
+    # close() released the lock it held.
+    assert on_every_node(nodes, "EXISTS", prefix + "job") == ["0"] * 5
+    assert not lock.locked()
+    assert lock.token is None
+    with pytest.raises(redlock.LockNotHeld):
+        lock.unlock()
+    with pytest.raises(ValueError, match="closed"):
+        lock.try_lock()
+    with pytest.raises(ValueError, match="closed"):
+        client.get_lock("job")
+
+
+def test_raw_module_refuses_none_and_bad_arguments(nodes):
+    ctx = capi.redlock_ctx_new(nodes.uris)
+    try:
+        with pytest.raises(TypeError):
+            capi.redlock_lock(None, "job", 1000, 0)
+        with pytest.raises(TypeError):
+            capi.redlock_extend(None, 1000)
+        with pytest.raises(TypeError):
+            capi.redlock_unlock(None)
+        with pytest.raises(TypeError):
+            capi.redlock_lock(ctx, "job", 1.5, 0)
+        with pytest.raises(OverflowError):
+            capi.redlock_lock(ctx, "job", 2 ** 70, 0)
+        with pytest.raises(TypeError):
+            capi.redlock_lock_multi(ctx, "job", 1000, 0)
+        with pytest.raises(redlock.InvalidArgument):
+            capi.redlock_lock(ctx, "job", -1, 0)
+        with pytest.raises(TypeError):
+            capi.redlock_handle_validity_ms(None)
+        with pytest.raises(TypeError):
+            capi.redlock_handle_free(None)
+    finally:
+        capi.redlock_ctx_free(ctx)

@@ -1,0 +1,138 @@
+/*
+ * swig/python.i - the raw Python module `redlock.capi`.
+ *
+ * It mirrors the C API, made safe to call from Python:
+ *   - a function that returns a status returns None, or its output parameter
+ *     (the new ctx or handle) when it has one, and raises on a negative status
+ *     the exception that redlock.errors maps the code to, with the calling
+ *     thread's redlock_errmsg() as its message;
+ *   - lists of strings come from any sequence of str;
+ *   - None for a ctx or handle, a string that is not str, or one holding a
+ *     NUL character raises TypeError or ValueError instead of reaching C;
+ *   - the GIL is released while the C function runs (threads="1"), so other
+ *     Python threads go on while a call waits for the nodes.
+ * Pointers come back unowned; the package (redlock/client.py) frees them.
+ */
+%module(package="redlock", threads="1") capi
+
+/* SWIG defines the entry point without declaring it first. */
+%header %{
+SWIGEXPORT PyObject *PyInit__capi(void);
+%}
+
+%{
+#include "redlock.h"
+
+/* Raises the exception redlock.errors.error_for() builds for a status code,
+ * with the detail of this thread's last failure. */
+static void redlock_py_raise(int code)
+{
+  const char *detail = redlock_errmsg();
+  PyObject *errors, *exc;
+
+  errors = PyImport_ImportModule("redlock.errors");
+  if (errors == NULL) {
+    return;
+  }
+  exc = PyObject_CallMethod(errors, "error_for", "iN", code,
+                            PyUnicode_DecodeUTF8(detail, (Py_ssize_t)strlen(detail), "replace"));
+  Py_DECREF(errors);
+  if (exc != NULL) {
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+}
+
+/* The UTF-8 text of a str, or NULL with TypeError or ValueError set. The
+ * text belongs to the str object. */
+static const char *redlock_py_text(PyObject *obj, const char *what)
+{
+  const char *text;
+  Py_ssize_t len;
+
+  if (!PyUnicode_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what, Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
+  text = PyUnicode_AsUTF8AndSize(obj, &len);
+  if (text != NULL && strlen(text) != (size_t)len) {
+    PyErr_Format(PyExc_ValueError, "%s must not contain a NUL character", what);
+    return NULL;
+  }
+  return text;
+}
+%}
+
+/* Every function returning a status: raise on failure, else return None. */
+%typemap(out) int redlock_ctx_new, int redlock_ctx_set_option, int redlock_lock,
+              int redlock_lock_multi, int redlock_extend, int redlock_unlock {
+  if ($1 < 0) {
+    redlock_py_raise($1);
+    SWIG_fail;
+  }
+  $result = SWIG_Py_Void();
+}
+
+/* Output parameters become the return value. */
+%typemap(in, numinputs=0) redlock_ctx **out (redlock_ctx *temp = NULL),
+                          redlock_handle **out (redlock_handle *temp = NULL)
+%{ $1 = &temp; %}
+
+%typemap(argout) redlock_ctx **out, redlock_handle **out
+%{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
+
+/* Strings: str only, without NUL. */
+%typemap(in) const char * %{
+  $1 = ($1_ltype)redlock_py_text($input, "$symname: $1_name");
+  if ($1 == NULL) {
+    SWIG_fail;
+  }
+%}
+%typemap(freearg) const char * ""
+
+/* A list of strings from a sequence of str. The sequence is copied into a
+ * tuple first: the tuple keeps every str alive while the GIL is released,
+ * even if another thread changes the caller's list meanwhile. */
+%typemap(in) (const char *const *node_uris, size_t n_nodes) (PyObject *items = NULL),
+             (const char *const *resources, size_t n_resources) (PyObject *items = NULL) {
+  Py_ssize_t i, n;
+  const char **texts;
+
+  if (PyUnicode_Check($input) || PyBytes_Check($input)) {
+    PyErr_SetString(PyExc_TypeError, "$symname: $1_name must be a sequence of str, not a string");
+    SWIG_fail;
+  }
+  items = PySequence_Tuple($input);
+  if (items == NULL) {
+    SWIG_fail;
+  }
+  n = PyTuple_GET_SIZE(items);
+  texts = (const char **)PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(*texts));
+  if (texts == NULL) {
+    PyErr_NoMemory();
+    SWIG_fail;
+  }
+  $1 = ($1_ltype)texts;
+  $2 = (size_t)n;
+  for (i = 0; i < n; i++) {
+    texts[i] = redlock_py_text(PyTuple_GET_ITEM(items, i), "$symname: every item of $1_name");
+    if (texts[i] == NULL) {
+      SWIG_fail;
+    }
+  }
+}
+%typemap(freearg) (const char *const *node_uris, size_t n_nodes),
+                  (const char *const *resources, size_t n_resources) %{
+  PyMem_Free((void *)$1);
+  Py_XDECREF(items$argnum);
+%}
+
+/* The calls that need a ctx or a handle refuse None. */
+%typemap(check) redlock_ctx *ctx, redlock_handle *h %{
+  if ($1 == NULL) {
+    PyErr_SetString(PyExc_TypeError, "$symname: $1_name must not be None");
+    SWIG_fail;
+  }
+%}
+
+%include "redlock.i"
