@@ -1,4 +1,5 @@
 /* ctx.c - the client: its nodes and options; and the library's version. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,15 @@ int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
     return rl_options_set(&ctx->opt, name, value);
+}
+
+void rl_ctx_note_lease(redlock_ctx *ctx, int64_t ttl_ms)
+{
+    int64_t seen = atomic_load_explicit(&ctx->max_lease_ms, memory_order_relaxed);
+    while (ttl_ms > seen
+           && !atomic_compare_exchange_weak_explicit(&ctx->max_lease_ms, &seen, ttl_ms,
+                                                     memory_order_relaxed, memory_order_relaxed))
+        ;
 }
 
 const char *redlock_version_string(void)

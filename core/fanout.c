@@ -2,11 +2,15 @@
  * fanout.c - sends one command to every node at once and collects the
  * replies over one poll loop, each node with its own deadline.
  *
- * A call returns as soon as the quorum outcome is decided. Replies that are
- * still on their way then belong to no one: the connection goes back to its
- * pool remembering how many replies to drop before the next caller's own, so
- * a late reply is never taken for the answer to a later command.
+ * A call returns as soon as the quorum outcome is decided, once its command
+ * has been written to every node it could reach (so no node misses it); it
+ * does not wait for the remaining replies. A connection that still awaits
+ * replies remembers how many to drop before the next command's own, so a late
+ * reply is never taken for the answer to a later command; and it stays with
+ * the handle that sent the command (parked), so that handle's next command to
+ * that node is queued behind it on the same connection.
  */
+#include <stdatomic.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -23,8 +27,7 @@ typedef struct op {
     rl_conn *conn;
     int64_t deadline;
     int outstanding;     /* replies still to come on conn, ours included */
-    int to_skip;         /* of those, the first ones belong to earlier calls */
-    int handshake;       /* then AUTH/SELECT replies of a new connection */
+    int to_skip;         /* of those after the handshake, earlier calls' replies */
     bool connecting;     /* non-blocking connect not yet complete */
     bool fallback_sent;  /* EVAL sent after NOSCRIPT */
     bool retried;        /* a stale pooled connection was replaced once */
@@ -37,6 +40,7 @@ typedef struct fanout {
     const rl_command *cmd;
     rl_wait_for wait;
     rl_result *results;
+    rl_conn **parked;
     op ops[REDLOCK_MAX_NODES];
 } fanout;
 
@@ -115,28 +119,31 @@ static void op_start(fanout *f, size_t i, int64_t now)
 {
     op *o = &f->ops[i];
     rl_node *node = &f->ctx->nodes[i];
-    char err[128];
-    rl_conn *c = rl_node_acquire(node, err, sizeof err);
-    if (!c) {
-        op_finish(f, i, RL_VOTE_FAILED, REDLOCK_ENOQUORUM, "%s", err);
-        return;
+    rl_conn *c = NULL;
+    if (f->parked && f->parked[i]) {
+        c = f->parked[i];
+        f->parked[i] = NULL;
+    } else {
+        char err[128];
+        if (!(c = rl_node_acquire(node, err, sizeof err))) {
+            op_finish(f, i, RL_VOTE_FAILED, REDLOCK_ENOQUORUM, "%s", err);
+            return;
+        }
     }
     o->conn = c;
     o->active = true;
     o->broken = false;
     o->fallback_sent = false;
-    o->to_skip = c->stale_replies;
-    o->outstanding = c->stale_replies + 1;
-    c->stale_replies = 0;
-    o->handshake = 0;
     o->connecting = c->fresh;
     if (c->fresh) {
-        o->handshake = rl_node_append_handshake(node, c);
-        o->outstanding += o->handshake;
+        rl_node_append_handshake(node, c);
         o->deadline = now + f->ctx->opt.connect_timeout_ms;
     } else {
         o->deadline = now + f->ctx->opt.node_timeout_ms;
     }
+    o->to_skip = c->stale_replies;
+    o->outstanding = (c->hs_total - c->hs_done) + c->stale_replies + 1;
+    c->stale_replies = 0;
     redisAppendFormattedCommand(c->rc, f->cmd->bytes, f->cmd->len);
     if (!o->connecting)
         op_flush(f, i, now);
@@ -154,32 +161,54 @@ int rl_reply_error_code(const char *err)
     return REDLOCK_EREDIS;
 }
 
+/* A yes from a node that restarted less than the largest lease ago does not
+ * count: it may have lost a key it granted before (the restart guard). */
+static void apply_restart_guard(fanout *f, size_t i, int64_t now)
+{
+    rl_result *r = &f->results[i];
+    const redlock_ctx *ctx = f->ctx;
+    if (r->vote != RL_VOTE_YES || !f->cmd->guarded || !ctx->opt.restart_guard)
+        return;
+    int64_t left = rl_node_guard_left(&f->ctx->nodes[i],
+                                      atomic_load_explicit(&ctx->max_lease_ms,
+                                                           memory_order_relaxed), now);
+    if (left > 0) {
+        r->vote = RL_VOTE_FAILED;
+        r->code = REDLOCK_ENOQUORUM;
+        snprintf(r->why, sizeof r->why,
+                 "restarted recently; not counted for %lld ms more (restart_guard)",
+                 (long long)left);
+    }
+}
+
 static void op_reply(fanout *f, size_t i, redisReply *reply, int64_t now)
 {
     op *o = &f->ops[i];
+    rl_conn *c = o->conn;
     o->outstanding--;
-    if (o->to_skip > 0) {
-        o->to_skip--;
+    if (c->hs_done < c->hs_total) {
+        char why[160];
+        int code = rl_node_handshake_reply(&f->ctx->nodes[i], c, reply, why, sizeof why);
+        if (code != REDLOCK_OK) {
+            o->broken = true;
+            op_finish(f, i, RL_VOTE_FAILED, code, "%s", why);
+        }
         return;
     }
-    if (o->handshake > 0) {
-        o->handshake--;
-        if (reply->type == REDIS_REPLY_ERROR) {
-            o->broken = true;
-            op_finish(f, i, RL_VOTE_FAILED, rl_reply_error_code(reply->str),
-                      "connection setup refused: %.100s", reply->str);
-        }
+    if (o->to_skip > 0) {
+        o->to_skip--;
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0
         && f->cmd->fallback && !o->fallback_sent) {
         o->fallback_sent = true;
         o->outstanding++;
-        redisAppendFormattedCommand(o->conn->rc, f->cmd->fallback, f->cmd->fallback_len);
+        redisAppendFormattedCommand(c->rc, f->cmd->fallback, f->cmd->fallback_len);
         op_flush(f, i, now);
         return;
     }
     f->cmd->classify(reply, f->cmd->n_keys, &f->results[i]);
+    apply_restart_guard(f, i, now);
     o->active = false;
 }
 
@@ -264,9 +293,18 @@ static bool decided(const fanout *f)
     return rl_tally_decided(&t);
 }
 
-void rl_fanout(redlock_ctx *ctx, const rl_command *cmd, rl_wait_for wait, rl_result *results)
+/* Once the outcome is decided, an op is still driven while its command is
+ * not yet written (connecting, or output left): every reachable node gets
+ * the command, but no one waits for more replies. */
+static bool still_sending(const op *o)
 {
-    fanout f = { .ctx = ctx, .cmd = cmd, .wait = wait, .results = results };
+    return o->connecting || has_output(o);
+}
+
+void rl_fanout(redlock_ctx *ctx, const rl_command *cmd, rl_wait_for wait, rl_result *results,
+               rl_conn **parked)
+{
+    fanout f = { .ctx = ctx, .cmd = cmd, .wait = wait, .results = results, .parked = parked };
     size_t n = ctx->n_nodes;
     struct pollfd pfd[REDLOCK_MAX_NODES];
     size_t who[REDLOCK_MAX_NODES];
@@ -276,16 +314,17 @@ void rl_fanout(redlock_ctx *ctx, const rl_command *cmd, rl_wait_for wait, rl_res
     for (size_t i = 0; i < n; i++)
         op_start(&f, i, now);
 
-    while (!decided(&f)) {
+    for (;;) {
+        bool done = decided(&f);
         size_t k = 0;
         int64_t first_deadline = INT64_MAX;
         for (size_t i = 0; i < n; i++) {
             op *o = &f.ops[i];
-            if (!o->active)
+            if (!o->active || (done && !still_sending(o)))
                 continue;
             pfd[k].fd = o->conn->rc->fd;
-            pfd[k].events = (short)(o->connecting || has_output(o) ? POLLOUT : 0);
-            if (!o->connecting)
+            pfd[k].events = (short)(still_sending(o) ? POLLOUT : 0);
+            if (!o->connecting && !done)
                 pfd[k].events |= POLLIN;
             pfd[k].revents = 0;
             who[k++] = i;
@@ -305,23 +344,30 @@ void rl_fanout(redlock_ctx *ctx, const rl_command *cmd, rl_wait_for wait, rl_res
         for (size_t j = 0; r > 0 && j < k; j++)
             if (pfd[j].revents)
                 op_service(&f, who[j], pfd[j].revents, now);
-        for (size_t i = 0; i < n; i++)
-            if (f.ops[i].active && now >= f.ops[i].deadline)
-                op_timeout(&f, i);
+        for (size_t j = 0; j < k; j++)
+            if (f.ops[who[j]].active && now >= f.ops[who[j]].deadline)
+                op_timeout(&f, who[j]);
     }
 
     for (size_t i = 0; i < n; i++) {
         op *o = &f.ops[i];
-        if (!o->conn)
+        rl_conn *c = o->conn;
+        if (!c)
             continue;
-        if (o->connecting) {
-            /* Decided before this connect completed: keep the socket, drop
-             * the unsent command; the next caller sends its own handshake. */
-            sdsclear(o->conn->rc->obuf);
-            o->outstanding = 0;
-        }
-        o->conn->stale_replies = o->outstanding;
-        rl_node_release(&ctx->nodes[i], o->conn, o->broken, ctx->opt.pool_size);
         o->conn = NULL;
+        c->stale_replies = o->outstanding - (c->hs_total - c->hs_done);
+        if (!o->broken && c->stale_replies > 0 && parked)
+            parked[i] = c;
+        else
+            rl_node_release(&ctx->nodes[i], c, o->broken, ctx->opt.pool_size);
+    }
+}
+
+void rl_fanout_unpark(redlock_ctx *ctx, rl_conn **parked)
+{
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        if (parked[i])
+            rl_node_release(&ctx->nodes[i], parked[i], false, ctx->opt.pool_size);
+        parked[i] = NULL;
     }
 }

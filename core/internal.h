@@ -58,6 +58,7 @@ typedef struct rl_options {
     char *key_prefix;
     size_t key_prefix_len;
     int pool_size;
+    bool restart_guard;
 } rl_options;
 
 int rl_options_init(rl_options *o);
@@ -75,21 +76,36 @@ extern const rl_script rl_script_release;       /* DEL each KEY whose value is A
 extern const rl_script rl_script_extend;        /* PEXPIRE all KEYS if all are ARGV[1] */
 
 /* ---- node.c: connections to one node, pooled ---- */
+
+/* What a reply of the connection handshake is. */
+typedef enum rl_hs_kind {
+    RL_HS_REQUIRED,   /* AUTH, SELECT: an error makes the connection unusable */
+    RL_HS_SCRIPT,     /* SCRIPT LOAD: an error only means EVALSHA may need EVAL */
+    RL_HS_INFO        /* INFO server: the node's run_id, for the restart guard */
+} rl_hs_kind;
+
+#define RL_MAX_HANDSHAKE 6
+
 typedef struct rl_conn {
     struct redisContext *rc;
     struct rl_conn *next;    /* in the idle list */
-    int stale_replies;       /* replies of earlier calls still to be read and dropped */
+    unsigned char hs[RL_MAX_HANDSHAKE]; /* handshake replies, in order (rl_hs_kind) */
+    int hs_total;            /* how many handshake commands were sent */
+    int hs_done;             /* how many of their replies were read */
+    int stale_replies;       /* after the handshake: replies of earlier calls to drop */
     bool fresh;              /* the connect has not completed yet */
     bool reused;             /* taken from the idle list (may have gone stale) */
 } rl_conn;
 
 typedef struct rl_node {
     rl_node_addr addr;
-    pthread_mutex_t mu;      /* guards the fields below */
+    pthread_mutex_t mu;      /* guards the fields below, but restarted_at_ms */
     rl_conn *idle;
     int n_idle;
     int64_t down_until_ms;   /* no new connections before this (backoff) */
     int64_t backoff_ms;
+    char run_id[41];         /* the node's INFO run_id as last seen ("" before) */
+    _Atomic int64_t restarted_at_ms; /* when a new run_id was seen; 0 never */
 } rl_node;
 
 int rl_node_init(rl_node *node, const char *uri);
@@ -105,8 +121,19 @@ void rl_node_discard_idle(rl_node *node);
 /* Records that connecting failed or succeeded, for the backoff. */
 void rl_node_connect_failed(rl_node *node);
 void rl_node_connect_ok(rl_node *node);
-/* Appends AUTH and SELECT for a new connection; returns how many replies they add. */
-int rl_node_append_handshake(const rl_node *node, rl_conn *conn);
+/* Appends the handshake of a new connection: AUTH, SELECT, SCRIPT LOAD of
+ * every script, INFO server. */
+void rl_node_append_handshake(const rl_node *node, rl_conn *conn);
+/* Reads one handshake reply; REDLOCK_OK, or the code that makes the
+ * connection unusable (message in why). */
+int rl_node_handshake_reply(rl_node *node, rl_conn *conn, const struct redisReply *reply,
+                            char *why, size_t whylen);
+/* Milliseconds for which the node's votes do not count yet, because it
+ * restarted less than max_lease_ms ago; 0 when they count. */
+int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now);
+
+/* Finds "run_id:<40 hex>" in an INFO reply; 0 when found. */
+int rl_info_run_id(const char *info, size_t len, char out[41]);
 
 /* ---- fanout.c: one command to every node at once, over one poll loop ---- */
 
@@ -134,6 +161,7 @@ typedef struct rl_command {
     size_t fallback_len;
     rl_classify_fn classify;
     size_t n_keys;
+    bool guarded;               /* yes votes are subject to the restart guard */
 } rl_command;
 
 typedef enum rl_wait_for {
@@ -146,9 +174,15 @@ struct redlock_ctx;
 /* The REDLOCK_E* code for a Redis error reply (WRONGTYPE, NOAUTH, ...). */
 int rl_reply_error_code(const char *err);
 
-/* Sends cmd to every node of ctx at once; fills results[ctx->n_nodes]. */
+/* Sends cmd to every node of ctx at once; fills results[ctx->n_nodes].
+ * parked (per node, or NULL) holds connections that still await replies of
+ * the caller's earlier commands: they are used first, so a handle's commands
+ * reach each node in order, and connections left awaiting replies are
+ * parked there again. */
 void rl_fanout(struct redlock_ctx *ctx, const rl_command *cmd, rl_wait_for wait,
-               rl_result *results);
+               rl_result *results, rl_conn **parked);
+/* Returns parked connections to their pools. */
+void rl_fanout_unpark(struct redlock_ctx *ctx, rl_conn **parked);
 
 /* ---- quorum.c: the Redlock rules, in one place ---- */
 typedef struct rl_tally {
@@ -169,6 +203,10 @@ struct redlock_ctx {
     rl_node *nodes;
     size_t n_nodes;
     rl_options opt;
+    _Atomic int64_t max_lease_ms;   /* the largest lease taken or extended so far */
 };
+
+/* Raises ctx->max_lease_ms to ttl_ms if it is larger. */
+void rl_ctx_note_lease(struct redlock_ctx *ctx, int64_t ttl_ms);
 
 #endif /* REDLOCK_INTERNAL_H */

@@ -18,6 +18,7 @@ struct redlock_handle {
     int64_t expires_at;   /* monotonic ms at which validity reaches 0 */
     bool held;            /* acquired, and not since lost or released */
     bool released;        /* redlock_unlock was called */
+    rl_conn **parked;     /* per node: a connection awaiting replies of ours, or NULL */
 };
 
 /* ---- what each reply means ---- */
@@ -105,13 +106,13 @@ static int command_set(command_buf *b, const redlock_handle *h, int64_t ttl_ms)
     if (len < 0)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     b->cmd = (rl_command){ .bytes = b->bytes, .len = (size_t)len, .classify = classify_set,
-                           .n_keys = 1 };
+                           .n_keys = 1, .guarded = true };
     return REDLOCK_OK;
 }
 
 /* EVALSHA sha n key... token [ttl], with EVAL body ... as the fallback. */
 static int command_script(command_buf *b, const redlock_handle *h, const rl_script *script,
-                          int64_t ttl_ms, rl_classify_fn classify)
+                          int64_t ttl_ms, rl_classify_fn classify, bool guarded)
 {
     size_t argc = 3 + h->n_keys + (ttl_ms > 0 ? 2 : 1);
     const char **argv = malloc(argc * sizeof *argv);
@@ -140,7 +141,7 @@ static int command_script(command_buf *b, const redlock_handle *h, const rl_scri
     }
     b->cmd = (rl_command){ .bytes = b->bytes, .len = (size_t)len, .fallback = b->fallback,
                            .fallback_len = (size_t)flen, .classify = classify,
-                           .n_keys = h->n_keys };
+                           .n_keys = h->n_keys, .guarded = guarded };
     return REDLOCK_OK;
 }
 
@@ -165,6 +166,10 @@ void redlock_handle_free(redlock_handle *h)
 {
     if (!h)
         return;
+    if (h->parked) {
+        rl_fanout_unpark(h->ctx, h->parked);
+        free(h->parked);
+    }
     for (size_t i = 0; i < h->n_keys; i++)
         free(h->keys[i]);
     free(h->keys);
@@ -176,7 +181,10 @@ static int handle_new(redlock_handle **out, redlock_ctx *ctx, const char *const 
 {
     const rl_options *o = &ctx->opt;
     redlock_handle *h = calloc(1, sizeof *h);
-    if (!h || !(h->keys = calloc(n, sizeof *h->keys))) {
+    if (!h || !(h->keys = calloc(n, sizeof *h->keys))
+        || !(h->parked = calloc(ctx->n_nodes, sizeof *h->parked))) {
+        if (h)
+            free(h->keys);
         free(h);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     }
@@ -186,12 +194,12 @@ static int handle_new(redlock_handle **out, redlock_ctx *ctx, const char *const 
             redlock_handle_free(h);
             return rl_fail(REDLOCK_EINVAL, "resource name %zu is NULL", i);
         }
-        size_t len = strnlen(names[i], REDLOCK_MAX_NAME_BYTES);
-        if (len == 0 || o->key_prefix_len + len >= REDLOCK_MAX_NAME_BYTES) {
+        size_t len = strnlen(names[i], REDLOCK_MAX_NAME_BYTES + 1);
+        if (len == 0 || o->key_prefix_len + len > REDLOCK_MAX_NAME_BYTES) {
             redlock_handle_free(h);
             return rl_fail(REDLOCK_EINVAL, len == 0 ? "resource name %zu is empty"
-                           : "resource name %zu is too long (key_prefix and name must be "
-                             "shorter than 4096 bytes)", i);
+                           : "resource name %zu is too long (key_prefix and name together "
+                             "may have at most 4096 bytes)", i);
         }
         if (!(h->keys[i] = malloc(o->key_prefix_len + len + 1))) {
             redlock_handle_free(h);
@@ -237,14 +245,18 @@ static const char *what_of(const redlock_handle *h, const char *verb, char *buf,
 }
 
 /* Sends the release script to every node and does not wait for the answers:
- * used after a failed attempt, where nothing is to be learnt from them. */
+ * used after a failed attempt, where nothing is to be learnt from them. As
+ * no one reads the reply, it is sent as EVAL, which cannot fail with NOSCRIPT. */
 static void release_quietly(redlock_handle *h)
 {
     command_buf b = { 0 };
     rl_result results[REDLOCK_MAX_NODES];
-    if (command_script(&b, h, &rl_script_release, 0, classify_count) != REDLOCK_OK)
+    if (command_script(&b, h, &rl_script_release, 0, classify_count, false) != REDLOCK_OK)
         return;
-    rl_fanout(h->ctx, &b.cmd, RL_WAIT_SENT, results);
+    b.cmd.bytes = b.fallback;
+    b.cmd.len = b.cmd.fallback_len;
+    b.cmd.fallback = NULL;
+    rl_fanout(h->ctx, &b.cmd, RL_WAIT_SENT, results, h->parked);
     command_free(&b);
 }
 
@@ -259,12 +271,12 @@ static int acquire_once(redlock_handle *h, int64_t ttl_ms)
     if (rc != REDLOCK_OK)
         return rc;
     rc = h->n_keys == 1 ? command_set(&b, h, ttl_ms)
-                        : command_script(&b, h, &rl_script_acquire_multi, ttl_ms, classify_flag);
+                        : command_script(&b, h, &rl_script_acquire_multi, ttl_ms, classify_flag, true);
     if (rc != REDLOCK_OK)
         return rc;
 
     int64_t start = rl_now_ms();
-    rl_fanout(ctx, &b.cmd, RL_WAIT_QUORUM, results);
+    rl_fanout(ctx, &b.cmd, RL_WAIT_QUORUM, results, h->parked);
     int64_t elapsed = rl_now_ms() - start;
     command_free(&b);
 
@@ -303,7 +315,7 @@ static int explain_refusal(redlock_handle *h, int rc)
     rl_command cmd = { .bytes = bytes, .len = (size_t)len, .classify = classify_wrong_type,
                        .n_keys = 1 };
     rl_result results[REDLOCK_MAX_NODES];
-    rl_fanout(h->ctx, &cmd, RL_WAIT_QUORUM, results);
+    rl_fanout(h->ctx, &cmd, RL_WAIT_QUORUM, results, h->parked);
     redisFreeCommand(bytes);
 
     rl_tally t;
@@ -353,6 +365,7 @@ static int lock_resources(redlock_handle **out, redlock_ctx *ctx, const char *co
     redlock_handle *h = NULL;
     if ((rc = handle_new(&h, ctx, names, n)) != REDLOCK_OK)
         return rc;
+    rl_ctx_note_lease(ctx, ttl_ms);
 
     int64_t now = rl_now_ms();
     int64_t give_up = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
@@ -417,9 +430,10 @@ int redlock_extend(redlock_handle *h, int64_t ttl_ms)
     redlock_ctx *ctx = h->ctx;
     command_buf b = { 0 };
     rl_result results[REDLOCK_MAX_NODES];
-    if ((rc = command_script(&b, h, &rl_script_extend, ttl_ms, classify_flag)) != REDLOCK_OK)
+    rl_ctx_note_lease(ctx, ttl_ms);
+    if ((rc = command_script(&b, h, &rl_script_extend, ttl_ms, classify_flag, true)) != REDLOCK_OK)
         return rc;
-    rl_fanout(ctx, &b.cmd, RL_WAIT_QUORUM, results);
+    rl_fanout(ctx, &b.cmd, RL_WAIT_QUORUM, results, h->parked);
     int64_t elapsed = rl_now_ms() - start;
     command_free(&b);
 
@@ -454,12 +468,12 @@ int redlock_unlock(redlock_handle *h)
     redlock_ctx *ctx = h->ctx;
     command_buf b = { 0 };
     rl_result results[REDLOCK_MAX_NODES];
-    int rc = command_script(&b, h, &rl_script_release, 0, classify_count);
+    int rc = command_script(&b, h, &rl_script_release, 0, classify_count, false);
     if (rc != REDLOCK_OK)
         return rc;
     int64_t left = h->expires_at - rl_now_ms();
     bool was_held = h->held;
-    rl_fanout(ctx, &b.cmd, RL_WAIT_QUORUM, results);
+    rl_fanout(ctx, &b.cmd, RL_WAIT_QUORUM, results, h->parked);
     command_free(&b);
     h->released = true;
     h->held = false;

@@ -3,6 +3,9 @@
  * of idle connections, and not retried for a while after connecting failed
  * (exponential backoff), so a dead node costs nothing until it may be back.
  */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +78,9 @@ rl_conn *rl_node_acquire(rl_node *node, char *err, size_t errlen)
         rl_node_connect_failed(node);
         return NULL;
     }
+    /* Connections are the library's own: a program that forks and execs
+     * must not hand them to the child. */
+    fcntl(rc->fd, F_SETFD, FD_CLOEXEC);
     conn = calloc(1, sizeof *conn);
     if (!conn) {
         redisFree(rc);
@@ -136,22 +142,91 @@ void rl_node_connect_ok(rl_node *node)
     pthread_mutex_unlock(&node->mu);
 }
 
-int rl_node_append_handshake(const rl_node *node, rl_conn *conn)
+static void append_argv(rl_conn *conn, rl_hs_kind kind, int argc, const char **argv)
 {
-    int n = 0;
+    redisAppendCommandArgv(conn->rc, argc, argv, NULL);
+    conn->hs[conn->hs_total++] = (unsigned char)kind;
+}
+
+void rl_node_append_handshake(const rl_node *node, rl_conn *conn)
+{
     const rl_node_addr *a = &node->addr;
+    conn->hs_total = conn->hs_done = 0;
     if (a->password) {
         const char *argv[3] = { "AUTH", a->user ? a->user : a->password, a->password };
-        int argc = a->user ? 3 : 2;
-        redisAppendCommandArgv(conn->rc, argc, argv, NULL);
-        n++;
+        append_argv(conn, RL_HS_REQUIRED, a->user ? 3 : 2, argv);
     }
     if (a->db != 0) {
         char db[16];
         snprintf(db, sizeof db, "%d", a->db);
         const char *argv[2] = { "SELECT", db };
-        redisAppendCommandArgv(conn->rc, 2, argv, NULL);
-        n++;
+        append_argv(conn, RL_HS_REQUIRED, 2, argv);
     }
-    return n;
+    /* Loaded on every new connection, so that EVALSHA finds them even in
+     * replies nobody waits for (after an early return, or a restart). */
+    const rl_script *scripts[3] = { &rl_script_acquire_multi, &rl_script_release,
+                                    &rl_script_extend };
+    for (int i = 0; i < 3; i++) {
+        const char *argv[3] = { "SCRIPT", "LOAD", scripts[i]->body };
+        append_argv(conn, RL_HS_SCRIPT, 3, argv);
+    }
+    const char *info[2] = { "INFO", "server" };
+    append_argv(conn, RL_HS_INFO, 2, info);
+}
+
+int rl_info_run_id(const char *info, size_t len, char out[41])
+{
+    static const char field[] = "run_id:";
+    const size_t flen = sizeof field - 1;
+    for (size_t i = 0; i + flen + 40 <= len; i++) {
+        if ((i > 0 && info[i - 1] != '\n') || memcmp(info + i, field, flen) != 0)
+            continue;
+        const char *id = info + i + flen;
+        for (int j = 0; j < 40; j++)
+            if (!isxdigit((unsigned char)id[j]))
+                return -1;
+        if (i + flen + 40 < len && !isspace((unsigned char)id[40]))
+            return -1;
+        memcpy(out, id, 40);
+        out[40] = '\0';
+        return 0;
+    }
+    return -1;
+}
+
+/* A run_id other than the one seen before means the node restarted: it may
+ * have lost keys it held, so the restart guard stops counting it for a while. */
+static void saw_run_id(rl_node *node, const char *run_id)
+{
+    pthread_mutex_lock(&node->mu);
+    if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0)
+        atomic_store(&node->restarted_at_ms, rl_now_ms());
+    memcpy(node->run_id, run_id, sizeof node->run_id);
+    pthread_mutex_unlock(&node->mu);
+}
+
+int rl_node_handshake_reply(rl_node *node, rl_conn *conn, const redisReply *reply, char *why,
+                            size_t whylen)
+{
+    rl_hs_kind kind = (rl_hs_kind)conn->hs[conn->hs_done++];
+    char run_id[41];
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (kind != RL_HS_REQUIRED)
+            return REDLOCK_OK;
+        snprintf(why, whylen, "connection setup refused: %.100s", reply->str);
+        return rl_reply_error_code(reply->str);
+    }
+    if (kind == RL_HS_INFO && reply->type == REDIS_REPLY_STRING
+        && rl_info_run_id(reply->str, reply->len, run_id) == 0)
+        saw_run_id(node, run_id);
+    return REDLOCK_OK;
+}
+
+int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now)
+{
+    int64_t since = atomic_load_explicit(&node->restarted_at_ms, memory_order_relaxed);
+    if (since == 0)
+        return 0;
+    int64_t left = since + max_lease_ms - now;
+    return left > 0 ? left : 0;
 }

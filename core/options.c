@@ -20,6 +20,7 @@ int rl_options_init(rl_options *o)
     o->key_prefix = strdup("");
     o->key_prefix_len = 0;
     o->pool_size = 16;
+    o->restart_guard = true;
     return o->key_prefix ? REDLOCK_OK : rl_fail(REDLOCK_ENOMEM, "out of memory");
 }
 
@@ -84,6 +85,9 @@ int rl_options_set(rl_options *o, const char *name, const char *value)
     } else if (strcmp(name, "pool_size") == 0) {
         if ((rc = parse_int(name, value, 0, MAX_POOL_SIZE, &v)) == REDLOCK_OK)
             o->pool_size = (int)v;
+    } else if (strcmp(name, "restart_guard") == 0) {
+        if ((rc = parse_int(name, value, 0, 1, &v)) == REDLOCK_OK)
+            o->restart_guard = v == 1;
     } else if (strcmp(name, "drift_factor") == 0) {
         rc = parse_fraction(name, value, &o->drift_factor);
     } else if (strcmp(name, "key_prefix") == 0) {
@@ -101,7 +105,8 @@ int rl_options_set(rl_options *o, const char *name, const char *value)
     } else {
         rc = rl_fail(REDLOCK_EINVAL,
                      "unknown option '%.64s' (known: node_timeout_ms, connect_timeout_ms, "
-                     "retry_delay_ms, retry_jitter_ms, drift_factor, key_prefix, pool_size)",
+                     "retry_delay_ms, retry_jitter_ms, drift_factor, key_prefix, pool_size, "
+                     "restart_guard)",
                      name);
     }
     return rc;

@@ -61,11 +61,13 @@ static void describe_failures(const struct redlock_ctx *ctx, const rl_result *re
 
 /*
  * The status of a round that did not reach a quorum of yes votes.
- * refused_code is what "a quorum answered, and too many refused" means for
- * this operation (REDLOCK_ELOCKED for acquiring, REDLOCK_ENOTHELD for extend
- * and release). When failures decided it and every failed node failed the
- * same way (all AUTH, all WRONGTYPE, ...), that code is returned instead of
- * REDLOCK_ENOQUORUM, so a wrong password reads as a wrong password.
+ * Failures (down, timed out, error replies) decide it only when they alone
+ * leave too few nodes for a quorum; then, when every failed node failed the
+ * same way (all AUTH, all WRONGTYPE, ...), that code is returned, so a wrong
+ * password reads as a wrong password, and otherwise REDLOCK_ENOQUORUM.
+ * Otherwise the nodes that answered refused: refused_code is what that means
+ * for this operation (REDLOCK_ELOCKED for acquiring, REDLOCK_ENOTHELD for
+ * extend and release).
  */
 int rl_tally_outcome(const struct redlock_ctx *ctx, const rl_result *results, const char *what,
                      int refused_code)
@@ -74,25 +76,20 @@ int rl_tally_outcome(const struct redlock_ctx *ctx, const rl_result *results, co
     rl_tally_count(&t, results, ctx->n_nodes);
     size_t q = rl_quorum(ctx->n_nodes);
     char msg[900];
-    int code;
+    int code = refused_code;
 
-    if (t.no > 0 && t.n - t.no < q) {
-        code = refused_code;
-    } else {
-        code = REDLOCK_ENOQUORUM;
-        int common = 0;
+    if (t.failed > t.n - q || t.no == 0) {
+        code = 0;
         for (size_t i = 0; i < ctx->n_nodes; i++) {
             if (results[i].vote != RL_VOTE_FAILED)
                 continue;
-            if (common == 0)
-                common = results[i].code;
-            else if (common != results[i].code)
-                common = REDLOCK_ENOQUORUM;
+            if (code == 0)
+                code = results[i].code;
+            else if (code != results[i].code)
+                code = REDLOCK_ENOQUORUM;
         }
-        if (common != 0 && t.no == 0 && t.yes == 0)
-            code = common;
-        else if (t.no > 0 && t.failed == 0 && t.pending == 0)
-            code = refused_code;
+        if (code == 0)
+            code = REDLOCK_ENOQUORUM;
     }
     snprintf(msg, sizeof msg, "%s: %zu of %zu nodes agreed, %zu needed (%zu refused, %zu failed, "
              "%zu not waited for)", what, t.yes, t.n, q, t.no, t.failed, t.pending);
