@@ -1,0 +1,102 @@
+/*
+ * helpers.c - shared assertions and client set-up for the C tests.
+ */
+#include "helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char unset_out;
+
+static const char *const generous_options[] = {
+    "node_timeout_ms", "2000",
+    "connect_timeout_ms", "2000",
+    "retry_delay_ms", "20",
+    "retry_jitter_ms", "10",
+    NULL,
+};
+
+void set_options(redlock_ctx *ctx, const char *const *options)
+{
+    for (size_t i = 0; options != NULL && options[i] != NULL; i += 2)
+        assert_rc(redlock_ctx_set_option(ctx, options[i], options[i + 1]), REDLOCK_OK);
+}
+
+redlock_ctx *ctx_for(const nodes *ns, const char *const *options)
+{
+    redlock_ctx *ctx = NULL;
+    assert_rc(redlock_ctx_new(&ctx, nodes_uris(ns), nodes_count(ns)), REDLOCK_OK);
+    assert_non_null(ctx);
+    set_options(ctx, generous_options);
+    set_options(ctx, options);
+    return ctx;
+}
+
+int is_token(const char *token)
+{
+    if (token == NULL || strlen(token) != 32)
+        return 0;
+    return strspn(token, "0123456789abcdef") == 32;
+}
+
+/* 1 when key on node i, database db, holds value (NULL: is missing). */
+static int node_holds(nodes *ns, size_t i, int db, const char *key, const char *value)
+{
+    if (value == NULL)
+        return nodes_exists_db(ns, i, db, key) == 0;
+    char *v = nodes_get_db(ns, i, db, key);
+    int same = v != NULL && strcmp(v, value) == 0;
+    free(v);
+    return same;
+}
+
+static void assert_on_nodes_db(nodes *ns, size_t first, size_t end, int db, const char *key,
+                               const char *value)
+{
+    long long deadline = now_ms() + CONVERGE_MS;
+    size_t i = first;
+    while (i < end) {
+        if (node_holds(ns, i, db, key, value)) {
+            i++;
+            continue;
+        }
+        if (now_ms() > deadline) {
+            if (value == NULL)
+                fail_msg("node %zu, db %d: key %s exists, expected no key", i, db, key);
+            fail_msg("node %zu, db %d: key %s does not hold %s", i, db, key, value);
+        }
+        sleep_ms(10);
+    }
+}
+
+void assert_on_nodes(nodes *ns, size_t first, size_t end, const char *key, const char *value)
+{
+    assert_on_nodes_db(ns, first, end, 0, key, value);
+}
+
+void assert_on_every_node(nodes *ns, const char *key, const char *value)
+{
+    assert_on_nodes_db(ns, 0, nodes_count(ns), 0, key, value);
+}
+
+void assert_on_every_node_db(nodes *ns, int db, const char *key, const char *value)
+{
+    assert_on_nodes_db(ns, 0, nodes_count(ns), db, key, value);
+}
+
+void assert_pttl_on_every_node(nodes *ns, const char *key, long long low, long long high)
+{
+    long long deadline = now_ms() + CONVERGE_MS;
+    size_t i = 0;
+    while (i < nodes_count(ns)) {
+        long long pttl = nodes_pttl(ns, i, key);
+        if (pttl >= low && pttl <= high) {
+            i++;
+            continue;
+        }
+        if (now_ms() > deadline)
+            fail_msg("node %zu: PTTL of %s is %lld, expected %lld to %lld", i, key, pttl, low,
+                     high);
+        sleep_ms(10);
+    }
+}
