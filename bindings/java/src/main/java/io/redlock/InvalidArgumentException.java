@@ -1,0 +1,13 @@
+package io.redlock;
+
+/**
+ * The library refused an argument (REDLOCK_EINVAL): a bad node URI, the same node twice, an
+ * unknown option or a bad option value, a name longer than 4096 bytes with its key_prefix.
+ */
+public class InvalidArgumentException extends RedlockException {
+    private static final long serialVersionUID = 1L;
+
+    public InvalidArgumentException(int code, String message) {
+        super(code, message);
+    }
+}

@@ -1,0 +1,42 @@
+package io.redlock;
+
+import io.redlock.internal.SWIGTYPE_p_redlock_handle;
+import java.lang.ref.Cleaner;
+
+/**
+ * One native handle (one acquisition), freed exactly once: by {@link #free()}, by the Cleaner
+ * once its owner became unreachable (a lock still held is then left to expire at the end of its
+ * lease), or by {@link NativeClient#close()}.
+ */
+final class NativeHandle {
+    private final NativeClient client;
+    private final SWIGTYPE_p_redlock_handle ptr;
+    private final Cleaner.Cleanable cleanable;
+
+    NativeHandle(NativeClient client, SWIGTYPE_p_redlock_handle ptr, Object owner) {
+        this.client = client;
+        this.ptr = ptr;
+        this.cleanable = Redlock.CLEANER.register(owner, freeAction(client, ptr));
+    }
+
+    /** The Cleaner's action: it must not refer to the owner, so it is built from a static method. */
+    private static Runnable freeAction(NativeClient client, SWIGTYPE_p_redlock_handle ptr) {
+        return () -> client.free(ptr);
+    }
+
+    void extend(long leaseMs) {
+        client.extend(ptr, leaseMs);
+    }
+
+    void unlock() {
+        client.unlock(ptr);
+    }
+
+    long validityMs() {
+        return client.validityMs(ptr);
+    }
+
+    void free() {
+        cleanable.clean();
+    }
+}

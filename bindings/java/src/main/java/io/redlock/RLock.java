@@ -1,0 +1,277 @@
+package io.redlock;
+
+import io.redlock.internal.RedlockNativeConstants;
+import java.util.Arrays;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * A distributed lock on one resource, or on several taken together (from
+ * {@link Redlock#getMultiLock}). It is held only while a majority of the nodes agree and its
+ * lease lasts: the lease is the time after which the nodes forget the lock even when its holder
+ * never released it (crashed, paused or partitioned).
+ *
+ * <p><b>Leases.</b> {@link #lock()}, {@link #lockInterruptibly()}, {@link #tryLock()} and
+ * {@link #tryLock(long, TimeUnit)} take a lease of {@link #DEFAULT_LEASE_MS} (30 seconds); the
+ * other methods take the lease as an argument. There is no watchdog: a holder that works longer
+ * calls {@link #extend}. When the lease has run out, {@link #isHeldByCurrentThread()} is false
+ * and {@link #unlock()} throws {@link LockNotHeldException}: the critical section may not have
+ * been exclusive.
+ *
+ * <p><b>Threads.</b> Like a {@link java.util.concurrent.locks.ReentrantLock}, one RLock object
+ * may be shared by threads: the thread that acquired it owns it, only that thread may unlock or
+ * extend it ({@link IllegalMonitorStateException} otherwise), and it may acquire it again
+ * (reentrancy: each acquisition needs its unlock; acquiring again renews the lease to the
+ * requested time, as Redisson does). Exclusion between two RLock objects, even for the same name
+ * in the same client, is by the nodes alone: a thread holding one waits for the other like any
+ * other client. When the owner's lease ran out and another thread acquired this RLock, the
+ * former owner's hold is dropped and its {@link #unlock()} throws IllegalMonitorStateException.
+ *
+ * <p><b>Failures.</b> The acquiring methods treat "held by someone else" and "too few nodes
+ * answered" alike: the lock is not acquired (false, or waiting on); they throw
+ * {@link RedlockException} for other failures ({@link AuthException}, {@link
+ * LeaseExpiredException}, ...). Waiting methods check for interruption at least every half
+ * second.
+ *
+ * <p><b>Release.</b> RLock is AutoCloseable: {@link #close()} unlocks when the current thread
+ * owns the lock, so try-with-resources releases it. An RLock that becomes unreachable while held
+ * frees its native handle without releasing the lock, which is left to expire at the end of its
+ * lease.
+ */
+public final class RLock implements Lock, AutoCloseable {
+    /** The lease, in milliseconds, of the methods that take none: 30 seconds. */
+    public static final long DEFAULT_LEASE_MS = 30_000;
+
+    /** The longest wait in one native call; waiting methods check interruption in between. */
+    private static final long WAIT_SLICE_MS = 500;
+
+    private final Redlock client;
+    private final String[] names;
+
+    // Guarded by this.
+    private Thread owner;
+    private int holds;
+    private NativeHandle handle;
+
+    RLock(Redlock client, String[] names) {
+        this.client = client;
+        this.names = names;
+    }
+
+    /** Waits until acquired, with a lease of {@link #DEFAULT_LEASE_MS}. Not interruptible. */
+    @Override
+    public void lock() {
+        lock(DEFAULT_LEASE_MS, TimeUnit.MILLISECONDS);
+    }
+
+    /** Waits until acquired, with the given lease. Not interruptible. */
+    public void lock(long leaseTime, TimeUnit unit) {
+        long leaseMs = leaseMs(leaseTime, unit);
+        if (reenter(leaseMs)) {
+            return;
+        }
+        NativeHandle acquired;
+        do {
+            acquired = attempt(leaseMs, WAIT_SLICE_MS);
+        } while (acquired == null);
+        take(acquired);
+    }
+
+    /** Waits until acquired or interrupted, with a lease of {@link #DEFAULT_LEASE_MS}. */
+    @Override
+    public void lockInterruptibly() throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        if (reenter(DEFAULT_LEASE_MS)) {
+            return;
+        }
+        NativeHandle acquired;
+        do {
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            acquired = attempt(DEFAULT_LEASE_MS, WAIT_SLICE_MS);
+        } while (acquired == null);
+        take(acquired);
+    }
+
+    /** One attempt, with a lease of {@link #DEFAULT_LEASE_MS}; false when not acquired. */
+    @Override
+    public boolean tryLock() {
+        if (reenter(DEFAULT_LEASE_MS)) {
+            return true;
+        }
+        NativeHandle acquired = attempt(DEFAULT_LEASE_MS, 0);
+        if (acquired == null) {
+            return false;
+        }
+        take(acquired);
+        return true;
+    }
+
+    /**
+     * Tries until acquired or the time has passed (no wait when it is zero or negative), with a
+     * lease of {@link #DEFAULT_LEASE_MS}; false when not acquired.
+     */
+    @Override
+    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+        Objects.requireNonNull(unit, "unit");
+        return tryLockMs(Math.max(0, unit.toMillis(time)), DEFAULT_LEASE_MS);
+    }
+
+    /**
+     * Tries until acquired or waitTime has passed (0: one attempt), with a lease of leaseTime;
+     * false when not acquired.
+     */
+    public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
+            throws InterruptedException {
+        long leaseMs = leaseMs(leaseTime, unit);
+        if (waitTime < 0) {
+            throw new IllegalArgumentException("waitTime must not be negative, got " + waitTime);
+        }
+        return tryLockMs(unit.toMillis(waitTime), leaseMs);
+    }
+
+    /**
+     * Releases the lock; with reentrant holds, the last unlock releases it. Throws
+     * IllegalMonitorStateException when the current thread does not own it, and
+     * {@link LockNotHeldException} when its lease had run out (it is released either way).
+     */
+    @Override
+    public synchronized void unlock() {
+        checkOwner("unlock");
+        if (--holds > 0) {
+            return;
+        }
+        NativeHandle released = handle;
+        handle = null;
+        owner = null;
+        try {
+            released.unlock();
+        } finally {
+            released.free();
+        }
+    }
+
+    /**
+     * Renews the lease to leaseTime from now. Throws IllegalMonitorStateException when the
+     * current thread does not own the lock, {@link LockNotHeldException} when it expired or was
+     * lost.
+     */
+    public synchronized void extend(long leaseTime, TimeUnit unit) {
+        long leaseMs = leaseMs(leaseTime, unit);
+        checkOwner("extend");
+        handle.extend(leaseMs);
+    }
+
+    /** The time left in the lease of the current hold, by any thread; 0 when not held. */
+    public synchronized long remainingValidity(TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        long ms = handle == null ? 0 : Math.max(0, handle.validityMs());
+        return unit.convert(ms, TimeUnit.MILLISECONDS);
+    }
+
+    /** Whether the current thread owns this lock and its lease has not run out. */
+    public synchronized boolean isHeldByCurrentThread() {
+        return owner == Thread.currentThread() && handle.validityMs() > 0;
+    }
+
+    /**
+     * Whether some thread holds the lock through this RLock and its lease has not run out. It
+     * does not ask the nodes, so it says nothing of holders elsewhere.
+     */
+    public synchronized boolean isLocked() {
+        return handle != null && handle.validityMs() > 0;
+    }
+
+    /** Unlocks once when the current thread owns the lock; does nothing otherwise. */
+    @Override
+    public synchronized void close() {
+        if (owner == Thread.currentThread()) {
+            unlock();
+        }
+    }
+
+    /** Not supported: a distributed lock has no conditions. */
+    @Override
+    public Condition newCondition() {
+        throw new UnsupportedOperationException("RLock has no conditions");
+    }
+
+    @Override
+    public String toString() {
+        return "RLock" + Arrays.toString(names);
+    }
+
+    private boolean tryLockMs(long waitMs, long leaseMs) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        if (reenter(leaseMs)) {
+            return true;
+        }
+        long start = System.nanoTime();
+        NativeHandle acquired = attempt(leaseMs, Math.min(waitMs, WAIT_SLICE_MS));
+        while (acquired == null) {
+            long left = waitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            if (left <= 0) {
+                return false;
+            }
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            acquired = attempt(leaseMs, Math.min(left, WAIT_SLICE_MS));
+        }
+        take(acquired);
+        return true;
+    }
+
+    /** One native acquisition, retrying for up to waitMs; null when not acquired. */
+    private NativeHandle attempt(long leaseMs, long waitMs) {
+        try {
+            return client.nativeClient().lock(this, names, leaseMs, waitMs);
+        } catch (LockHeldException | NoQuorumException notAcquired) {
+            return null;
+        }
+    }
+
+    /** Acquiring again by the owner: renews the lease and counts the hold. */
+    private synchronized boolean reenter(long leaseMs) {
+        if (owner != Thread.currentThread()) {
+            return false;
+        }
+        handle.extend(leaseMs);
+        holds++;
+        return true;
+    }
+
+    private synchronized void take(NativeHandle acquired) {
+        if (handle != null) {
+            handle.free(); // the former owner's lease ran out before it unlocked
+        }
+        handle = acquired;
+        owner = Thread.currentThread();
+        holds = 1;
+    }
+
+    private void checkOwner(String action) {
+        if (owner != Thread.currentThread()) {
+            throw new IllegalMonitorStateException(
+                    "cannot " + action + " " + this + ": the current thread does not hold it");
+        }
+    }
+
+    private static long leaseMs(long leaseTime, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        long ms = unit.toMillis(leaseTime);
+        if (ms <= 0 || ms > RedlockNativeConstants.REDLOCK_MAX_TTL_MS) {
+            throw new IllegalArgumentException("the lease must be from 1 ms to "
+                    + RedlockNativeConstants.REDLOCK_MAX_TTL_MS + " ms, got " + leaseTime + " "
+                    + unit);
+        }
+        return ms;
+    }
+}

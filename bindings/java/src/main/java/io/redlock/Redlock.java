@@ -1,0 +1,129 @@
+package io.redlock;
+
+import io.redlock.internal.RedlockNative;
+import java.lang.ref.Cleaner;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * A Redlock client: N independent Redis masters, their connections and the options. It makes
+ * {@link RLock}s, which are acquired only when a majority of the nodes (N/2 + 1) granted them.
+ *
+ * <pre>{@code
+ * try (Redlock client = Redlock.create("redis://10.0.0.1", "redis://10.0.0.2", "redis://10.0.0.3")) {
+ *     RLock lock = client.getLock("orders:42");
+ *     if (lock.tryLock(2, 10, TimeUnit.SECONDS)) {
+ *         try {
+ *             // at most one holder among all clients, for 10 seconds unless extended
+ *         } finally {
+ *             lock.unlock();
+ *         }
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p>Node URIs are {@code redis://[[user]:password@]host[:port][/db]} and
+ * {@code unix://[[user]:password@]/path.sock[?db=N]}; connections are made on first use.
+ * Options, by name, with their text values: {@code node_timeout_ms} (50),
+ * {@code connect_timeout_ms} (100), {@code retry_delay_ms} (200), {@code retry_jitter_ms} (100),
+ * {@code drift_factor} (0.01), {@code key_prefix} (""), {@code pool_size} (16).
+ *
+ * <p>A client is thread-safe: any number of threads may use it and its locks at once.
+ * {@link #close()} waits for the calls in progress, then frees the native client; locks still
+ * held are not released but left to expire at the end of their lease, and every later call
+ * throws IllegalStateException. A client that becomes unreachable without being closed is
+ * closed by a {@link Cleaner}.
+ */
+public final class Redlock implements AutoCloseable {
+    /** Frees native memory whose Java owner became unreachable. */
+    static final Cleaner CLEANER = Cleaner.create();
+
+    private final NativeClient nativeClient;
+    private final Cleaner.Cleanable cleanable;
+
+    private Redlock(NativeClient nativeClient) {
+        this.nativeClient = nativeClient;
+        this.cleanable = CLEANER.register(this, nativeClient::close);
+    }
+
+    /** A client for the nodes, with the default options. */
+    public static Redlock create(String... nodes) {
+        return create(Arrays.asList(Objects.requireNonNull(nodes, "nodes")), Map.of());
+    }
+
+    /**
+     * A client for the nodes, with options by name. Throws InvalidArgumentException for a bad
+     * URI, the same node twice or a bad option, UnsupportedException for {@code rediss://}.
+     */
+    public static Redlock create(List<String> nodes, Map<String, String> options) {
+        Objects.requireNonNull(nodes, "nodes");
+        Objects.requireNonNull(options, "options");
+        if (nodes.isEmpty()) {
+            throw new IllegalArgumentException("at least one node is needed");
+        }
+        for (String node : nodes) {
+            Objects.requireNonNull(node, "a node URI is null");
+        }
+        options.forEach((name, value) -> {
+            Objects.requireNonNull(name, "an option name is null");
+            Objects.requireNonNull(value, "the value of option " + name + " is null");
+        });
+        return new Redlock(new NativeClient(nodes.toArray(new String[0]), options));
+    }
+
+    /** A lock on one resource name (the Redis key is key_prefix + name). */
+    public RLock getLock(String name) {
+        return new RLock(this, new String[] {checkName(name)});
+    }
+
+    /**
+     * A lock on several resources taken together: on each node all of them or none, and held
+     * only when a majority of the nodes granted all of them. Names must be distinct.
+     */
+    public RLock getMultiLock(String... names) {
+        Objects.requireNonNull(names, "names");
+        if (names.length == 0) {
+            throw new IllegalArgumentException("at least one name is needed");
+        }
+        Set<String> seen = new HashSet<>();
+        for (String name : names) {
+            if (!seen.add(checkName(name))) {
+                throw new IllegalArgumentException("the name " + name + " is given twice");
+            }
+        }
+        return new RLock(this, names.clone());
+    }
+
+    /**
+     * Closes the connections and frees the native client. Locks still held are left to expire.
+     * Closing twice does nothing.
+     */
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    /** The native library's version, such as "1.0.0". */
+    public static String version() {
+        return RedlockNative.redlock_version_string();
+    }
+
+    NativeClient nativeClient() {
+        return nativeClient;
+    }
+
+    private static String checkName(String name) {
+        Objects.requireNonNull(name, "name");
+        if (name.isEmpty()) {
+            throw new IllegalArgumentException("a lock name must not be empty");
+        }
+        if (name.indexOf('\0') >= 0) {
+            throw new IllegalArgumentException("a lock name must not contain NUL");
+        }
+        return name;
+    }
+}

@@ -1,0 +1,79 @@
+package io.redlock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.redlock.internal.RedlockNativeConstants;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Three nodes, of which the tests stop two: no majority. */
+class NoQuorumTest {
+    private static RedisNodes nodes;
+
+    private Redlock client;
+
+    @BeforeAll
+    static void startNodes() throws Exception {
+        nodes = RedisNodes.start(3);
+    }
+
+    @AfterAll
+    static void stopNodes() {
+        nodes.close();
+    }
+
+    @BeforeEach
+    void createClient() {
+        client = Redlock.create(nodes.uris(), Map.of());
+    }
+
+    @AfterEach
+    void restartNodes() throws Exception {
+        client.close();
+        nodes.restartStopped();
+    }
+
+    @Test
+    void oneNodeDownStillHasAMajority() throws Exception {
+        nodes.stopNode(3);
+        RLock lock = client.getLock("one-down");
+        assertTrue(lock.tryLock());
+        lock.extend(5, TimeUnit.SECONDS);
+        lock.unlock();
+    }
+
+    @Test
+    void tryLockIsFalseWithoutMajority() throws Exception {
+        nodes.stopNode(2);
+        nodes.stopNode(3);
+        RLock lock = client.getLock("no-majority");
+        assertFalse(lock.tryLock());
+        long start = System.nanoTime();
+        assertFalse(lock.tryLock(700, TimeUnit.MILLISECONDS));
+        long elapsed = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(elapsed >= 600 && elapsed < 10_000, "took " + elapsed + " ms");
+        assertFalse(lock.isLocked());
+    }
+
+    @Test
+    void unlockAndExtendReportLostMajority() throws Exception {
+        RLock lock = client.getLock("lost-majority");
+        assertTrue(lock.tryLock());
+        nodes.stopNode(2);
+        nodes.stopNode(3);
+        RedlockException extend = assertThrows(RedlockException.class,
+                () -> lock.extend(5, TimeUnit.SECONDS));
+        assertEquals(RedlockNativeConstants.REDLOCK_ENOQUORUM, extend.getCode());
+        RedlockException unlock = assertThrows(NoQuorumException.class, lock::unlock);
+        assertFalse(unlock.getMessage().isEmpty());
+        assertFalse(lock.isLocked());
+    }
+}

@@ -1,0 +1,106 @@
+package io.redlock;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Independent redis-server nodes for a test class, started and stopped with
+ * scripts/redis-nodes.sh in a temporary directory (loopback ports and unix sockets).
+ */
+final class RedisNodes implements AutoCloseable {
+    private static final Path SCRIPT = Paths.get(System.getProperty("redlock.source.dir", "../.."),
+            "scripts", "redis-nodes.sh").toAbsolutePath().normalize();
+
+    private final Path dir;
+    private final List<String> uris;
+    private final Thread stopAtExit;
+    private final Set<Integer> stopped = new TreeSet<>();
+
+    private RedisNodes(Path dir, List<String> uris) {
+        this.dir = dir;
+        this.uris = uris;
+        this.stopAtExit = new Thread(this::stop);
+        Runtime.getRuntime().addShutdownHook(stopAtExit);
+    }
+
+    static RedisNodes start(int n) throws IOException, InterruptedException {
+        Path dir = Files.createTempDirectory("redlock-java-");
+        String out = run(SCRIPT.toString(), "start", dir.toString(), Integer.toString(n));
+        return new RedisNodes(dir, List.of(out.trim().split("\n")));
+    }
+
+    /** The nodes' redis:// URIs. */
+    List<String> uris() {
+        return uris;
+    }
+
+    /** The nodes' unix:// URIs. */
+    List<String> socketUris() throws IOException {
+        return Files.readAllLines(dir.resolve("sockets"));
+    }
+
+    /** The URIs with credentials added: redis://user:password@host:port. */
+    List<String> urisWithCredentials(String user, String password) {
+        List<String> result = new ArrayList<>();
+        for (String uri : uris) {
+            result.add(uri.replace("redis://", "redis://" + user + ":" + password + "@"));
+        }
+        return result;
+    }
+
+    /** Runs a command on node i (1-based) with redis-cli; its raw output. */
+    String cli(int i, String... command) throws IOException, InterruptedException {
+        List<String> args = new ArrayList<>(List.of("redis-cli", "--raw", "-u", uris.get(i - 1)));
+        args.addAll(Arrays.asList(command));
+        return run(args.toArray(new String[0])).trim();
+    }
+
+    /** Stops node i (1-based); {@link #restartStopped()} starts it again on the same port. */
+    void stopNode(int i) throws IOException, InterruptedException {
+        run(SCRIPT.toString(), "stop-node", dir.toString(), Integer.toString(i));
+        stopped.add(i);
+    }
+
+    void restartStopped() throws IOException, InterruptedException {
+        for (int i : stopped) {
+            run(SCRIPT.toString(), "start-node", dir.toString(), Integer.toString(i));
+        }
+        stopped.clear();
+    }
+
+    @Override
+    public void close() {
+        stop();
+        Runtime.getRuntime().removeShutdownHook(stopAtExit);
+    }
+
+    private void stop() {
+        try {
+            run(SCRIPT.toString(), "stop", dir.toString());
+            run("rm", "-rf", dir.toString());
+        } catch (IOException e) {
+            throw new RuntimeException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static String run(String... command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        byte[] out = process.getInputStream().readAllBytes();
+        if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
+            throw new IOException(String.join(" ", command) + " failed: "
+                    + new String(out, StandardCharsets.UTF_8));
+        }
+        return new String(out, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,40 @@
+rockspec_format = "3.0"
+package = "redlock"
+version = "1.0.0-1"
+
+source = {
+  url = "git+file://../..",
+  tag = "v1.0.0",
+}
+
+description = {
+  summary = "Distributed locks over N independent Redis masters (Redlock)",
+  detailed = [[
+    Lua binding of libredlock, for Lua 5.1 to 5.4, LuaJIT and OpenResty:
+    locks taken on a quorum of independent Redis masters, with leases,
+    extension, multi-resource locks and nil, err returns.
+  ]],
+  labels = { "redis", "lock", "distributed" },
+}
+
+dependencies = {
+  "lua >= 5.1, < 5.5",
+}
+
+external_dependencies = {
+  HIREDIS = { header = "hiredis/hiredis.h", library = "hiredis" },
+}
+
+-- Builds the native module from the SWIG interface and the C core of this
+-- source tree (bindings/lua/CMakeLists.txt run as a project of its own), so
+-- it needs CMake, SWIG 4, a C compiler and hiredis with its pkg-config file.
+-- Run `luarocks make` in bindings/lua.
+build = {
+  type = "cmake",
+  variables = {
+    CMAKE_BUILD_TYPE = "Release",
+    REDLOCK_LUA_INCDIR = "$(LUA_INCDIR)",
+    REDLOCK_LUA_CMOD = "$(LIBDIR)",
+    REDLOCK_LUA_LMOD = "$(LUADIR)",
+  },
+}

@@ -1,0 +1,344 @@
+-- Tests of the Lua binding against five local Redis nodes.
+--     <lua> test_redlock.lua MODULE_DIR REDIS_NODES_SCRIPT
+-- MODULE_DIR holds redlock.lua and redlock_core.so built for this interpreter.
+local module_dir, nodes_script = arg[1], arg[2]
+assert(module_dir and nodes_script, "usage: test_redlock.lua MODULE_DIR REDIS_NODES_SCRIPT")
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+package.path = module_dir .. "/?.lua;" .. here .. "/?.lua;" .. package.path
+package.cpath = module_dir .. "/?.so;" .. package.cpath
+
+local t = require "runner"
+local redlock = require "redlock"
+local core = require "redlock_core"
+
+local nodes = t.start_nodes(nodes_script, 5)
+
+-- A fresh resource name for each use, so tests do not meet each other's keys.
+local counter = 0
+local function fresh(prefix)
+  counter = counter + 1
+  return ("%s-%d-%d"):format(prefix or "res", counter, os.time())
+end
+
+local function client(options)
+  return assert(redlock.new(nodes.uris, options))
+end
+
+-- The library answers once a quorum has: a node that was slow may miss a
+-- write, so the keys are checked on a quorum of nodes, not on each one.
+local QUORUM = 3
+
+-- How many nodes pass test(i).
+local function nodes_where(test)
+  local n = 0
+  for i = 1, #nodes.uris do
+    if test(i) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- How many nodes hold `value` under `key` (any value when nil).
+local function holders(key, value)
+  return nodes_where(function(i)
+    local got = nodes.get(i, key)
+    return got ~= "" and (value == nil or got == value)
+  end)
+end
+
+-- How many nodes keep `key` for more than ms.
+local function ttl_over(key, ms)
+  return nodes_where(function(i) return nodes.pttl(i, key) > ms end)
+end
+
+t.test("lock, token in the keys, unlock", function()
+  local c = client()
+  local name = fresh()
+  local lock = c:get_lock(name)
+  t.eq(lock:token(), nil, "token before locking")
+  t.eq(lock:validity_ms() <= 0, true, "not valid before locking")
+  t.eq(lock:try_lock(0, 10000), true, "try_lock")
+  local token = lock:token()
+  t.ok(token:match("^%x+$") and #token == 32 and token == token:lower(), "32 lowercase hex")
+  local validity = lock:validity_ms()
+  t.ok(validity > 0 and validity <= 10000, "validity within the lease, got " .. validity)
+  t.ok(holders(name, token) >= 3, "a quorum of nodes holds the token")
+  t.ok(ttl_over(name, 5000) >= QUORUM and ttl_over(name, 10000) == 0, "the keys' ttl is the lease")
+  t.eq(lock:unlock(), true, "unlock")
+  t.ok(lock:validity_ms() <= 0, "not valid after unlock")
+  t.eq(lock:token(), nil, "no token after unlock")
+  t.ok(holders(name) < QUORUM, "released on a quorum of nodes")
+  c:close()
+end)
+
+t.test("a second client is refused with nil, 'locked'", function()
+  local c1, c2 = client(), client()
+  local name = fresh()
+  local mine = c1:get_lock(name)
+  assert(mine:try_lock(0, 10000))
+  local theirs = c2:get_lock(name)
+  local err = t.fails("locked", theirs:try_lock(0, 10000))
+  t.eq(err.code, redlock.ELOCKED, "err.code")
+  t.eq(err.code, core.REDLOCK_ELOCKED, "the C code")
+  t.ok(err.message:find("held by someone else", 1, true), "message: " .. err.message)
+  t.eq(tostring(err), "locked: " .. err.message, "tostring(err)")
+  t.eq("error: " .. err, "error: " .. tostring(err), "concatenation")
+  -- The same lock object of the same client is refused too: not reentrant.
+  t.fails("locked", c1:get_lock(name):try_lock(0, 1000))
+  assert(mine:unlock())
+  t.eq(theirs:try_lock(0, 10000), true, "taken once released")
+  assert(theirs:unlock())
+end)
+
+t.test("waiting: taken once the holder's lease runs out", function()
+  local c1, c2 = client(), client({ retry_delay_ms = 50, retry_jitter_ms = 20 })
+  local name = fresh()
+  assert(c1:get_lock(name):try_lock(0, 400))
+  local lock = c2:get_lock(name)
+  t.fails("locked", lock:try_lock(0, 5000))
+  local started = t.now_ms()
+  t.eq(lock:try_lock(5000, 5000), true, "try_lock with a wait")
+  local waited = t.now_ms() - started
+  t.ok(waited < 4000, "waited about the rest of the lease, not the whole wait: " .. waited)
+  assert(lock:unlock())
+end)
+
+t.test("expiry: the lease runs out, extend and unlock say notheld", function()
+  local c = client()
+  local name = fresh()
+  local lock = c:get_lock(name)
+  assert(lock:try_lock(0, 200))
+  t.sleep_ms(400)
+  t.ok(lock:validity_ms() <= 0, "validity after the lease")
+  t.eq(holders(name), 0, "the keys expired on the nodes")
+  t.fails("notheld", lock:extend(1000))
+  t.fails("notheld", lock:unlock())
+  t.fails("notheld", lock:unlock())
+  local other = client():get_lock(name)
+  t.eq(other:try_lock(0, 1000), true, "someone else takes it")
+  assert(other:unlock())
+  -- The lock object can be taken again once its old handle has expired.
+  t.eq(lock:try_lock(0, 1000), true, "relocked")
+  assert(lock:unlock())
+end)
+
+t.test("extend renews the lease", function()
+  local c = client()
+  local name = fresh()
+  local lock = c:get_lock(name)
+  assert(lock:try_lock(0, 500))
+  t.eq(lock:extend(10000), true, "extend")
+  t.ok(lock:validity_ms() > 5000, "validity after extend: " .. lock:validity_ms())
+  t.ok(ttl_over(name, 5000) >= QUORUM, "the nodes' ttl after extend")
+  t.sleep_ms(700)
+  t.fails("locked", client():get_lock(name):try_lock(0, 1000))
+  t.eq(lock:unlock(), true, "unlock after the first lease")
+  t.fails("notheld", lock:extend(1000))
+end)
+
+t.test("multi-lock: all resources or none", function()
+  local c1, c2 = client(), client()
+  local a, b, d = fresh("a"), fresh("b"), fresh("d")
+  local multi = c1:get_multi_lock({ a, b })
+  t.eq(multi:try_lock(0, 10000), true, "multi try_lock")
+  local token = multi:token()
+  t.ok(holders(a, token) >= QUORUM and holders(b, token) >= QUORUM, "both keys hold the token")
+  t.fails("locked", c2:get_lock(b):try_lock(0, 1000))
+  t.fails("locked", c2:get_multi_lock({ d, a }):try_lock(0, 1000))
+  t.ok(holders(d) < QUORUM, "the free resource was not left taken")
+  t.eq(multi:extend(20000), true, "multi extend")
+  t.ok(ttl_over(a, 10000) >= QUORUM and ttl_over(b, 10000) >= QUORUM,
+       "extend covers every resource")
+  t.eq(multi:unlock(), true, "multi unlock")
+  t.ok(holders(a) < QUORUM and holders(b) < QUORUM, "released after unlock")
+  local single = c2:get_lock(b)
+  t.eq(single:try_lock(0, 1000), true, "free after the multi unlock")
+  assert(single:unlock())
+end)
+
+t.test("with_lock returns fn's results and releases", function()
+  local c, other = client(), client()
+  local name = fresh()
+  local seen
+  local r1, r2, r3, r4 = c:with_lock(name, 5000, function(x, y)
+    seen = { other:get_lock(name):try_lock(0, 1000) }
+    return x + y, nil, "three"
+  end, 1, 2)
+  t.eq(r1, 3, "first result")
+  t.eq(r2, nil, "second result")
+  t.eq(r3, "three", "third result")
+  t.eq(r4, nil, "no fourth result")
+  t.eq(seen[1], nil, "refused to others while fn runs")
+  t.eq(seen[2].name, "locked", "others see 'locked'")
+  t.ok(holders(name) < QUORUM, "released after fn returned")
+  t.eq(select("#", c:with_lock(name, 1000, function() end)), 0, "no results from fn")
+end)
+
+t.test("with_lock releases when fn raises, and raises again", function()
+  local c = client()
+  local name = fresh()
+  local ok, err = pcall(c.with_lock, c, name, 5000, function() error("boom") end)
+  t.eq(ok, false, "pcall result")
+  t.ok(tostring(err):find("boom", 1, true), "the message is fn's: " .. tostring(err))
+  t.ok(holders(name) < QUORUM, "released after the error")
+  local thrown = { reason = "a table" }
+  ok, err = pcall(c.with_lock, c, name, 5000, function() error(thrown) end)
+  t.eq(err, thrown, "the very error value")
+  local lock = client():get_lock(name)
+  t.eq(lock:try_lock(0, 1000), true, "free for others")
+  -- Held by someone else: fn does not run.
+  local ran = false
+  local r, lerr = c:with_lock(name, 300, function() ran = true end)
+  t.eq(r, nil, "nil when the lock is held elsewhere")
+  t.eq(lerr.name, "locked", "with_lock's error")
+  t.eq(ran, false, "fn did not run")
+  assert(lock:unlock())
+end)
+
+t.test("with_lock reports a lock lost before the release", function()
+  local c = client()
+  local r, err = c:with_lock(fresh(), 150, function() t.sleep_ms(400); return "done" end)
+  t.eq(r, nil, "no results")
+  t.eq(err.name, "notheld", "with_lock's error")
+end)
+
+t.test("a quorum of nodes down: nil, 'noquorum', within the deadlines", function()
+  nodes.stop_node(1)
+  nodes.stop_node(2)
+  local c = client({ node_timeout_ms = 100, connect_timeout_ms = 200 })
+  -- Three of five nodes are a quorum still.
+  local lock = c:get_lock(fresh())
+  t.eq(lock:try_lock(0, 5000), true, "locked on three nodes")
+  assert(lock:unlock())
+  nodes.stop_node(3)
+  local started = t.now_ms()
+  local err = t.fails("noquorum", c:get_lock(fresh()):try_lock(0, 5000))
+  local took = t.now_ms() - started
+  nodes.start_node(1)
+  nodes.start_node(2)
+  nodes.start_node(3)
+  t.eq(err.code, redlock.ENOQUORUM, "err.code")
+  t.ok(err.message:find("127.0.0.1:", 1, true), "names the nodes: " .. err.message)
+  t.ok(took < 2000, "failed within about one deadline, took " .. took .. " ms")
+end)
+
+t.test("new: options, unix sockets, and errors as nil, err", function()
+  local prefix = fresh("prefix") .. ":"
+  local c = client({ key_prefix = prefix, node_timeout_ms = 200, drift_factor = 0.02,
+                     pool_size = "4" })
+  local lock = c:get_lock("job")
+  assert(lock:try_lock(0, 5000))
+  t.ok(holders(prefix .. "job", lock:token()) >= QUORUM, "the key carries key_prefix")
+  assert(lock:unlock())
+
+  local over_unix = assert(redlock.new(nodes.sockets))
+  local ulock = over_unix:get_lock(fresh())
+  t.eq(ulock:try_lock(0, 5000), true, "locked over unix sockets")
+  assert(ulock:unlock())
+
+  t.fails("unsupported", redlock.new({ "rediss://127.0.0.1:1" }))
+  t.fails("inval", redlock.new({ nodes.uris[1], nodes.uris[1] }))
+  t.fails("inval", redlock.new({}))
+  t.fails("inval", redlock.new({ "nonsense" }))
+  local err = t.fails("inval", redlock.new(nodes.uris, { no_such_option = 1 }))
+  t.ok(err.message:find("no_such_option", 1, true), "names the option: " .. err.message)
+  t.fails("inval", redlock.new(nodes.uris, { node_timeout_ms = "soon" }))
+  -- A name too long for the C library: an error value, not a raised error.
+  t.fails("inval", c:get_lock(("x"):rep(5000)):try_lock(0, 1000))
+end)
+
+t.test("bad arguments raise Lua errors", function()
+  local c = client()
+  local lock = c:get_lock(fresh())
+  t.raises("bad argument #1 to 'new' (table of node URIs expected, got nil)", redlock.new)
+  t.raises("bad argument #1 to 'new' (node 2: string expected, got number)",
+           redlock.new, { nodes.uris[1], 42 })
+  t.raises("bad argument #2 to 'new' (table of options expected, got string)",
+           redlock.new, nodes.uris, "key_prefix")
+  t.raises("option 'node_timeout_ms': string or number expected, got table",
+           redlock.new, nodes.uris, { node_timeout_ms = {} })
+  t.raises("bad argument #1 to 'get_lock' (string expected, got nil)", c.get_lock, c)
+  t.raises("bad argument #1 to 'get_lock' (resource name is empty)", c.get_lock, c, "")
+  t.raises("calling 'get_lock' on bad self", c.get_lock, "name")
+  t.raises("bad argument #1 to 'get_multi_lock' (table of names expected, got string)",
+           c.get_multi_lock, c, "a")
+  t.raises("bad argument #1 to 'get_multi_lock' (no resource names)", c.get_multi_lock, c, {})
+  t.raises("name 2: non-empty string expected, got boolean",
+           c.get_multi_lock, c, { "a", true })
+  t.raises("bad argument #1 to 'try_lock' (number expected, got nil)", lock.try_lock, lock)
+  t.raises("bad argument #1 to 'try_lock' (whole number of milliseconds", lock.try_lock, lock, -1, 100)
+  t.raises("bad argument #2 to 'try_lock' (whole number of milliseconds", lock.try_lock, lock, 0, -5)
+  t.raises("bad argument #2 to 'try_lock' (whole number of milliseconds", lock.try_lock, lock, 0, 0)
+  t.raises("bad argument #2 to 'try_lock' (whole number of milliseconds", lock.try_lock, lock, 0, 1.5)
+  t.raises("bad argument #2 to 'try_lock' (whole number of milliseconds",
+           lock.try_lock, lock, 0, core.REDLOCK_MAX_TTL_MS + 1)
+  t.raises("bad argument #1 to 'try_lock' (whole number of milliseconds", lock.try_lock, lock, 0 / 0, 100)
+  t.raises("bad argument #2 to 'try_lock' (number expected, got string)", lock.try_lock, lock, 0, "100")
+  t.raises("calling 'try_lock' on bad self", lock.try_lock, nil, 0, 100)
+  t.raises("bad argument #1 to 'extend' (whole number of milliseconds", lock.extend, lock, -1)
+  t.raises("bad argument #3 to 'with_lock' (function expected, got nil)", c.with_lock, c, "x", 100)
+  t.raises("bad argument #2 to 'with_lock' (number expected, got function)",
+           c.with_lock, c, "x", function() end)
+  -- The position is the caller's.
+  local err = t.raises("bad argument", function() lock:try_lock(-1, 100) end)
+  t.ok(err:find("test_redlock.lua:", 1, true), "error position: " .. err)
+  -- Taking a lock twice is a mistake, not a refusal.
+  assert(lock:try_lock(0, 5000))
+  t.raises("already held", lock.try_lock, lock, 0, 5000)
+  assert(lock:unlock())
+  -- The raw module checks too, and never crashes.
+  t.raises("bad argument #1 to 'redlock_ctx_new' (item 2 is boolean, string expected)",
+           core.redlock_ctx_new, { "redis://127.0.0.1", false })
+  t.raises("bad argument #1 to 'redlock_ctx_new' (table expected, got string)",
+           core.redlock_ctx_new, "redis://127.0.0.1")
+  t.raises("bad argument #3 to 'redlock_lock' (whole number of milliseconds expected)",
+           core.redlock_lock, nil, "x", 2 ^ 60, 0)
+  t.raises("bad argument #4 to 'redlock_lock' (whole number of milliseconds expected)",
+           core.redlock_lock, nil, "x", 1000, 0.5)
+  t.eq(core.redlock_lock(nil, "x", 1000, 0), core.REDLOCK_EINVAL, "NULL ctx")
+end)
+
+t.test("close: no new locks, held ones keep working", function()
+  local c = client()
+  local name = fresh()
+  local lock = c:get_lock(name)
+  assert(lock:try_lock(0, 10000))
+  c:close()
+  c:close()
+  t.raises("the client is closed", c.get_lock, c, "x")
+  t.raises("the client is closed", c.with_lock, c, "x", 100, print)
+  t.eq(lock:extend(10000), true, "extend after close")
+  t.eq(lock:unlock(), true, "unlock after close")
+  t.raises("the client is closed", lock.try_lock, lock, 0, 1000)
+end)
+
+t.test("garbage collection leaves held locks to expire", function()
+  local name = fresh()
+  do
+    local c = client()
+    local lock = c:get_lock(name)
+    assert(lock:try_lock(0, 700))
+  end
+  -- Client and lock are unreachable now: collect them (twice, as finalized
+  -- objects go in the cycle after their finalizer ran).
+  collectgarbage()
+  collectgarbage()
+  t.ok(holders(name) >= QUORUM, "the collected lock was not released")
+  t.fails("locked", client():get_lock(name):try_lock(0, 1000))
+  t.sleep_ms(900)
+  t.eq(holders(name), 0, "expired at the end of its lease")
+  -- Many clients and locks collected in any order do not crash.
+  for _ = 1, 20 do
+    local c = client()
+    for _ = 1, 3 do
+      local l = c:get_lock(fresh())
+      assert(l:try_lock(0, 1000))
+    end
+    c:close()
+  end
+  collectgarbage()
+  collectgarbage()
+end)
+
+t.run(nodes.stop)

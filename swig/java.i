@@ -1,0 +1,185 @@
+/*
+ * swig/java.i - the Java (JNI) side of the interface.
+ *
+ * The generated classes (package io.redlock.internal) are the raw layer; the
+ * public API is the hand-written io.redlock package on top of it. This file
+ * makes the raw layer safe to call from Java:
+ *   - a negative status throws the io.redlock.RedlockException subclass for
+ *     the code (the table lives in RedlockException.fromNative), carrying the
+ *     calling thread's redlock_errmsg();
+ *   - functions with an `out` parameter return the new object instead, and
+ *     the other status functions return void;
+ *   - strings go in as UTF-8 (not JNI's modified UTF-8), so a name maps to
+ *     the same Redis key from every language; a NUL byte inside is refused;
+ *   - string arrays are Java String[];
+ *   - NULL objects are refused with NullPointerException.
+ *
+ * The conversions never return early: a failed one leaves NULL and a pending
+ * Java exception, the C call rejects the NULL without side effects (the ABI
+ * accepts NULL everywhere), and the freearg code still frees what was made.
+ */
+%module(jniclassname="RedlockNativeJNI") RedlockNative
+
+%{
+#include <stdlib.h>
+#include <string.h>
+#include "redlock.h"
+
+/* Throws the Java exception for a negative status: the detail of this
+ * thread's last failure, or the code's description when there is none. */
+static void redlock_java_throw(JNIEnv *jenv, int code)
+{
+    if ((*jenv)->ExceptionCheck(jenv))
+        return; /* an argument was refused: that exception explains it */
+    const char *detail = redlock_errmsg();
+    const char *message = detail[0] != '\0' ? detail : redlock_strerror(code);
+    jclass cls = (*jenv)->FindClass(jenv, "io/redlock/RedlockException");
+    if (cls == NULL)
+        return;
+    jmethodID from_native = (*jenv)->GetStaticMethodID(jenv, cls, "fromNative",
+                                                       "(I[B)Lio/redlock/RedlockException;");
+    if (from_native == NULL)
+        return;
+    jsize len = (jsize)strlen(message);
+    jbyteArray bytes = (*jenv)->NewByteArray(jenv, len);
+    if (bytes == NULL)
+        return;
+    (*jenv)->SetByteArrayRegion(jenv, bytes, 0, len, (const jbyte *)message);
+    jobject exception = (*jenv)->CallStaticObjectMethod(jenv, cls, from_native, (jint)code, bytes);
+    if (!(*jenv)->ExceptionCheck(jenv))
+        (*jenv)->Throw(jenv, (jthrowable)exception);
+}
+
+/* A NUL-terminated copy of a Java byte[] holding UTF-8, or NULL with a Java
+ * exception pending (also when one was pending already). The caller frees it. */
+static char *redlock_java_cstring(JNIEnv *jenv, jbyteArray bytes)
+{
+    if ((*jenv)->ExceptionCheck(jenv))
+        return NULL;
+    if (bytes == NULL) {
+        SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "null string");
+        return NULL;
+    }
+    jsize len = (*jenv)->GetArrayLength(jenv, bytes);
+    char *s = malloc((size_t)len + 1);
+    if (s == NULL) {
+        SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "out of memory");
+        return NULL;
+    }
+    (*jenv)->GetByteArrayRegion(jenv, bytes, 0, len, (jbyte *)s);
+    s[len] = '\0';
+    if (memchr(s, '\0', (size_t)len) != NULL) {
+        free(s);
+        SWIG_JavaThrowException(jenv, SWIG_JavaIllegalArgumentException,
+                                "string contains a NUL character");
+        return NULL;
+    }
+    return s;
+}
+
+static void redlock_java_free_cstrings(char **strings, size_t n)
+{
+    if (strings == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(strings[i]);
+    free(strings);
+}
+%}
+
+/* The thread's message is read by the exception code above, right after the
+ * failing call; a Java caller could not rely on it. */
+%ignore redlock_errmsg;
+
+/* Constants as compile-time Java constants. */
+%javaconst(1);
+
+/* ---- strings in: Java String -> UTF-8 ---- */
+%typemap(jni) const char *UTF8 "jbyteArray"
+%typemap(jtype) const char *UTF8 "byte[]"
+%typemap(jstype) const char *UTF8 "String"
+%typemap(javain) const char *UTF8 "$javainput.getBytes(java.nio.charset.StandardCharsets.UTF_8)"
+%typemap(in) const char *UTF8 "$1 = redlock_java_cstring(jenv, $input);"
+%typemap(freearg) const char *UTF8 "free($1);"
+%apply const char *UTF8 { const char *name, const char *value, const char *resource };
+
+/* ---- string arrays in: Java String[] -> UTF-8 array plus count ---- */
+%typemap(jni) (const char *const *STRINGS, size_t COUNT) "jobjectArray"
+%typemap(jtype) (const char *const *STRINGS, size_t COUNT) "byte[][]"
+%typemap(jstype) (const char *const *STRINGS, size_t COUNT) "String[]"
+%typemap(javain) (const char *const *STRINGS, size_t COUNT)
+    "java.util.Arrays.stream($javainput)"
+    ".map(s -> s.getBytes(java.nio.charset.StandardCharsets.UTF_8)).toArray(byte[][]::new)"
+%typemap(in) (const char *const *STRINGS, size_t COUNT) (char **strings = NULL, size_t count = 0) {
+    jsize n = 0;
+    if ($input == NULL)
+        SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "null array");
+    else
+        n = (*jenv)->GetArrayLength(jenv, $input);
+    strings = calloc(n > 0 ? (size_t)n : 1, sizeof *strings);
+    if (strings == NULL && !(*jenv)->ExceptionCheck(jenv))
+        SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "out of memory");
+    for (; count < (size_t)n && !(*jenv)->ExceptionCheck(jenv); count++) {
+        jbyteArray item = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, $input, (jsize)count);
+        strings[count] = redlock_java_cstring(jenv, item);
+        (*jenv)->DeleteLocalRef(jenv, item);
+    }
+    $1 = (*jenv)->ExceptionCheck(jenv) ? NULL : strings;
+    $2 = count;
+}
+%typemap(freearg) (const char *const *STRINGS, size_t COUNT) "redlock_java_free_cstrings(strings$argnum, count$argnum);"
+%apply (const char *const *STRINGS, size_t COUNT) {
+    (const char *const *node_uris, size_t n_nodes),
+    (const char *const *resources, size_t n_resources)
+};
+
+/* ---- objects in: the Java long holding the pointer (a cast, not SWIG's
+ * type-punning copy, which breaks strict aliasing) ---- */
+%typemap(in) redlock_ctx *, redlock_handle *, const redlock_handle * "$1 = ($1_ltype)(intptr_t)$input;"
+
+/* ---- NULL objects in ---- */
+%typemap(check) redlock_ctx *ctx, redlock_handle *h, const redlock_handle *h {
+    if ($1 == NULL && !(*jenv)->ExceptionCheck(jenv))
+        SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "null $1_basetype");
+}
+
+/* ---- output parameters: the new object becomes the return value ---- */
+%typemap(in, numinputs=0) redlock_ctx **out (redlock_ctx *tmp = NULL),
+                          redlock_handle **out (redlock_handle *tmp = NULL) "$1 = &tmp;"
+%typemap(argout) redlock_ctx **out, redlock_handle **out "$result = (jlong)(intptr_t)*$1;"
+
+/* A status function whose Java method returns the `out` object of TYPE. */
+%define REDLOCK_RETURNS_OUT(FUNC, TYPE)
+%typemap(jni) int FUNC "jlong"
+%typemap(jtype) int FUNC "long"
+%typemap(jstype) int FUNC "SWIGTYPE_p_" #TYPE
+%typemap(javaout) int FUNC { return new SWIGTYPE_p_ ## TYPE($jnicall, false); }
+%typemap(out) int FUNC "if ($1 != REDLOCK_OK) redlock_java_throw(jenv, $1);"
+%enddef
+
+/* A status function whose Java method returns nothing. */
+%define REDLOCK_RETURNS_VOID(FUNC)
+%typemap(jstype) int FUNC "void"
+%typemap(javaout) int FUNC { $jnicall; }
+%typemap(out) int FUNC {
+    if ($1 != REDLOCK_OK)
+        redlock_java_throw(jenv, $1);
+    $result = $1;
+}
+%enddef
+
+REDLOCK_RETURNS_OUT(redlock_ctx_new, redlock_ctx)
+REDLOCK_RETURNS_OUT(redlock_lock, redlock_handle)
+REDLOCK_RETURNS_OUT(redlock_lock_multi, redlock_handle)
+REDLOCK_RETURNS_VOID(redlock_ctx_set_option)
+REDLOCK_RETURNS_VOID(redlock_extend)
+REDLOCK_RETURNS_VOID(redlock_unlock)
+
+/* The library is loaded by the class that declares the native methods. */
+%pragma(java) jniclasscode=%{
+  static {
+    NativeLoader.load();
+  }
+%}
+
+%include "redlock.i"
