@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The lock outlives its ttl while the command runs: ttl 1s, the command runs
+# for 3 s, and after 2 s another invocation is still refused.
+. "$(dirname "$0")/lib.sh"
+start_nodes 5
+
+run_bg a redlock --nodes "$NODES" --ttl 1s --verbose long-job -- sh -c '
+  touch "$0/a-started"; sleep 3' "$work" 2> "$work/a-err"
+wait_for_file "$work/a-started"
+sleep 2
+
+run redlock --nodes "$NODES" --wait 0 long-job -- true 2> /dev/null
+expect_eq 75 "$status" "status of a second invocation past the first one's ttl"
+ttl=$(cli_node 1 PTTL long-job)
+[ "$ttl" -gt 0 ] && [ "$ttl" -le 1000 ] || fail "PTTL of the key while extended: $ttl"
+
+wait_bg "$a"
+expect_eq 0 "$status" "status of the long command"
+grep -q "extended 'long-job'" "$work/a-err" || fail "no extension reported: $(cat "$work/a-err")"
+expect_released long-job
+echo "ok"

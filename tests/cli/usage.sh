@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Usage errors exit with 64 and a message, before any node is contacted and
+# without running the command. No node listens on the URIs used here.
+. "$(dirname "$0")/lib.sh"
+
+nodes=redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3
+
+# expect_usage_error ARGS...: the tool fails with 64 and says why.
+expect_usage_error() {
+  run "$REDLOCK_BIN" "$@" > "$work/out" 2> "$work/err"
+  expect_eq 64 "$status" "status of: redlock $*"
+  grep -q "^redlock: " "$work/err" || fail "no message for: redlock $*"
+  [ ! -e "$work/ran" ] || fail "the command ran for: redlock $*"
+}
+
+for duration in 10x -5s "" s 1.5s 10sec " 10s" 99999999999999999999 2147483648ms 597h; do
+  expect_usage_error --nodes "$nodes" --ttl "$duration" job -- touch "$work/ran"
+  expect_usage_error --nodes "$nodes" --wait "$duration" job -- touch "$work/ran"
+  expect_usage_error --nodes "$nodes" --node-timeout "$duration" job -- touch "$work/ran"
+done
+expect_usage_error --nodes "$nodes" --ttl 0 job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --ttl 0ms job -- touch "$work/ran"
+
+expect_usage_error
+expect_usage_error --nodes "$nodes"
+expect_usage_error --nodes "$nodes" job
+expect_usage_error --nodes "$nodes" job --
+expect_usage_error --nodes "$nodes" "" -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --no-such-option job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" -x job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --ttl
+expect_usage_error job -- touch "$work/ran"
+REDLOCK_NODES="" expect_usage_error job -- touch "$work/ran"
+expect_usage_error --nodes "" job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes,,redis://127.0.0.1:4" job -- touch "$work/ran"
+expect_usage_error --nodes "not-a-uri" job -- touch "$work/ran"
+expect_usage_error --nodes "rediss://127.0.0.1:1" job -- touch "$work/ran"
+expect_usage_error --nodes "redis://127.0.0.1:1,redis://127.0.0.1:1" job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --option no_such_option=1 job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --option pool_size=many job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --option pool_size job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --option =1 job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --conflict-exit-code 256 job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --conflict-exit-code -1 job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --conflict-exit-code x job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" --password-file "$work/no-such-file" job -- touch "$work/ran"
+: > "$work/empty"
+expect_usage_error --nodes "$nodes" --password-file "$work/empty" job -- touch "$work/ran"
+# Usage errors are reported even with --quiet.
+expect_usage_error --quiet --nodes "$nodes" --ttl soon job -- touch "$work/ran"
+echo "ok"

@@ -1,0 +1,893 @@
+/*
+ * redlock - run a command while holding a distributed lock, like flock(1)
+ * across machines.
+ *
+ *     redlock --nodes URI[,URI...] --ttl 30s --wait 10s NAME -- COMMAND [ARGS]
+ *
+ * The tool takes the lock, runs COMMAND in a child process, extends the lock
+ * every third of its ttl while the child runs, forwards SIGINT, SIGTERM and
+ * SIGHUP to it, and releases the lock when it exits. If the lock is lost
+ * meanwhile, the child is sent SIGTERM and the tool exits with EX_IOERR.
+ * Signals reach the main loop through a self-pipe watched by poll().
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <sysexits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "redlock.h"
+
+/* Exit statuses of the tool itself, besides the command's own status. */
+#define EXIT_LOST 74            /* EX_IOERR: the lock was lost while the command ran */
+#define EXIT_CANNOT_EXECUTE 126 /* as in the shell */
+#define EXIT_NOT_FOUND 127      /* as in the shell */
+
+#define DEFAULT_TTL_MS 30000
+#define PASSWORD_MAX_BYTES 1024
+
+/* Verbosity levels. */
+enum { QUIET, NORMAL, VERBOSE };
+
+/* A library option to set, from --option or one of its shorthands. */
+struct setting {
+    char *name;
+    char *value;
+};
+
+struct config {
+    char **node_lists; /* --nodes arguments, each a comma-separated list */
+    size_t n_node_lists;
+    struct setting *settings; /* in command-line order: a later one wins */
+    size_t n_settings;
+    int64_t ttl_ms;
+    int64_t wait_ms;
+    const char *password_file;
+    int conflict_exit;
+    const char *name;
+    char **command;
+};
+
+/* The lock being held and the child running under it. */
+struct run {
+    const struct config *cfg;
+    redlock_handle *lock;
+    pid_t child;
+    bool child_done;
+    int child_status; /* from waitpid, once child_done */
+    bool lost;
+    int64_t next_extend_ms;
+};
+
+static const char usage_text[] =
+    "Usage: redlock [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Run COMMAND while holding the distributed lock NAME, taken on a majority of\n"
+    "independent Redis masters (the Redlock algorithm): flock(1) across machines.\n"
+    "The lock is kept extended while COMMAND runs and released when it exits.\n"
+    "Options come before NAME.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --nodes URI[,URI...]     the Redis masters, comma separated; may be\n"
+    "                               repeated (default: $REDLOCK_NODES). URIs:\n"
+    "                                 redis://[[user]:password@]host[:port][/db]\n"
+    "                                 unix://[[user]:password@]/path.sock[?db=N]\n"
+    "  -t, --ttl DURATION           lease of the lock, extended every third of it\n"
+    "                               while COMMAND runs (default 30s)\n"
+    "  -w, --wait DURATION          how long to keep trying while someone else\n"
+    "                               holds the lock (default 0: one attempt)\n"
+    "      --key-prefix PREFIX      prepended to NAME to form the Redis key\n"
+    "      --node-timeout DURATION  deadline for one node's reply (default 50ms)\n"
+    "      --connect-timeout DURATION\n"
+    "                               deadline for connecting to a node (default 100ms)\n"
+    "      --retry-delay DURATION   pause between attempts while waiting (default 200ms)\n"
+    "  -o, --option NAME=VALUE      set any library option; may be repeated:\n"
+    "                               node_timeout_ms, connect_timeout_ms,\n"
+    "                               retry_delay_ms, retry_jitter_ms, drift_factor,\n"
+    "                               key_prefix, pool_size\n"
+    "      --password-file FILE     password for the nodes whose URI has none,\n"
+    "                               from the first line of FILE\n"
+    "  -E, --conflict-exit-code N   exit status when someone else holds the lock\n"
+    "                               (default 75)\n"
+    "  -q, --quiet                  print no messages, usage errors aside\n"
+    "  -v, --verbose                print the token, validity, extensions and\n"
+    "                               release on stderr\n"
+    "  -h, --help                   print this help and exit\n"
+    "  -V, --version                print the version and exit\n"
+    "\n"
+    "Durations are whole numbers with a unit: ms, s, m or h (500ms, 30s, 2m, 1h).\n"
+    "A bare number counts seconds. At most 596h (2147483647ms).\n"
+    "\n"
+    "Environment:\n"
+    "  REDLOCK_NODES     the nodes, when no --nodes is given\n"
+    "  REDLOCK_PASSWORD  password for the nodes whose URI has none, when no\n"
+    "                    --password-file is given. Passwords are never printed.\n"
+    "COMMAND runs with REDLOCK_NAME (NAME) and REDLOCK_TOKEN (the lock's token,\n"
+    "the value stored in the Redis key) added to its environment.\n"
+    "\n"
+    "Signals: SIGINT, SIGTERM and SIGHUP are forwarded to COMMAND, and the lock is\n"
+    "released when COMMAND exits. When the lock is lost (it could not be extended\n"
+    "before its validity ran out) or redlock itself dies, COMMAND gets SIGTERM.\n"
+    "\n"
+    "Exit status:\n"
+    "  the status of COMMAND, or 128+N when a signal N killed it; otherwise:\n"
+    "  64   usage error: bad option, duration, node URI or password file\n"
+    "  69   no quorum: too few nodes reachable or answering in time, or they\n"
+    "       answered with errors\n"
+    "  70   other error\n"
+    "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM)\n"
+    "  75   someone else holds the lock (see --conflict-exit-code)\n"
+    "  77   a node refused the credentials\n"
+    "  126  COMMAND cannot be executed\n"
+    "  127  COMMAND not found\n"
+    "\n"
+    "Example:\n"
+    "  export REDLOCK_NODES=redis://10.0.0.1,redis://10.0.0.2,redis://10.0.0.3\n"
+    "  redlock --ttl 30s --wait 10s nightly-report -- ./make-report --full\n";
+
+static int verbosity = NORMAL;
+
+/* Prints "redlock: <message>" on stderr unless --quiet. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (verbosity == QUIET)
+        return;
+    fputs("redlock: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Reports a library failure: what failed, the code's meaning and the detail. */
+static void say_failure(const char *what, const char *name, int rc)
+{
+    const char *detail = redlock_errmsg();
+
+    say("%s '%s': %s%s%s", what, name, redlock_strerror(rc), *detail ? ": " : "", detail);
+}
+
+/* Usage errors are printed even with --quiet: nothing ran. */
+__attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("redlock: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nTry 'redlock --help' for more information.\n", stderr);
+    exit(EX_USAGE);
+}
+
+static void *xmalloc(size_t size)
+{
+    void *p = malloc(size);
+
+    if (p == NULL) {
+        fputs("redlock: out of memory\n", stderr);
+        exit(EX_SOFTWARE);
+    }
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t len = strlen(s) + 1;
+
+    return memcpy(xmalloc(len), s, len);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Parses a duration: a whole number followed by ms, s, m or h; a bare number
+ * counts seconds. Returns false for anything else or above REDLOCK_MAX_TTL_MS.
+ */
+static bool parse_duration(const char *text, int64_t *out_ms)
+{
+    static const struct {
+        const char *suffix;
+        int64_t ms;
+    } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    int64_t value = 0;
+    const char *p = text;
+
+    if (!isdigit((unsigned char)*p))
+        return false;
+    for (; isdigit((unsigned char)*p); p++) {
+        value = value * 10 + (*p - '0');
+        if (value > REDLOCK_MAX_TTL_MS)
+            return false;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(p, units[i].suffix) == 0 && value <= REDLOCK_MAX_TTL_MS / units[i].ms) {
+            *out_ms = value * units[i].ms;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int64_t duration_arg(const char *option, const char *text)
+{
+    int64_t ms;
+
+    if (!parse_duration(text, &ms))
+        usage_error("invalid duration for --%s: '%s' (use e.g. 500ms, 30s, 2m, 1h)", option,
+                    text);
+    return ms;
+}
+
+static void add_setting(struct config *cfg, const char *name, const char *value)
+{
+    cfg->settings[cfg->n_settings].name = xstrdup(name);
+    cfg->settings[cfg->n_settings].value = xstrdup(value);
+    cfg->n_settings++;
+}
+
+/* A shorthand for a library option that takes milliseconds. */
+static void add_duration_setting(struct config *cfg, const char *option, const char *name,
+                                 const char *text)
+{
+    char value[24];
+
+    snprintf(value, sizeof value, "%" PRId64, duration_arg(option, text));
+    add_setting(cfg, name, value);
+}
+
+static void add_option_setting(struct config *cfg, const char *text)
+{
+    const char *eq = strchr(text, '=');
+    char *name;
+
+    if (eq == NULL || eq == text)
+        usage_error("--option takes NAME=VALUE, not '%s'", text);
+    name = xstrdup(text);
+    name[eq - text] = '\0';
+    add_setting(cfg, name, eq + 1);
+    free(name);
+}
+
+static int exit_code_arg(const char *text)
+{
+    char *end;
+    long value;
+
+    errno = 0;
+    value = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || value < 0 || value > 255)
+        usage_error("--conflict-exit-code takes a number from 0 to 255, not '%s'", text);
+    return (int)value;
+}
+
+static void parse_args(struct config *cfg, int argc, char **argv)
+{
+    enum {
+        OPT_KEY_PREFIX = 256,
+        OPT_NODE_TIMEOUT,
+        OPT_CONNECT_TIMEOUT,
+        OPT_RETRY_DELAY,
+        OPT_PASSWORD_FILE,
+    };
+    /* One option a line: tests/cli checks that --help documents each of them. */
+    static const struct option long_options[] = {
+        {"nodes", required_argument, NULL, 'n'},
+        {"ttl", required_argument, NULL, 't'},
+        {"wait", required_argument, NULL, 'w'},
+        {"key-prefix", required_argument, NULL, OPT_KEY_PREFIX},
+        {"node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"retry-delay", required_argument, NULL, OPT_RETRY_DELAY},
+        {"option", required_argument, NULL, 'o'},
+        {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+        {"conflict-exit-code", required_argument, NULL, 'E'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->ttl_ms = DEFAULT_TTL_MS;
+    cfg->conflict_exit = EX_TEMPFAIL;
+    /* Each argument adds at most one entry to either array. */
+    cfg->node_lists = xmalloc(sizeof *cfg->node_lists * (size_t)argc);
+    cfg->settings = xmalloc(sizeof *cfg->settings * (size_t)argc);
+
+    /* "+": stop at NAME, so that COMMAND's own options are left alone. */
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "+:n:t:w:o:E:qvhV", long_options, NULL)) != -1) {
+        switch (opt) {
+        case 'n':
+            cfg->node_lists[cfg->n_node_lists++] = optarg;
+            break;
+        case 't':
+            cfg->ttl_ms = duration_arg("ttl", optarg);
+            if (cfg->ttl_ms == 0)
+                usage_error("--ttl must be more than 0");
+            break;
+        case 'w':
+            cfg->wait_ms = duration_arg("wait", optarg);
+            break;
+        case OPT_KEY_PREFIX:
+            add_setting(cfg, "key_prefix", optarg);
+            break;
+        case OPT_NODE_TIMEOUT:
+            add_duration_setting(cfg, "node-timeout", "node_timeout_ms", optarg);
+            break;
+        case OPT_CONNECT_TIMEOUT:
+            add_duration_setting(cfg, "connect-timeout", "connect_timeout_ms", optarg);
+            break;
+        case OPT_RETRY_DELAY:
+            add_duration_setting(cfg, "retry-delay", "retry_delay_ms", optarg);
+            break;
+        case 'o':
+            add_option_setting(cfg, optarg);
+            break;
+        case OPT_PASSWORD_FILE:
+            cfg->password_file = optarg;
+            break;
+        case 'E':
+            cfg->conflict_exit = exit_code_arg(optarg);
+            break;
+        case 'q':
+            verbosity = QUIET;
+            break;
+        case 'v':
+            verbosity = VERBOSE;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(EX_OK);
+        case 'V':
+            printf("redlock %s (libredlock %s)\n", REDLOCK_VERSION_STRING,
+                   redlock_version_string());
+            exit(EX_OK);
+        case ':':
+            usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt != 0)
+                usage_error("unknown option '-%c'", optopt);
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        usage_error("missing the lock NAME and the COMMAND to run");
+    cfg->name = argv[optind++];
+    if (*cfg->name == '\0')
+        usage_error("the lock NAME must not be empty");
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    if (optind >= argc)
+        usage_error("missing the COMMAND to run under '%s'", cfg->name);
+    cfg->command = &argv[optind];
+}
+
+/* Reads the password: the first line of FILE, else $REDLOCK_PASSWORD. NULL if neither. */
+static char *read_password(const char *file)
+{
+    char buf[PASSWORD_MAX_BYTES + 2];
+    char *password;
+    const char *env;
+    FILE *f;
+    size_t len;
+
+    if (file == NULL) {
+        env = getenv("REDLOCK_PASSWORD");
+        return env != NULL && *env != '\0' ? xstrdup(env) : NULL;
+    }
+    f = fopen(file, "re");
+    if (f == NULL)
+        usage_error("cannot open the password file '%s': %s", file, strerror(errno));
+    if (fgets(buf, sizeof buf, f) == NULL)
+        buf[0] = '\0';
+    fclose(f);
+    len = strcspn(buf, "\r\n");
+    buf[len] = '\0';
+    password = xstrdup(buf);
+    explicit_bzero(buf, sizeof buf);
+    if (len > PASSWORD_MAX_BYTES)
+        usage_error("the password in '%s' is longer than %d bytes", file, PASSWORD_MAX_BYTES);
+    if (len == 0)
+        usage_error("the password file '%s' is empty", file);
+    return password;
+}
+
+/* Appends s to out, percent-encoding every byte but the URI's unreserved ones. */
+static char *percent_encode(char *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (isalnum(c) || strchr("-._~", c) != NULL) {
+            *out++ = (char)c;
+        } else {
+            *out++ = '%';
+            *out++ = hex[c >> 4];
+            *out++ = hex[c & 15];
+        }
+    }
+    return out;
+}
+
+/*
+ * Returns a copy of uri, with password added when the URI carries none:
+ * redis://host -> redis://:password@host, and redis://user@host ->
+ * redis://user:password@host. The userinfo ends at the last '@' before the
+ * path, which starts at the first '/' after "scheme://".
+ */
+static char *uri_with_password(const char *uri, const char *password)
+{
+    const char *scheme_end = strstr(uri, "://");
+    const char *authority, *path, *at = NULL, *insert_at;
+    char *copy, *out;
+
+    if (password == NULL || scheme_end == NULL)
+        return xstrdup(uri);
+    authority = scheme_end + 3;
+    path = authority + strcspn(authority, "/");
+    for (const char *p = authority; p < path; p++) {
+        if (*p == '@')
+            at = p;
+    }
+    if (at != NULL && memchr(authority, ':', (size_t)(at - authority)) != NULL)
+        return xstrdup(uri); /* it has a password of its own */
+
+    /* Insert ":password" before the '@', or ":password@" before the host. */
+    insert_at = at != NULL ? at : authority;
+    copy = xmalloc(strlen(uri) + 3 * strlen(password) + 3);
+    out = copy;
+    memcpy(out, uri, (size_t)(insert_at - uri));
+    out += insert_at - uri;
+    *out++ = ':';
+    out = percent_encode(out, password);
+    if (at == NULL)
+        *out++ = '@';
+    strcpy(out, insert_at);
+    return copy;
+}
+
+/* Releases a string that may hold a password. */
+static void free_secret(char *s)
+{
+    if (s != NULL) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+/* Splits the node lists into URIs, each with the password when it lacks one. */
+static size_t collect_nodes(const struct config *cfg, const char *password, char ***out)
+{
+    const char *env = getenv("REDLOCK_NODES");
+    const char *const *lists = (const char *const *)cfg->node_lists;
+    size_t n_lists = cfg->n_node_lists;
+    size_t n = 0, max = 0;
+    char **uris;
+
+    if (n_lists == 0) {
+        if (env == NULL || *env == '\0')
+            usage_error("no nodes: use --nodes URI[,URI...] or set REDLOCK_NODES");
+        lists = &env;
+        n_lists = 1;
+    }
+    for (size_t i = 0; i < n_lists; i++) {
+        for (const char *p = lists[i]; *p; p++)
+            max += *p == ',';
+        max++;
+    }
+    uris = xmalloc(sizeof *uris * max);
+    for (size_t i = 0; i < n_lists; i++) {
+        const char *p = lists[i];
+
+        for (;;) {
+            size_t len = strcspn(p, ",");
+            size_t start = 0;
+            char *uri;
+
+            while (start < len && isspace((unsigned char)p[start]))
+                start++;
+            while (len > start && isspace((unsigned char)p[len - 1]))
+                len--;
+            if (len == start)
+                usage_error("empty node URI in the list of nodes");
+            uri = xmalloc(len - start + 1);
+            memcpy(uri, p + start, len - start);
+            uri[len - start] = '\0';
+            uris[n++] = uri_with_password(uri, password);
+            free_secret(uri);
+            p += strcspn(p, ",");
+            if (*p == '\0')
+                break;
+            p++;
+        }
+    }
+    *out = uris;
+    return n;
+}
+
+/* Makes the client and applies the settings. Returns an exit status, EX_OK on success. */
+static int open_ctx(redlock_ctx **out, const struct config *cfg)
+{
+    char *password = read_password(cfg->password_file);
+    char **uris;
+    size_t n = collect_nodes(cfg, password, &uris);
+    int rc = redlock_ctx_new(out, (const char *const *)uris, n);
+
+    for (size_t i = 0; i < n; i++)
+        free_secret(uris[i]);
+    free(uris);
+    free_secret(password);
+    if (rc != REDLOCK_OK) {
+        const char *detail = redlock_errmsg();
+
+        /* Not say(): the list of nodes is the user's input. */
+        fprintf(stderr, "redlock: bad list of nodes: %s%s%s\n", redlock_strerror(rc),
+                *detail ? ": " : "", detail);
+        return rc == REDLOCK_ENOMEM ? EX_SOFTWARE : EX_USAGE;
+    }
+    for (size_t i = 0; i < cfg->n_settings; i++) {
+        const struct setting *s = &cfg->settings[i];
+
+        rc = redlock_ctx_set_option(*out, s->name, s->value);
+        if (rc != REDLOCK_OK) {
+            const char *detail = redlock_errmsg();
+
+            fprintf(stderr, "redlock: cannot set option %s to '%s': %s%s%s\n", s->name,
+                    s->value, redlock_strerror(rc), *detail ? ": " : "", detail);
+            return rc == REDLOCK_ENOMEM ? EX_SOFTWARE : EX_USAGE;
+        }
+    }
+    return EX_OK;
+}
+
+/* The exit status for a failure to take the lock. */
+static int acquire_failure_status(int rc, const struct config *cfg)
+{
+    switch (rc) {
+    case REDLOCK_ELOCKED:
+        return cfg->conflict_exit;
+    case REDLOCK_ENOQUORUM:
+    case REDLOCK_EEXPIRED:
+    case REDLOCK_EREDIS:
+        return EX_UNAVAILABLE;
+    case REDLOCK_EAUTH:
+        return EX_NOPERM;
+    case REDLOCK_EINVAL:
+        return EX_USAGE;
+    default:
+        return EX_SOFTWARE;
+    }
+}
+
+/* ---- Signals: the handler writes the signal number to a self-pipe. ---- */
+
+static int signal_pipe[2] = {-1, -1};
+static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+/* The dispositions and signal mask redlock started with, for the command. */
+static struct sigaction saved_actions[NSIG];
+static sigset_t saved_mask;
+
+static void on_signal(int signo, siginfo_t *info, void *context)
+{
+    int saved_errno = errno;
+    unsigned char byte = (unsigned char)signo;
+    ssize_t written;
+
+    /* A signal that the kernel sent to the whole foreground process group
+     * (Ctrl-C, terminal hangup) has reached the command already: forwarding
+     * it would deliver it twice. */
+    if (signo != SIGCHLD && info->si_code == SI_KERNEL)
+        return;
+    written = write(signal_pipe[1], &byte, 1);
+    (void)written; /* a full pipe already has wake-ups pending */
+    errno = saved_errno;
+}
+
+static void catch_signal(int signo)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(signo, &sa, &saved_actions[signo]);
+}
+
+/* Catches SIGCHLD and the forwarded signals, except those ignored on entry
+ * (as under nohup): those stay ignored, for the command too. */
+static int install_signal_handlers(void)
+{
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    catch_signal(SIGCHLD);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++) {
+        int signo = forwarded_signals[i];
+
+        sigaction(signo, NULL, &saved_actions[signo]);
+        if (saved_actions[signo].sa_handler != SIG_IGN)
+            catch_signal(signo);
+    }
+    return 0;
+}
+
+/* Blocks the caught signals around fork, so that the child cannot run the
+ * handler before it has restored the original dispositions. */
+static void block_signals(void)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaddset(&set, forwarded_signals[i]);
+    sigprocmask(SIG_BLOCK, &set, &saved_mask);
+}
+
+static void unblock_signals(void)
+{
+    sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+__attribute__((noreturn)) static void exec_command(char **command, int error_fd, pid_t parent)
+{
+    int err;
+    ssize_t written;
+
+    sigaction(SIGCHLD, &saved_actions[SIGCHLD], NULL);
+    for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+        sigaction(forwarded_signals[i], &saved_actions[forwarded_signals[i]], NULL);
+    unblock_signals();
+    /* If redlock dies, nobody extends the lock: stop the command too. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(EX_SOFTWARE);
+    execvp(command[0], command);
+    err = errno;
+    written = write(error_fd, &err, sizeof err);
+    (void)written; /* the exit status tells the parent anyway */
+    _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXECUTE);
+}
+
+/* Starts the command. Returns false (with a message) when it could not fork. */
+static bool start_command(struct run *run)
+{
+    int exec_pipe[2];
+    pid_t parent = getpid();
+    int err;
+    ssize_t n;
+
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        say("cannot create a pipe: %s", strerror(errno));
+        return false;
+    }
+    block_signals();
+    run->child = fork();
+    if (run->child == 0)
+        exec_command(run->cfg->command, exec_pipe[1], parent);
+    err = errno;
+    unblock_signals();
+    close(exec_pipe[1]);
+    if (run->child < 0) {
+        close(exec_pipe[0]);
+        say("cannot start '%s': %s", run->cfg->command[0], strerror(err));
+        return false;
+    }
+    /* The pipe closes on exec; otherwise the child sends exec's errno. */
+    do {
+        n = read(exec_pipe[0], &err, sizeof err);
+    } while (n < 0 && errno == EINTR);
+    close(exec_pipe[0]);
+    if (n == (ssize_t)sizeof err)
+        say("cannot run '%s': %s", run->cfg->command[0], strerror(err));
+    return true;
+}
+
+static void reap_child(struct run *run)
+{
+    int status;
+
+    if (!run->child_done && waitpid(run->child, &status, WNOHANG) == run->child) {
+        run->child_done = true;
+        run->child_status = status;
+    }
+}
+
+/* Forwards the signals waiting in the self-pipe; SIGCHLD only woke us up. */
+static void forward_signals(struct run *run)
+{
+    unsigned char signals[64];
+    ssize_t n;
+
+    while ((n = read(signal_pipe[0], signals, sizeof signals)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (signals[i] == SIGCHLD || run->child_done)
+                continue;
+            if (verbosity == VERBOSE)
+                say("forwarding SIG%s to '%s'", sigabbrev_np(signals[i]), run->cfg->command[0]);
+            kill(run->child, signals[i]);
+        }
+    }
+}
+
+/* Plans the next extension: every third of the ttl, sooner if the lock's
+ * validity is short (slow nodes), so that it never runs out in between. */
+static void schedule_extend(struct run *run, int64_t validity)
+{
+    int64_t delay = run->cfg->ttl_ms / 3;
+
+    if (delay > validity / 2)
+        delay = validity / 2;
+    run->next_extend_ms = now_ms() + delay;
+}
+
+/* Extends the lock; on failure retries sooner while validity lasts. */
+static void extend_lock(struct run *run)
+{
+    const struct config *cfg = run->cfg;
+    int rc = redlock_extend(run->lock, cfg->ttl_ms);
+    int64_t validity = redlock_handle_validity_ms(run->lock);
+    int64_t retry_ms;
+
+    if (rc == REDLOCK_OK) {
+        if (verbosity == VERBOSE)
+            say("extended '%s' (valid for %" PRId64 " ms)", cfg->name, validity);
+        schedule_extend(run, validity);
+        return;
+    }
+    if (rc == REDLOCK_ENOTHELD || validity <= 0) {
+        say_failure("lost the lock on", cfg->name, rc);
+        say("stopping '%s' with SIGTERM", cfg->command[0]);
+        run->lost = true;
+        kill(run->child, SIGTERM);
+        return;
+    }
+    retry_ms = cfg->ttl_ms / 10;
+    if (retry_ms < 10)
+        retry_ms = 10;
+    if (retry_ms > validity)
+        retry_ms = validity;
+    say_failure("cannot extend", cfg->name, rc);
+    say("retrying in %" PRId64 " ms; the lock stays valid for %" PRId64 " ms", retry_ms,
+        validity);
+    run->next_extend_ms = now_ms() + retry_ms;
+}
+
+/* Waits for the child, keeping the lock extended until it exits or is lost. */
+static void supervise(struct run *run)
+{
+    struct pollfd pfd = {.fd = signal_pipe[0], .events = POLLIN};
+
+    schedule_extend(run, redlock_handle_validity_ms(run->lock));
+    while (!run->child_done) {
+        int timeout = -1;
+
+        if (!run->lost) {
+            int64_t left = run->next_extend_ms - now_ms();
+
+            timeout = left < 0 ? 0 : (int)left;
+        }
+        if (poll(&pfd, 1, timeout) > 0)
+            forward_signals(run);
+        reap_child(run);
+        if (!run->child_done && !run->lost && now_ms() >= run->next_extend_ms)
+            extend_lock(run);
+    }
+}
+
+/* The command's status as a shell reports it. */
+static int command_status(int wait_status)
+{
+    if (WIFSIGNALED(wait_status))
+        return 128 + WTERMSIG(wait_status);
+    return WEXITSTATUS(wait_status);
+}
+
+/* Releases the lock after the command; returns the tool's exit status. */
+static int release(struct run *run)
+{
+    const struct config *cfg = run->cfg;
+    int rc = redlock_unlock(run->lock);
+
+    if (run->lost) /* the unlock above only cleaned up the nodes still holding it */
+        return EXIT_LOST;
+    if (rc == REDLOCK_ENOTHELD) {
+        say_failure("cannot release", cfg->name, rc);
+        say("the lock expired while '%s' ran: it may not have run alone", cfg->command[0]);
+        return EXIT_LOST;
+    }
+    if (rc != REDLOCK_OK)
+        say_failure("cannot release", cfg->name, rc);
+    else if (verbosity == VERBOSE)
+        say("released '%s'", cfg->name);
+    return command_status(run->child_status);
+}
+
+static int run_locked(redlock_handle *lock, const struct config *cfg)
+{
+    struct run run = {.cfg = cfg, .lock = lock};
+
+    if (setenv("REDLOCK_NAME", cfg->name, 1) != 0 ||
+        setenv("REDLOCK_TOKEN", redlock_handle_token(lock), 1) != 0 ||
+        install_signal_handlers() != 0) {
+        say("cannot prepare the command: %s", strerror(errno));
+        redlock_unlock(lock);
+        return EX_SOFTWARE;
+    }
+    if (!start_command(&run)) {
+        redlock_unlock(lock);
+        return EX_SOFTWARE;
+    }
+    supervise(&run);
+    return release(&run);
+}
+
+static int acquire_and_run(redlock_ctx *ctx, const struct config *cfg)
+{
+    redlock_handle *lock;
+    int rc = redlock_lock(&lock, ctx, cfg->name, cfg->ttl_ms, cfg->wait_ms);
+    int status;
+
+    if (rc != REDLOCK_OK) {
+        say_failure("cannot acquire", cfg->name, rc);
+        return acquire_failure_status(rc, cfg);
+    }
+    if (verbosity == VERBOSE)
+        say("acquired '%s' (token %s, valid for %" PRId64 " ms)", cfg->name,
+            redlock_handle_token(lock), redlock_handle_validity_ms(lock));
+    status = run_locked(lock, cfg);
+    redlock_handle_free(lock);
+    return status;
+}
+
+static void free_config(struct config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_settings; i++) {
+        free(cfg->settings[i].name);
+        free(cfg->settings[i].value);
+    }
+    free(cfg->settings);
+    free(cfg->node_lists);
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg;
+    redlock_ctx *ctx = NULL;
+    int status;
+
+    parse_args(&cfg, argc, argv);
+    status = open_ctx(&ctx, &cfg);
+    if (status == EX_OK)
+        status = acquire_and_run(ctx, &cfg);
+    redlock_ctx_free(ctx);
+    free_config(&cfg);
+    return status;
+}
