@@ -104,6 +104,10 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     drift_factor        (0.01) clock drift allowance, a fraction of the ttl
  *     key_prefix          ("")   prepended to every resource name
  *     pool_size           (16)   idle connections kept per node
+ *     restart_guard       (1)    1: a node seen to restart (its run_id changed)
+ *                                does not count towards a quorum until the
+ *                                largest lease this client used has passed;
+ *                                0: off
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);
 

@@ -29,7 +29,6 @@ typedef struct op {
     int outstanding;     /* replies still to come on conn, ours included */
     int to_skip;         /* of those after the handshake, earlier calls' replies */
     bool connecting;     /* non-blocking connect not yet complete */
-    bool fallback_sent;  /* EVAL sent after NOSCRIPT */
     bool retried;        /* a stale pooled connection was replaced once */
     bool active;         /* still waiting for something */
     bool broken;         /* close the connection when done */
@@ -41,6 +40,7 @@ typedef struct fanout {
     rl_wait_for wait;
     rl_result *results;
     rl_conn **parked;
+    bool saw_noscript;   /* a node had lost its scripts: wait for every node */
     op ops[REDLOCK_MAX_NODES];
 } fanout;
 
@@ -90,8 +90,10 @@ static void op_start(fanout *f, size_t i, int64_t now);
 /* The connection broke. A pooled connection may simply have gone stale (the
  * node restarted since it was used): then the pool is emptied and the command
  * is sent once more on a new connection. */
-static void op_io_error(fanout *f, size_t i, const char *why, int64_t now)
+static void op_io_error(fanout *f, size_t i, const char *error, int64_t now)
 {
+    char why[128];
+    snprintf(why, sizeof why, "%s", error); /* may live in the context freed below */
     op *o = &f->ops[i];
     rl_node *node = &f->ctx->nodes[i];
     bool retry = o->conn->reused && !o->retried;
@@ -133,7 +135,6 @@ static void op_start(fanout *f, size_t i, int64_t now)
     o->conn = c;
     o->active = true;
     o->broken = false;
-    o->fallback_sent = false;
     o->connecting = c->fresh;
     if (c->fresh) {
         rl_node_append_handshake(node, c);
@@ -141,9 +142,13 @@ static void op_start(fanout *f, size_t i, int64_t now)
     } else {
         o->deadline = now + f->ctx->opt.node_timeout_ms;
     }
-    o->to_skip = c->stale_replies;
-    o->outstanding = (c->hs_total - c->hs_done) + c->stale_replies + 1;
-    c->stale_replies = 0;
+    o->to_skip = c->pending_len;
+    if (!rl_conn_push(c, f->cmd->fallback, f->cmd->fallback_len)) {
+        o->broken = true;
+        op_finish(f, i, RL_VOTE_FAILED, REDLOCK_ENOMEM, "out of memory");
+        return;
+    }
+    o->outstanding = (c->hs_total - c->hs_done) + c->pending_len;
     redisAppendFormattedCommand(c->rc, f->cmd->bytes, f->cmd->len);
     if (!o->connecting)
         op_flush(f, i, now);
@@ -156,7 +161,8 @@ int rl_reply_error_code(const char *err)
         return REDLOCK_EWRONGTYPE;
     if (strncmp(err, "NOAUTH", 6) == 0 || strncmp(err, "WRONGPASS", 9) == 0
         || strncmp(err, "NOPERM", 6) == 0 || strstr(err, "invalid password")
-        || strstr(err, "invalid username-password"))
+        || strstr(err, "invalid username-password")
+        || strstr(err, "The user executing the script can't"))  /* ACL, inside a script */
         return REDLOCK_EAUTH;
     return REDLOCK_EREDIS;
 }
@@ -195,16 +201,32 @@ static void op_reply(fanout *f, size_t i, redisReply *reply, int64_t now)
         }
         return;
     }
-    if (o->to_skip > 0) {
-        o->to_skip--;
+    rl_pending p = rl_conn_pop(c);
+    bool noscript = reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0;
+    if (noscript && p.eval) {
+        /* The node lost its scripts (SCRIPT FLUSH): send the script itself.
+         * This also serves replies of earlier calls that nobody waits for.
+         * The others have likely lost theirs too, so this round now waits
+         * for every node, to send each its script now rather than later. */
+        f->saw_noscript = true;
+        redisAppendFormattedCommand(c->rc, p.eval, p.len);
+        if (p.owned)
+            free(p.eval);
+        o->outstanding++;
+        if (!rl_conn_push(c, NULL, 0)) {
+            o->broken = true;
+            op_finish(f, i, RL_VOTE_FAILED, REDLOCK_ENOMEM, "out of memory");
+            return;
+        }
+        op_flush(f, i, now);
+        if (o->to_skip > 0)
+            o->to_skip--;
         return;
     }
-    if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0
-        && f->cmd->fallback && !o->fallback_sent) {
-        o->fallback_sent = true;
-        o->outstanding++;
-        redisAppendFormattedCommand(c->rc, f->cmd->fallback, f->cmd->fallback_len);
-        op_flush(f, i, now);
+    if (p.owned)
+        free(p.eval);
+    if (o->to_skip > 0) {
+        o->to_skip--;
         return;
     }
     f->cmd->classify(reply, f->cmd->n_keys, &f->results[i]);
@@ -286,7 +308,7 @@ static void op_timeout(fanout *f, size_t i)
 
 static bool decided(const fanout *f)
 {
-    if (f->wait != RL_WAIT_QUORUM)
+    if (f->wait != RL_WAIT_QUORUM || f->saw_noscript)
         return false;
     rl_tally t;
     rl_tally_count(&t, f->results, f->ctx->n_nodes);
@@ -355,8 +377,9 @@ void rl_fanout(redlock_ctx *ctx, const rl_command *cmd, rl_wait_for wait, rl_res
         if (!c)
             continue;
         o->conn = NULL;
-        c->stale_replies = o->outstanding - (c->hs_total - c->hs_done);
-        if (!o->broken && c->stale_replies > 0 && parked)
+        if (!rl_conn_own_pending(c))
+            o->broken = true;
+        if (!o->broken && c->pending_len > 0 && parked)
             parked[i] = c;
         else
             rl_node_release(&ctx->nodes[i], c, o->broken, ctx->opt.pool_size);

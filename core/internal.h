@@ -86,13 +86,24 @@ typedef enum rl_hs_kind {
 
 #define RL_MAX_HANDSHAKE 6
 
+typedef struct rl_pending {
+    char *eval;              /* EVAL command to resend on NOSCRIPT, or NULL */
+    size_t len;
+    bool owned;              /* eval is a copy this connection frees */
+} rl_pending;
+
 typedef struct rl_conn {
     struct redisContext *rc;
     struct rl_conn *next;    /* in the idle list */
     unsigned char hs[RL_MAX_HANDSHAKE]; /* handshake replies, in order (rl_hs_kind) */
     int hs_total;            /* how many handshake commands were sent */
     int hs_done;             /* how many of their replies were read */
-    int stale_replies;       /* after the handshake: replies of earlier calls to drop */
+    /* After the handshake, one entry per reply still to come, in order: the
+     * EVAL to send if that reply is NOSCRIPT, or NULL. Replies of earlier
+     * calls are read and dropped by later ones, which also resend the EVAL
+     * for a script nobody waited for. */
+    struct rl_pending *pending;
+    int pending_head, pending_len, pending_cap;
     bool fresh;              /* the connect has not completed yet */
     bool reused;             /* taken from the idle list (may have gone stale) */
 } rl_conn;
@@ -116,6 +127,13 @@ void rl_node_destroy(rl_node *node);
 rl_conn *rl_node_acquire(rl_node *node, char *err, size_t errlen);
 /* Gives a connection back; a broken one (or one beyond pool_size) is closed. */
 void rl_node_release(rl_node *node, rl_conn *conn, bool broken, int pool_size);
+/* The queue of replies to come on a connection (see rl_conn). */
+bool rl_conn_push(rl_conn *conn, const char *eval, size_t len);
+rl_pending rl_conn_pop(rl_conn *conn);
+/* Makes every queued EVAL a copy of its own, once the caller's command
+ * buffers are about to go; false when out of memory. */
+bool rl_conn_own_pending(rl_conn *conn);
+
 /* Closes every idle connection (after one was found dead: the node restarted). */
 void rl_node_discard_idle(rl_node *node);
 /* Records that connecting failed or succeeded, for the backoff. */

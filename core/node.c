@@ -30,8 +30,58 @@ int rl_node_init(rl_node *node, const char *uri)
 
 static void conn_close(rl_conn *conn)
 {
+    while (conn->pending_len > 0) {
+        rl_pending p = rl_conn_pop(conn);
+        if (p.owned)
+            free(p.eval);
+    }
+    free(conn->pending);
     redisFree(conn->rc);
     free(conn);
+}
+
+bool rl_conn_push(rl_conn *conn, const char *eval, size_t len)
+{
+    if (conn->pending_len == conn->pending_cap) {
+        int cap = conn->pending_cap ? conn->pending_cap * 2 : 4;
+        rl_pending *grown = malloc((size_t)cap * sizeof *grown);
+        if (!grown)
+            return false;
+        for (int i = 0; i < conn->pending_len; i++)
+            grown[i] = conn->pending[(conn->pending_head + i) % conn->pending_cap];
+        free(conn->pending);
+        conn->pending = grown;
+        conn->pending_cap = cap;
+        conn->pending_head = 0;
+    }
+    int tail = (conn->pending_head + conn->pending_len) % conn->pending_cap;
+    conn->pending[tail] = (rl_pending){ .eval = (char *)eval, .len = len, .owned = false };
+    conn->pending_len++;
+    return true;
+}
+
+rl_pending rl_conn_pop(rl_conn *conn)
+{
+    rl_pending p = conn->pending[conn->pending_head];
+    conn->pending_head = (conn->pending_head + 1) % conn->pending_cap;
+    conn->pending_len--;
+    return p;
+}
+
+bool rl_conn_own_pending(rl_conn *conn)
+{
+    for (int i = 0; i < conn->pending_len; i++) {
+        rl_pending *p = &conn->pending[(conn->pending_head + i) % conn->pending_cap];
+        if (p->eval && !p->owned) {
+            char *copy = malloc(p->len);
+            if (!copy)
+                return false;
+            memcpy(copy, p->eval, p->len);
+            p->eval = copy;
+            p->owned = true;
+        }
+    }
+    return true;
 }
 
 void rl_node_destroy(rl_node *node)
@@ -96,7 +146,7 @@ void rl_node_release(rl_node *node, rl_conn *conn, bool broken, int pool_size)
 {
     if (!conn)
         return;
-    if (!broken && conn->stale_replies <= MAX_STALE_REPLIES && conn->rc->err == 0) {
+    if (!broken && conn->pending_len <= MAX_STALE_REPLIES && conn->rc->err == 0) {
         pthread_mutex_lock(&node->mu);
         if (node->n_idle < pool_size) {
             conn->next = node->idle;

@@ -221,6 +221,31 @@ static void killed_node_comes_back_empty_and_rejoins(void **state)
     redlock_ctx_free(other);
 }
 
+/* After SCRIPT FLUSH every script call meets NOSCRIPT, also on the nodes
+ * whose replies come after the call has returned: the script is sent again
+ * as EVAL all the same, so every node is extended and every node released. */
+static void flushed_scripts_still_reach_every_node(void **state)
+{
+    nodes *ns = *state;
+    redlock_ctx *ctx = ctx_for(ns, NULL);
+    redlock_handle *h = NULL;
+
+    for (int round = 0; round < 20; round++) {
+        assert_rc(redlock_lock(&h, ctx, "faults-flush", 30000, 0), REDLOCK_OK);
+        assert_on_every_node(ns, "faults-flush", redlock_handle_token(h));
+        for (size_t i = 0; i < 5; i++)
+            assert_int_equal(nodes_exec(ns, i, "SCRIPT FLUSH"), 0);
+        assert_rc(redlock_extend(h, 60000), REDLOCK_OK);
+        assert_pttl_on_every_node(ns, "faults-flush", 30001, 60000);
+        for (size_t i = 0; i < 5; i++)
+            assert_int_equal(nodes_exec(ns, i, "SCRIPT FLUSH"), 0);
+        assert_rc(redlock_unlock(h), REDLOCK_OK);
+        assert_on_every_node(ns, "faults-flush", NULL);
+        redlock_handle_free(h);
+    }
+    redlock_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +257,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(paused_nodes_do_not_slow_acquisition, all_up, all_up),
         cmocka_unit_test_setup_teardown(killed_node_comes_back_empty_and_rejoins, all_up,
                                         all_up),
+        cmocka_unit_test_setup_teardown(flushed_scripts_still_reach_every_node, all_up, all_up),
     };
     return cmocka_run_group_tests_name("faults", tests, group_setup, group_teardown);
 }

@@ -1,0 +1,148 @@
+/*
+ * fuzz_options.c - option values (rl_options_set) from any text.
+ *
+ * The input is a list of records, one a line: a first byte that picks one of
+ * the options by number, or, past their count, "name=value" taken as text.
+ * Checked after every record: a refused value leaves every option as it was
+ * and a message behind; an accepted one sets exactly its own option, to what
+ * the text says (whole numbers: digits only).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "internal.h"
+
+typedef enum kind { WHOLE_MS, WHOLE_INT, FLAG, FRACTION, TEXT } kind;
+
+static const struct known {
+    const char *name;
+    kind kind;
+    size_t offset;
+} known[] = {
+    { "node_timeout_ms", WHOLE_MS, offsetof(rl_options, node_timeout_ms) },
+    { "connect_timeout_ms", WHOLE_MS, offsetof(rl_options, connect_timeout_ms) },
+    { "retry_delay_ms", WHOLE_MS, offsetof(rl_options, retry_delay_ms) },
+    { "retry_jitter_ms", WHOLE_MS, offsetof(rl_options, retry_jitter_ms) },
+    { "drift_factor", FRACTION, offsetof(rl_options, drift_factor) },
+    { "key_prefix", TEXT, offsetof(rl_options, key_prefix) },
+    { "pool_size", WHOLE_INT, offsetof(rl_options, pool_size) },
+    { "restart_guard", FLAG, offsetof(rl_options, restart_guard) },
+};
+#define N_KNOWN (sizeof known / sizeof known[0])
+
+static const struct known *find(const char *name)
+{
+    for (size_t i = 0; i < N_KNOWN; i++)
+        if (strcmp(known[i].name, name) == 0)
+            return &known[i];
+    return NULL;
+}
+
+static bool all_digits(const char *s)
+{
+    return s[0] != '\0' && strspn(s, "0123456789") == strlen(s);
+}
+
+/* Checks what an accepted value did, then puts the option back in `after` as
+ * it was in `before`, so the caller can see that nothing else changed. */
+static void check_accepted(const struct known *k, const rl_options *o, const char *value,
+                           rl_options *after, const rl_options *before)
+{
+    const char *field = (const char *)o + k->offset;
+    char *restore = (char *)after + k->offset;
+    const char *saved = (const char *)before + k->offset;
+    switch (k->kind) {
+    case WHOLE_MS: {
+        int64_t v;
+        memcpy(&v, field, sizeof v);
+        CHECK(all_digits(value) && v == strtoll(value, NULL, 10));
+        memcpy(restore, saved, sizeof v);
+        break;
+    }
+    case WHOLE_INT: {
+        int v;
+        memcpy(&v, field, sizeof v);
+        CHECK(all_digits(value) && v == strtoll(value, NULL, 10));
+        memcpy(restore, saved, sizeof v);
+        break;
+    }
+    case FLAG: {
+        bool v;
+        memcpy(&v, field, sizeof v);
+        CHECK(all_digits(value) && v == (strtoll(value, NULL, 10) == 1));
+        memcpy(restore, saved, sizeof v);
+        break;
+    }
+    case FRACTION: {
+        double v;
+        memcpy(&v, field, sizeof v);
+        CHECK(isfinite(v) && v >= 0.0 && v < 1.0 && v == strtod(value, NULL));
+        memcpy(restore, saved, sizeof v);
+        break;
+    }
+    case TEXT:
+        CHECK(strcmp(o->key_prefix, value) == 0);
+        CHECK(o->key_prefix_len == strlen(value) && o->key_prefix_len < REDLOCK_MAX_NAME_BYTES);
+        after->key_prefix = before->key_prefix;
+        after->key_prefix_len = before->key_prefix_len;
+        break;
+    }
+}
+
+static void set_one(rl_options *o, const char *name, const char *value)
+{
+    rl_options before, after;
+    memcpy(&before, o, sizeof before);
+    char *old_prefix = strdup(o->key_prefix);
+    CHECK(old_prefix != NULL);
+
+    rl_clear_error();
+    int rc = rl_options_set(o, name, value);
+    memcpy(&after, o, sizeof after);
+    if (rc == REDLOCK_OK) {
+        const struct known *k = find(name);
+        CHECK(k != NULL);
+        check_accepted(k, o, value, &after, &before);
+    } else {
+        CHECK(rc == REDLOCK_EINVAL || rc == REDLOCK_ENOMEM);
+        CHECK(redlock_errmsg()[0] != '\0');
+        CHECK(strcmp(o->key_prefix, old_prefix) == 0);
+    }
+    CHECK(memcmp(&after, &before, sizeof after) == 0);
+    free(old_prefix);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    rl_options o;
+    CHECK(rl_options_init(&o) == REDLOCK_OK);
+    char *text = malloc(size + 1);
+    CHECK(text != NULL);
+    memcpy(text, data, size);
+    text[size] = '\0';
+
+    size_t pos = 0;
+    while (pos < size) {
+        size_t end = pos;
+        while (end < size && text[end] != '\n')
+            end++;
+        text[end] = '\0';
+        unsigned char pick = (unsigned char)text[pos];
+        char *record = pos < end ? text + pos + 1 : text + end;
+        if (pick < N_KNOWN) {
+            set_one(&o, known[pick].name, record);
+        } else {
+            char *eq = strchr(record, '=');
+            if (eq)
+                *eq = '\0';
+            set_one(&o, record, eq ? eq + 1 : "");
+        }
+        pos = end + 1;
+    }
+    free(text);
+    rl_options_free(&o);
+    return 0;
+}

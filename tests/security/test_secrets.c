@@ -1,0 +1,203 @@
+/*
+ * test_secrets.c - a password in a node URI never appears in an error
+ * message, on every failure path the library has: malformed URIs, the same
+ * node twice, nodes that are down, silent, refuse the password or refuse a
+ * key (ACL), and extend or unlock failing after the nodes went away.
+ * (tests/c/test_connect.c covers a wrong password and a wrong ACL user.)
+ */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NODES 3
+/* The password, and how it is written in a URI. */
+#define PASSWORD "p@ss:Zq/51 x"
+#define ENCODED "p%40ss%3AZq%2F51%20x"
+
+static void assert_hidden(const char *what)
+{
+    const char *msg = redlock_errmsg();
+    if (msg[0] == '\0')
+        fail_msg("%s: no error message", what);
+    static const char *const secrets[] = {PASSWORD, ENCODED, "Zq/51", "Zq%2F51"};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        if (strstr(msg, secrets[i]) != NULL)
+            fail_msg("%s: the message shows the password: %s", what, msg);
+}
+
+/* NODES URIs: "redis://" userinfo "127.0.0.1:PORT", or over the unix sockets. */
+static void make_uris(const nodes *ns, const char *userinfo, int unix_socket,
+                      char buf[][400], const char **uris)
+{
+    for (size_t i = 0; i < NODES; i++) {
+        if (unix_socket)
+            snprintf(buf[i], 400, "unix://%s%s", userinfo, nodes_socket(ns, i));
+        else
+            snprintf(buf[i], 400, "redis://%s127.0.0.1:%d", userinfo, nodes_port(ns, i));
+        uris[i] = buf[i];
+    }
+}
+
+static redlock_ctx *client(const char **uris, const char *prefix)
+{
+    redlock_ctx *ctx = NULL;
+    assert_rc(redlock_ctx_new(&ctx, uris, NODES), REDLOCK_OK);
+    set_options(ctx, (const char *const[]){"node_timeout_ms", "300", "connect_timeout_ms",
+                                           "300", "retry_delay_ms", "10", "key_prefix", prefix,
+                                           NULL});
+    return ctx;
+}
+
+/* Every lock call fails with code and says so without the password. */
+static void assert_locks_fail_hidden(redlock_ctx *ctx, int code, const char *what)
+{
+    redlock_handle *h = NULL;
+    const char *names[] = {"secret-1", "secret-2"};
+    int rc = redlock_lock(&h, ctx, "secret-1", 10000, 0);
+    if (rc != code)
+        fail_msg("%s: lock gave %d (%s); errmsg: %s", what, rc, redlock_strerror(rc),
+                 redlock_errmsg());
+    assert_hidden(what);
+    rc = redlock_lock(&h, ctx, "secret-1", 10000, 50);
+    assert_int_equal(rc, code);
+    assert_hidden(what);
+    rc = redlock_lock_multi(&h, ctx, names, 2, 10000, 0);
+    assert_int_equal(rc, code);
+    assert_hidden(what);
+}
+
+static void malformed_uris_hide_the_password(void **state)
+{
+    (void)state;
+    /* Each URI is the text before the password and the text after it. */
+    static const char *const forms[][2] = {
+        {"redis://user:", "@127.0.0.1:0"},
+        {"redis://:", "@127.0.0.1:70000"},
+        {"redis://:", "@127.0.0.1:port"},
+        {"redis://:", "@"},
+        {"redis://:", "@:7001"},
+        {"redis://:", "@[::1"},
+        {"redis://:", "@[::1]x"},
+        {"redis://:", "@127.0.0.1:7001/x"},
+        {"redis://:", "@127.0.0.1:7001?db=1"},
+        {"redis://:", "@bad host"},
+        {"redis://:", "%zz@127.0.0.1"},
+        {"redis://user:", "%@127.0.0.1"},
+        {"redis://", "@127.0.0.1"},
+        {"unix://:", "@relative.sock"},
+        {"unix://:", "@/tmp/x.sock?db=x"},
+        {"unix://:", "@/tmp/x.sock?password=1"},
+        {"rediss://:", "@127.0.0.1"},
+        {"http://:", "@127.0.0.1"},
+    };
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        for (int encoded = 0; encoded <= 1; encoded++) {
+            char uri[256];
+            snprintf(uri, sizeof(uri), "%s%s%s", forms[i][0], encoded ? ENCODED : PASSWORD,
+                     forms[i][1]);
+            /* Alone, and after a good node. */
+            const char *uris[] = {"redis://:" ENCODED "@127.0.0.1:7001", uri};
+            redlock_ctx *ctx = UNSET_CTX;
+            int rc = redlock_ctx_new(&ctx, uris + 1, 1);
+            if (rc != REDLOCK_EINVAL && rc != REDLOCK_EUNSUPPORTED)
+                fail_msg("%s was accepted (%d)", uri, rc);
+            assert_null(ctx);
+            assert_hidden(uri);
+            assert_int_not_equal(redlock_ctx_new(&ctx, uris, 2), REDLOCK_OK);
+            assert_hidden(uri);
+        }
+    }
+
+    /* A socket path too long for the system. */
+    char uri[400];
+    snprintf(uri, sizeof(uri), "unix://:%s@/%0300d.sock", ENCODED, 0);
+    const char *one[] = {uri};
+    redlock_ctx *ctx = NULL;
+    assert_fails(redlock_ctx_new(&ctx, one, 1), REDLOCK_EINVAL);
+    assert_hidden("long socket path");
+
+    /* The same node twice, with passwords. */
+    const char *twice[] = {"redis://:" ENCODED "@127.0.0.1:7001",
+                           "redis://alice:" ENCODED "@127.0.0.1:7001/2"};
+    assert_fails(redlock_ctx_new(&ctx, twice, 2), REDLOCK_EINVAL);
+    assert_hidden("the same node twice");
+}
+
+static void unreachable_nodes_hide_the_password(void **state)
+{
+    nodes *ns = nodes_start(NODES, NULL);
+    assert_non_null(ns);
+    char tcp[NODES][400], sock[NODES][400];
+    const char *tcp_uris[NODES], *sock_uris[NODES];
+    make_uris(ns, ":" ENCODED "@", 0, tcp, tcp_uris);
+    make_uris(ns, "alice:" ENCODED "@", 1, sock, sock_uris);
+    nodes_free(ns); /* nobody listens there any more */
+    (void)state;
+
+    redlock_ctx *ctx = client(tcp_uris, "");
+    assert_locks_fail_hidden(ctx, REDLOCK_ENOQUORUM, "closed ports");
+    redlock_ctx_free(ctx);
+    ctx = client(sock_uris, "");
+    assert_locks_fail_hidden(ctx, REDLOCK_ENOQUORUM, "missing sockets");
+    redlock_ctx_free(ctx);
+}
+
+static void refusals_and_silences_hide_the_password(void **state)
+{
+    (void)state;
+    nodes *ns = nodes_start(NODES, PASSWORD);
+    assert_non_null(ns);
+    char buf[NODES][400];
+    const char *uris[NODES];
+
+    /* A wrong password, over TCP and unix sockets. */
+    make_uris(ns, ":x" ENCODED "@", 0, buf, uris);
+    redlock_ctx *ctx = client(uris, "");
+    assert_locks_fail_hidden(ctx, REDLOCK_EAUTH, "wrong password");
+    redlock_ctx_free(ctx);
+    make_uris(ns, ":x" ENCODED "@", 1, buf, uris);
+    ctx = client(uris, "");
+    assert_locks_fail_hidden(ctx, REDLOCK_EAUTH, "wrong password, unix");
+    redlock_ctx_free(ctx);
+
+    /* An ACL user refused a key outside its prefix. */
+    for (size_t i = 0; i < NODES; i++)
+        assert_int_equal(nodes_exec(ns, i, "ACL SETUSER alice reset on >%s ~app:* +@all",
+                                    PASSWORD), 0);
+    make_uris(ns, "alice:" ENCODED "@", 0, buf, uris);
+    ctx = client(uris, "other:");
+    assert_locks_fail_hidden(ctx, REDLOCK_EAUTH, "key outside the ACL");
+    redlock_ctx_free(ctx);
+
+    /* Held, then the nodes fall silent (paused), then they are gone. */
+    make_uris(ns, ":" ENCODED "@", 0, buf, uris);
+    ctx = client(uris, "");
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock(&h, ctx, "secret-held", 30000, 0), REDLOCK_OK);
+    for (size_t i = 0; i < NODES; i++)
+        assert_int_equal(nodes_pause(ns, i, 4000), 0);
+    assert_int_not_equal(redlock_extend(h, 30000), REDLOCK_OK);
+    assert_hidden("extend, nodes paused");
+    assert_locks_fail_hidden(ctx, REDLOCK_ENOQUORUM, "nodes paused");
+    assert_int_equal(nodes_ensure_all_up(ns), 0);
+    for (size_t i = 0; i < NODES; i++)
+        assert_int_equal(nodes_kill(ns, i), 0);
+    assert_int_not_equal(redlock_extend(h, 30000), REDLOCK_OK);
+    assert_hidden("extend, nodes gone");
+    assert_int_not_equal(redlock_unlock(h), REDLOCK_OK);
+    assert_hidden("unlock, nodes gone");
+    redlock_handle_free(h);
+    redlock_ctx_free(ctx);
+    nodes_free(ns);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(malformed_uris_hide_the_password),
+        cmocka_unit_test(unreachable_nodes_hide_the_password),
+        cmocka_unit_test(refusals_and_silences_hide_the_password),
+    };
+    return cmocka_run_group_tests_name("secrets", tests, NULL, NULL);
+}
