@@ -18,7 +18,7 @@ for i in 1 2 3 4 5; do
   cli_node "$i" DEL stolen > /dev/null
 done
 wait_bg "$a"
-expect_eq 74 "$status" "status when the keys were deleted"
+expect_eq 74 "$status" "status when the keys were deleted ($(cat "$work/a-err"))"
 [ -e "$work/a-term" ] || fail "the command did not get SIGTERM"
 grep -q "^redlock: lost the lock on 'stolen'" "$work/a-err" ||
   fail "no message for the lost lock: $(cat "$work/a-err")"
@@ -31,7 +31,7 @@ for i in 1 2 3; do
   "$REDIS_NODES_SH" stop-node "$work/nodes" "$i"
 done
 wait_bg "$b"
-expect_eq 74 "$status" "status when a majority of nodes stopped"
+expect_eq 74 "$status" "status when a majority of nodes stopped ($(cat "$work/b-err"))"
 [ -e "$work/b-term" ] || fail "the command did not get SIGTERM"
 grep -q "^redlock: cannot extend 'unreachable'" "$work/b-err" ||
   fail "no message for the failed extension: $(cat "$work/b-err")"
