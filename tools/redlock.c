@@ -96,7 +96,7 @@ static const char usage_text[] =
     "  -o, --option NAME=VALUE      set any library option; may be repeated:\n"
     "                               node_timeout_ms, connect_timeout_ms,\n"
     "                               retry_delay_ms, retry_jitter_ms, drift_factor,\n"
-    "                               key_prefix, pool_size\n"
+    "                               key_prefix, pool_size, restart_guard\n"
     "      --password-file FILE     password for the nodes whose URI has none,\n"
     "                               from the first line of FILE\n"
     "  -E, --conflict-exit-code N   exit status when someone else holds the lock\n"
