@@ -8,6 +8,7 @@
 #   redis-nodes.sh stop-node DIR I stop node I (1-based), keep its port
 #   redis-nodes.sh start-node DIR I start node I again on the same port
 #   redis-nodes.sh uris DIR        print the nodes' URIs again
+#   redis-nodes.sh free-port       print a loopback port nobody listens on
 #
 # DIR/uris holds the TCP URIs, DIR/sockets the unix:// URIs, DIR/I/ each
 # node's files. REDIS_SERVER names the binary (default: redis-server on PATH).
@@ -16,7 +17,7 @@ set -euo pipefail
 server=${REDIS_SERVER:-redis-server}
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 64
 }
 
@@ -89,6 +90,10 @@ stop_node() {
 
 cmd=${1:-}
 dir=${2:-}
+if [ "$cmd" = free-port ]; then
+  free_port
+  exit
+fi
 [ -n "$cmd" ] && [ -n "$dir" ] || usage
 
 case "$cmd" in

@@ -35,20 +35,8 @@ fail() {
   exit 1
 }
 
-free_port() {
-  local port
-  for _ in $(seq 1 200); do
-    port=$(( 20000 + RANDOM % 40000 ))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return 0
-    fi
-  done
-  return 1
-}
-
 bash "$nodes_script" start "$tmp/nodes" 3 > /dev/null
-port=$(free_port) || fail "no free port"
+port=$(bash "$nodes_script" free-port) || fail "no free port"
 
 # The handlers. The client is made in each worker on its first request.
 cat > "$tmp/app.lua" <<EOF

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -162,43 +163,46 @@ class RLockTest {
         b.unlock();
     }
 
-    @Test
-    void tryLockWaitsForRelease() throws Exception {
+    /**
+     * While another client holds the lock, runs attempt on a thread of its own: it must still be
+     * waiting after 700 ms, and return true once the other client releases.
+     */
+    private void assertWaitsForRelease(Callable<Boolean> attempt) throws Exception {
         RLock theirs = other.getLock(name);
         assertTrue(theirs.tryLock());
-        RLock mine = client.getLock(name);
         ExecutorService executor = Executors.newSingleThreadExecutor();
-        Future<Boolean> waiter = executor.submit(() -> {
+        try {
+            Future<Boolean> waiter = executor.submit(attempt);
+            Thread.sleep(700);
+            assertFalse(waiter.isDone());
+            theirs.unlock();
+            assertTrue(waiter.get(10, TimeUnit.SECONDS));
+        } finally {
+            executor.shutdown();
+        }
+    }
+
+    @Test
+    void tryLockWaitsForRelease() throws Exception {
+        RLock mine = client.getLock(name);
+        assertWaitsForRelease(() -> {
             boolean acquired = mine.tryLock(10, TimeUnit.SECONDS);
             if (acquired) {
                 mine.unlock();
             }
             return acquired;
         });
-        Thread.sleep(700);
-        assertFalse(waiter.isDone());
-        theirs.unlock();
-        assertTrue(waiter.get(10, TimeUnit.SECONDS));
-        executor.shutdown();
     }
 
     @Test
     void lockWaitsForRelease() throws Exception {
-        RLock theirs = other.getLock(name);
-        assertTrue(theirs.tryLock());
         RLock mine = client.getLock(name);
-        ExecutorService executor = Executors.newSingleThreadExecutor();
-        Future<Boolean> waiter = executor.submit(() -> {
+        assertWaitsForRelease(() -> {
             mine.lock();
             boolean held = mine.isHeldByCurrentThread();
             mine.unlock();
             return held;
         });
-        Thread.sleep(700);
-        assertFalse(waiter.isDone());
-        theirs.unlock();
-        assertTrue(waiter.get(10, TimeUnit.SECONDS));
-        executor.shutdown();
     }
 
     @Test
