@@ -34,5 +34,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   done
 fi
 
+command -v go >/dev/null || { echo "setup: Go is needed to build Toxiproxy" >&2; exit 1; }
+
 python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install -q pytest
+# The fault-injecting proxy of the fault tests, from the Go module proxy.
+"$(dirname "$0")/toxiproxy.sh" install
 echo "setup: everything needed is installed"

@@ -1,0 +1,282 @@
+"""Real components for fault tests: local redis-server nodes (through
+scripts/redis-nodes.sh) and a Toxiproxy server between clients and nodes.
+
+Everything listens on 127.0.0.1 only and is stopped by its owner's stop().
+The fault tests (tests/faults) and the mutual-exclusion run (tests/mutex)
+both use this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional
+
+ROOT = Path(__file__).resolve().parents[2]
+NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
+TOXIPROXY_SCRIPT = ROOT / "scripts" / "toxiproxy.sh"
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up after {timeout} s waiting for {what}")
+        time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+class Nodes:
+    """n independent redis-server nodes in dir, numbered from 0 here (the
+    script numbers them from 1)."""
+
+    def __init__(self, dir: Path, n: int) -> None:
+        self.dir = dir
+        subprocess.run([str(NODES_SCRIPT), "start", str(dir), str(n)], check=True,
+                       stdout=subprocess.DEVNULL)
+        self.uris: List[str] = (dir / "uris").read_text().split()
+        self.ports = [int(uri.rsplit(":", 1)[1]) for uri in self.uris]
+
+    def __len__(self) -> int:
+        return len(self.uris)
+
+    def stop(self) -> None:
+        subprocess.run([str(NODES_SCRIPT), "stop", str(self.dir)], check=True)
+
+    def socket(self, i: int) -> str:
+        return str(self.dir / str(i + 1) / "redis.sock")
+
+    def cli(self, i: int, *command: str, check: bool = True) -> str:
+        """One command on node i over its unix socket; the reply as text
+        (an error reply is text too: redis-cli prints it)."""
+        result = subprocess.run(["redis-cli", "-s", self.socket(i), *command],
+                                capture_output=True, text=True, timeout=30)
+        if check and result.returncode != 0:
+            raise RuntimeError(f"redis-cli {' '.join(command)} on node {i}: {result.stderr}")
+        return result.stdout.strip()
+
+    def pid(self, i: int) -> int:
+        return int((self.dir / str(i + 1) / "pid").read_text())
+
+    def running(self, i: int) -> bool:
+        pid_file = self.dir / str(i + 1) / "pid"
+        return pid_file.exists() and _alive(int(pid_file.read_text()))
+
+    def stop_node(self, i: int) -> None:
+        """SIGTERM, then wait (SIGKILL after 3 s): the node is gone."""
+        subprocess.run([str(NODES_SCRIPT), "stop-node", str(self.dir), str(i + 1)], check=True)
+
+    def kill_node(self, i: int) -> None:
+        """kill -9: no goodbye to anyone."""
+        pid = self.pid(i)
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not _alive(pid), 10, f"node {i} to die")
+
+    def shutdown_nosave(self, i: int) -> None:
+        """SHUTDOWN NOSAVE: the node exits at once, keeping nothing."""
+        pid = self.pid(i)
+        self.cli(i, "SHUTDOWN", "NOSAVE", check=False)
+        wait_until(lambda: not _alive(pid), 10, f"node {i} to shut down")
+
+    def start_node(self, i: int) -> None:
+        """Starts node i again on its port, empty, and waits for PING."""
+        subprocess.run([str(NODES_SCRIPT), "start-node", str(self.dir), str(i + 1)], check=True)
+
+    def pause(self, i: int, ms: int) -> None:
+        """CLIENT PAUSE ms ALL: node i accepts connections, answers nothing."""
+        assert self.cli(i, "CLIENT", "PAUSE", str(ms), "ALL") == "OK"
+
+    def run_id(self, i: int) -> str:
+        for line in self.cli(i, "INFO", "server").splitlines():
+            if line.startswith("run_id:"):
+                return line.split(":", 1)[1].strip()
+        raise RuntimeError(f"node {i} has no run_id in INFO")
+
+    def get(self, i: int, key: str) -> str:
+        return self.cli(i, "GET", key)
+
+    def holders(self, key: str, value: str) -> List[int]:
+        """The nodes on which key holds value."""
+        return [i for i in range(len(self)) if self.running(i) and self.get(i, key) == value]
+
+    def having(self, key: str) -> List[int]:
+        """The running nodes on which key exists."""
+        return [i for i in range(len(self))
+                if self.running(i) and self.cli(i, "EXISTS", key) == "1"]
+
+
+def toxiproxy_binary() -> Optional[str]:
+    """$TOXIPROXY_SERVER, toxiproxy-server on PATH, or where
+    scripts/toxiproxy.sh installs it; None when there is none."""
+    explicit = os.environ.get("TOXIPROXY_SERVER")
+    if explicit:
+        return explicit
+    found = shutil.which("toxiproxy-server")
+    if found:
+        return found
+    result = subprocess.run([str(TOXIPROXY_SCRIPT), "path"], capture_output=True, text=True)
+    path = result.stdout.strip()
+    return path if result.returncode == 0 and path else None
+
+
+class Toxiproxy:
+    """A toxiproxy-server on a free loopback port, driven through its HTTP API.
+
+    proxy(name, port) makes a proxy in front of 127.0.0.1:port and returns
+    the port it listens on. Faults: toxics (latency, bandwidth, timeout,
+    reset_peer, limit_data, slow_close, slicer) and disabling a proxy, which
+    closes its connections and refuses new ones."""
+
+    def __init__(self, binary: str, log: Path) -> None:
+        self.api_port = free_port()
+        self._log = open(log, "ab")
+        self._process = subprocess.Popen(
+            [binary, "-host", "127.0.0.1", "-port", str(self.api_port)],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        try:
+            wait_until(self._ready, 10, "toxiproxy-server to answer")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _ready(self) -> bool:
+        if self._process.poll() is not None:
+            raise RuntimeError(f"toxiproxy-server exited with {self._process.returncode}")
+        try:
+            self._call("GET", "/proxies")
+            return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self._process.terminate()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._log.close()
+
+    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.api_port}{path}", data=data,
+                                         method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                text = response.read()
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"toxiproxy {method} {path}: {exc.code} {exc.read()!r}") from exc
+        return json.loads(text) if text.strip() else None
+
+    def proxy(self, name: str, upstream_port: int) -> int:
+        # A port picked here may be taken before toxiproxy binds it: retry.
+        for _ in range(20):
+            port = free_port()
+            try:
+                self._call("POST", "/proxies", {"name": name, "listen": f"127.0.0.1:{port}",
+                                                "upstream": f"127.0.0.1:{upstream_port}",
+                                                "enabled": True})
+                return port
+            except RuntimeError:
+                continue
+        raise RuntimeError(f"could not make proxy {name}")
+
+    def toxic(self, proxy: str, kind: str, stream: str = "downstream",
+              toxicity: float = 1.0, **attributes: int) -> str:
+        """Adds a toxic to proxy; its name (for remove_toxic)."""
+        name = f"{kind}_{stream}"
+        self._call("POST", f"/proxies/{proxy}/toxics",
+                   {"name": name, "type": kind, "stream": stream, "toxicity": toxicity,
+                    "attributes": attributes})
+        return name
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")
+
+    def set_enabled(self, proxy: str, enabled: bool) -> None:
+        self._call("POST", f"/proxies/{proxy}", {"enabled": enabled})
+
+    def reset(self) -> None:
+        """Every proxy enabled, every toxic removed."""
+        self._call("POST", "/reset")
+
+
+class ProxiedNodes:
+    """Nodes behind one Toxiproxy proxy each: uris go through the proxies,
+    nodes.uris straight to the servers."""
+
+    def __init__(self, nodes: Nodes, toxiproxy: Toxiproxy) -> None:
+        self.nodes = nodes
+        self.toxiproxy = toxiproxy
+        self.names = [f"node{i}" for i in range(len(nodes))]
+        self.uris = [f"redis://127.0.0.1:{toxiproxy.proxy(name, port)}"
+                     for name, port in zip(self.names, nodes.ports)]
+
+    def toxic(self, i: int, kind: str, stream: str = "downstream", **attributes: int) -> str:
+        return self.toxiproxy.toxic(self.names[i], kind, stream, **attributes)
+
+    def ports(self, indexes: Iterable[int]) -> List[int]:
+        """The proxies' ports of the nodes with these indexes."""
+        return [int(self.uris[i].rsplit(":", 1)[1]) for i in indexes]
+
+    def cut(self, i: int) -> None:
+        """Closes every connection to node i and refuses new ones."""
+        self.toxiproxy.set_enabled(self.names[i], False)
+
+    def heal(self) -> None:
+        self.toxiproxy.reset()
+
+
+# Ways to impair one node, by name, for scenarios that run under each. Each
+# lasts until ProxiedNodes.heal() (or the node's restart), and takes far
+# longer than any deadline of the clients.
+IMPAIRMENTS = ("down", "killed", "paused", "slow", "cut", "blackhole", "reset", "throttled")
+
+
+def impair(proxied: ProxiedNodes, i: int, how: str, fault_ms: int) -> None:
+    nodes, toxiproxy, name = proxied.nodes, proxied.toxiproxy, proxied.names[i]
+    if how == "down":
+        nodes.stop_node(i)
+    elif how == "killed":
+        nodes.kill_node(i)
+    elif how == "paused":
+        nodes.pause(i, fault_ms)
+    elif how == "slow":
+        toxiproxy.toxic(name, "latency", latency=fault_ms, jitter=0)
+    elif how == "cut":
+        proxied.cut(i)
+    elif how == "blackhole":
+        # Data is dropped and the connection stays open: a silent peer.
+        toxiproxy.toxic(name, "timeout", "upstream", timeout=0)
+    elif how == "reset":
+        # Connections are reset (RST) as soon as data arrives.
+        toxiproxy.toxic(name, "reset_peer", "upstream", timeout=0)
+    elif how == "throttled":
+        # Replies trickle through at 1 KB/s.
+        toxiproxy.toxic(name, "bandwidth", rate=1)
+    else:
+        raise ValueError(f"unknown impairment {how}")

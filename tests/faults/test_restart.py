@@ -1,0 +1,99 @@
+"""Scenario 4: a node restarts without persistence while a lock is held.
+
+The holder's key is on nodes 2, 3 and 4 (nodes 0 and 1 were down when it
+acquired, and came back empty). Node 2 then crashes and restarts empty: only
+nodes 3 and 4 still hold the key, and nodes 0, 1 and 2 would grant it to
+anyone, a quorum. The restart guard (option restart_guard, on by default)
+notices node 2's new run_id on the next connection and does not count its
+votes until the largest lease the client has used has passed."""
+
+import re
+import time
+
+import pytest
+
+import redlock
+from assertions import expect_failure
+
+LEASE = 4.0
+
+
+@pytest.fixture(params=["kill-9", "shutdown-nosave"])
+def crash(request, nodes):
+    def crash_and_restart(i):
+        if request.param == "kill-9":
+            nodes.kill_node(i)
+        else:
+            nodes.shutdown_nosave(i)
+        nodes.start_node(i)
+    return crash_and_restart
+
+
+def hold_on_a_bare_quorum(nodes, make_client):
+    """A lock held on nodes 2, 3 and 4 only."""
+    holder = make_client(nodes.uris).get_lock("crash")
+    nodes.stop_node(0)
+    nodes.stop_node(1)
+    assert holder.try_lock(lease=LEASE)
+    nodes.start_node(0)
+    nodes.start_node(1)
+    assert nodes.holders("crash", holder.token) == [2, 3, 4]
+    return holder
+
+
+def rival(nodes, make_client, guard):
+    """A second client that has used every node, with leases of LEASE."""
+    client = make_client(nodes.uris, restart_guard=guard)
+    warm_up = client.get_lock("warm-up")
+    assert warm_up.try_lock(lease=LEASE)
+    warm_up.unlock()
+    return client
+
+
+def test_without_the_guard_a_second_client_gets_in(nodes, make_client, crash):
+    holder = hold_on_a_bare_quorum(nodes, make_client)
+    other = rival(nodes, make_client, "0")
+    old_run_id = nodes.run_id(2)
+    crash(2)
+    assert nodes.run_id(2) != old_run_id
+
+    intruder = other.get_lock("crash")
+    assert intruder.try_lock(lease=LEASE)
+    # Two holders at once: what the guard exists to prevent.
+    assert holder.validity > 0 and intruder.validity > 0
+    assert nodes.holders("crash", intruder.token) == [0, 1, 2]
+
+
+def test_with_the_guard_the_restarted_node_waits_out_the_lease(nodes, make_client, crash):
+    holder = hold_on_a_bare_quorum(nodes, make_client)
+    other = rival(nodes, make_client, "1")
+    crash(2)
+    noticed = time.monotonic()
+
+    # The restart is noticed on the first call after it, and the node is
+    # set aside for the largest lease this client has used.
+    detail = expect_failure(other, "crash", redlock.LockError, lease=LEASE)
+    set_aside = re.search(r"not counted for (\d+) ms more \(restart_guard\)", detail)
+    assert set_aside, detail
+    assert LEASE - 1.0 < int(set_aside.group(1)) / 1000 <= LEASE
+    assert holder.validity > 0
+    assert nodes.having("crash") == [3, 4]
+
+    # Once the largest lease has passed, the node counts again; by then the
+    # holder's lease is over too.
+    time.sleep(max(0.0, noticed + LEASE + 0.2 - time.monotonic()))
+    assert holder.validity <= 0
+    successor = other.get_lock("crash")
+    assert successor.try_lock(lease=LEASE, wait=2.0)
+    successor.unlock()
+
+
+def test_the_guard_is_on_by_default(nodes, make_client, crash):
+    holder = hold_on_a_bare_quorum(nodes, make_client)
+    client = make_client(nodes.uris)
+    warm_up = client.get_lock("warm-up")
+    assert warm_up.try_lock(lease=LEASE)
+    warm_up.unlock()
+    crash(2)
+    assert not client.get_lock("crash").try_lock(lease=LEASE)
+    assert holder.validity > 0

@@ -1,0 +1,147 @@
+import io.redlock.NoQuorumException;
+import io.redlock.RLock;
+import io.redlock.Redlock;
+import io.redlock.RedlockException;
+import java.io.BufferedInputStream;
+import java.io.FileWriter;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A contender of the mutual-exclusion run, in Java (the redlock binding).
+ *
+ * <pre>java MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS</pre>
+ *
+ * The same arguments and the same JSON lines as client.c.
+ */
+public final class MutexClient {
+    /** The rest between two attempts, as in client.c. */
+    private static final long THINK_MS = 20;
+
+    /** GET and SET on the counter server, in plain RESP. */
+    static final class Counter {
+        private final OutputStream out;
+        private final InputStream in;
+
+        Counter(int port) throws IOException {
+            Socket socket = new Socket("127.0.0.1", port);
+            out = socket.getOutputStream();
+            in = new BufferedInputStream(socket.getInputStream());
+        }
+
+        private String line() throws IOException {
+            StringBuilder text = new StringBuilder();
+            for (int c = in.read(); c != '\n'; c = in.read()) {
+                if (c < 0) {
+                    throw new IOException("the counter server closed the connection");
+                }
+                if (c != '\r') {
+                    text.append((char) c);
+                }
+            }
+            return text.toString();
+        }
+
+        private String call(String... args) throws IOException {
+            StringBuilder command = new StringBuilder("*" + args.length + "\r\n");
+            for (String arg : args) {
+                command.append('$').append(arg.getBytes(StandardCharsets.UTF_8).length)
+                        .append("\r\n").append(arg).append("\r\n");
+            }
+            out.write(command.toString().getBytes(StandardCharsets.UTF_8));
+            String reply = line();
+            if (reply.startsWith("-")) {
+                throw new IOException(reply);
+            }
+            if (reply.startsWith("$") && !reply.equals("$-1")) {
+                return line();
+            }
+            return reply.startsWith("$") ? null : reply;
+        }
+
+        void bump(String resource) throws IOException, InterruptedException {
+            String value = call("GET", "counter:" + resource);
+            Thread.sleep(2);
+            long next = (value == null ? 0 : Long.parseLong(value)) + 1;
+            call("SET", "counter:" + resource, Long.toString(next));
+        }
+    }
+
+    private static long nowNs() {
+        java.time.Instant now = java.time.Instant.now();
+        return now.getEpochSecond() * 1_000_000_000L + now.getNano();
+    }
+
+    private static String codeOf(RedlockException e) {
+        return e instanceof NoQuorumException ? "noquorum" : e.getClass().getSimpleName();
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 8) {
+            System.err.println("usage: MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS");
+            System.exit(64);
+        }
+        String holder = args[0];
+        int resources = Integer.parseInt(args[4]);
+        int ops = Integer.parseInt(args[5]);
+        long leaseMs = Long.parseLong(args[6]);
+        long waitMs = Long.parseLong(args[7]);
+        Counter counter = new Counter(Integer.parseInt(args[3]));
+        int failures = 0;
+        try (Redlock client = Redlock.create(Arrays.asList(args[2].split(",")),
+                                             Map.of("node_timeout_ms", "100"));
+             PrintWriter out = new PrintWriter(new FileWriter(args[1], true))) {
+            for (int op = 0; op < ops; op++) {
+                if (op > 0) {
+                    Thread.sleep(THINK_MS);
+                }
+                String resource = "r" + ThreadLocalRandom.current().nextInt(resources);
+                String head = "{\"holder\":\"" + holder + "\",\"lang\":\"java\",\"resource\":\""
+                        + resource + "\",";
+                RLock lock = client.getLock(resource);
+                long asked = nowNs();
+                boolean acquired;
+                String result = "locked";
+                try {
+                    acquired = lock.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS);
+                } catch (RedlockException e) {
+                    acquired = false;
+                    result = codeOf(e);
+                }
+                if (!acquired) {
+                    out.println(head + "\"start_ns\":" + asked + ",\"end_ns\":" + nowNs()
+                            + ",\"validity_ms\":0,\"ok\":false,\"result\":\"" + result + "\"}");
+                    continue;
+                }
+                long start = nowNs();
+                long validity = lock.remainingValidity(TimeUnit.MILLISECONDS);
+                boolean wrote = true;
+                try {
+                    counter.bump(resource);
+                } catch (IOException e) {
+                    wrote = false;
+                    failures++;
+                }
+                long end = nowNs();
+                String unlock = "ok";
+                try {
+                    lock.unlock();
+                } catch (RedlockException e) {
+                    unlock = codeOf(e);
+                }
+                out.println(head + "\"start_ns\":" + start + ",\"end_ns\":" + end
+                        + ",\"validity_ms\":" + validity + ",\"ok\":true,\"result\":\"ok\""
+                        + ",\"wrote\":" + wrote + ",\"unlock\":\"" + unlock + "\"}");
+            }
+        }
+        System.exit(failures == 0 ? 0 : 1);
+    }
+}

@@ -1,0 +1,135 @@
+/*
+ * client.c - a contender of the mutual-exclusion run, in C.
+ *
+ *   mutex_client HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS
+ *
+ * NODES is a comma-separated list of node URIs, COUNTER the port of the
+ * redis-server (on 127.0.0.1) that holds the shared counters. OPS times, it
+ * picks one of RESOURCES resources at random and tries to lock it; under the
+ * lock it reads the resource's counter, waits a little and writes it back
+ * plus one (a non-atomic read-modify-write), then unlocks, and rests
+ * THINK_MS before the next attempt. Each attempt appends one JSON line to
+ * OUT (the format is in checker.py).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redlock.h"
+
+#define MAX_NODES 16
+#define THINK_MS 20
+
+static int64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static const char *code_name(int rc)
+{
+    switch (rc) {
+    case REDLOCK_OK: return "ok";
+    case REDLOCK_ELOCKED: return "locked";
+    case REDLOCK_ENOQUORUM: return "noquorum";
+    case REDLOCK_ENOTHELD: return "notheld";
+    case REDLOCK_EEXPIRED: return "expired";
+    case REDLOCK_EREDIS: return "redis";
+    default: return "error";
+    }
+}
+
+/* The read-modify-write of the counter: GET, a pause, SET. 0 when done. */
+static int bump(redisContext *counter, const char *resource)
+{
+    redisReply *r = redisCommand(counter, "GET counter:%s", resource);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        return -1;
+    }
+    long long value = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    freeReplyObject(r);
+    pause_ms(2);
+    r = redisCommand(counter, "SET counter:%s %lld", resource, value + 1);
+    int ok = r && r->type == REDIS_REPLY_STATUS;
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 9) {
+        fprintf(stderr, "usage: %s HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS\n",
+                argv[0]);
+        return 64;
+    }
+    const char *holder = argv[1];
+    int resources = atoi(argv[5]), ops = atoi(argv[6]);
+    int64_t lease_ms = atoll(argv[7]), wait_ms = atoll(argv[8]);
+
+    const char *uris[MAX_NODES];
+    size_t n = 0;
+    char *nodes = strdup(argv[3]);
+    for (char *save = NULL, *uri = strtok_r(nodes, ",", &save); uri && n < MAX_NODES;
+         uri = strtok_r(NULL, ",", &save))
+        uris[n++] = uri;
+
+    FILE *out = fopen(argv[2], "a");
+    redisContext *counter = redisConnect("127.0.0.1", atoi(argv[4]));
+    redlock_ctx *ctx = NULL;
+    if (!out || !counter || counter->err || redlock_ctx_new(&ctx, uris, n) != REDLOCK_OK
+        || redlock_ctx_set_option(ctx, "node_timeout_ms", "100") != REDLOCK_OK) {
+        fprintf(stderr, "%s: cannot start: %s\n", holder, redlock_errmsg());
+        return 1;
+    }
+    srand((unsigned)realtime_ns());
+
+    int failures = 0;
+    for (int op = 0; op < ops; op++) {
+        if (op > 0)
+            pause_ms(THINK_MS);
+        char resource[32];
+        snprintf(resource, sizeof resource, "r%d", rand() % resources);
+        redlock_handle *h = NULL;
+        int64_t asked = realtime_ns();
+        int rc = redlock_lock(&h, ctx, resource, lease_ms, wait_ms);
+        if (rc != REDLOCK_OK) {
+            fprintf(out, "{\"holder\":\"%s\",\"lang\":\"c\",\"resource\":\"%s\",\"start_ns\":%lld,"
+                    "\"end_ns\":%lld,\"validity_ms\":0,\"ok\":false,\"result\":\"%s\"}\n",
+                    holder, resource, (long long)asked, (long long)realtime_ns(),
+                    code_name(rc));
+            continue;
+        }
+        int64_t start = realtime_ns();
+        int64_t validity = redlock_handle_validity_ms(h);
+        int wrote = bump(counter, resource) == 0;
+        int64_t end = realtime_ns();
+        int unlocked = redlock_unlock(h);
+        redlock_handle_free(h);
+        failures += !wrote;
+        fprintf(out, "{\"holder\":\"%s\",\"lang\":\"c\",\"resource\":\"%s\",\"start_ns\":%lld,"
+                "\"end_ns\":%lld,\"validity_ms\":%lld,\"ok\":true,\"result\":\"ok\","
+                "\"wrote\":%s,\"unlock\":\"%s\"}\n",
+                holder, resource, (long long)start, (long long)end, (long long)validity,
+                wrote ? "true" : "false", code_name(unlocked));
+        fflush(out);
+    }
+    fclose(out);
+    redisFree(counter);
+    redlock_ctx_free(ctx);
+    free(nodes);
+    return failures == 0 ? 0 : 1;
+}
