@@ -1,14 +1,20 @@
 -- Takes every key in KEYS for token ARGV[1] with lease ARGV[2] ms, or none.
 -- Returns 1 when all were taken, 0 when one of them is held already.
-for i = 1, #KEYS do
-  local kind = redis.call('type', KEYS[i]).ok
-  if kind == 'string' then
+-- Keys go to EXISTS in chunks, so unpack() stays within Lua's stack.
+local n, chunk = #KEYS, 1000
+for first = 1, n, chunk do
+  local last = math.min(first + chunk - 1, n)
+  if redis.call('exists', unpack(KEYS, first, last)) > 0 then
+    for i = first, last do
+      local kind = redis.call('type', KEYS[i]).ok
+      if kind ~= 'none' and kind ~= 'string' then
+        return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a lock')
+      end
+    end
     return 0
-  elseif kind ~= 'none' then
-    return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a lock')
   end
 end
-for i = 1, #KEYS do
+for i = 1, n do
   redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
 end
 return 1

@@ -1,10 +1,24 @@
 -- Deletes each key in KEYS whose value is the token ARGV[1].
--- Returns how many keys were deleted.
-local deleted = 0
-for i = 1, #KEYS do
-  if redis.call('get', KEYS[i]) == ARGV[1] then
-    redis.call('del', KEYS[i])
-    deleted = deleted + 1
+-- Returns how many keys were deleted; a key of another type is an error.
+-- Keys go to MGET and DEL in chunks, so unpack() stays within Lua's stack.
+local n, chunk, deleted = #KEYS, 1000, 0
+for first = 1, n, chunk do
+  local last = math.min(first + chunk - 1, n)
+  local values = redis.call('mget', unpack(KEYS, first, last))
+  local ours = {}
+  for i = first, last do
+    local value = values[i - first + 1]
+    if value == ARGV[1] then
+      ours[#ours + 1] = KEYS[i]
+    elseif not value then
+      local kind = redis.call('type', KEYS[i]).ok
+      if kind ~= 'none' then
+        return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. kind .. ', not a lock')
+      end
+    end
+  end
+  if #ours > 0 then
+    deleted = deleted + redis.call('del', unpack(ours))
   end
 end
 return deleted

@@ -21,7 +21,8 @@
 
 /* Every permission the library uses; each test user gets them all but one. */
 static const char *const permissions[] = {
-    "+set", "+get", "+del", "+pexpire", "+type", "+eval", "+evalsha", "+script|load", "+info",
+    "+set", "+exists", "+mget", "+del", "+pexpire", "+type", "+eval", "+evalsha", "+script|load",
+    "+info",
 };
 #define N_PERMISSIONS (sizeof(permissions) / sizeof(permissions[0]))
 
@@ -128,6 +129,18 @@ static int use_locks(nodes *ns, redlock_ctx *ctx, redlock_ctx *rival, const char
     *step = "multi-lock";
     if ((rc = redlock_lock_multi(&h, ctx, names, 3, 10000, 0)) != REDLOCK_OK)
         goto done;
+    *step = "refused multi-lock";
+    const char *theirs[] = {"acl-d", "acl-e"}, *overlapping[] = {"acl-e", "acl-f"};
+    redlock_handle *held = NULL;
+    assert_rc(redlock_lock_multi(&held, rival, theirs, 2, 10000, 0), REDLOCK_OK);
+    rc = redlock_lock_multi(&other, ctx, overlapping, 2, 10000, 0);
+    redlock_handle_free(other);
+    assert_rc(redlock_unlock(held), REDLOCK_OK);
+    redlock_handle_free(held);
+    if (rc != REDLOCK_ELOCKED) {
+        rc = rc == REDLOCK_OK ? REDLOCK_EREDIS : rc;
+        goto done;
+    }
     *step = "multi-lock extend";
     if ((rc = redlock_extend(h, 20000)) != REDLOCK_OK)
         goto done;
@@ -210,7 +223,7 @@ static void keys_outside_the_prefix_are_refused(void **state)
 static void each_needed_permission_is_needed(void **state)
 {
     nodes *ns = *state;
-    static const char *const needed[] = {"+set", "+get", "+del", "+pexpire",
+    static const char *const needed[] = {"+set", "+exists", "+mget", "+del", "+pexpire",
                                          "+type", "+eval", "+evalsha"};
     for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
         char user[32], line[512];
