@@ -26,7 +26,9 @@ OptionValue = Union[str, int, float]
 
 
 def _millis(seconds: Any, what: str) -> int:
-    if isinstance(seconds, bool) or not isinstance(seconds, Real):
+    kind = type(seconds)
+    # int and float skip the abstract-class check, which costs more than the rest.
+    if kind is not int and kind is not float and (kind is bool or not isinstance(seconds, Real)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
     value = float(seconds)
     if not math.isfinite(value) or value < 0:
@@ -324,6 +326,9 @@ class Lock:
         """Acquires, retrying for wait_ms (None: until it succeeds), or raises
         the error of the last attempt."""
         ctx = self._client._context()
+        if wait_ms == 0:
+            self._hold(self._lock_call(ctx, lease_ms, 0))
+            return
         deadline = None if wait_ms is None else time.monotonic() + wait_ms / 1000
         while True:
             if deadline is None:
@@ -336,6 +341,9 @@ class Lock:
             except (LockNotAcquired, NoQuorum):
                 if deadline is not None and remaining <= _WAIT_SLICE_MS:
                     raise
+        self._hold(handle)
+
+    def _hold(self, handle: Any) -> None:
         held = _Held(self, self._client, handle)
         with self._mutex:
             old, self._held = self._held, held
