@@ -1,0 +1,310 @@
+"""The benchmark driver behind bench/run: starts local nodes, runs every
+client in every scenario, and writes bench/results/REPORT.md, summary.json
+and the charts. Figures only: it never fails because a target is missed.
+
+Each client is a program that takes the bench command line (--nodes, --cycles,
+--warmup, --lease, --keys, --prefix, ...) and prints one JSON object with its
+latency samples (ns) and its CPU time (bench/README.md).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import report
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+LEASE_MS = 10000
+NODE_COUNTS = (1, 3, 5, 7, 9)
+MULTI_KEYS = (1, 10, 100)
+THREADS = (1, 4, 16, 64)
+STRAGGLER_MS = 50
+
+
+def client_table(build):
+    """Every client: its command line, extra environment, and what it needs."""
+    py = sys.executable
+    jar_dir = os.path.join(build, "bindings", "java", "maven")
+    jars = [os.path.join(jar_dir, f) for f in sorted(os.listdir(jar_dir))
+            if f.startswith("redlock-") and f.endswith(".jar")] if os.path.isdir(jar_dir) else []
+    redisson_cp = ":".join([os.path.join(BENCH, "peers/redisson/target/classes"),
+                            os.path.join(BENCH, "peers/redisson/target/dependency/*")])
+    lua_dir = os.path.join(build, "bindings", "lua", "luajit")
+    ours_java_cp = ":".join([os.path.join(build, "bench", "java")] + jars[:1])
+    ours_java_needs = [os.path.join(build, "bench", "java", "bench", "OursBench.class"),
+                       jars[0] if jars else os.path.join(jar_dir, "redlock-*.jar")]
+    tools = os.path.join(BENCH, ".tools")
+    return {
+        "floor": ([os.path.join(build, "bench", "floor")], {}, [os.path.join(build, "bench", "floor")]),
+        "floor-all": ([os.path.join(build, "bench", "floor"), "--wait-all"], {},
+                      [os.path.join(build, "bench", "floor")]),
+        "ours-c": ([os.path.join(build, "bench", "ours")], {}, [os.path.join(build, "bench", "ours")]),
+        "ours-python": ([py, os.path.join(BENCH, "clients/python/ours.py")],
+                        {"PYTHONPATH": os.path.join(build, "bindings", "python") + ":"
+                         + os.path.join(BENCH, "clients/python")},
+                        [os.path.join(build, "bindings", "python", "redlock", "capi.py")]),
+        "ours-java": (["java", "-cp", ours_java_cp, "bench.OursBench"], {}, ours_java_needs),
+        "ours-lua": (["luajit", os.path.join(BENCH, "clients/lua/ours.lua")],
+                     {"LUA_PATH": lua_dir + "/?.lua;;", "LUA_CPATH": lua_dir + "/?.so;;"},
+                     [os.path.join(lua_dir, "redlock_core.so")]),
+        "redisson-redlock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant", "redlock"],
+                             {}, [os.path.join(BENCH, "peers/redisson/target/classes")]),
+        "redisson-multilock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant",
+                                "multilock"], {}, [os.path.join(BENCH, "peers/redisson/target/classes")]),
+        "redsync": ([os.path.join(tools, "redsync-bench")], {}, [os.path.join(tools, "redsync-bench")]),
+        "redsync-failfast": ([os.path.join(tools, "redsync-bench"), "--variant", "failfast"], {},
+                             [os.path.join(tools, "redsync-bench")]),
+        "node-redlock": (["node", os.path.join(BENCH, "peers/node-redlock/bench.js")], {},
+                         [os.path.join(BENCH, "peers/node-redlock/node_modules/redlock")]),
+        "pottery": ([py, os.path.join(BENCH, "peers/pottery/bench.py")],
+                    {"PYTHONPATH": os.path.join(BENCH, "clients/python")}, []),
+    }
+
+
+class Runner:
+    """Runs clients against the nodes and keeps what each run measured."""
+
+    def __init__(self, build):
+        self.clients = client_table(build)
+        self.missing = {}
+        for name, (_, _, needs) in self.clients.items():
+            absent = [p for p in needs if not os.path.exists(p)]
+            if name == "pottery" and not _importable("pottery"):
+                absent.append("the pottery package (bench/setup.sh)")
+            if absent:
+                self.missing[name] = absent
+                print(f"bench: {name}: not available (missing {', '.join(absent)})", flush=True)
+
+    def available(self, name):
+        return name not in self.missing
+
+    def run(self, name, nodes, prefix, extra=()):
+        cmd, env, _ = self.clients[name]
+        flush(nodes)
+        full = cmd + ["--nodes", ",".join(nodes), "--lease", str(LEASE_MS), "--prefix", prefix]
+        full += [str(x) for x in extra]
+        busy0 = machine_busy()
+        proc = subprocess.run(full, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, **env})
+        busy1 = machine_busy()
+        if proc.returncode != 0 or not proc.stdout.strip():
+            print(f"bench: {name} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}", flush=True)
+            return None
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        res["machine_busy"] = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
+        return res
+
+
+def machine_busy():
+    """(busy, total) CPU ticks of the whole machine so far, from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    idle = ticks[3] + ticks[4]
+    return sum(ticks) - idle, sum(ticks)
+
+
+def _importable(module):
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+def flush(nodes):
+    """FLUSHALL on every node, so no run finds keys another one left."""
+    for uri in nodes:
+        host, port = uri[len("redis://"):].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
+            if not s.recv(16).startswith(b"+OK"):
+                raise RuntimeError(f"FLUSHALL failed on {uri}")
+
+
+def summarize(res):
+    """The figures of one run: latency percentiles (us) and CPU per cycle (us)."""
+    if not res or not res.get("ok"):
+        return None
+    out = {"ok": res["ok"], "failed": res["failed"], "wall_s": res["wall_s"],
+           "machine_busy": res["machine_busy"]}
+    for kind in ("lock", "cycle"):
+        xs = sorted(res.get(kind + "_ns", []))
+        if xs:
+            out[kind + "_median_us"] = statistics.median(xs) / 1000
+            out[kind + "_p99_us"] = xs[min(len(xs) - 1, int(len(xs) * 0.99))] / 1000
+    out["cpu_us"] = (res["cpu_user_us"] + res["cpu_sys_us"]) / res["ok"]
+    out["user_us"] = res["cpu_user_us"] / res["ok"]
+    out["sys_us"] = res["cpu_sys_us"] / res["ok"]
+    if "per_thread" in res:
+        counts = res["per_thread"]
+        out["per_s"] = res["ok"] / res["wall_s"]
+        out["min"], out["max"] = min(counts), max(counts)
+        total = sum(counts)
+        squares = sum(c * c for c in counts)
+        out["jain"] = total * total / (len(counts) * squares) if squares else 0.0
+    return out
+
+
+class Toxiproxy:
+    """A Toxiproxy server with one proxy in front of a node; add_latency()
+    then delays every reply of that node."""
+
+    def __init__(self, binary, upstream, workdir):
+        self.api_port = free_port()
+        self.log = open(os.path.join(workdir, "toxiproxy.log"), "w")
+        self.proc = subprocess.Popen([binary, "-host", "127.0.0.1", "-port", str(self.api_port)],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.listen_port = free_port()
+        for _ in range(200):
+            try:
+                self._post("/proxies", {"name": "straggler", "enabled": True,
+                                        "listen": f"127.0.0.1:{self.listen_port}",
+                                        "upstream": upstream[len("redis://"):]})
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            self.stop()
+            raise RuntimeError("toxiproxy did not start")
+        self.uri = f"redis://127.0.0.1:{self.listen_port}"
+
+    def add_latency(self, latency_ms):
+        self._post("/proxies/straggler/toxics", {"name": "late", "type": "latency",
+                                                  "stream": "downstream",
+                                                  "attributes": {"latency": latency_ms, "jitter": 0}})
+
+    def _post(self, path, body):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.api_port}{path}",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            r.read()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nodes(workdir, n):
+    out = subprocess.run([os.path.join(ROOT, "scripts", "redis-nodes.sh"), "start", workdir, str(n)],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def stop_nodes(workdir):
+    subprocess.run([os.path.join(ROOT, "scripts", "redis-nodes.sh"), "stop", workdir], check=False)
+
+
+LATENCY_CLIENTS = ("floor", "floor-all", "ours-c", "ours-python", "ours-java", "ours-lua",
+                   "redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
+MULTI_CLIENTS = ("ours-c", "redisson-multilock", "node-redlock")
+STRAGGLER_CLIENTS = ("floor", "floor-all", "ours-c", "redisson-redlock", "redsync",
+                     "redsync-failfast", "node-redlock", "pottery")
+
+
+def run_all(args, runner, nodes, workdir):
+    """Every scenario, args.repeat times; returns {scenario: {key: [figures per repeat]}}."""
+    cycles = str(args.cycles)
+    warmup = str(args.warmup)
+    results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
+               "contend": {}}
+
+    def keep(scenario, key, res):
+        fig = summarize(res)
+        if fig:
+            results[scenario].setdefault(key, []).append(fig)
+
+    for rep in range(args.repeat):
+        print(f"bench: round {rep + 1} of {args.repeat}", flush=True)
+        for n in NODE_COUNTS:
+            for name in LATENCY_CLIENTS:
+                if runner.available(name):
+                    keep("latency", f"{name}|{n}", runner.run(
+                        name, nodes[:n], "bench:lat", ["--cycles", cycles, "--warmup", warmup]))
+        for k in MULTI_KEYS:
+            for name in MULTI_CLIENTS:
+                if runner.available(name):
+                    keep("multi", f"{name}|{k}", runner.run(
+                        name, nodes[:5], "bench:multi",
+                        ["--cycles", args.multi_cycles, "--warmup", args.multi_warmup, "--keys", k]))
+        if args.toxiproxy:
+            # The no-fault baseline goes through the same proxy, without the delay.
+            proxy = Toxiproxy(args.toxiproxy, nodes[4], workdir)
+            try:
+                late = nodes[:4] + [proxy.uri]
+                for scenario in ("proxied", "straggler"):
+                    if scenario == "straggler":
+                        proxy.add_latency(STRAGGLER_MS)
+                    for name in STRAGGLER_CLIENTS:
+                        if runner.available(name):
+                            keep(scenario, name, runner.run(
+                                name, late, "bench:late",
+                                ["--cycles", args.straggler_cycles, "--warmup", args.straggler_warmup]))
+            finally:
+                proxy.stop()
+        if runner.available("ours-c"):
+            for mode in ("threads", "contend"):
+                for t in THREADS:
+                    keep(mode, str(t), runner.run(
+                        "ours-c", nodes[:5], f"bench:{mode}",
+                        ["--mode", mode, "--threads", t, "--seconds", args.seconds]))
+    return results
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", required=True, help="the CMake build directory (bench/run's)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: few cycles, one round")
+    p.add_argument("--repeat", type=int, default=3, help="rounds; figures are their medians")
+    p.add_argument("--cycles", type=int, default=1000)
+    p.add_argument("--out", default=os.path.join(BENCH, "results"))
+    args = p.parse_args()
+    if args.quick:
+        args.repeat, args.cycles = 1, 30
+    args.warmup = max(10, args.cycles // 5)
+    args.multi_cycles = max(5, args.cycles // 20)
+    args.multi_warmup = max(5, args.multi_cycles // 5)
+    args.straggler_cycles = max(5, args.cycles // 20)
+    args.straggler_warmup = max(5, args.straggler_cycles // 5)
+    args.seconds = 0.3 if args.quick else 2.0
+    args.lease = LEASE_MS
+    args.toxiproxy = shutil.which("toxiproxy-server", path=os.path.join(BENCH, ".tools"))
+    if not args.toxiproxy:
+        print("bench: straggler: not available (toxiproxy-server: run bench/setup.sh)", flush=True)
+
+    runner = Runner(os.path.abspath(args.build))
+    workdir = tempfile.mkdtemp(prefix="redlock-bench-")
+    started = time.time()
+    try:
+        nodes = start_nodes(os.path.join(workdir, "nodes"), max(NODE_COUNTS))
+        results = run_all(args, runner, nodes, workdir)
+    finally:
+        stop_nodes(os.path.join(workdir, "nodes"))
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(args.out, exist_ok=True)
+    report.write(args.out, results, runner.missing, vars(args), time.time() - started)
+    print(f"bench: wrote {os.path.join(args.out, 'REPORT.md')}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

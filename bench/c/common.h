@@ -1,0 +1,59 @@
+/*
+ * common.h - what the C bench programs share: the command line every bench
+ * client takes, the clock, CPU time, and the JSON they print.
+ *
+ * Every client (C, Python, Java, Lua, Go, Node) takes the same options and
+ * prints one JSON object; bench/run reads it (see bench/README.md).
+ */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bench_args {
+    const char *nodes[64];
+    size_t n_nodes;
+    long cycles;          /* measured cycles, per thread in "threads" mode */
+    long warmup;          /* cycles before measuring (connections, caches) */
+    long lease_ms;
+    long keys;            /* resources per lock (multi-lock when > 1) */
+    long threads;
+    double seconds;       /* duration of the "threads" and "contend" modes */
+    const char *mode;     /* "cycle", "threads" or "contend" */
+    const char *prefix;   /* resource names start with this */
+    int wait_all;         /* floor only: wait for every node's reply */
+} bench_args;
+
+/* Parses argv; prints usage and exits on a bad command line. */
+void bench_parse(bench_args *a, int argc, char **argv);
+
+int64_t bench_now_ns(void);
+
+/* User and system CPU time of the whole process, in microseconds. */
+void bench_cpu_us(int64_t *user, int64_t *sys);
+
+/* Latency samples of one run, in nanoseconds. */
+typedef struct bench_samples {
+    int64_t *lock_ns;
+    int64_t *cycle_ns;
+    long n;
+} bench_samples;
+
+void bench_samples_init(bench_samples *s, long capacity);
+void bench_samples_free(bench_samples *s);
+
+/* The figures of a run, printed as one JSON object on stdout. */
+typedef struct bench_result {
+    const char *client;
+    const bench_args *args;
+    const bench_samples *samples;   /* NULL in "threads" and "contend" modes */
+    long ok, failed;
+    const long *per_thread;         /* acquisitions of each thread, or NULL */
+    int64_t cpu_user_us, cpu_sys_us;
+    double wall_s;
+} bench_result;
+
+void bench_print(const bench_result *r);
+
+#endif

@@ -1,0 +1,368 @@
+"""Turns the figures of bench.py's rounds into bench/results/REPORT.md,
+summary.json and the PNG charts. Every figure is the median of the rounds;
+every ratio is taken within a round, then the median of those is shown."""
+
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
+BINDINGS = ("ours-python", "ours-java", "ours-lua")
+
+
+def med(figs, key):
+    """The median over rounds of one figure, or None."""
+    xs = [f[key] for f in figs or [] if key in f]
+    return statistics.median(xs) if xs else None
+
+
+def ratio(a_figs, b_figs, key):
+    """a/b of one figure: per round when both ran every round, else of the medians."""
+    if a_figs and b_figs and len(a_figs) == len(b_figs):
+        return statistics.median(a[key] / b[key] for a, b in zip(a_figs, b_figs))
+    a, b = med(a_figs, key), med(b_figs, key)
+    return a / b if a is not None and b else None
+
+
+def fmt(x, digits=1):
+    return "n/a" if x is None else f"{x:,.{digits}f}"
+
+
+def fmt_ratio(x):
+    return "n/a" if x is None else f"{x:.2f}x"
+
+
+def table(head, rows):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def command_line(cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "not installed"
+
+
+def manifest_version(path, pattern):
+    try:
+        with open(os.path.join(BENCH, path)) as f:
+            m = re.search(pattern, f.read(), re.S)
+        return m.group(1) if m else "?"
+    except OSError:
+        return "?"
+
+
+def machine():
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_gib = int(f.readline().split()[1]) / 2**20
+    return [
+        ("machine", f"{platform.system()} {platform.release()} {platform.machine()}, {cpu}, "
+                    f"{os.cpu_count()} CPUs, {mem_gib:.0f} GiB"),
+        ("load average at the end", " ".join(f"{x:.2f}" for x in os.getloadavg())),
+        ("redis-server", command_line(["redis-server", "--version"])),
+        ("hiredis", command_line(["pkg-config", "--modversion", "hiredis"])),
+        ("C compiler", command_line(["cc", "--version"])),
+        ("Python", platform.python_version()),
+        ("Java", command_line(["java", "-version"])),
+        ("Go", command_line(["go", "version"])),
+        ("Node", command_line(["node", "--version"])),
+        ("LuaJIT", command_line(["luajit", "-v"])),
+        ("Redisson", manifest_version("peers/redisson/pom.xml",
+                                      r"<artifactId>redisson</artifactId>\s*<version>([^<]+)")),
+        ("redsync", manifest_version("peers/redsync/go.mod", r"go-redsync/redsync/v4 (v[\d.]+)")),
+        ("node-redlock", manifest_version("peers/node-redlock/package.json",
+                                          r'"redlock": "([^"]+)"')),
+        ("pottery", manifest_version("peers/pottery/requirements.txt", r"pottery==([\d.]+)")),
+        ("Toxiproxy", manifest_version("setup.sh", r"TOXIPROXY_VERSION=(v[\d.]+)")),
+    ]
+
+
+def clients_in(figs, suffix=""):
+    """Client names of a scenario, in the order they ran."""
+    seen = []
+    for key in figs:
+        name = key.split("|")[0]
+        if name not in seen and key.endswith(suffix):
+            seen.append(name)
+    return seen
+
+
+def section_headline(lat):
+    rows = []
+    floor = lat.get("floor|5")
+    for name in clients_in(lat, "|5"):
+        figs = lat[f"{name}|5"]
+        rows.append([name, fmt(med(figs, "lock_median_us")), fmt(med(figs, "cycle_median_us")),
+                     fmt(med(figs, "cycle_p99_us")), fmt(med(figs, "cpu_us")),
+                     fmt(med(figs, "user_us")), fmt_ratio(ratio(figs, floor, "cycle_median_us"))])
+    return ("## Lock+unlock on 5 nodes (headline)\n\n"
+            "Median over rounds; latency in microseconds; CPU is the client process's user+sys "
+            "time per cycle.\n\n"
+            + table(["client", "lock median", "cycle median", "cycle p99", "CPU/cycle",
+                     "user CPU/cycle", "cycle vs floor"], rows))
+
+
+def section_latency(lat):
+    names = clients_in(lat)
+    ns = sorted({int(k.split("|")[1]) for k in lat})
+    rows = []
+    for name in names:
+        cells = []
+        for n in ns:
+            figs = lat.get(f"{name}|{n}")
+            cells.append(f"{fmt(med(figs, 'cycle_median_us'))} ({fmt(med(figs, 'cycle_p99_us'))})"
+                         if figs else "n/a")
+        rows.append([name] + cells)
+    ratio_rows = []
+    for name in names:
+        if name.startswith("floor"):
+            continue
+        ratio_rows.append([name] + [fmt_ratio(ratio(lat.get(f"{name}|{n}"), lat.get(f"floor|{n}"),
+                                                     "cycle_median_us")) for n in ns])
+    return ("## Latency of lock+unlock against N\n\n"
+            "Cycle median (p99) in microseconds, then each client's median against the floor's.\n\n"
+            + table(["client"] + [f"N={n}" for n in ns], rows) + "\n"
+            + table(["vs floor"] + [f"N={n}" for n in ns], ratio_rows))
+
+
+def section_cpu(lat):
+    rows = []
+    floor = lat.get("floor|5")
+    for name in clients_in(lat, "|5"):
+        figs = lat[f"{name}|5"]
+        rows.append([name, fmt(med(figs, "user_us")), fmt(med(figs, "sys_us")),
+                     fmt(med(figs, "cpu_us")), fmt_ratio(ratio(figs, floor, "cpu_us"))])
+    return ("## Client CPU per cycle (N=5)\n\n"
+            "Microseconds of CPU of the client process per lock+unlock cycle, every thread "
+            "included (JVM: JIT and GC too, after the warm-up).\n\n"
+            + table(["client", "user", "sys", "user+sys", "vs floor"], rows))
+
+
+def section_multi(multi):
+    names = clients_in(multi)
+    ks = sorted({int(k.split("|")[1]) for k in multi})
+    rows = [[name] + [fmt(med(multi.get(f"{name}|{k}"), "cycle_median_us")) for k in ks]
+            for name in names]
+    return ("## Multi-lock over K resources (N=5)\n\n"
+            "Cycle median in microseconds. ours: one lock_multi (one script per node); "
+            "node-redlock: one lock over K resources (one script per node); Redisson: "
+            "RedissonMultiLock over the RLocks of the K resources on all 5 nodes, taken one "
+            "after another (every one required).\n\n"
+            + table(["client"] + [f"K={k}" for k in ks], rows))
+
+
+def ms(figs, key):
+    x = med(figs, key)
+    return None if x is None else x / 1000
+
+
+def section_straggler(strag, proxied):
+    rows = []
+    for name in strag:
+        base = proxied.get(name)
+        rows.append([name, fmt(ms(base, "lock_median_us"), 2), fmt(ms(strag[name], "lock_median_us"), 2),
+                     fmt(ms(strag[name], "lock_p99_us"), 2),
+                     fmt_ratio(ratio(strag[name], base, "lock_median_us"))])
+    return ("## A straggler: one of 5 nodes answers late\n\n"
+            "Node 5 is reached through Toxiproxy. Acquisition (lock) latency in milliseconds: "
+            "without the fault (the proxy passes replies on at once), with every reply of node 5 "
+            "delayed by 50 ms, and the ratio of the medians.\n\n"
+            + table(["client", "lock median, no fault", "lock median, straggler",
+                     "lock p99, straggler", "straggler vs no fault"], rows))
+
+
+def section_threads(threads, contend):
+    base = threads.get("1")
+    rows = [[t, fmt(med(threads[t], "per_s"), 0), fmt_ratio(ratio(threads[t], base, "per_s")),
+             fmt(med(threads[t], "cpu_us")), f"{med(threads[t], 'machine_busy'):.0%}"]
+            for t in threads]
+    crows = [[t, fmt(med(contend[t], "per_s"), 0), fmt(med(contend[t], "min"), 0),
+              fmt(med(contend[t], "max"), 0), fmt(med(contend[t], "jain"), 3)] for t in contend]
+    return ("## Throughput: T threads sharing one client (ours, C, N=5)\n\n"
+            "Each thread locks and unlocks its own resource for the whole run.\n\n"
+            + "The last column is how busy the whole machine's CPUs were during the run (the "
+            "client and the 5 `redis-server` processes share them).\n\n"
+            + table(["threads", "acquisitions/s", "vs 1 thread", "client CPU/cycle (us)",
+                     "machine CPU busy"], rows)
+            + "\n### Contention: T threads on one resource\n\n"
+            "Each thread waits for the resource with the library's own retries (random pauses "
+            "of 200 +- 100 ms, the defaults), unlocks at once and asks again. Acquisitions per "
+            "second, the least and most one thread got, and Jain's fairness index "
+            "(1 = every thread got the same).\n\n"
+            + table(["threads", "acquisitions/s", "fewest per thread", "most per thread",
+                     "Jain's index"], crows))
+
+
+def section_bindings(lat):
+    c = lat.get("ours-c|5")
+    rows = [[name, fmt(med(lat.get(f"{name}|5"), "cycle_median_us")),
+             fmt_ratio(ratio(lat.get(f"{name}|5"), c, "cycle_median_us")),
+             fmt(med(lat.get(f"{name}|5"), "cpu_us"))]
+            for name in BINDINGS if f"{name}|5" in lat]
+    return ("## Binding overhead (N=5)\n\n"
+            "The same cycle through each binding, against C.\n\n"
+            + table(["binding", "cycle median (us)", "vs C", "CPU/cycle (us)"], rows))
+
+
+def verdict(x, limit, at_most=True):
+    if x is None:
+        return "n/a"
+    ok = x <= limit if at_most else x >= limit
+    return "met" if ok else "missed"
+
+
+def targets(res):
+    """(target, measured, verdict) for each target of the issue."""
+    lat, multi, strag = res["latency"], res["multi"], res["straggler"]
+    out = []
+    r = ratio(lat.get("ours-c|5"), lat.get("floor|5"), "cycle_median_us")
+    out.append(("C lock+unlock, N=5, within 1.10x of the floor", fmt_ratio(r), verdict(r, 1.10)))
+    peers = {p: med(lat.get(f"{p}|5"), "cycle_median_us") for p in PEERS}
+    peers = {p: v for p, v in peers.items() if v}
+    if peers:
+        best = min(peers, key=peers.get)
+        r = ratio(lat.get("ours-c|5"), lat.get(f"{best}|5"), "cycle_median_us")
+        out.append((f"C lock+unlock, N=5, at most 0.8x of the fastest peer ({best})",
+                    fmt_ratio(r), verdict(r, 0.8)))
+    for n in (1, 3, 5, 7, 9):
+        r = ratio(lat.get(f"ours-c|{n}"), lat.get(f"floor|{n}"), "cycle_median_us")
+        out.append((f"latency within 1.10x of the floor, N={n}", fmt_ratio(r), verdict(r, 1.10)))
+    r = ratio(lat.get("ours-c|5"), lat.get("floor|5"), "cpu_us")
+    out.append(("client CPU per cycle within 1.1x of the floor's", fmt_ratio(r), verdict(r, 1.1)))
+    users = {p: med(lat.get(f"{p}|5"), "user_us") for p in PEERS}
+    users = {p: v for p, v in users.items() if v}
+    if users:
+        cheapest = min(users, key=users.get)
+        r = ratio(lat.get("ours-c|5"), lat.get(f"{cheapest}|5"), "user_us")
+        out.append((f"user CPU at most a fifth of the cheapest peer's ({cheapest})",
+                    fmt_ratio(r), verdict(r, 0.2)))
+    r = ratio(multi.get("ours-c|100"), multi.get("ours-c|1"), "cycle_median_us")
+    out.append(("multi-lock of 100 within 2x of single", fmt_ratio(r), verdict(r, 2.0)))
+    r = ratio(multi.get("redisson-multilock|100"), multi.get("ours-c|100"), "cycle_median_us")
+    out.append(("multi-lock of 100 >= 10x faster than Redisson's MultiLock", fmt_ratio(r),
+                verdict(r, 10.0, at_most=False)))
+    r = ratio(strag.get("ours-c"), res["proxied"].get("ours-c"), "lock_median_us")
+    out.append(("straggler: ours within 1.5x of no-fault", fmt_ratio(r), verdict(r, 1.5)))
+    for p in ("redisson-redlock", "redsync", "floor-all"):
+        ms = med(strag.get(p), "lock_median_us")
+        if ms is not None:
+            out.append((f"straggler: {p} (waits for every node) takes >= 50 ms",
+                        f"{ms / 1000:.1f} ms", verdict(ms / 1000, 50.0, at_most=False)))
+    r = ratio(res["threads"].get("16"), res["threads"].get("1"), "per_s")
+    out.append(("16 threads on one client >= 4x the acquisitions/s of one", fmt_ratio(r),
+                verdict(r, 4.0, at_most=False)))
+    for b in BINDINGS:
+        r = ratio(lat.get(f"{b}|5"), lat.get("ours-c|5"), "cycle_median_us")
+        out.append((f"{b} within 1.2x of C", fmt_ratio(r), verdict(r, 1.2)))
+    return out
+
+
+def charts(out_dir, res):
+    lat = res["latency"]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, name in enumerate(clients_in(lat)):
+        ns = sorted(int(k.split("|")[1]) for k in lat if k.split("|")[0] == name)
+        ys = [med(lat[f"{name}|{n}"], "cycle_median_us") / 1000 for n in ns]
+        ax.plot(ns, ys, marker="o", label=name, color=plt.cm.tab20.colors[2 * i % 20 + i // 10],
+                linestyle="--" if name.startswith("floor") else "-")
+    ax.set_yscale("log")
+    ax.set_xlabel("nodes (N)")
+    ax.set_ylabel("lock+unlock, median (ms, log scale)")
+    ax.set_title("Latency of one lock+unlock cycle against N")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "latency_vs_n.png"), dpi=110)
+    plt.close(fig)
+
+    strag = res["straggler"]
+    if strag:
+        names = list(strag)
+        base = [ms(res["proxied"].get(n), "lock_median_us") or 0 for n in names]
+        late = [med(strag[n], "lock_median_us") / 1000 for n in names]
+        fig, ax = plt.subplots(figsize=(8, 5))
+        xs = range(len(names))
+        ax.bar([x - 0.2 for x in xs], base, width=0.4, label="no fault")
+        ax.bar([x + 0.2 for x in xs], late, width=0.4, label="node 5 answers 50 ms late")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(names, rotation=30, ha="right")
+        ax.set_yscale("log")
+        ax.set_ylabel("lock (acquire), median (ms, log scale)")
+        ax.set_title("Acquiring with a straggler among 5 nodes")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, "straggler.png"), dpi=110)
+        plt.close(fig)
+
+    if res["threads"]:
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for mode, label in (("threads", "each thread its own resource"),
+                            ("contend", "all threads on one resource")):
+            ts = sorted(int(t) for t in res[mode])
+            ax.plot(ts, [med(res[mode][str(t)], "per_s") for t in ts], marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("threads sharing one client")
+        ax.set_ylabel("acquisitions per second")
+        ax.set_title("Throughput of one client (ours, C, N=5)")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, "throughput.png"), dpi=110)
+        plt.close(fig)
+
+
+def write(out_dir, res, missing, settings, seconds):
+    lat = res["latency"]
+    parts = [
+        "# redlock benchmarks\n\n",
+        f"Made by `bench/run` on {datetime.date.today().isoformat()} in {seconds / 60:.1f} minutes: "
+        f"{settings['repeat']} round(s); {settings['cycles']} measured cycles per latency run "
+        f"after {settings['warmup']} warm-up cycles ({settings['multi_cycles']} for multi-lock and "
+        f"{settings['straggler_cycles']} for the straggler); lease {settings['lease']} ms; every client one "
+        "attempt per lock, no retries; all nodes local `redis-server` processes on loopback, the "
+        "same nodes and resource names for every client.\n\n",
+        table(["", ""], machine()) + "\n",
+    ]
+    if missing:
+        parts.append("Not available in this run: "
+                     + "; ".join(f"{k} (missing {', '.join(v)})" for k, v in missing.items())
+                     + ".\n\n")
+    parts.append("## Targets\n\n" + table(["target", "measured", ""], targets(res)) + "\n")
+    if lat:
+        parts += [section_headline(lat), "\n![latency against N](latency_vs_n.png)\n\n",
+                  section_latency(lat), "\n", section_cpu(lat), "\n"]
+    if res["multi"]:
+        parts += [section_multi(res["multi"]), "\n"]
+    if res["straggler"]:
+        parts += [section_straggler(res["straggler"], res["proxied"]),
+                  "\n![straggler](straggler.png)\n\n"]
+    if res["threads"]:
+        parts += [section_threads(res["threads"], res["contend"]),
+                  "\n![throughput](throughput.png)\n\n"]
+    if lat:
+        parts.append(section_bindings(lat))
+    with open(os.path.join(out_dir, "REPORT.md"), "w") as f:
+        f.write("".join(parts))
+    with open(os.path.join(out_dir, "summary.json"), "w") as f:
+        json.dump({"settings": settings, "results": res, "missing": missing}, f, indent=1)
+    if lat:
+        charts(out_dir, res)
