@@ -26,8 +26,7 @@
 typedef struct op {
     rl_conn *conn;
     int64_t deadline;
-    int outstanding;     /* replies still to come on conn, ours included */
-    int to_skip;         /* of those after the handshake, earlier calls' replies */
+    int to_skip;         /* replies of earlier calls still ahead of ours (after the handshake) */
     bool connecting;     /* non-blocking connect not yet complete */
     bool retried;        /* a stale pooled connection was replaced once */
     bool active;         /* still waiting for something */
@@ -148,7 +147,6 @@ static void op_start(fanout *f, size_t i, int64_t now)
         op_finish(f, i, RL_VOTE_FAILED, REDLOCK_ENOMEM, "out of memory");
         return;
     }
-    o->outstanding = (c->hs_total - c->hs_done) + c->pending_len;
     redisAppendFormattedCommand(c->rc, f->cmd->bytes, f->cmd->len);
     if (!o->connecting)
         op_flush(f, i, now);
@@ -191,7 +189,6 @@ static void op_reply(fanout *f, size_t i, redisReply *reply, int64_t now)
 {
     op *o = &f->ops[i];
     rl_conn *c = o->conn;
-    o->outstanding--;
     if (c->hs_done < c->hs_total) {
         char why[160];
         int code = rl_node_handshake_reply(&f->ctx->nodes[i], c, reply, why, sizeof why);
@@ -209,18 +206,17 @@ static void op_reply(fanout *f, size_t i, redisReply *reply, int64_t now)
          * The others have likely lost theirs too, so this round now waits
          * for every node, to send each its script now rather than later. */
         f->saw_noscript = true;
+        if (o->to_skip > 0)
+            o->to_skip--;
         redisAppendFormattedCommand(c->rc, p.eval, p.len);
         if (p.owned)
             free(p.eval);
-        o->outstanding++;
         if (!rl_conn_push(c, NULL, 0)) {
             o->broken = true;
             op_finish(f, i, RL_VOTE_FAILED, REDLOCK_ENOMEM, "out of memory");
             return;
         }
         op_flush(f, i, now);
-        if (o->to_skip > 0)
-            o->to_skip--;
         return;
     }
     if (p.owned)
