@@ -33,6 +33,7 @@ build = {
   type = "cmake",
   variables = {
     CMAKE_BUILD_TYPE = "Release",
+    REDLOCK_WERROR = "OFF",
     REDLOCK_LUA_INCDIR = "$(LUA_INCDIR)",
     REDLOCK_LUA_CMOD = "$(LIBDIR)",
     REDLOCK_LUA_LMOD = "$(LUADIR)",
