@@ -16,29 +16,15 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 
-class RLockTest {
-    private static RedisNodes nodes;
-
+class RLockTest extends FiveNodes {
     private Redlock client;
     private Redlock other;
     private String name;
-
-    @BeforeAll
-    static void startNodes() throws Exception {
-        nodes = RedisNodes.start(5);
-    }
-
-    @AfterAll
-    static void stopNodes() {
-        nodes.close();
-    }
 
     @BeforeEach
     void createClients(TestInfo test) {

@@ -12,23 +12,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-class RedlockTest {
-    private static RedisNodes nodes;
-
-    @BeforeAll
-    static void startNodes() throws Exception {
-        nodes = RedisNodes.start(5);
-    }
-
-    @AfterAll
-    static void stopNodes() {
-        nodes.close();
-    }
-
+class RedlockTest extends FiveNodes {
     @Test
     void versionMatchesTheHeader() {
         assertEquals(RedlockNativeConstants.REDLOCK_VERSION_STRING, Redlock.version());
