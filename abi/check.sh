@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check.sh LIB - checks a built libredlock against the committed ABI:
 #   - the exported symbols (nm -D) equal abi/redlock.symbols;
-#   - abidiff finds no incompatible change against the baseline abi/redlock.abi.
+#   - abidiff finds no incompatible change against the baseline abi/redlock.abi,
+#     nor against the baseline of every earlier release (abi/redlock-X.Y.abi).
 # check.sh --update LIB rewrites both from LIB (for a deliberate ABI change,
 # together with a new node in abi/redlock.map).
 set -euo pipefail
@@ -26,13 +27,15 @@ if ! diff -u "$here/redlock.symbols" <(exported "$lib"); then
 fi
 echo "exported symbols: $(wc -l < "$here/redlock.symbols") as committed"
 
-set +e
-abidiff --hd2 "$here" "$here/redlock.abi" "$lib"
-rc=$?
-set -e
-# abidiff's status is a bit field: 1 error, 2 usage error, 4 change, 8 incompatible change.
-if (( rc & 11 )); then
-  echo "FAIL: abidiff reports an incompatible ABI change or failed (status $rc)" >&2
-  exit 1
-fi
-echo "abidiff: no incompatible change against abi/redlock.abi (status $rc)"
+for baseline in "$here"/redlock-*.abi "$here/redlock.abi"; do
+  set +e
+  abidiff --hd2 "$here" "$baseline" "$lib"
+  rc=$?
+  set -e
+  # abidiff's status is a bit field: 1 error, 2 usage error, 4 change, 8 incompatible change.
+  if (( rc & 11 )); then
+    echo "FAIL: abidiff reports an incompatible ABI change against $(basename "$baseline") or failed (status $rc)" >&2
+    exit 1
+  fi
+  echo "abidiff: no incompatible change against $(basename "$baseline") (status $rc)"
+done

@@ -41,9 +41,9 @@ extern "C" {
 /* Version of this header. redlock_version_number() returns the library's;
  * a program may compare the two to catch a header/library mismatch. */
 #define REDLOCK_VERSION_MAJOR 1
-#define REDLOCK_VERSION_MINOR 0
+#define REDLOCK_VERSION_MINOR 1
 #define REDLOCK_VERSION_PATCH 0
-#define REDLOCK_VERSION_STRING "1.0.0"
+#define REDLOCK_VERSION_STRING "1.1.0"
 #define REDLOCK_VERSION_NUMBER \
     (REDLOCK_VERSION_MAJOR * 10000 + REDLOCK_VERSION_MINOR * 100 + REDLOCK_VERSION_PATCH)
 
@@ -68,6 +68,7 @@ extern "C" {
 #define REDLOCK_EWRONGTYPE   -9   /* the key exists and is not a lock (wrong Redis type) */
 #define REDLOCK_EREDIS       -10  /* nodes answered with a Redis error (READONLY, OOM, ...) */
 #define REDLOCK_ESYSTEM      -11  /* an operating system call failed (random source, poll) */
+#define REDLOCK_ECANCELED    -12  /* the wait was cancelled by the interrupt check (1.1) */
 
 /* Limits on arguments; larger values are rejected with REDLOCK_EINVAL. */
 #define REDLOCK_MAX_NODES        64
@@ -167,9 +168,34 @@ REDLOCK_API const char *redlock_strerror(int code);
  * until the thread's next call into the library. "" when there is none. */
 REDLOCK_API const char *redlock_errmsg(void);
 
-/* The library's version: "1.0.0" and 10000. */
+/* The library's version: "1.1.0" and 10100. */
 REDLOCK_API const char *redlock_version_string(void);
 REDLOCK_API int redlock_version_number(void);
+
+/* ---- Added in 1.1 (symbol version REDLOCK_1.1) ---- */
+
+/*
+ * Writes the current value of an option into buf (buflen bytes, NUL
+ * included), in the text form redlock_ctx_set_option takes. REDLOCK_EINVAL
+ * for an unknown name, or when buf is too small (the message says how much
+ * is needed).
+ */
+REDLOCK_API int redlock_ctx_get_option(const redlock_ctx *ctx, const char *name, char *buf,
+                                       size_t buflen);
+
+/*
+ * A check that may cancel the calling thread's waits: while redlock_lock or
+ * redlock_lock_multi waits (for the nodes, or between attempts), it calls
+ * check(data) when a signal interrupted the wait and at least every 100 ms;
+ * a non-zero return cancels the call, which releases whatever its attempt
+ * had taken and fails with REDLOCK_ECANCELED. It is how a binding keeps a
+ * long wait interruptible (Ctrl-C in Python, Thread.interrupt in Java).
+ * Extend and unlock are never cancelled: they finish within one node
+ * deadline. The check is per thread; NULL removes it. It runs on the calling
+ * thread and must not call into the library.
+ */
+typedef int (*redlock_interrupt_fn)(void *data);
+REDLOCK_API void redlock_set_interrupt_check(redlock_interrupt_fn check, void *data);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "internal.h"
+#include "clock.h"
 
 int64_t rl_now_ms(void)
 {

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "base.h"
 
 static _Thread_local char last_error[1024];
 
@@ -21,6 +21,7 @@ const char *redlock_strerror(int code)
     case REDLOCK_EWRONGTYPE:   return "the key exists and does not hold a lock";
     case REDLOCK_EREDIS:       return "nodes answered with a Redis error";
     case REDLOCK_ESYSTEM:      return "an operating system call failed";
+    case REDLOCK_ECANCELED:    return "the wait was cancelled";
     default:                   return "unknown status code";
     }
 }

@@ -1,186 +1,48 @@
-/*
- * node.c - connections to one Redis node: made lazily, kept in a small pool
- * of idle connections, and not retried for a while after connecting failed
- * (exponential backoff), so a dead node costs nothing until it may be back.
- */
+/* node.c - what a client knows of one node (see node.h). */
 #include <ctype.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/hiredis.h>
-
-#include "internal.h"
+#include "node.h"
 
 #define BACKOFF_FIRST_MS 25
 #define BACKOFF_MAX_MS   1000
-#define MAX_STALE_REPLIES 32
 
-int rl_node_init(rl_node *node, const char *uri)
+int rl_node_init(rl_node *node, const char *uri, size_t index)
 {
     memset(node, 0, sizeof *node);
     int rc = rl_uri_parse(&node->addr, uri);
     if (rc != REDLOCK_OK)
         return rc;
+    node->index = index;
+    node->restarted_at = INT64_MIN;
+    node->same_as = -1;
     pthread_mutex_init(&node->mu, NULL);
     return REDLOCK_OK;
 }
 
-static void conn_close(rl_conn *conn)
-{
-    while (conn->pending_len > 0) {
-        rl_pending p = rl_conn_pop(conn);
-        if (p.owned)
-            free(p.eval);
-    }
-    free(conn->pending);
-    redisFree(conn->rc);
-    free(conn);
-}
-
-bool rl_conn_push(rl_conn *conn, const char *eval, size_t len)
-{
-    if (conn->pending_len == conn->pending_cap) {
-        int cap = conn->pending_cap ? conn->pending_cap * 2 : 4;
-        rl_pending *grown = malloc((size_t)cap * sizeof *grown);
-        if (!grown)
-            return false;
-        for (int i = 0; i < conn->pending_len; i++)
-            grown[i] = conn->pending[(conn->pending_head + i) % conn->pending_cap];
-        free(conn->pending);
-        conn->pending = grown;
-        conn->pending_cap = cap;
-        conn->pending_head = 0;
-    }
-    int tail = (conn->pending_head + conn->pending_len) % conn->pending_cap;
-    conn->pending[tail] = (rl_pending){ .eval = (char *)eval, .len = len, .owned = false };
-    conn->pending_len++;
-    return true;
-}
-
-rl_pending rl_conn_pop(rl_conn *conn)
-{
-    rl_pending p = conn->pending[conn->pending_head];
-    conn->pending_head = (conn->pending_head + 1) % conn->pending_cap;
-    conn->pending_len--;
-    return p;
-}
-
-bool rl_conn_own_pending(rl_conn *conn)
-{
-    for (int i = 0; i < conn->pending_len; i++) {
-        rl_pending *p = &conn->pending[(conn->pending_head + i) % conn->pending_cap];
-        if (p->eval && !p->owned) {
-            char *copy = malloc(p->len);
-            if (!copy)
-                return false;
-            memcpy(copy, p->eval, p->len);
-            p->eval = copy;
-            p->owned = true;
-        }
-    }
-    return true;
-}
-
 void rl_node_destroy(rl_node *node)
 {
-    rl_conn *c = node->idle;
-    while (c) {
-        rl_conn *next = c->next;
-        conn_close(c);
-        c = next;
-    }
-    node->idle = NULL;
     pthread_mutex_destroy(&node->mu);
     rl_uri_free(&node->addr);
 }
 
-rl_conn *rl_node_acquire(rl_node *node, char *err, size_t errlen)
+int64_t rl_node_connect_wait(rl_node *node, int64_t now)
 {
     pthread_mutex_lock(&node->mu);
-    rl_conn *conn = node->idle;
-    if (conn) {
-        node->idle = conn->next;
-        node->n_idle--;
-        pthread_mutex_unlock(&node->mu);
-        conn->next = NULL;
-        conn->reused = true;
-        return conn;
-    }
-    int64_t wait = node->down_until_ms - rl_now_ms();
+    int64_t wait = node->down_until - now;
     pthread_mutex_unlock(&node->mu);
-    if (wait > 0) {
-        snprintf(err, errlen, "unreachable, next connection attempt in %lld ms", (long long)wait);
-        return NULL;
-    }
-
-    redisContext *rc = node->addr.is_unix ? redisConnectUnixNonBlock(node->addr.path)
-                                          : redisConnectNonBlock(node->addr.host, node->addr.port);
-    if (!rc) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (rc->err) {
-        snprintf(err, errlen, "cannot connect: %s", rc->errstr);
-        redisFree(rc);
-        rl_node_connect_failed(node);
-        return NULL;
-    }
-    /* Connections are the library's own: a program that forks and execs
-     * must not hand them to the child. */
-    fcntl(rc->fd, F_SETFD, FD_CLOEXEC);
-    conn = calloc(1, sizeof *conn);
-    if (!conn) {
-        redisFree(rc);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    conn->rc = rc;
-    conn->fresh = true;
-    return conn;
+    return wait > 0 ? wait : 0;
 }
 
-void rl_node_release(rl_node *node, rl_conn *conn, bool broken, int pool_size)
-{
-    if (!conn)
-        return;
-    if (!broken && conn->pending_len <= MAX_STALE_REPLIES && conn->rc->err == 0) {
-        pthread_mutex_lock(&node->mu);
-        if (node->n_idle < pool_size) {
-            conn->next = node->idle;
-            node->idle = conn;
-            node->n_idle++;
-            conn = NULL;
-        }
-        pthread_mutex_unlock(&node->mu);
-    }
-    if (conn)
-        conn_close(conn);
-}
-
-void rl_node_discard_idle(rl_node *node)
-{
-    pthread_mutex_lock(&node->mu);
-    rl_conn *c = node->idle;
-    node->idle = NULL;
-    node->n_idle = 0;
-    pthread_mutex_unlock(&node->mu);
-    while (c) {
-        rl_conn *next = c->next;
-        conn_close(c);
-        c = next;
-    }
-}
-
-void rl_node_connect_failed(rl_node *node)
+void rl_node_connect_failed(rl_node *node, int64_t now)
 {
     pthread_mutex_lock(&node->mu);
     node->backoff_ms = node->backoff_ms ? node->backoff_ms * 2 : BACKOFF_FIRST_MS;
     if (node->backoff_ms > BACKOFF_MAX_MS)
         node->backoff_ms = BACKOFF_MAX_MS;
-    node->down_until_ms = rl_now_ms() + node->backoff_ms;
+    node->down_until = now + node->backoff_ms;
     pthread_mutex_unlock(&node->mu);
 }
 
@@ -188,40 +50,8 @@ void rl_node_connect_ok(rl_node *node)
 {
     pthread_mutex_lock(&node->mu);
     node->backoff_ms = 0;
-    node->down_until_ms = 0;
+    node->down_until = 0;
     pthread_mutex_unlock(&node->mu);
-}
-
-static void append_argv(rl_conn *conn, rl_hs_kind kind, int argc, const char **argv)
-{
-    redisAppendCommandArgv(conn->rc, argc, argv, NULL);
-    conn->hs[conn->hs_total++] = (unsigned char)kind;
-}
-
-void rl_node_append_handshake(const rl_node *node, rl_conn *conn)
-{
-    const rl_node_addr *a = &node->addr;
-    conn->hs_total = conn->hs_done = 0;
-    if (a->password) {
-        const char *argv[3] = { "AUTH", a->user ? a->user : a->password, a->password };
-        append_argv(conn, RL_HS_REQUIRED, a->user ? 3 : 2, argv);
-    }
-    if (a->db != 0) {
-        char db[16];
-        snprintf(db, sizeof db, "%d", a->db);
-        const char *argv[2] = { "SELECT", db };
-        append_argv(conn, RL_HS_REQUIRED, 2, argv);
-    }
-    /* Loaded on every new connection, so that EVALSHA finds them even in
-     * replies nobody waits for (after an early return, or a restart). */
-    const rl_script *scripts[3] = { &rl_script_acquire_multi, &rl_script_release,
-                                    &rl_script_extend };
-    for (int i = 0; i < 3; i++) {
-        const char *argv[3] = { "SCRIPT", "LOAD", scripts[i]->body };
-        append_argv(conn, RL_HS_SCRIPT, 3, argv);
-    }
-    const char *info[2] = { "INFO", "server" };
-    append_argv(conn, RL_HS_INFO, 2, info);
 }
 
 int rl_info_run_id(const char *info, size_t len, char out[41])
@@ -244,39 +74,96 @@ int rl_info_run_id(const char *info, size_t len, char out[41])
     return -1;
 }
 
-/* A run_id other than the one seen before means the node restarted: it may
- * have lost keys it held, so the restart guard stops counting it for a while. */
-static void saw_run_id(rl_node *node, const char *run_id)
+int rl_info_version(const char *info, size_t len)
+{
+    static const char field[] = "redis_version:";
+    const size_t flen = sizeof field - 1;
+    for (size_t i = 0; i + flen < len; i++) {
+        if ((i > 0 && info[i - 1] != '\n') || memcmp(info + i, field, flen) != 0)
+            continue;
+        int major = 0, minor = 0;
+        size_t j = i + flen;
+        for (; j < len && isdigit((unsigned char)info[j]) && major < 10000; j++)
+            major = major * 10 + (info[j] - '0');
+        if (j >= len || info[j] != '.')
+            return 0;
+        for (j++; j < len && isdigit((unsigned char)info[j]) && minor < 100; j++)
+            minor = minor * 10 + (info[j] - '0');
+        return major * 100 + (minor > 99 ? 99 : minor);
+    }
+    return 0;
+}
+
+/* The run_id node j is known by, copied under its lock. */
+static void run_id_of(rl_node *node, char out[41])
 {
     pthread_mutex_lock(&node->mu);
-    if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0)
-        atomic_store(&node->restarted_at_ms, rl_now_ms());
-    memcpy(node->run_id, run_id, sizeof node->run_id);
+    memcpy(out, node->run_id, 41);
     pthread_mutex_unlock(&node->mu);
 }
 
-int rl_node_handshake_reply(rl_node *node, rl_conn *conn, const redisReply *reply, char *why,
-                            size_t whylen)
+void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, size_t len,
+                       int64_t now)
 {
-    rl_hs_kind kind = (rl_hs_kind)conn->hs[conn->hs_done++];
+    rl_node *node = &nodes[i];
     char run_id[41];
-    if (reply->type == REDIS_REPLY_ERROR) {
-        if (kind != RL_HS_REQUIRED)
-            return REDLOCK_OK;
-        snprintf(why, whylen, "connection setup refused: %.100s", reply->str);
-        return rl_reply_error_code(reply->str);
+    int version = rl_info_version(info, len);
+    bool have_id = rl_info_run_id(info, len, run_id) == 0;
+    int same_as = -1;
+    for (size_t j = 0; have_id && j < n; j++) {
+        char other[41];
+        if (j == i)
+            continue;
+        run_id_of(&nodes[j], other);
+        if (strcmp(other, run_id) == 0) {
+            same_as = (int)j;
+            break;
+        }
     }
-    if (kind == RL_HS_INFO && reply->type == REDIS_REPLY_STRING
-        && rl_info_run_id(reply->str, reply->len, run_id) == 0)
-        saw_run_id(node, run_id);
-    return REDLOCK_OK;
+    pthread_mutex_lock(&node->mu);
+    if (version)
+        node->version = version;
+    if (have_id) {
+        /* A run_id other than the one seen before means the node restarted:
+         * it may have lost keys it held (the restart guard). */
+        if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0)
+            node->restarted_at = now;
+        memcpy(node->run_id, run_id, sizeof node->run_id);
+        /* Of two names for one server, the later one in the list does not
+         * count: the server votes once. */
+        node->same_as = same_as >= 0 && (size_t)same_as < i ? same_as : -1;
+    }
+    pthread_mutex_unlock(&node->mu);
+    if (same_as >= 0 && (size_t)same_as > i) {
+        pthread_mutex_lock(&nodes[same_as].mu);
+        nodes[same_as].same_as = (int)i;
+        pthread_mutex_unlock(&nodes[same_as].mu);
+    }
 }
 
 int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now)
 {
-    int64_t since = atomic_load_explicit(&node->restarted_at_ms, memory_order_relaxed);
-    if (since == 0)
+    pthread_mutex_lock(&node->mu);
+    int64_t since = node->restarted_at;
+    pthread_mutex_unlock(&node->mu);
+    if (since == INT64_MIN)
         return 0;
     int64_t left = since + max_lease_ms - now;
     return left > 0 ? left : 0;
+}
+
+int rl_node_same_as(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    int same = node->same_as;
+    pthread_mutex_unlock(&node->mu);
+    return same;
+}
+
+bool rl_node_has_set_nx_get(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    bool yes = node->version >= 700;
+    pthread_mutex_unlock(&node->mu);
+    return yes;
 }

@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base.h"
+#include "options.h"
 
 #define MAX_TIMEOUT_MS 600000      /* 10 minutes */
 #define MAX_DELAY_MS   3600000     /* 1 hour */
@@ -110,4 +112,41 @@ int rl_options_set(rl_options *o, const char *name, const char *value)
                      name);
     }
     return rc;
+}
+
+/* Writes text into buf when it fits. */
+static int put_text(const char *name, const char *text, char *buf, size_t buflen)
+{
+    size_t need = strlen(text) + 1;
+    if (need > buflen)
+        return rl_fail(REDLOCK_EINVAL, "option %.64s: the buffer needs %zu bytes, not %zu", name,
+                       need, buflen);
+    memcpy(buf, text, need);
+    return REDLOCK_OK;
+}
+
+int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen)
+{
+    char text[64];
+    if (!name)
+        return rl_fail(REDLOCK_EINVAL, "option name is NULL");
+    if (strcmp(name, "key_prefix") == 0)
+        return put_text(name, o->key_prefix, buf, buflen);
+    if (strcmp(name, "node_timeout_ms") == 0)
+        snprintf(text, sizeof text, "%lld", (long long)o->node_timeout_ms);
+    else if (strcmp(name, "connect_timeout_ms") == 0)
+        snprintf(text, sizeof text, "%lld", (long long)o->connect_timeout_ms);
+    else if (strcmp(name, "retry_delay_ms") == 0)
+        snprintf(text, sizeof text, "%lld", (long long)o->retry_delay_ms);
+    else if (strcmp(name, "retry_jitter_ms") == 0)
+        snprintf(text, sizeof text, "%lld", (long long)o->retry_jitter_ms);
+    else if (strcmp(name, "pool_size") == 0)
+        snprintf(text, sizeof text, "%d", o->pool_size);
+    else if (strcmp(name, "restart_guard") == 0)
+        snprintf(text, sizeof text, "%d", o->restart_guard ? 1 : 0);
+    else if (strcmp(name, "drift_factor") == 0)
+        snprintf(text, sizeof text, "%g", o->drift_factor);
+    else
+        return rl_options_set((rl_options *)(uintptr_t)o, name, NULL);
+    return put_text(name, text, buf, buflen);
 }

@@ -1,9 +1,10 @@
-/* quorum.c - the Redlock rules: quorum, drift, validity, and what a round of
- * votes means. Every decision about "held or not" is made here. */
+/* quorum.c - the Redlock rules (see quorum.h). Every decision about "held or
+ * not" is made here. */
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "quorum.h"
 
 size_t rl_quorum(size_t n_nodes)
 {
@@ -20,7 +21,30 @@ int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor)
     return ttl_ms - elapsed_ms - rl_drift_ms(ttl_ms, drift_factor);
 }
 
-void rl_tally_count(rl_tally *t, const rl_result *results, size_t n)
+void rl_quorum_admit(redlock_ctx *ctx, size_t node, rl_verb verb, rl_result *r, int64_t now)
+{
+    if (r->vote != RL_VOTE_YES || verb == RL_VERB_RELEASE)
+        return;
+    int same = rl_node_same_as(&ctx->nodes[node]);
+    if (same >= 0) {
+        rl_result_fail(r, REDLOCK_EINVAL, "the same server as node %d (%s), counted once",
+                       same + 1, ctx->nodes[same].addr.label);
+        return;
+    }
+    if (!ctx->opt.restart_guard)
+        return;
+    int64_t left = rl_node_guard_left(&ctx->nodes[node], rl_ctx_max_lease(ctx), now);
+    if (left > 0)
+        rl_result_fail(r, REDLOCK_ENOQUORUM,
+                       "restarted recently; not counted for %lld ms more (restart_guard)",
+                       (long long)left);
+}
+
+typedef struct tally {
+    size_t yes, no, failed, pending, n;
+} tally;
+
+static void count(tally *t, const rl_result *results, size_t n)
 {
     memset(t, 0, sizeof *t);
     t->n = n;
@@ -34,15 +58,8 @@ void rl_tally_count(rl_tally *t, const rl_result *results, size_t n)
     }
 }
 
-/* Decided once a quorum said yes, or once yes can no longer reach a quorum. */
-bool rl_tally_decided(const rl_tally *t)
-{
-    size_t q = rl_quorum(t->n);
-    return t->yes >= q || t->yes + t->pending < q;
-}
-
 /* Appends "; label: why" for each failed node, as room allows. */
-static void describe_failures(const struct redlock_ctx *ctx, const rl_result *results,
+static void describe_failures(const redlock_ctx *ctx, const rl_result *results,
                               bool with_pending, char *buf, size_t len)
 {
     size_t used = strlen(buf);
@@ -60,22 +77,19 @@ static void describe_failures(const struct redlock_ctx *ctx, const rl_result *re
 }
 
 /*
- * The status of a round that did not reach a quorum of yes votes.
- * Failures (down, timed out, error replies) decide it only when they alone
- * leave too few nodes for a quorum; then, when every failed node failed the
- * same way (all AUTH, all WRONGTYPE, ...), that code is returned, so a wrong
- * password reads as a wrong password, and otherwise REDLOCK_ENOQUORUM.
- * Otherwise the nodes that answered refused: refused_code is what that means
- * for this operation (REDLOCK_ELOCKED for acquiring, REDLOCK_ENOTHELD for
- * extend and release).
+ * The status of a round without a quorum of yes votes. Failures (down, timed
+ * out, error replies) decide it only when they alone leave too few nodes for
+ * a quorum; then, when every failed node failed the same way (all AUTH, all
+ * WRONGTYPE, ...), that code, so a wrong password reads as a wrong password,
+ * and otherwise REDLOCK_ENOQUORUM. Otherwise the nodes that answered refused:
+ * refused_code is what that means for the verb.
  */
-int rl_tally_outcome(const struct redlock_ctx *ctx, const rl_result *results, const char *what,
-                     int refused_code)
+static int outcome(const redlock_ctx *ctx, const rl_result *results, const char *what,
+                   int refused_code, char *msg, size_t msglen)
 {
-    rl_tally t;
-    rl_tally_count(&t, results, ctx->n_nodes);
+    tally t;
+    count(&t, results, ctx->n_nodes);
     size_t q = rl_quorum(ctx->n_nodes);
-    char msg[900];
     int code = refused_code;
 
     if (t.failed > t.n - q || t.no == 0) {
@@ -88,11 +102,82 @@ int rl_tally_outcome(const struct redlock_ctx *ctx, const rl_result *results, co
             else if (code != results[i].code)
                 code = REDLOCK_ENOQUORUM;
         }
-        if (code == 0)
+        if (code == 0 || code == REDLOCK_EINVAL)
             code = REDLOCK_ENOQUORUM;
     }
-    snprintf(msg, sizeof msg, "%s: %zu of %zu nodes agreed, %zu needed (%zu refused, %zu failed, "
+    snprintf(msg, msglen, "%s: %zu of %zu nodes agreed, %zu needed (%zu refused, %zu failed, "
              "%zu not waited for)", what, t.yes, t.n, q, t.no, t.failed, t.pending);
-    describe_failures(ctx, results, code != refused_code, msg, sizeof msg);
-    return rl_fail(code, "%s", msg);
+    describe_failures(ctx, results, code != refused_code, msg, msglen);
+    return code;
+}
+
+static void decide_acquire(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+                           const char *what, rl_verdict *out, char *msg, size_t msglen)
+{
+    size_t q = rl_quorum(ctx->n_nodes);
+    int64_t elapsed = r->now - r->start;
+    double drift = ctx->opt.drift_factor;
+    bool extend = r->verb == RL_VERB_EXTEND;
+    if (t->yes >= q) {
+        if (rl_validity_ms(r->ttl_ms, elapsed, drift) > 0) {
+            out->rc = REDLOCK_OK;
+            out->held = true;
+            out->expires_at = r->start + r->ttl_ms - rl_drift_ms(r->ttl_ms, drift);
+            return;
+        }
+        out->rc = extend ? REDLOCK_ENOTHELD : REDLOCK_EEXPIRED;
+        snprintf(msg, msglen, "%s: a quorum agreed after %lld ms, which left no validity of "
+                 "the %lld ms lease", what, (long long)elapsed, (long long)r->ttl_ms);
+        out->held = false;
+        return;
+    }
+    out->rc = outcome(ctx, r->results, what, extend ? REDLOCK_ENOTHELD : REDLOCK_ELOCKED, msg,
+                      msglen);
+    if (!extend) {
+        out->held = false;
+        return;
+    }
+    /* A quorum saying "not ours" means it is gone. Otherwise the nodes that
+     * did apply the new lease end it at start + ttl at the soonest: the lock
+     * lasts no longer than that, nor than it did before. */
+    out->held = out->rc != REDLOCK_ENOTHELD && out->rc != REDLOCK_EWRONGTYPE;
+    int64_t shorter = r->start + r->ttl_ms - rl_drift_ms(r->ttl_ms, drift);
+    out->expires_at = shorter < r->old_expires_at ? shorter : r->old_expires_at;
+    if (out->held && out->expires_at <= r->now)
+        out->held = false;
+}
+
+static void decide_release(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+                           const char *what, rl_verdict *out, char *msg, size_t msglen)
+{
+    out->held = false;
+    if (!r->was_held) {
+        out->rc = REDLOCK_ENOTHELD;
+        snprintf(msg, msglen, "%s: the lock had been lost before unlock", what);
+    } else if (r->expires_at <= r->start) {
+        out->rc = REDLOCK_ENOTHELD;
+        snprintf(msg, msglen, "%s: the lock had expired %lld ms before unlock", what,
+                 (long long)(r->start - r->expires_at));
+    } else if (t->yes >= rl_quorum(ctx->n_nodes)) {
+        out->rc = REDLOCK_OK;
+    } else {
+        out->rc = outcome(ctx, r->results, what, REDLOCK_ENOTHELD, msg, msglen);
+    }
+}
+
+void rl_quorum_decide(const redlock_ctx *ctx, const rl_round *r, const char *what,
+                      rl_verdict *out, char *msg, size_t msglen)
+{
+    tally t;
+    count(&t, r->results, ctx->n_nodes);
+    size_t q = rl_quorum(ctx->n_nodes);
+    memset(out, 0, sizeof *out);
+    out->decided = r->final || t.yes >= q || t.yes + t.pending < q;
+    if (!out->decided)
+        return;
+    msg[0] = '\0';
+    if (r->verb == RL_VERB_RELEASE)
+        decide_release(ctx, r, &t, what, out, msg, msglen);
+    else
+        decide_acquire(ctx, r, &t, what, out, msg, msglen);
 }

@@ -12,7 +12,7 @@
 #include <strings.h>
 #include <sys/un.h>
 
-#include "internal.h"
+#include "uri.h"
 
 #define MAX_URI_BYTES 4096
 #define MAX_HOST_BYTES 255

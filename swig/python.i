@@ -43,6 +43,22 @@ static void redlock_py_raise(int code)
   }
 }
 
+/* The interrupt check of lock calls (redlock_set_interrupt_check): runs the
+ * pending signal handlers, as Python does between bytecodes, so that Ctrl-C
+ * ends a long wait. A handler that raises (KeyboardInterrupt) cancels the
+ * call; its exception stays set and is raised when the call returns. */
+static int redlock_py_interrupt(void *data)
+{
+  PyGILState_STATE gil;
+  int stop;
+
+  (void)data;
+  gil = PyGILState_Ensure();
+  stop = PyErr_CheckSignals() != 0;
+  PyGILState_Release(gil);
+  return stop;
+}
+
 /* The UTF-8 text of a str, or NULL with TypeError or ValueError set. The
  * text belongs to the str object. */
 static const char *redlock_py_text(PyObject *obj, const char *what)
@@ -63,15 +79,45 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
 }
 %}
 
-/* Every function returning a status: raise on failure, else return None. */
+/* Waits for a lock run with the interrupt check above. */
+%exception redlock_lock {
+  redlock_set_interrupt_check(redlock_py_interrupt, NULL);
+  $action
+  redlock_set_interrupt_check(NULL, NULL);
+}
+%exception redlock_lock_multi {
+  redlock_set_interrupt_check(redlock_py_interrupt, NULL);
+  $action
+  redlock_set_interrupt_check(NULL, NULL);
+}
+
+/* Every function returning a status: raise on failure, else return None. A
+ * wait cancelled by a signal handler raises what the handler raised. */
 %typemap(out) int redlock_ctx_new, int redlock_ctx_set_option, int redlock_lock,
               int redlock_lock_multi, int redlock_extend, int redlock_unlock {
+  if ($1 < 0) {
+    if ($1 != REDLOCK_ECANCELED || !PyErr_Occurred())
+      redlock_py_raise($1);
+    SWIG_fail;
+  }
+  $result = SWIG_Py_Void();
+}
+
+/* redlock_ctx_get_option returns the value as str. */
+%typemap(in, numinputs=0) (char *buf, size_t buflen) (char temp[4200]) %{
+  $1 = temp;
+  $2 = sizeof(temp);
+%}
+%typemap(out) int redlock_ctx_get_option {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;
   }
   $result = SWIG_Py_Void();
 }
+%typemap(argout) (char *buf, size_t buflen) %{
+  $result = SWIG_Python_AppendOutput($result, PyUnicode_DecodeUTF8($1, (Py_ssize_t)strlen($1), "replace"));
+%}
 
 /* Output parameters become the return value. */
 %typemap(in, numinputs=0) redlock_ctx **out (redlock_ctx *temp = NULL),
@@ -128,7 +174,7 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
 %}
 
 /* The calls that need a ctx or a handle refuse None. */
-%typemap(check) redlock_ctx *ctx, redlock_handle *h %{
+%typemap(check) redlock_ctx *ctx, const redlock_ctx *ctx, redlock_handle *h %{
   if ($1 == NULL) {
     PyErr_SetString(PyExc_TypeError, "$symname: $1_name must not be None");
     SWIG_fail;

@@ -22,4 +22,8 @@
 
 %include <stdint.i>
 
+/* A function pointer is no use to a script: each language file installs its
+ * own interrupt check in C (Python: pending signals; Java: Thread.interrupt). */
+%ignore redlock_set_interrupt_check;
+
 %include "redlock.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "internal.h"
+#include "node.h"
 
 #define FIELD "run_id:"
 #define FIELD_LEN (sizeof FIELD - 1)

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "internal.h"
+#include "base.h"
+#include "options.h"
 
 typedef enum kind { WHOLE_MS, WHOLE_INT, FLAG, FRACTION, TEXT } kind;
 

@@ -10,7 +10,7 @@
 #include <sys/un.h>
 
 #include "fuzz.h"
-#include "internal.h"
+#include "uri.h"
 
 /* Holds none of the characters a host may have, nor '/', '?', '#' or '@',
  * so whatever follows it, it stays inside the credentials. */

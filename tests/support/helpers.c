@@ -16,6 +16,18 @@ static const char *const generous_options[] = {
     NULL,
 };
 
+int five_nodes_setup(void **state)
+{
+    *state = nodes_start(5, NULL);
+    return *state != NULL ? 0 : -1;
+}
+
+int nodes_teardown(void **state)
+{
+    nodes_free(*state);
+    return 0;
+}
+
 void set_options(redlock_ctx *ctx, const char *const *options)
 {
     for (size_t i = 0; options != NULL && options[i] != NULL; i += 2)

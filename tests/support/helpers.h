@@ -46,6 +46,11 @@ extern char unset_out;
  * NULL-terminated list of name, value pairs, or NULL. */
 redlock_ctx *ctx_for(const nodes *ns, const char *const *options);
 
+/* cmocka group fixtures: *state is a set of five nodes, started for the
+ * group and stopped after it. */
+int five_nodes_setup(void **state);
+int nodes_teardown(void **state);
+
 /* Sets the options (NULL-terminated name, value pairs) on ctx, asserting each. */
 void set_options(redlock_ctx *ctx, const char *const *options);
 

@@ -23,6 +23,7 @@ from . import capi
 from .client import DEFAULT_LEASE, Lock, Redlock
 from .errors import (
     AuthError,
+    Cancelled,
     InvalidArgument,
     LockError,
     LockExpired,
@@ -41,6 +42,7 @@ __version__: str = capi.redlock_version_string()
 __all__ = [
     "DEFAULT_LEASE",
     "AuthError",
+    "Cancelled",
     "InvalidArgument",
     "Lock",
     "LockError",

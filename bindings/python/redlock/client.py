@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 import weakref
 from collections.abc import Iterable
 from contextlib import contextmanager
@@ -18,9 +17,8 @@ from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum
 #: The lease, in seconds, of ``with lock:`` and ``acquire()``.
 DEFAULT_LEASE = 30.0
 
-# The longest one C call waits before Python takes control again, so that a
-# long wait still lets signal handlers (Ctrl-C) run.
-_WAIT_SLICE_MS = 1000
+# "As long as it takes": the C library saturates a wait this long.
+_FOREVER_MS = 2**62
 
 OptionValue = Union[str, int, float]
 
@@ -125,6 +123,10 @@ class Redlock:
             lock.__exit__(type(exc), exc, exc.__traceback__)
             raise
         lock.__exit__(None, None, None)
+
+    def get_option(self, name: str) -> str:
+        """The current value of a library option, as text (as set)."""
+        return capi.redlock_ctx_get_option(self._context(), name)
 
     def close(self) -> None:
         """Releases the locks still held (best effort) and closes the
@@ -323,25 +325,13 @@ class Lock:
             held.discard()
 
     def _acquire(self, wait_ms: Optional[int], lease_ms: int) -> None:
-        """Acquires, retrying for wait_ms (None: until it succeeds), or raises
-        the error of the last attempt."""
+        """Acquires, with the C library retrying for wait_ms (None: until it
+        succeeds), or raises the error of the last attempt. Signal handlers
+        run during the wait: Ctrl-C raises KeyboardInterrupt, and the attempt
+        under way is released."""
         ctx = self._client._context()
-        if wait_ms == 0:
-            self._hold(self._lock_call(ctx, lease_ms, 0))
-            return
-        deadline = None if wait_ms is None else time.monotonic() + wait_ms / 1000
-        while True:
-            if deadline is None:
-                remaining = _WAIT_SLICE_MS
-            else:
-                remaining = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            try:
-                handle = self._lock_call(ctx, lease_ms, min(remaining, _WAIT_SLICE_MS))
-                break
-            except (LockNotAcquired, NoQuorum):
-                if deadline is not None and remaining <= _WAIT_SLICE_MS:
-                    raise
-        self._hold(handle)
+        wait = _FOREVER_MS if wait_ms is None else wait_ms
+        self._hold(self._lock_call(ctx, lease_ms, wait))
 
     def _hold(self, handle: Any) -> None:
         held = _Held(self, self._client, handle)

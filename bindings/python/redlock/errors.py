@@ -66,6 +66,11 @@ class SystemCallError(LockError, OSError):
     """An operating system call failed (the random source, poll)."""
 
 
+class Cancelled(LockError):
+    """A wait was cancelled (by a signal handler that raised: that exception
+    is raised instead)."""
+
+
 # The one mapping from status codes to exceptions.
 ERRORS: Dict[int, Type[LockError]] = {
     capi.REDLOCK_ELOCKED: LockNotAcquired,
@@ -79,6 +84,7 @@ ERRORS: Dict[int, Type[LockError]] = {
     capi.REDLOCK_EWRONGTYPE: WrongTypeError,
     capi.REDLOCK_EREDIS: RedisError,
     capi.REDLOCK_ESYSTEM: SystemCallError,
+    capi.REDLOCK_ECANCELED: Cancelled,
 }
 
 

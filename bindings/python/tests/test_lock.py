@@ -244,3 +244,57 @@ def test_too_few_nodes_is_no_quorum(nodes, prefix, missing_sockets):
         assert failed.value.code == redlock.capi.REDLOCK_ENOQUORUM
         assert "missing0.sock" in str(failed.value)
         assert on_every_node(nodes, "EXISTS", prefix + "job") == ["0"] * 5
+
+
+def test_ctrl_c_ends_a_long_wait_and_leaves_no_key(client, other, nodes, prefix):
+    """SIGINT during a wait runs the handler at once (KeyboardInterrupt); the
+    attempt under way is released."""
+    import os
+    import signal
+    import threading
+
+    held = other.get_lock("sigint")
+    assert held.try_lock(lease=30.0)
+    waiting = client.get_lock("sigint")
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        waiting.try_lock(wait=60.0, lease=30.0)
+    timer.join()
+    assert time.monotonic() - started < 30.0
+    assert not waiting.is_held()
+    assert on_every_node(nodes, "GET", prefix + "sigint") == [held.token] * len(nodes.uris)
+    held.unlock()
+
+
+def test_the_client_works_in_a_forked_child_and_in_its_parent(client, prefix):
+    """After fork() parent and child share no connection: both lock at once."""
+    import os
+
+    warm = client.get_lock("fork-warm")
+    assert warm.try_lock(lease=10.0)
+    warm.unlock()
+    pid = os.fork()
+    name = "fork-child" if pid == 0 else "fork-parent"
+    failures = 0
+    for _ in range(200):
+        lock = client.get_lock(name)
+        try:
+            if lock.try_lock(lease=10.0):
+                lock.unlock()
+            else:
+                failures += 1
+        except redlock.LockError:
+            failures += 1
+    if pid == 0:
+        os._exit(0 if failures == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert failures == 0
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_options_read_back(client, prefix):
+    assert client.get_option("key_prefix") == prefix
+    with pytest.raises(redlock.InvalidArgument):
+        client.get_option("no_such_option")

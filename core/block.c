@@ -1,0 +1,676 @@
+/*
+ * block.c - the blocking driver: the 1.0 API as one driver of the engine.
+ *
+ * Each call makes an operation (op.h) and drives it to its end in one poll
+ * loop over non-blocking sockets, each node's connection taken from the
+ * node's pool or made anew, and given back afterwards: to the pool when
+ * its stream is sound (nothing half-written; replies still owed are read by
+ * the next user, and credited by the stream to whoever sent them), closed
+ * otherwise, which settles what it still owed (engine.h).
+ *
+ * After fork() the child never uses a connection of its parent: pools made
+ * before the fork are dropped (their sockets closed in the child only) on
+ * the child's first call.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "ctx.h"
+#include "driver.h"
+#include "engine.h"
+#include "op.h"
+
+#define MAX_OWED_POOLED 1024   /* a connection owing more (its node stalls) is closed, not pooled */
+#define READ_CHUNK 16384
+
+typedef struct pool {
+    pthread_mutex_t mu;
+    rl_conn **idle;
+    size_t n;
+} pool;
+
+struct rl_driver {
+    pool *pools;               /* one per node */
+    size_t n_pools;
+    _Atomic unsigned gen;      /* fork generation the pools belong to */
+    pthread_mutex_t fork_mu;
+
+    /* The service thread: delivers releases owed to nodes (a failed
+     * attempt's, or one cut off with its connection) while the client lives,
+     * without waiting for the application's next call. Started when
+     * something is owed, it ends when nothing is. */
+    pthread_mutex_t service_mu;
+    pthread_cond_t service_cv;
+    bool service_running;
+    bool service_joinable;     /* a thread that ended is still to be joined */
+    bool stopping;
+    pthread_t service;
+};
+
+#define SERVICE_PERIOD_MS 100
+
+/* ---- the calling thread's interrupt check (redlock_set_interrupt_check) ---- */
+
+#define INTERRUPT_CHECK_MS 100
+
+static _Thread_local redlock_interrupt_fn interrupt_check;
+static _Thread_local void *interrupt_data;
+
+void redlock_set_interrupt_check(redlock_interrupt_fn check, void *data)
+{
+    interrupt_check = check;
+    interrupt_data = data;
+}
+
+/* ---- fork ---- */
+
+static _Atomic unsigned fork_generation;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void after_fork_in_child(void)
+{
+    atomic_fetch_add(&fork_generation, 1);
+}
+
+static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/* Drops a connection without any I/O: the child's copy of a parent's socket. */
+static void drop_forked(rl_conn *c)
+{
+    rl_entry e;
+    bool written;
+    while (rl_conn_pop_lost(c, &e, &written) == 1)
+        rl_cmd_unref(e.cmd);
+    close((int)c->io);
+    rl_conn_free(c);
+}
+
+/* In a child after fork(): forgets the parent's connections and owed work. */
+static void check_fork(redlock_ctx *ctx)
+{
+    struct rl_driver *d = ctx->driver;
+    unsigned now_gen = atomic_load_explicit(&fork_generation, memory_order_relaxed);
+    if (atomic_load_explicit(&d->gen, memory_order_relaxed) == now_gen)
+        return;
+    pthread_mutex_lock(&d->fork_mu);
+    if (atomic_load(&d->gen) != now_gen) {
+        for (size_t i = 0; i < d->n_pools; i++) {
+            pool *p = &d->pools[i];
+            pthread_mutex_lock(&p->mu);
+            for (size_t j = 0; j < p->n; j++)
+                drop_forked(p->idle[j]);
+            p->n = 0;
+            pthread_mutex_unlock(&p->mu);
+        }
+        rl_owed_clear(ctx);
+        /* The parent's service thread does not exist here. */
+        pthread_mutex_init(&d->service_mu, NULL);
+        pthread_cond_init(&d->service_cv, NULL);
+        d->service_running = d->service_joinable = false;
+        atomic_store(&d->gen, now_gen);
+    }
+    pthread_mutex_unlock(&d->fork_mu);
+}
+
+/* ---- pools ---- */
+
+int rl_driver_new(redlock_ctx *ctx)
+{
+    pthread_once(&fork_once, register_fork_handler);
+    struct rl_driver *d = calloc(1, sizeof *d);
+    if (!d || !(d->pools = calloc(ctx->n_nodes, sizeof *d->pools))) {
+        free(d);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    d->n_pools = ctx->n_nodes;
+    for (size_t i = 0; i < d->n_pools; i++)
+        pthread_mutex_init(&d->pools[i].mu, NULL);
+    pthread_mutex_init(&d->fork_mu, NULL);
+    pthread_mutex_init(&d->service_mu, NULL);
+    pthread_cond_init(&d->service_cv, NULL);
+    atomic_init(&d->gen, atomic_load(&fork_generation));
+    ctx->driver = d;
+    return REDLOCK_OK;
+}
+
+/* Closes a connection: what it still owed is settled first. */
+static void conn_close(rl_conn *c, const char *why, int64_t now)
+{
+    if (c->state != RL_CONN_BROKEN || rl_conn_owed(c) > 0 || c->op)
+        rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+    if (c->io >= 0)
+        close((int)c->io);
+    rl_conn_free(c);
+}
+
+void rl_driver_free(redlock_ctx *ctx)
+{
+    struct rl_driver *d = ctx->driver;
+    if (!d)
+        return;
+    check_fork(ctx);
+    pthread_mutex_lock(&d->service_mu);
+    d->stopping = true;
+    bool join = d->service_running || d->service_joinable;
+    pthread_cond_broadcast(&d->service_cv);
+    pthread_mutex_unlock(&d->service_mu);
+    if (join)
+        pthread_join(d->service, NULL);
+    pthread_mutex_destroy(&d->service_mu);
+    pthread_cond_destroy(&d->service_cv);
+    int64_t now = rl_now_ms();
+    for (size_t i = 0; i < d->n_pools; i++) {
+        pool *p = &d->pools[i];
+        for (size_t j = 0; j < p->n; j++)
+            conn_close(p->idle[j], "the client was closed", now);
+        free(p->idle);
+        pthread_mutex_destroy(&p->mu);
+    }
+    pthread_mutex_destroy(&d->fork_mu);
+    free(d->pools);
+    free(d);
+    ctx->driver = NULL;
+}
+
+static rl_conn *pool_take(redlock_ctx *ctx, size_t node)
+{
+    pool *p = &ctx->driver->pools[node];
+    rl_conn *c = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->n > 0)
+        c = p->idle[--p->n];
+    pthread_mutex_unlock(&p->mu);
+    return c;
+}
+
+/* Closes every idle connection of a node (one was found dead: it restarted). */
+static void pool_discard(redlock_ctx *ctx, size_t node, int64_t now)
+{
+    pool *p = &ctx->driver->pools[node];
+    pthread_mutex_lock(&p->mu);
+    rl_conn **idle = p->idle;
+    size_t n = p->n;
+    p->idle = NULL;
+    p->n = 0;
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < n; i++)
+        conn_close(idle[i], "the node's connections went stale", now);
+    free(idle);
+}
+
+/* Gives a connection back after an operation: pooled when sound. */
+static void pool_give(redlock_ctx *ctx, rl_conn *c, int64_t now)
+{
+    pool *p = &ctx->driver->pools[c->node];
+    int size = ctx->opt.pool_size;
+    if (c->state == RL_CONN_OPEN && !rl_conn_unwritten(c) && rl_conn_owed(c) <= MAX_OWED_POOLED) {
+        pthread_mutex_lock(&p->mu);
+        bool kept = false;
+        if (p->n < (size_t)size) {
+            rl_conn **grown = realloc(p->idle, (p->n + 1) * sizeof *grown);
+            if (grown) {
+                p->idle = grown;
+                p->idle[p->n++] = c;
+                kept = true;
+            }
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (kept)
+            return;
+    }
+    conn_close(c, rl_conn_unwritten(c) ? "closed with a command half-written"
+                                       : "closed by the client", now);
+}
+
+/* ---- sockets ---- */
+
+static int socket_for(int family)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && family != AF_UNIX) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return fd;
+}
+
+/* Starts a non-blocking connect: the fd, or -1 with why. IPv4 addresses are
+ * tried before IPv6 ones, as hiredis does. */
+static int start_connect(const rl_node_addr *a, char *why, size_t whylen)
+{
+    if (a->is_unix) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a->path);
+        int fd = socket_for(AF_UNIX);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            return fd;
+        snprintf(why, whylen, "cannot connect: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    char port[16];
+    snprintf(port, sizeof port, "%d", a->port);
+    int families[2] = { AF_INET, AF_INET6 };
+    int err = 0;
+    snprintf(why, whylen, "cannot connect: no address for %s", a->host);
+    for (int f = 0; f < 2; f++) {
+        struct addrinfo hints = { .ai_family = families[f], .ai_socktype = SOCK_STREAM };
+        struct addrinfo *res = NULL;
+        if ((err = getaddrinfo(a->host, port, &hints, &res)) != 0) {
+            snprintf(why, whylen, "cannot connect: %s", gai_strerror(err));
+            continue;
+        }
+        for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+            int fd = socket_for(ai->ai_family);
+            if (fd < 0)
+                continue;
+            if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
+                freeaddrinfo(res);
+                return fd;
+            }
+            snprintf(why, whylen, "cannot connect: %s", strerror(errno));
+            close(fd);
+        }
+        freeaddrinfo(res);
+    }
+    return -1;
+}
+
+/* Gives the operation a connection for every node it wants one for. */
+static void attach(redlock_ctx *ctx, rl_op *op, int64_t now)
+{
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        if (!rl_op_wants_conn(op, i))
+            continue;
+        rl_conn *c = pool_take(ctx, i);
+        if (c) {
+            rl_op_attach(op, i, c, now);
+            continue;
+        }
+        char why[160];
+        int64_t wait = rl_node_connect_wait(&ctx->nodes[i], now);
+        if (wait > 0) {
+            snprintf(why, sizeof why, "unreachable, next connection attempt in %lld ms",
+                     (long long)wait);
+            rl_op_no_conn(op, i, REDLOCK_ENOQUORUM, why, now);
+            continue;
+        }
+        if (!(c = rl_conn_new(ctx, i))) {
+            rl_op_no_conn(op, i, REDLOCK_ENOMEM, "out of memory", now);
+            continue;
+        }
+        int fd = start_connect(&ctx->nodes[i].addr, why, sizeof why);
+        if (fd < 0) {
+            rl_node_connect_failed(&ctx->nodes[i], now);
+            conn_close(c, why, now);
+            rl_op_no_conn(op, i, REDLOCK_ENOQUORUM, why, now);
+            continue;
+        }
+        c->io = fd;
+        rl_op_attach(op, i, c, now);
+    }
+}
+
+/* Writes what the connection may write now; false when the socket failed. */
+static bool flush(rl_conn *c, int64_t now)
+{
+    const char *bytes;
+    size_t len;
+    while ((len = rl_conn_output(c, &bytes)) > 0) {
+        ssize_t w = send((int)c->io, bytes, len, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return true;
+            char why[160];
+            snprintf(why, sizeof why, "connection lost: %s", strerror(errno));
+            rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+            return false;
+        }
+        rl_engine_wrote(c, (size_t)w);
+    }
+    return true;
+}
+
+/* Reads what arrived; false when the connection ended or broke. */
+static bool drain(rl_conn *c, int64_t now)
+{
+    char buf[READ_CHUNK];
+    for (;;) {
+        ssize_t r = recv((int)c->io, buf, sizeof buf, 0);
+        if (r > 0) {
+            if (!rl_engine_received(c, buf, (size_t)r, now))
+                return false;
+            if ((size_t)r < sizeof buf)
+                return true;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return true;
+        char why[160];
+        snprintf(why, sizeof why, "connection lost: %s",
+                 r == 0 ? "closed by the server" : strerror(errno));
+        rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+        return false;
+    }
+}
+
+/* A connect completed (or failed). */
+static bool connected(rl_conn *c, int64_t now)
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt((int)c->io, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    if (err != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "cannot connect: %s", strerror(err));
+        rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+        return false;
+    }
+    rl_engine_connected(c, now);
+    return true;
+}
+
+/* Services one socket's events; false when its connection is gone. */
+static bool service(rl_conn *c, short revents, int64_t now)
+{
+    if (c->state == RL_CONN_CONNECTING) {
+        if (!(revents & (POLLOUT | POLLERR | POLLHUP)) || !connected(c, now))
+            return c->state != RL_CONN_BROKEN;
+    }
+    if ((revents & POLLOUT) && !flush(c, now))
+        return false;
+    if ((revents & (POLLIN | POLLERR | POLLHUP)) && !drain(c, now))
+        return false;
+    return c->state != RL_CONN_BROKEN;
+}
+
+/* Frees a connection the engine found broken, and if it was a pooled one,
+ * the node's other idle connections with it (they are likely stale too). */
+static void bury(redlock_ctx *ctx, rl_conn *c, int64_t now)
+{
+    bool stale = c->uses > 1;
+    size_t node = c->node;
+    conn_close(c, c->why, now);
+    if (stale)
+        pool_discard(ctx, node, now);
+}
+
+/* Whether c still has its command to send: connecting, or output left
+ * (held back behind the handshake, or a full socket). */
+static bool sending(rl_conn *c)
+{
+    const char *bytes;
+    return c->state == RL_CONN_CONNECTING || rl_conn_output(c, &bytes) > 0
+        || (c->state == RL_CONN_OPEN && rl_conn_unwritten(c));
+}
+
+/* One poll over the operation's connections (all of them, or when `tail`
+ * only those still sending within their deadline), and their events. */
+static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked)
+{
+    struct pollfd pfd[REDLOCK_MAX_NODES];
+    rl_conn *who[REDLOCK_MAX_NODES];
+    size_t k = 0;
+    int64_t wake = tail ? INT64_MAX : rl_op_wake_at(op);
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, i);
+        if (!c || (tail && (!sending(c) || rl_op_deadline(op, i) <= *now)))
+            continue;
+        const char *bytes;
+        bool out = c->state == RL_CONN_CONNECTING || rl_conn_output(c, &bytes) > 0;
+        pfd[k] = (struct pollfd){ .fd = (int)c->io,
+                                  .events = (short)((out ? POLLOUT : 0)
+                                            | (c->state == RL_CONN_OPEN ? POLLIN : 0)) };
+        who[k++] = c;
+        if (tail && rl_op_deadline(op, i) < wake)
+            wake = rl_op_deadline(op, i);
+    }
+    if (tail && k == 0)
+        return;
+    int64_t cap = interrupt_check ? INTERRUPT_CHECK_MS : 1000;
+    int64_t timeout = wake == INT64_MAX ? cap : wake - *now;
+    timeout = timeout < 0 ? 0 : timeout > cap ? cap : timeout;
+    int r = poll(pfd, k, (int)timeout);
+    int err = r < 0 ? errno : 0;
+    *now = rl_now_ms();
+    if (interrupt_check && !tail && (err == EINTR || *now >= *checked + cap)) {
+        *checked = *now;
+        if (interrupt_check(interrupt_data) && rl_op_cancel(op, *now))
+            return;
+    }
+    if (r < 0 && err != EINTR) {
+        char why[160];
+        snprintf(why, sizeof why, "poll: %s", strerror(err));
+        for (size_t j = 0; j < k; j++) {
+            rl_engine_lost(who[j], REDLOCK_ESYSTEM, why, *now);
+            bury(ctx, who[j], *now);
+        }
+        return;
+    }
+    for (size_t j = 0; r > 0 && j < k; j++)
+        if (pfd[j].revents && !service(who[j], pfd[j].revents, *now))
+            bury(ctx, who[j], *now);
+    /* Replies may have queued more (a release, a script sent again). */
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, i);
+        if (c && c->state == RL_CONN_OPEN && !flush(c, *now))
+            bury(ctx, c, *now);
+    }
+}
+
+/* Whether any connection of the finished op still has its command to send
+ * within its deadline. */
+static bool tail_left(redlock_ctx *ctx, rl_op *op, int64_t now)
+{
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, i);
+        if (c && sending(c) && rl_op_deadline(op, i) > now)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Runs op until it is done, then until its commands are written to every
+ * node it can reach (within each node's deadline): the outcome is decided at
+ * a quorum, but every node that can be reached gets the command. Returns the
+ * status with this thread's message set.
+ */
+static int drive(redlock_ctx *ctx, rl_op *op)
+{
+    int64_t now = rl_now_ms(), checked = now;
+    for (;;) {
+        attach(ctx, op, now);
+        rl_op_step(op, now);
+        if (rl_op_done(op))
+            break;
+        bool wants = false;
+        for (size_t i = 0; i < ctx->n_nodes && !wants; i++)
+            wants = rl_op_wants_conn(op, i);
+        if (!wants)
+            poll_once(ctx, op, false, &now, &checked);
+    }
+    while (tail_left(ctx, op, now))
+        poll_once(ctx, op, true, &now, &checked);
+
+    int rc = rl_op_status(op);
+    if (rc != REDLOCK_OK)
+        rl_fail(rc, "%s", rl_op_message(op));
+    rl_conn *c;
+    while ((c = rl_op_take_conn(op)) != NULL) {
+        if (c->state == RL_CONN_OPEN && !flush(c, now)) {
+            bury(ctx, c, now);
+            continue;
+        }
+        pool_give(ctx, c, now);
+    }
+    return rc;
+}
+
+/* ---- the service thread ---- */
+
+static void *service_main(void *arg)
+{
+    redlock_ctx *ctx = arg;
+    struct rl_driver *d = ctx->driver;
+    pthread_mutex_lock(&d->service_mu);
+    while (!d->stopping && rl_owed_any(ctx, SIZE_MAX)) {
+        pthread_mutex_unlock(&d->service_mu);
+        rl_op *op;
+        if (rl_op_deliver(&op, ctx, rl_now_ms()) == REDLOCK_OK) {
+            drive(ctx, op);
+            rl_op_free(op);
+        }
+        pthread_mutex_lock(&d->service_mu);
+        if (d->stopping || !rl_owed_any(ctx, SIZE_MAX))
+            break;
+        /* Nodes that did not answer are tried again a little later. */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += SERVICE_PERIOD_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&d->service_cv, &d->service_mu, &until);
+    }
+    d->service_running = false;
+    d->service_joinable = true;
+    pthread_mutex_unlock(&d->service_mu);
+    return NULL;
+}
+
+/* Starts the service thread when releases are owed and it is not running. */
+static void service_wake(redlock_ctx *ctx)
+{
+    struct rl_driver *d = ctx->driver;
+    if (!rl_owed_any(ctx, SIZE_MAX))
+        return;
+    pthread_mutex_lock(&d->service_mu);
+    if (!d->service_running && !d->stopping) {
+        if (d->service_joinable) {
+            pthread_join(d->service, NULL);
+            d->service_joinable = false;
+        }
+        /* Signals are the application's: the thread blocks them all. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        d->service_running = pthread_create(&d->service, NULL, service_main, ctx) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    pthread_mutex_unlock(&d->service_mu);
+}
+
+/* ---- the 1.0 API ---- */
+
+static int lock_resources(redlock_handle **out, redlock_ctx *ctx, const char *const *names,
+                          size_t n, int64_t ttl_ms, int64_t wait_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    check_fork(ctx);
+    rl_op *op;
+    int rc = rl_op_lock(&op, ctx, names, n, ttl_ms, wait_ms, rl_now_ms());
+    if (rc != REDLOCK_OK)
+        return rc;
+    rc = drive(ctx, op);
+    *out = rl_op_take_handle(op);
+    rl_op_free(op);
+    service_wake(ctx);
+    return rc;
+}
+
+int redlock_lock(redlock_handle **out, redlock_ctx *ctx, const char *resource, int64_t ttl_ms,
+                 int64_t wait_ms)
+{
+    if (!resource) {
+        if (out)
+            *out = NULL;
+        return rl_fail(REDLOCK_EINVAL, "resource is NULL");
+    }
+    return lock_resources(out, ctx, &resource, 1, ttl_ms, wait_ms);
+}
+
+int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const *resources,
+                       size_t n_resources, int64_t ttl_ms, int64_t wait_ms)
+{
+    if (!resources || n_resources == 0 || n_resources > REDLOCK_MAX_RESOURCES) {
+        if (out)
+            *out = NULL;
+        return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
+                       : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
+    }
+    return lock_resources(out, ctx, resources, n_resources, ttl_ms, wait_ms);
+}
+
+/* Runs an extend or an unlock of h. */
+static int handle_call(redlock_handle *h, int64_t ttl_ms, bool extend)
+{
+    rl_clear_error();
+    if (!h)
+        return rl_fail(REDLOCK_EINVAL, "handle is NULL");
+    check_fork(h->ctx);
+    rl_op *op;
+    int64_t now = rl_now_ms();
+    int rc = extend ? rl_op_extend(&op, h, ttl_ms, now) : rl_op_unlock(&op, h, now);
+    if (rc != REDLOCK_OK)
+        return rc;
+    rc = drive(h->ctx, op);
+    rl_op_free(op);
+    service_wake(h->ctx);
+    return rc;
+}
+
+int redlock_extend(redlock_handle *h, int64_t ttl_ms)
+{
+    return handle_call(h, ttl_ms, true);
+}
+
+int redlock_unlock(redlock_handle *h)
+{
+    return handle_call(h, 0, false);
+}
+
+void redlock_handle_free(redlock_handle *h)
+{
+    rl_handle_free(h);
+}
+
+int64_t redlock_handle_validity_ms(const redlock_handle *h)
+{
+    if (!h || !h->held)
+        return 0;
+    return h->expires_at - rl_now_ms();
+}
+
+const char *redlock_handle_token(const redlock_handle *h)
+{
+    return h ? h->token : NULL;
+}

@@ -1,0 +1,299 @@
+/* cmd.c - commands, their replies, and their fate once nobody waits (see cmd.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cmd.h"
+#include "ctx.h"
+#include "scripts.h"
+
+/* An owed release is dropped after its keys' lease plus this: by then they
+ * have expired on any node that executed the acquire without a long stall. */
+#define OWED_GRACE_MS 60000
+#define OWED_MAX 10000
+
+rl_keys *rl_keys_new(size_t n)
+{
+    rl_keys *keys = calloc(1, sizeof *keys);
+    if (!keys || !(keys->k = calloc(n ? n : 1, sizeof *keys->k))) {
+        free(keys);
+        return NULL;
+    }
+    atomic_init(&keys->refs, 1);
+    keys->n = n;
+    return keys;
+}
+
+rl_keys *rl_keys_ref(rl_keys *keys)
+{
+    atomic_fetch_add_explicit(&keys->refs, 1, memory_order_relaxed);
+    return keys;
+}
+
+void rl_keys_unref(rl_keys *keys)
+{
+    if (!keys || atomic_fetch_sub_explicit(&keys->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < keys->n; i++)
+        free(keys->k[i]);
+    free(keys->k);
+    free(keys);
+}
+
+rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t ttl_ms)
+{
+    rl_cmd *cmd = calloc(1, sizeof *cmd);
+    if (!cmd)
+        return NULL;
+    atomic_init(&cmd->refs, 1);
+    atomic_init(&cmd->undo, false);
+    cmd->kind = kind;
+    cmd->keys = rl_keys_ref(keys);
+    size_t len = strnlen(token, RL_TOKEN_LEN);
+    memcpy(cmd->token, token, len);
+    cmd->token[len] = '\0';
+    cmd->ttl_ms = ttl_ms;
+    return cmd;
+}
+
+rl_cmd *rl_cmd_ref(rl_cmd *cmd)
+{
+    atomic_fetch_add_explicit(&cmd->refs, 1, memory_order_relaxed);
+    return cmd;
+}
+
+void rl_cmd_unref(rl_cmd *cmd)
+{
+    if (!cmd || atomic_fetch_sub_explicit(&cmd->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int i = 0; i < 3; i++)
+        rl_bytes_free(&cmd->cached[i]);
+    rl_keys_unref(cmd->keys);
+    free(cmd);
+}
+
+static const rl_script *script_of(const rl_cmd *cmd)
+{
+    switch (cmd->kind) {
+    case RL_CMD_ACQUIRE: return &rl_script_acquire;
+    case RL_CMD_EXTEND:  return &rl_script_extend;
+    default:             return &rl_script_release;
+    }
+}
+
+/* Formats cmd in form: SET key token NX GET PX ttl, or EVALSHA/EVAL script
+ * n key... token [ttl]. */
+static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
+{
+    char ttl[24], numkeys[24];
+    snprintf(ttl, sizeof ttl, "%lld", (long long)cmd->ttl_ms);
+    if (form == RL_FORM_SET) {
+        const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
+        return rl_bytes_format(out, 7, argv);
+    }
+    const rl_script *script = script_of(cmd);
+    bool with_ttl = cmd->kind != RL_CMD_RELEASE;
+    size_t n = cmd->keys->n;
+    size_t argc = 4 + n + (with_ttl ? 1 : 0);
+    const char **argv = malloc(argc * sizeof *argv);
+    if (!argv)
+        return REDLOCK_ENOMEM;
+    snprintf(numkeys, sizeof numkeys, "%zu", n);
+    argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
+    argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
+    argv[2] = numkeys;
+    memcpy(argv + 3, cmd->keys->k, n * sizeof *argv);
+    argv[3 + n] = cmd->token;
+    if (with_ttl)
+        argv[4 + n] = ttl;
+    int rc = rl_bytes_format(out, (int)argc, argv);
+    free(argv);
+    return rc;
+}
+
+/* Sends in form, from the cache when cache is set (the op's own sends, all
+ * on its thread), else from bytes made for this send alone. */
+static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
+{
+    rl_bytes fresh = { 0 };
+    rl_bytes *b = cache ? &cmd->cached[form] : &fresh;
+    int rc = REDLOCK_OK;
+    if (!b->p && (rc = format(cmd, form, b)) != REDLOCK_OK)
+        return rc;
+    rl_cmd_ref(cmd);
+    rc = rl_conn_send(c, b->p, b->len, cmd, (int)form);
+    if (rc != REDLOCK_OK)
+        rl_cmd_unref(cmd);
+    rl_bytes_free(&fresh);
+    return rc;
+}
+
+int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
+{
+    rl_form form = eval ? RL_FORM_EVAL : RL_FORM_EVALSHA;
+    if (!eval && cmd->kind == RL_CMD_ACQUIRE && cmd->keys->n == 1
+        && rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
+        form = RL_FORM_SET;
+    return send_form(cmd, c, form, cmd->cacheable);
+}
+
+void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (form == RL_FORM_SET) {
+        /* nil: it was free and is ours now; our token: ours already (this
+         * command ran before, on a connection lost before its reply). */
+        if (r->type == REDIS_REPLY_NIL)
+            out->vote = RL_VOTE_YES;
+        else if (r->type == REDIS_REPLY_STRING)
+            out->vote = strcmp(r->str, cmd->token) == 0 ? RL_VOTE_YES : RL_VOTE_NO;
+        else
+            rl_result_from_bad_reply(out, r);
+        return;
+    }
+    if (r->type != REDIS_REPLY_INTEGER || r->integer < 0) {
+        rl_result_from_bad_reply(out, r);
+        return;
+    }
+    if (cmd->kind == RL_CMD_RELEASE)     /* how many keys it deleted: all of them is a yes */
+        out->vote = (size_t)r->integer == cmd->keys->n ? RL_VOTE_YES : RL_VOTE_NO;
+    else if (r->integer <= 1)            /* acquire, extend: 1 done, 0 not ours */
+        out->vote = r->integer == 1 ? RL_VOTE_YES : RL_VOTE_NO;
+    else
+        rl_result_from_bad_reply(out, r);
+}
+
+/* Queues a release of cmd's keys and token on c (as nobody's command). */
+static void release_on(rl_cmd *cmd, rl_conn *c, int64_t now)
+{
+    rl_cmd *rel = rl_cmd_new(RL_CMD_RELEASE, cmd->keys, cmd->token, 0);
+    if (!rel || rl_cmd_send(rel, c, false) != REDLOCK_OK)
+        rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
+    rl_cmd_unref(rel);
+}
+
+void rl_cmd_late_reply(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply, int64_t now)
+{
+    if (rl_reply_is_noscript(reply)) {
+        /* The node lost its scripts. An acquire or extend did not run; a
+         * release must, so the script itself follows, on this connection. */
+        if (cmd->kind == RL_CMD_RELEASE && send_form(cmd, c, RL_FORM_EVAL, false) != REDLOCK_OK)
+            rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
+        return;
+    }
+    if (cmd->kind != RL_CMD_ACQUIRE || !atomic_load(&cmd->undo))
+        return;
+    rl_result res;
+    rl_cmd_classify(cmd, form, reply, &res);
+    if (res.vote == RL_VOTE_YES)
+        release_on(cmd, c, now);
+}
+
+void rl_cmd_late_lost(rl_cmd *cmd, redlock_ctx *ctx, size_t node, bool written, int64_t now)
+{
+    if (cmd->kind == RL_CMD_RELEASE || (cmd->kind == RL_CMD_ACQUIRE && written
+                                         && atomic_load(&cmd->undo)))
+        rl_owed_add(ctx, node, cmd->keys, cmd->token, now);
+}
+
+/* ---- releases owed to nodes ---- */
+
+void rl_owed_add(redlock_ctx *ctx, size_t node, rl_keys *keys, const char *token, int64_t now)
+{
+    int64_t until = now + rl_ctx_max_lease(ctx) + OWED_GRACE_MS;
+    pthread_mutex_lock(&ctx->owed_mu);
+    /* One release per node and token is enough: it is idempotent. */
+    for (rl_owed *o = ctx->owed; o; o = o->next) {
+        if (o->node == node && strcmp(o->cmd->token, token) == 0) {
+            o->until = until > o->until ? until : o->until;
+            pthread_mutex_unlock(&ctx->owed_mu);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&ctx->owed_mu);
+    rl_owed *o = calloc(1, sizeof *o);
+    if (!o || !(o->cmd = rl_cmd_new(RL_CMD_RELEASE, keys, token, 0))) {
+        free(o);
+        return;   /* out of memory: the keys expire at the end of their lease */
+    }
+    o->node = node;
+    o->until = until;
+    pthread_mutex_lock(&ctx->owed_mu);
+    o->next = ctx->owed;
+    ctx->owed = o;
+    ctx->n_owed++;
+    rl_owed *oldest = NULL;
+    if (ctx->n_owed > OWED_MAX) {
+        /* Far too many for nodes that never answer: the oldest go (their
+         * keys expire at the end of their lease). */
+        rl_owed **p = &ctx->owed;
+        while ((*p)->next)
+            p = &(*p)->next;
+        oldest = *p;
+        *p = NULL;
+        ctx->n_owed--;
+    }
+    pthread_mutex_unlock(&ctx->owed_mu);
+    if (oldest) {
+        rl_cmd_unref(oldest->cmd);
+        free(oldest);
+    }
+}
+
+void rl_owed_send(redlock_ctx *ctx, rl_conn *c, int64_t now)
+{
+    if (!rl_owed_any(ctx, c->node))
+        return;
+    rl_owed *mine = NULL, **mine_tail = &mine;
+    pthread_mutex_lock(&ctx->owed_mu);
+    for (rl_owed **p = &ctx->owed; *p;) {
+        rl_owed *o = *p;
+        if (o->node != c->node && o->until > now) {
+            p = &o->next;
+            continue;
+        }
+        *p = o->next;
+        ctx->n_owed--;
+        o->next = NULL;
+        *mine_tail = o;
+        mine_tail = &o->next;
+    }
+    pthread_mutex_unlock(&ctx->owed_mu);
+    while (mine) {
+        rl_owed *o = mine;
+        mine = o->next;
+        if (o->node == c->node && o->until > now && rl_cmd_send(o->cmd, c, false) != REDLOCK_OK)
+            rl_owed_add(ctx, o->node, o->cmd->keys, o->cmd->token, now);
+        rl_cmd_unref(o->cmd);
+        free(o);
+    }
+}
+
+bool rl_owed_any(redlock_ctx *ctx, size_t node)
+{
+    if (atomic_load_explicit(&ctx->n_owed, memory_order_relaxed) == 0)
+        return false;
+    bool any = false;
+    pthread_mutex_lock(&ctx->owed_mu);
+    for (rl_owed *o = ctx->owed; o && !any; o = o->next)
+        any = node == SIZE_MAX || o->node == node;
+    pthread_mutex_unlock(&ctx->owed_mu);
+    return any;
+}
+
+void rl_owed_clear(redlock_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->owed_mu);
+    rl_owed *o = ctx->owed;
+    ctx->owed = NULL;
+    ctx->n_owed = 0;
+    pthread_mutex_unlock(&ctx->owed_mu);
+    while (o) {
+        rl_owed *next = o->next;
+        rl_cmd_unref(o->cmd);
+        free(o);
+        o = next;
+    }
+}

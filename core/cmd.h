@@ -1,0 +1,96 @@
+/*
+ * cmd.h - the commands of the algorithm (acquire, extend, release), what
+ * their replies mean, and what happens to a command whose operation has
+ * moved on: its late replies and its loss with a connection.
+ *
+ * A command is shared by the entries it has on each node's connection, and
+ * refcounted. While an operation waits for it, cmd->op names the operation
+ * and replies go there (op.c); afterwards the rules below apply:
+ *   - release: must take effect. NOSCRIPT (the node lost its scripts) sends
+ *     it again as EVAL on the same connection, behind whatever is queued; a
+ *     connection lost before its reply makes it owed to that node: it goes
+ *     out on the next connection to the node.
+ *   - acquire: when its lock was given up (cmd->undo: the attempt failed, or
+ *     the lock was released while this reply was still owed), a late yes is
+ *     released on the same connection, and a loss after it was written
+ *     makes a release owed to the node. NOSCRIPT means it never ran.
+ *   - extend: nothing; the handle already assumes the shorter lease.
+ */
+#ifndef RL_CMD_H
+#define RL_CMD_H
+
+#include <stdatomic.h>
+
+#include "conn.h"
+#include "proto.h"
+#include "token.h"
+
+struct redisReply;
+struct redlock_ctx;
+struct rl_op;
+
+typedef enum rl_cmd_kind {
+    RL_CMD_ACQUIRE,
+    RL_CMD_EXTEND,
+    RL_CMD_RELEASE
+} rl_cmd_kind;
+
+/* How a command was written on one connection. */
+typedef enum rl_form {
+    RL_FORM_SET,        /* acquire one key: SET key token NX GET PX ttl (Redis 7.0+) */
+    RL_FORM_EVALSHA,    /* the command's script by digest */
+    RL_FORM_EVAL        /* the command's script in full (after NOSCRIPT) */
+} rl_form;
+
+/* Keys (key_prefix + name), shared by a handle and its commands. */
+typedef struct rl_keys {
+    _Atomic int refs;
+    size_t n;
+    char **k;
+} rl_keys;
+
+rl_keys *rl_keys_new(size_t n);    /* n NULL keys, one reference */
+rl_keys *rl_keys_ref(rl_keys *keys);
+void rl_keys_unref(rl_keys *keys);
+
+typedef struct rl_cmd {
+    _Atomic int refs;
+    rl_cmd_kind kind;
+    rl_keys *keys;
+    char token[RL_TOKEN_LEN + 1];
+    int64_t ttl_ms;                /* acquire, extend */
+    struct rl_op *op;              /* waits for its replies, or NULL */
+    _Atomic bool undo;             /* acquire: its lock was given up */
+    bool cacheable;                /* made by an op, sent only from its thread while it runs */
+    rl_bytes cached[3];            /* cacheable: formatted bytes per rl_form */
+} rl_cmd;
+
+rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t ttl_ms);
+rl_cmd *rl_cmd_ref(rl_cmd *cmd);
+void rl_cmd_unref(rl_cmd *cmd);
+
+/* Queues cmd on c, in the form the node takes (SET NX GET for one key on
+ * Redis 7.0 and later, EVALSHA otherwise); `eval` forces the full script.
+ * REDLOCK_OK, or a code when it could not be queued. */
+int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval);
+
+/* What a reply to cmd (sent in `form`) says. */
+void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply, rl_result *out);
+
+/* A reply to cmd that no operation waits for (see above). */
+void rl_cmd_late_reply(rl_cmd *cmd, rl_conn *c, int form, const struct redisReply *reply,
+                       int64_t now);
+/* cmd's entry was lost with its connection to node; written: it may have run. */
+void rl_cmd_late_lost(rl_cmd *cmd, struct redlock_ctx *ctx, size_t node, bool written,
+                      int64_t now);
+
+/* A release of keys/token owed to node: sent on the next connection to it. */
+void rl_owed_add(struct redlock_ctx *ctx, size_t node, rl_keys *keys, const char *token,
+                 int64_t now);
+/* Queues on c every release owed to its node (dropping those past their time). */
+void rl_owed_send(struct redlock_ctx *ctx, rl_conn *c, int64_t now);
+/* Whether any release is owed (to node, or to any node when node is SIZE_MAX). */
+bool rl_owed_any(struct redlock_ctx *ctx, size_t node);
+void rl_owed_clear(struct redlock_ctx *ctx);
+
+#endif /* RL_CMD_H */

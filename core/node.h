@@ -1,0 +1,54 @@
+/*
+ * node.h - what a client knows of one node, shared by every operation and
+ * every thread: its address, whether it may be connected to now (backoff
+ * after failed connects), what its INFO said (run_id, version), when it was
+ * seen to restart (the restart guard) and whether it is the same server as
+ * another node of the client. Times are the driver's monotonic milliseconds.
+ */
+#ifndef RL_NODE_H
+#define RL_NODE_H
+
+#include <pthread.h>
+
+#include "uri.h"
+
+typedef struct rl_node {
+    rl_node_addr addr;
+    size_t index;
+    pthread_mutex_t mu;      /* guards every field below */
+    int64_t down_until;      /* no new connections before this (backoff) */
+    int64_t backoff_ms;
+    char run_id[41];         /* the node's INFO run_id as last seen ("" before) */
+    int64_t restarted_at;    /* when a new run_id was seen; INT64_MIN never */
+    int version;             /* redis_version as major * 100 + minor; 0 unknown */
+    int same_as;             /* index of an earlier node with the same run_id, or -1 */
+} rl_node;
+
+int rl_node_init(rl_node *node, const char *uri, size_t index);
+void rl_node_destroy(rl_node *node);
+
+/* Milliseconds before a new connection may be tried (0: now). */
+int64_t rl_node_connect_wait(rl_node *node, int64_t now);
+/* Connecting failed (backoff: 25 ms doubling to 1 s) or succeeded. */
+void rl_node_connect_failed(rl_node *node, int64_t now);
+void rl_node_connect_ok(rl_node *node);
+
+/* Reads an INFO reply of node i of nodes[0..n): its version, and its run_id,
+ * which tells a restart (a new run_id) and the same server listed twice. */
+void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, size_t len,
+                       int64_t now);
+
+/* Milliseconds for which the node's votes do not count yet, because it
+ * restarted less than max_lease_ms ago; 0 when they count. */
+int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now);
+/* The index of an earlier node that is the same server, or -1. */
+int rl_node_same_as(rl_node *node);
+/* Whether the node is known to run Redis 7.0 or later (SET with NX and GET). */
+bool rl_node_has_set_nx_get(rl_node *node);
+
+/* Finds "run_id:<40 hex>" in an INFO reply; 0 when found. */
+int rl_info_run_id(const char *info, size_t len, char out[41]);
+/* Finds "redis_version:X.Y" in an INFO reply: X * 100 + Y, or 0. */
+int rl_info_version(const char *info, size_t len);
+
+#endif /* RL_NODE_H */

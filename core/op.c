@@ -1,0 +1,687 @@
+/* op.c - acquire, extend and release as state machines (see op.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "ctx.h"
+#include "op.h"
+#include "quorum.h"
+
+typedef enum slot_state {
+    SLOT_IDLE,        /* nothing asked of this node in this round */
+    SLOT_WANT_CONN,   /* the round's command waits for a connection */
+    SLOT_WAITING,     /* the command is queued; its reply is awaited */
+    SLOT_DONE         /* the vote is in */
+} slot_state;
+
+typedef struct slot {
+    rl_conn *conn;        /* the connection to this node, kept across rounds */
+    slot_state state;
+    bool sent;            /* this round's command was queued on conn */
+    bool maybe_ran;       /* ... on a connection lost after writing it */
+    bool retried;         /* a stale pooled connection was replaced this round */
+    int64_t deadline;
+} slot;
+
+typedef enum phase {
+    PHASE_ROUND,          /* a command is out to the nodes */
+    PHASE_PAUSE,          /* between two acquire attempts */
+    PHASE_DONE
+} phase;
+
+typedef enum op_kind {
+    OP_LOCK,
+    OP_EXTEND,
+    OP_UNLOCK,
+    OP_DELIVER      /* releases owed to nodes, and nothing else */
+} op_kind;
+
+struct rl_op {
+    redlock_ctx *ctx;
+    op_kind kind;
+    redlock_handle *h;
+    bool owns_handle;     /* lock: the handle is the op's until taken */
+    int64_t ttl_ms;
+    int64_t give_up;      /* lock: no attempt starts after this */
+    int64_t round_start;
+    int64_t wake_at;      /* pause: when the next attempt starts */
+    phase phase;
+    rl_cmd *cmd;          /* the current round's command */
+    bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
+    bool was_held;        /* unlock: the lock as it was when unlock began */
+    int64_t old_expires_at;
+    int rc;
+    char what[300];
+    char msg[RL_ERRMSG_MAX];
+    size_t next_conn;     /* rl_op_take_conn's cursor */
+    slot *slots;          /* one per node, allocated with the op */
+    rl_result *results;   /* one per node, allocated with the op */
+};
+
+static rl_verb verb_of(const rl_op *op)
+{
+    return op->kind == OP_LOCK ? RL_VERB_ACQUIRE
+         : op->kind == OP_EXTEND ? RL_VERB_EXTEND : RL_VERB_RELEASE;
+}
+
+/* ---- handles ---- */
+
+void rl_handle_free(redlock_handle *h)
+{
+    if (!h)
+        return;
+    rl_cmd_unref(h->acquired_by);
+    rl_keys_unref(h->keys);
+    free(h);
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Fails when two keys are the same. */
+static int check_distinct(const redlock_ctx *ctx, const rl_keys *keys)
+{
+    if (keys->n < 2)
+        return REDLOCK_OK;
+    char **sorted = malloc(keys->n * sizeof *sorted);
+    if (!sorted)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    memcpy(sorted, keys->k, keys->n * sizeof *sorted);
+    qsort(sorted, keys->n, sizeof *sorted, compare_keys);
+    int rc = REDLOCK_OK;
+    for (size_t i = 1; i < keys->n && rc == REDLOCK_OK; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            rc = rl_fail(REDLOCK_EINVAL, "resource '%.200s' is listed twice",
+                         sorted[i] + ctx->opt.key_prefix_len);
+    free(sorted);
+    return rc;
+}
+
+/* A handle for the given resources, their keys prefixed; names checked. */
+static int handle_new(redlock_handle **out, redlock_ctx *ctx, const char *const *names, size_t n)
+{
+    const rl_options *o = &ctx->opt;
+    redlock_handle *h = calloc(1, sizeof *h);
+    if (!h || !(h->keys = rl_keys_new(n))) {
+        free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    h->ctx = ctx;
+    int rc = REDLOCK_OK;
+    for (size_t i = 0; i < n && rc == REDLOCK_OK; i++) {
+        size_t len = names[i] ? strnlen(names[i], REDLOCK_MAX_NAME_BYTES + 1) : 0;
+        if (!names[i])
+            rc = rl_fail(REDLOCK_EINVAL, "resource name %zu is NULL", i);
+        else if (len == 0)
+            rc = rl_fail(REDLOCK_EINVAL, "resource name %zu is empty", i);
+        else if (o->key_prefix_len + len > REDLOCK_MAX_NAME_BYTES)
+            rc = rl_fail(REDLOCK_EINVAL, "resource name %zu is too long (key_prefix and name "
+                         "together may have at most 4096 bytes)", i);
+        else if (!(h->keys->k[i] = malloc(o->key_prefix_len + len + 1)))
+            rc = rl_fail(REDLOCK_ENOMEM, "out of memory");
+        else {
+            memcpy(h->keys->k[i], o->key_prefix, o->key_prefix_len);
+            memcpy(h->keys->k[i] + o->key_prefix_len, names[i], len + 1);
+        }
+    }
+    if (rc == REDLOCK_OK)
+        rc = check_distinct(ctx, h->keys);
+    if (rc != REDLOCK_OK) {
+        rl_handle_free(h);
+        return rc;
+    }
+    *out = h;
+    return REDLOCK_OK;
+}
+
+static int check_lease(int64_t ttl_ms)
+{
+    if (ttl_ms <= 0)
+        return rl_fail(REDLOCK_EINVAL, "ttl_ms must be positive, got %lld", (long long)ttl_ms);
+    if (ttl_ms > REDLOCK_MAX_TTL_MS)
+        return rl_fail(REDLOCK_EINVAL, "ttl_ms must be at most %d, got %lld", REDLOCK_MAX_TTL_MS,
+                       (long long)ttl_ms);
+    return REDLOCK_OK;
+}
+
+/* "lock 'orders'" or "lock 'orders' and 2 more", for messages. */
+static void describe(rl_op *op, const char *verb)
+{
+    const rl_keys *k = op->h->keys;
+    if (k->n == 1)
+        snprintf(op->what, sizeof op->what, "%s '%.200s'", verb, k->k[0]);
+    else
+        snprintf(op->what, sizeof op->what, "%s '%.200s' and %zu more", verb, k->k[0], k->n - 1);
+}
+
+/* ---- rounds ---- */
+
+static int new_token(redlock_ctx *ctx, char out[RL_TOKEN_LEN + 1])
+{
+    unsigned char raw[RL_TOKEN_BYTES];
+    if (ctx->random(ctx->random_data, raw, sizeof raw) != 0)
+        return REDLOCK_ESYSTEM;
+    rl_token_hex(out, raw);
+    return REDLOCK_OK;
+}
+
+static void finish(rl_op *op, int rc, const char *msg)
+{
+    op->phase = PHASE_DONE;
+    op->rc = rc;
+    if (msg != op->msg)
+        snprintf(op->msg, sizeof op->msg, "%s", msg ? msg : "");
+}
+
+/* Queues the round's command on the slot's connection. */
+static void send_on(rl_op *op, size_t i, int64_t now)
+{
+    slot *s = &op->slots[i];
+    const rl_options *o = &op->ctx->opt;
+    int rc = rl_cmd_send(op->cmd, s->conn, false);
+    if (rc != REDLOCK_OK) {
+        s->state = SLOT_DONE;
+        rl_result_fail(&op->results[i], rc, "%s", rc == REDLOCK_ENOMEM ? "out of memory"
+                       : "connection unusable");
+        return;
+    }
+    s->sent = true;
+    s->state = SLOT_WAITING;
+    s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
+                                                              : o->node_timeout_ms);
+}
+
+static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
+{
+    redlock_handle *h = op->h;
+    if (kind == RL_CMD_ACQUIRE) {
+        int rc = new_token(op->ctx, h->token);
+        if (rc != REDLOCK_OK)
+            return rl_fail(rc, "the operating system's random source failed");
+    }
+    rl_cmd_unref(op->cmd);
+    op->cmd = rl_cmd_new(kind, h->keys, h->token, op->ttl_ms);
+    if (!op->cmd)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->cmd->op = op;
+    op->cmd->cacheable = true;
+    op->phase = PHASE_ROUND;
+    op->round_start = now;
+    op->saw_noscript = false;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        op->results[i].vote = RL_VOTE_PENDING;
+        s->sent = s->maybe_ran = s->retried = false;
+        if (s->conn && s->conn->state != RL_CONN_BROKEN)
+            send_on(op, i, now);
+        else
+            s->state = SLOT_WANT_CONN;
+    }
+    return REDLOCK_OK;
+}
+
+static int64_t retry_pause_ms(rl_op *op)
+{
+    const rl_options *o = &op->ctx->opt;
+    int64_t pause = o->retry_delay_ms;
+    uint32_t r = 0;
+    if (o->retry_jitter_ms > 0 && op->ctx->random(op->ctx->random_data, &r, sizeof r) == 0)
+        pause += (int64_t)(r % (uint32_t)(2 * o->retry_jitter_ms + 1)) - o->retry_jitter_ms;
+    return pause < 0 ? 0 : pause;
+}
+
+/* Codes for which another attempt may succeed. */
+static bool retryable(int rc)
+{
+    return rc == REDLOCK_ELOCKED || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EEXPIRED
+        || rc == REDLOCK_EREDIS;
+}
+
+/* A failed attempt: its release goes wherever the acquire may have run. */
+static void undo_attempt(rl_op *op, int64_t now)
+{
+    rl_cmd *rel = rl_cmd_new(RL_CMD_RELEASE, op->h->keys, op->h->token, 0);
+    if (rel)
+        rel->cacheable = true;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn, false) == REDLOCK_OK;
+        if ((s->sent && s->conn && !queued) || s->maybe_ran)
+            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+    }
+    rl_cmd_unref(rel);
+}
+
+static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
+{
+    redlock_handle *h = op->h;
+    op->cmd->op = NULL;   /* later replies are late: cmd.c's rules */
+    switch (op->kind) {
+    case OP_LOCK:
+        if (v->rc == REDLOCK_OK) {
+            h->held = true;
+            h->expires_at = v->expires_at;
+            h->acquired_by = rl_cmd_ref(op->cmd);
+            finish(op, REDLOCK_OK, "");
+            return;
+        }
+        undo_attempt(op, now);
+        if (retryable(v->rc) && now < op->give_up) {
+            int64_t pause = retry_pause_ms(op), left = op->give_up - now;
+            op->phase = PHASE_PAUSE;
+            op->wake_at = now + (pause < left ? pause : left);
+            op->rc = v->rc;
+            for (size_t i = 0; i < op->ctx->n_nodes; i++)
+                op->slots[i].state = SLOT_IDLE;
+            return;
+        }
+        finish(op, v->rc, op->msg);
+        return;
+    case OP_EXTEND:
+        h->held = v->held;
+        if (v->held)
+            h->expires_at = v->expires_at;
+        finish(op, v->rc, op->msg);
+        return;
+    case OP_UNLOCK:
+        h->held = false;
+        finish(op, v->rc, op->msg);
+        return;
+    case OP_DELIVER:   /* decided by step_deliver, never by a verdict */
+        return;
+    }
+}
+
+/* Decides the round if it can be decided now. */
+static void try_decide(rl_op *op, int64_t now)
+{
+    bool final = true;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WAITING || op->slots[i].state == SLOT_WANT_CONN)
+            final = false;
+    /* After a NOSCRIPT the other nodes have likely lost their scripts too:
+     * the round waits for every node, to send each the script now rather
+     * than leave it to a reply nobody reads. */
+    if (op->saw_noscript && !final)
+        return;
+    rl_round round = {
+        .verb = verb_of(op), .results = op->results, .start = op->round_start, .now = now,
+        .ttl_ms = op->ttl_ms, .final = final, .was_held = op->was_held,
+        .expires_at = op->old_expires_at, .old_expires_at = op->old_expires_at,
+    };
+    rl_verdict v;
+    rl_quorum_decide(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
+    if (v.decided)
+        end_round(op, &v, now);
+}
+
+static void vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
+{
+    op->results[i] = *r;
+    rl_quorum_admit(op->ctx, i, verb_of(op), &op->results[i], now);
+    op->slots[i].state = SLOT_DONE;
+}
+
+/* ---- making operations ---- */
+
+static rl_op *op_new(redlock_ctx *ctx, op_kind kind)
+{
+    size_t n = ctx->n_nodes;
+    rl_op *op = malloc(sizeof *op + n * (sizeof *op->slots + sizeof *op->results));
+    if (!op)
+        return NULL;
+    memset(op, 0, sizeof *op);
+    op->slots = (slot *)(op + 1);
+    op->results = (rl_result *)(op->slots + n);
+    memset(op->slots, 0, n * sizeof *op->slots);
+    op->ctx = ctx;
+    op->kind = kind;
+    return op;
+}
+
+int rl_op_lock(rl_op **out, redlock_ctx *ctx, const char *const *names, size_t n,
+               int64_t ttl_ms, int64_t wait_ms, int64_t now)
+{
+    int rc = check_lease(ttl_ms);
+    if (rc != REDLOCK_OK)
+        return rc;
+    if (wait_ms < 0)
+        return rl_fail(REDLOCK_EINVAL, "wait_ms must not be negative, got %lld",
+                       (long long)wait_ms);
+    redlock_handle *h = NULL;
+    if ((rc = handle_new(&h, ctx, names, n)) != REDLOCK_OK)
+        return rc;
+    rl_op *op = op_new(ctx, OP_LOCK);
+    if (!op) {
+        rl_handle_free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->h = h;
+    op->owns_handle = true;
+    op->ttl_ms = ttl_ms;
+    op->give_up = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
+    describe(op, "lock");
+    rl_ctx_note_lease(ctx, ttl_ms);
+    if ((rc = start_round(op, RL_CMD_ACQUIRE, now)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
+{
+    int rc = check_lease(ttl_ms);
+    if (rc != REDLOCK_OK)
+        return rc;
+    if (!h->held)
+        return rl_fail(REDLOCK_ENOTHELD, "extend: the lock was %s",
+                       h->released ? "released" : "lost");
+    if (h->expires_at <= now) {
+        h->held = false;
+        return rl_fail(REDLOCK_ENOTHELD, "extend: the lock expired %lld ms ago",
+                       (long long)(now - h->expires_at));
+    }
+    rl_op *op = op_new(h->ctx, OP_EXTEND);
+    if (!op)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->h = h;
+    op->ttl_ms = ttl_ms;
+    op->old_expires_at = h->expires_at;
+    describe(op, "extend");
+    rl_ctx_note_lease(h->ctx, ttl_ms);
+    if ((rc = start_round(op, RL_CMD_EXTEND, now)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
+{
+    if (h->released)
+        return rl_fail(REDLOCK_ENOTHELD, "unlock: the lock was already released");
+    rl_op *op = op_new(h->ctx, OP_UNLOCK);
+    if (!op)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->h = h;
+    op->was_held = h->held;
+    op->old_expires_at = h->expires_at;
+    describe(op, "unlock");
+    /* From here on the lock is given up: a late reply of the acquire that
+     * made it is undone wherever it arrives. */
+    h->released = true;
+    if (h->acquired_by)
+        atomic_store(&h->acquired_by->undo, true);
+    int rc = start_round(op, RL_CMD_RELEASE, now);
+    if (rc != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_deliver(rl_op **out, redlock_ctx *ctx, int64_t now)
+{
+    (void)now;
+    rl_op *op = op_new(ctx, OP_DELIVER);
+    if (!op)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->phase = PHASE_ROUND;
+    bool any = false;
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        if (rl_owed_any(ctx, i)) {
+            op->slots[i].state = SLOT_WANT_CONN;
+            any = true;
+        }
+    }
+    if (!any)
+        finish(op, REDLOCK_OK, "");
+    *out = op;
+    return REDLOCK_OK;
+}
+
+void rl_op_free(rl_op *op)
+{
+    if (!op)
+        return;
+    if (op->cmd) {
+        op->cmd->op = NULL;
+        rl_cmd_unref(op->cmd);
+    }
+    if (op->owns_handle)
+        rl_handle_free(op->h);
+    free(op);
+}
+
+/* ---- driving ---- */
+
+rl_conn *rl_op_conn(const rl_op *op, size_t node)
+{
+    return op->slots[node].conn;
+}
+
+int64_t rl_op_deadline(const rl_op *op, size_t node)
+{
+    return op->slots[node].sent ? op->slots[node].deadline : INT64_MIN;
+}
+
+bool rl_op_wants_conn(const rl_op *op, size_t node)
+{
+    return op->phase == PHASE_ROUND && op->slots[node].state == SLOT_WANT_CONN;
+}
+
+void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now)
+{
+    slot *s = &op->slots[node];
+    s->conn = c;
+    c->op = op;
+    c->uses++;
+    rl_owed_send(op->ctx, c, now);
+    if (op->kind != OP_DELIVER) {
+        send_on(op, node, now);
+        return;
+    }
+    const rl_options *o = &op->ctx->opt;
+    s->sent = true;
+    s->state = SLOT_WAITING;
+    s->deadline = now + (c->state == RL_CONN_CONNECTING ? o->connect_timeout_ms : 0)
+                + o->node_timeout_ms;
+}
+
+void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t now)
+{
+    rl_result r;
+    rl_result_fail(&r, code, "%s", why);
+    vote(op, node, &r, now);
+}
+
+/* Delivery ends on each node when every reply its connection owed is in
+ * (the releases were answered), or at the node's deadline. */
+static void step_deliver(rl_op *op, int64_t now)
+{
+    bool waiting = false;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        if (s->state != SLOT_WAITING)
+            continue;
+        if (now >= s->deadline || (s->conn && rl_conn_owed(s->conn) == 0))
+            s->state = SLOT_DONE;
+        else
+            waiting = true;
+    }
+    if (!waiting)
+        finish(op, REDLOCK_OK, "");
+}
+
+void rl_op_step(rl_op *op, int64_t now)
+{
+    if (op->phase == PHASE_PAUSE) {
+        if (now < op->wake_at)
+            return;
+        int rc = start_round(op, RL_CMD_ACQUIRE, now);
+        if (rc != REDLOCK_OK) {
+            finish(op, rc, "the operating system's random source failed");
+            return;
+        }
+    }
+    if (op->phase != PHASE_ROUND)
+        return;
+    if (op->kind == OP_DELIVER) {
+        step_deliver(op, now);
+        return;
+    }
+    const rl_options *o = &op->ctx->opt;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        if (s->state != SLOT_WAITING || now < s->deadline)
+            continue;
+        rl_result r;
+        if (s->conn->state == RL_CONN_CONNECTING) {
+            rl_node_connect_failed(&op->ctx->nodes[i], now);
+            rl_conn_break(s->conn, REDLOCK_ENOQUORUM, "connect timed out");
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms",
+                           (long long)o->connect_timeout_ms);
+        } else {
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "no answer within %lld ms",
+                           (long long)o->node_timeout_ms);
+        }
+        vote(op, i, &r, now);
+    }
+    try_decide(op, now);
+}
+
+bool rl_op_cancel(rl_op *op, int64_t now)
+{
+    if (op->kind != OP_LOCK || op->phase == PHASE_DONE)
+        return false;
+    if (op->phase == PHASE_ROUND) {
+        op->cmd->op = NULL;
+        undo_attempt(op, now);
+    }
+    finish(op, REDLOCK_ECANCELED, "");
+    snprintf(op->msg, sizeof op->msg, "%s: cancelled while waiting", op->what);
+    return true;
+}
+
+int64_t rl_op_wake_at(const rl_op *op)
+{
+    if (op->phase == PHASE_PAUSE)
+        return op->wake_at;
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WAITING && op->slots[i].deadline < first)
+            first = op->slots[i].deadline;
+    return first;
+}
+
+bool rl_op_done(const rl_op *op)
+{
+    return op->phase == PHASE_DONE;
+}
+
+int rl_op_status(const rl_op *op)
+{
+    return op->rc;
+}
+
+const char *rl_op_message(const rl_op *op)
+{
+    return op->msg;
+}
+
+redlock_handle *rl_op_take_handle(rl_op *op)
+{
+    if (op->kind != OP_LOCK || op->rc != REDLOCK_OK || !op->owns_handle)
+        return NULL;
+    op->owns_handle = false;
+    return op->h;
+}
+
+rl_conn *rl_op_take_conn(rl_op *op)
+{
+    while (op->next_conn < op->ctx->n_nodes) {
+        slot *s = &op->slots[op->next_conn++];
+        rl_conn *c = s->conn;
+        if (!c)
+            continue;
+        s->conn = NULL;
+        c->op = NULL;
+        return c;
+    }
+    return NULL;
+}
+
+/* ---- connection events ---- */
+
+void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply, int64_t now)
+{
+    size_t i = c->node;
+    slot *s = &op->slots[i];
+    if (e->cmd != op->cmd || s->state != SLOT_WAITING || s->conn != c) {
+        rl_cmd_late_reply(e->cmd, c, e->form, reply, now);
+        return;
+    }
+    if (rl_reply_is_noscript(reply) && e->form != RL_FORM_EVAL) {
+        /* The node lost its scripts (SCRIPT FLUSH, a failover): the script
+         * itself follows on the same connection, a new entry of the stream. */
+        if (rl_cmd_send(op->cmd, c, true) == REDLOCK_OK) {
+            op->saw_noscript = true;
+            s->deadline = now + op->ctx->opt.node_timeout_ms;
+            return;
+        }
+    }
+    rl_result r;
+    rl_cmd_classify(op->cmd, e->form, reply, &r);
+    vote(op, i, &r, now);
+}
+
+void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, int64_t now)
+{
+    if (e->cmd == op->cmd && written)
+        op->slots[c->node].maybe_ran = true;
+    else if (e->cmd != op->cmd)
+        rl_cmd_late_lost(e->cmd, op->ctx, c->node, written, now);
+}
+
+void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now)
+{
+    slot *s = &op->slots[c->node];
+    if (s->conn == c && s->state == SLOT_WAITING)
+        s->deadline = now + op->ctx->opt.node_timeout_ms;
+}
+
+void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)
+{
+    size_t i = c->node;
+    slot *s = &op->slots[i];
+    if (s->conn != c)
+        return;
+    s->conn = NULL;
+    c->op = NULL;
+    if (s->state != SLOT_WAITING)
+        return;
+    if (op->kind == OP_DELIVER) {
+        s->state = SLOT_DONE;
+        return;
+    }
+    /* A pooled connection may simply have gone stale (the node restarted
+     * since it was used): the command goes once more on a new connection.
+     * That is safe because an acquire that finds our own token counts as
+     * done, and extend and release may run twice. */
+    if (c->uses > 1 && c->connected && !s->retried) {
+        s->retried = true;
+        s->state = SLOT_WANT_CONN;
+        return;
+    }
+    rl_result r;
+    rl_result_fail(&r, c->code ? c->code : REDLOCK_ENOQUORUM, "%s", c->why);
+    vote(op, i, &r, now);
+}

@@ -1,0 +1,88 @@
+/*
+ * op.h - operations: acquire (with the wait and retry policy around its
+ * attempts), extend and release, each a state machine over the nodes. An
+ * operation does no I/O and reads no clock: a driver gives it connections
+ * (rl_op_attach), moves bytes and reports events through engine.h, passes
+ * the time, and asks what it wants next (rl_op_wants_conn, rl_op_wake_at)
+ * until rl_op_done.
+ *
+ * One round sends one command to every node at once, each node with its own
+ * deadline, and ends as soon as quorum.c can decide it. After a failed
+ * acquire attempt the release goes to every node that may have run it (on
+ * the same connection, behind the acquire), and the operation pauses
+ * (retry_delay_ms +- retry_jitter_ms) and tries again with a fresh token
+ * while wait_ms lasts; REDLOCK_ELOCKED, REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED
+ * and REDLOCK_EREDIS are worth another attempt, the rest are not.
+ */
+#ifndef RL_OP_H
+#define RL_OP_H
+
+#include "cmd.h"
+
+struct redlock_ctx;
+
+/* An acquired lock. */
+struct redlock_handle {
+    struct redlock_ctx *ctx;
+    rl_keys *keys;
+    char token[RL_TOKEN_LEN + 1];
+    int64_t expires_at;        /* the driver's ms at which validity reaches 0 */
+    bool held;                 /* acquired, and not since lost or released */
+    bool released;             /* unlock was called */
+    rl_cmd *acquired_by;       /* the acquire that made it: undone where late */
+};
+
+typedef struct rl_op rl_op;
+
+/* Each checks its arguments and fails (REDLOCK_EINVAL, ...) with this
+ * thread's message set, or makes an operation that starts at `now`. */
+int rl_op_lock(rl_op **out, struct redlock_ctx *ctx, const char *const *names, size_t n,
+               int64_t ttl_ms, int64_t wait_ms, int64_t now);
+int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
+int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
+/* An operation that delivers the releases owed to nodes (cmd.h): it asks
+ * for a connection to each node owed one, and ends when they are answered
+ * or the nodes' deadlines pass; what is still owed stays owed. */
+int rl_op_deliver(rl_op **out, struct redlock_ctx *ctx, int64_t now);
+/* Frees a finished operation (after its connections were taken back). */
+void rl_op_free(rl_op *op);
+
+/* The connection the operation has to node, or NULL. */
+rl_conn *rl_op_conn(const rl_op *op, size_t node);
+/* The deadline of the operation's last command to node (INT64_MIN: none). */
+int64_t rl_op_deadline(const rl_op *op, size_t node);
+/* Whether the operation needs a connection to node now. */
+bool rl_op_wants_conn(const rl_op *op, size_t node);
+/* Gives it one (pooled, or new and connecting), or says none can be had. */
+void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now);
+void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t now);
+
+/* Advances on timers and decides rounds; call after events and at wake-up. */
+void rl_op_step(rl_op *op, int64_t now);
+/* Cancels a lock operation that has not succeeded yet: what its attempt may
+ * have taken is released, and it ends with REDLOCK_ECANCELED. Extend and
+ * release are not cancelled (false): they end within one node deadline. */
+bool rl_op_cancel(rl_op *op, int64_t now);
+/* When the operation next needs rl_op_step if nothing else happens. */
+int64_t rl_op_wake_at(const rl_op *op);
+/* Whether it is done; then its status and message. */
+bool rl_op_done(const rl_op *op);
+int rl_op_status(const rl_op *op);
+const char *rl_op_message(const rl_op *op);
+/* A finished lock operation's handle (the caller owns it), or NULL. */
+redlock_handle *rl_op_take_handle(rl_op *op);
+/* Takes back, one at a time, the connections a finished operation held;
+ * NULL when none is left. */
+rl_conn *rl_op_take_conn(rl_op *op);
+
+/* Events of the connections the operation has (engine.c calls these). */
+void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const struct redisReply *reply,
+                 int64_t now);
+void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, int64_t now);
+void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now);
+void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now);
+
+/* Frees a handle and its keys (no I/O). */
+void rl_handle_free(redlock_handle *h);
+
+#endif /* RL_OP_H */

@@ -1,0 +1,50 @@
+/*
+ * proto.h - the Redis protocol as the engine needs it: commands formatted
+ * into bytes (hiredis's redisFormatCommandArgv) and replies reduced to what
+ * the quorum rule needs (a vote). No I/O: bytes in, bytes out.
+ */
+#ifndef RL_PROTO_H
+#define RL_PROTO_H
+
+#include "base.h"
+
+struct redisReply;
+
+/* A formatted command, owned (free with rl_bytes_free). */
+typedef struct rl_bytes {
+    char *p;
+    size_t len;
+} rl_bytes;
+
+/* Formats argv (NUL-terminated strings) as RESP; REDLOCK_OK or REDLOCK_ENOMEM. */
+int rl_bytes_format(rl_bytes *out, int argc, const char **argv);
+void rl_bytes_free(rl_bytes *b);
+
+/* What one node said, reduced to what the quorum rule needs. */
+typedef enum rl_vote {
+    RL_VOTE_PENDING = 0,
+    RL_VOTE_YES,       /* did what was asked (set, extended, released) */
+    RL_VOTE_NO,        /* answered, and refused: the key is someone else's */
+    RL_VOTE_FAILED     /* no usable answer: down, timed out, or an error reply */
+} rl_vote;
+
+typedef struct rl_result {
+    rl_vote vote;
+    int code;          /* for RL_VOTE_FAILED: the REDLOCK_E* that describes it */
+    char why[160];     /* for RL_VOTE_FAILED: printable reason */
+} rl_result;
+
+/* Marks r failed with code and a printf-style reason. */
+void rl_result_fail(rl_result *r, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A failed vote from an error reply or a reply of an unexpected type. */
+void rl_result_from_bad_reply(rl_result *r, const struct redisReply *reply);
+
+/* The REDLOCK_E* code for a Redis error reply (WRONGTYPE, NOAUTH, ...). */
+int rl_reply_error_code(const char *err);
+
+/* An error reply NOSCRIPT: the node does not have the script (EVALSHA). */
+bool rl_reply_is_noscript(const struct redisReply *reply);
+
+#endif /* RL_PROTO_H */

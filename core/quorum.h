@@ -1,0 +1,69 @@
+/*
+ * quorum.h - the Redlock rules, in one place: the quorum, drift and
+ * validity, which votes count (the restart guard, one server listed twice),
+ * and the one verdict that decides "held or not" for acquire, extend and
+ * release. Pure functions of the votes and the times they are given.
+ */
+#ifndef RL_QUORUM_H
+#define RL_QUORUM_H
+
+#include "proto.h"
+
+struct redlock_ctx;
+
+typedef enum rl_verb {
+    RL_VERB_ACQUIRE,
+    RL_VERB_EXTEND,
+    RL_VERB_RELEASE
+} rl_verb;
+
+size_t rl_quorum(size_t n_nodes);
+int64_t rl_drift_ms(int64_t ttl_ms, double drift_factor);
+int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor);
+
+/* Whether node's yes may count for verb: not for acquire or extend from a
+ * node that restarted less than the largest lease ago (it may have lost a
+ * key it granted: the restart guard), nor from a second name of a server
+ * already counted. Turns such a yes into a failure that says why. */
+void rl_quorum_admit(struct redlock_ctx *ctx, size_t node, rl_verb verb, rl_result *r,
+                     int64_t now);
+
+/* One round of votes, as the verdict needs it. */
+typedef struct rl_round {
+    rl_verb verb;
+    const rl_result *results;   /* one per node of the ctx */
+    int64_t start;              /* when the round's commands were first queued */
+    int64_t now;
+    int64_t ttl_ms;             /* acquire, extend: the lease asked for */
+    bool final;                 /* no more replies will be waited for */
+    /* release: the lock as the handle saw it when unlock began */
+    bool was_held;
+    int64_t expires_at;
+    /* extend: the expiry before the extend */
+    int64_t old_expires_at;
+} rl_round;
+
+typedef struct rl_verdict {
+    bool decided;
+    int rc;                     /* REDLOCK_OK, or why not */
+    bool held;                  /* the lock is (still) held afterwards */
+    int64_t expires_at;         /* when held: when its validity ends */
+} rl_verdict;
+
+/*
+ * Decides a round once it can be decided: a quorum said yes, or yes can no
+ * longer reach a quorum, or the round is final. On failure writes the
+ * message, naming `what` ("lock 'orders'") and each node that failed.
+ *   acquire: held with a quorum of yes and a positive validity, measured
+ *            from start to now: expires_at = start + ttl - drift.
+ *   extend:  the same from the extend's start; without a quorum the lock
+ *            keeps its old expiry, or start + ttl - drift if that is sooner
+ *            (a node that did apply the shorter lease ends it sooner), and
+ *            is lost when a quorum said "not ours".
+ *   release: REDLOCK_OK when the lock was held until now and a quorum
+ *            confirmed; never held afterwards.
+ */
+void rl_quorum_decide(const struct redlock_ctx *ctx, const rl_round *round, const char *what,
+                      rl_verdict *out, char *msg, size_t msglen);
+
+#endif /* RL_QUORUM_H */

@@ -1,0 +1,18 @@
+/* scripts.h - the Lua scripts (core/scripts/, one .lua file each) and their SHA1 digests,
+ * generated into scripts.c by CMake from one source. */
+#ifndef RL_SCRIPTS_H
+#define RL_SCRIPTS_H
+
+typedef struct rl_script {
+    const char *body;
+    const char *sha1;
+} rl_script;
+
+extern const rl_script rl_script_acquire;   /* SET NX PX on all KEYS or none */
+extern const rl_script rl_script_release;   /* DEL each KEY whose value is ARGV[1] */
+extern const rl_script rl_script_extend;    /* PEXPIRE all KEYS if all are ARGV[1] */
+
+#define RL_N_SCRIPTS 3
+extern const rl_script *const rl_scripts[RL_N_SCRIPTS];
+
+#endif /* RL_SCRIPTS_H */
