@@ -35,7 +35,6 @@
 #include "engine.h"
 #include "op.h"
 
-#define MAX_OWED_POOLED 1024   /* a connection owing more (its node stalls) is closed, not pooled */
 #define READ_CHUNK 16384
 
 typedef struct pool {
@@ -221,7 +220,7 @@ static void pool_give(redlock_ctx *ctx, rl_conn *c, int64_t now)
 {
     pool *p = &ctx->driver->pools[c->node];
     int size = ctx->opt.pool_size;
-    if (c->state == RL_CONN_OPEN && !rl_conn_unwritten(c) && rl_conn_owed(c) <= MAX_OWED_POOLED) {
+    if (rl_conn_poolable(c)) {
         pthread_mutex_lock(&p->mu);
         bool kept = false;
         if (p->n < (size_t)size) {
@@ -419,15 +418,6 @@ static void bury(redlock_ctx *ctx, rl_conn *c, int64_t now)
         pool_discard(ctx, node, now);
 }
 
-/* Whether c still has its command to send: connecting, or output left
- * (held back behind the handshake, or a full socket). */
-static bool sending(rl_conn *c)
-{
-    const char *bytes;
-    return c->state == RL_CONN_CONNECTING || rl_conn_output(c, &bytes) > 0
-        || (c->state == RL_CONN_OPEN && rl_conn_unwritten(c));
-}
-
 /* One poll over the operation's connections (all of them, or when `tail`
  * only those still sending within their deadline), and their events. */
 static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked)
@@ -438,7 +428,7 @@ static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int6
     int64_t wake = tail ? INT64_MAX : rl_op_wake_at(op);
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, i);
-        if (!c || (tail && (!sending(c) || rl_op_deadline(op, i) <= *now)))
+        if (!c || (tail && (!rl_conn_sending(c) || rl_op_deadline(op, i) <= *now)))
             continue;
         const char *bytes;
         bool out = c->state == RL_CONN_CONNECTING || rl_conn_output(c, &bytes) > 0;
@@ -488,7 +478,7 @@ static bool tail_left(redlock_ctx *ctx, rl_op *op, int64_t now)
 {
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, i);
-        if (c && sending(c) && rl_op_deadline(op, i) > now)
+        if (c && rl_conn_sending(c) && rl_op_deadline(op, i) > now)
             return true;
     }
     return false;

@@ -27,7 +27,7 @@
 
 struct redisReply;
 struct redlock_ctx;
-struct rl_op;
+struct redlock_op;
 
 typedef enum rl_cmd_kind {
     RL_CMD_ACQUIRE,
@@ -59,7 +59,7 @@ typedef struct rl_cmd {
     rl_keys *keys;
     char token[RL_TOKEN_LEN + 1];
     int64_t ttl_ms;                /* acquire, extend */
-    struct rl_op *op;              /* waits for its replies, or NULL */
+    struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */
     rl_bytes cached[3];            /* cacheable: formatted bytes per rl_form */

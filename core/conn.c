@@ -12,6 +12,7 @@
 #include "scripts.h"
 
 #define GATE_OPEN UINT64_MAX
+#define MAX_OWED_POOLED 1024   /* owing more, its node stalls: close, do not pool */
 
 static bool push_entry(rl_conn *c, rl_entry e)
 {
@@ -181,6 +182,16 @@ void rl_conn_wrote(rl_conn *c, size_t n)
 bool rl_conn_unwritten(const rl_conn *c)
 {
     return c->out_len > 0;
+}
+
+bool rl_conn_sending(const rl_conn *c)
+{
+    return c->state == RL_CONN_CONNECTING || (c->state == RL_CONN_OPEN && c->out_len > 0);
+}
+
+bool rl_conn_poolable(const rl_conn *c)
+{
+    return c->state == RL_CONN_OPEN && c->out_len == 0 && c->q_len <= MAX_OWED_POOLED;
 }
 
 void rl_conn_feed(rl_conn *c, const char *buf, size_t len)

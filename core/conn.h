@@ -31,7 +31,7 @@ struct redisReply;
 struct redisReader;
 struct redlock_ctx;
 struct rl_cmd;
-struct rl_op;
+struct redlock_op;
 
 typedef enum rl_conn_state {
     RL_CONN_CONNECTING,   /* the driver's connect has not completed */
@@ -54,7 +54,7 @@ typedef struct rl_entry {
     struct rl_cmd *cmd;   /* RL_ENTRY_CMD: the command; the entry holds a reference */
 } rl_entry;
 
-typedef struct rl_conn {
+typedef struct redlock_conn {
     struct redlock_ctx *ctx;
     size_t node;
     rl_conn_state state;
@@ -73,7 +73,7 @@ typedef struct rl_conn {
     rl_entry *q;                /* the replies expected, oldest first (a ring) */
     size_t q_head, q_len, q_cap;
 
-    struct rl_op *op;           /* the operation that has it now, or NULL */
+    struct redlock_op *op;           /* the operation that has it now, or NULL */
     intptr_t io;                /* the driver's: its socket */
     void *io_data;              /* the driver's */
 } rl_conn;
@@ -99,6 +99,12 @@ size_t rl_conn_output(const rl_conn *c, const char **bytes);
 void rl_conn_wrote(rl_conn *c, size_t n);
 /* Whether bytes are queued that are not yet written (including held back). */
 bool rl_conn_unwritten(const rl_conn *c);
+
+/* Whether it still has bytes to send: connecting, or bytes not yet written. */
+bool rl_conn_sending(const rl_conn *c);
+/* Whether it may serve another operation: open, nothing half-written, and
+ * not too many replies owed (its node would be stalling). */
+bool rl_conn_poolable(const rl_conn *c);
 
 /* Feeds bytes read from the socket. */
 void rl_conn_feed(rl_conn *c, const char *buf, size_t len);

@@ -38,7 +38,7 @@ typedef enum op_kind {
     OP_DELIVER      /* releases owed to nodes, and nothing else */
 } op_kind;
 
-struct rl_op {
+struct redlock_op {
     redlock_ctx *ctx;
     op_kind kind;
     redlock_handle *h;
@@ -171,6 +171,10 @@ static int new_token(redlock_ctx *ctx, char out[RL_TOKEN_LEN + 1])
 
 static void finish(rl_op *op, int rc, const char *msg)
 {
+    /* Replies still to come are late from now on; this must happen before
+     * the connections go back to a pool where another thread reads them. */
+    if (op->cmd)
+        op->cmd->op = NULL;
     op->phase = PHASE_DONE;
     op->rc = rc;
     if (msg != op->msg)
@@ -452,16 +456,20 @@ void rl_op_free(rl_op *op)
 {
     if (!op)
         return;
-    if (op->cmd) {
-        op->cmd->op = NULL;
-        rl_cmd_unref(op->cmd);
-    }
+    if (op->cmd && op->phase != PHASE_DONE)
+        op->cmd->op = NULL;   /* freed unfinished: nothing waits any more */
+    rl_cmd_unref(op->cmd);
     if (op->owns_handle)
         rl_handle_free(op->h);
     free(op);
 }
 
 /* ---- driving ---- */
+
+redlock_ctx *rl_op_ctx(const rl_op *op)
+{
+    return op->ctx;
+}
 
 rl_conn *rl_op_conn(const rl_op *op, size_t node)
 {

@@ -32,7 +32,7 @@ struct redlock_handle {
     rl_cmd *acquired_by;       /* the acquire that made it: undone where late */
 };
 
-typedef struct rl_op rl_op;
+typedef struct redlock_op rl_op;
 
 /* Each checks its arguments and fails (REDLOCK_EINVAL, ...) with this
  * thread's message set, or makes an operation that starts at `now`. */
@@ -47,6 +47,8 @@ int rl_op_deliver(rl_op **out, struct redlock_ctx *ctx, int64_t now);
 /* Frees a finished operation (after its connections were taken back). */
 void rl_op_free(rl_op *op);
 
+/* The client the operation is for. */
+struct redlock_ctx *rl_op_ctx(const rl_op *op);
 /* The connection the operation has to node, or NULL. */
 rl_conn *rl_op_conn(const rl_op *op, size_t node);
 /* The deadline of the operation's last command to node (INT64_MIN: none). */

@@ -198,7 +198,7 @@ static void a_half_written_release_is_finished_once_the_node_answers(void **stat
     nodes *ns = *state;
     relay *r = relay_start(nodes_port(ns, 2));
     assert_non_null(r);
-    redlock_ctx *ctx = ctx_with_relay(ns, r, "300");
+    redlock_ctx *ctx = ctx_with_relay(ns, r, "2000");
     char **names = calloc(N, sizeof *names);
     assert_non_null(names);
     for (size_t i = 0; i < N; i++) {

@@ -7,10 +7,10 @@ no glue code. REDLOCK_LIB names the built library:
 import ctypes
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import get_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,23 +49,6 @@ def lib():
     lib.redlock_errmsg.restype = ctypes.c_char_p
     lib.redlock_version_string.restype = ctypes.c_char_p
     return lib
-
-
-@pytest.fixture(scope="module")
-def uris(tmp_path_factory):
-    path = tmp_path_factory.mktemp("nodes")
-    script = str(ROOT / "scripts" / "redis-nodes.sh")
-    out = subprocess.run([script, "start", str(path), "3"], check=True,
-                         capture_output=True, text=True).stdout
-    try:
-        yield out.split()
-    finally:
-        subprocess.run([script, "stop", str(path)], check=True)
-
-
-def get_key(uri, key):
-    return subprocess.run(["redis-cli", "-u", uri, "GET", key], check=True,
-                          capture_output=True, text=True).stdout.strip()
 
 
 def new_ctx(lib, uris):

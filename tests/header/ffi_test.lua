@@ -18,6 +18,9 @@ for _, name in ipairs({
   "redlock_lock_multi", "redlock_extend", "redlock_unlock", "redlock_handle_free",
   "redlock_handle_validity_ms", "redlock_handle_token", "redlock_strerror",
   "redlock_errmsg", "redlock_version_string", "redlock_version_number",
+  "redlock_ctx_get_option", "redlock_set_interrupt_check",
+  "redlock_now_ms", "redlock_ctx_node_count", "redlock_op_lock", "redlock_op_step",
+  "redlock_op_take_conn", "redlock_conn_new", "redlock_conn_output", "redlock_conn_received",
 }) do
   local ok, err = pcall(function() return lib[name] end)
   assert(ok, err)

@@ -1,10 +1,12 @@
 /*
- * header_test.c - compiled as strict C99 and as C++11: redlock.h must stand
- * on its own, survive a second inclusion, and declare the API with exactly
- * these signatures.
+ * header_test.c - compiled as strict C99 and as C++11: redlock.h and
+ * redlock_engine.h must stand on their own, survive a second inclusion, and
+ * declare the API with exactly these signatures.
  */
 #include "redlock.h"
 #include "redlock.h"
+#include "redlock_engine.h"
+#include "redlock_engine.h"
 
 int header_test(int code);
 
@@ -27,7 +29,15 @@ int header_test(int code)
     const char *(*errmsg)(void) = redlock_errmsg;
     const char *(*version_string)(void) = redlock_version_string;
     int (*version_number)(void) = redlock_version_number;
+    int (*get_option)(const redlock_ctx *, const char *, char *, size_t) = redlock_ctx_get_option;
+    void (*set_check)(redlock_interrupt_fn, void *) = redlock_set_interrupt_check;
+    int (*op_lock)(redlock_op **, redlock_ctx *, const char *const *, size_t, int64_t, int64_t,
+                   int64_t) = redlock_op_lock;
+    int (*conn_received)(redlock_conn *, const char *, size_t, int64_t) = redlock_conn_received;
+    size_t (*conn_output)(const redlock_conn *, const char **) = redlock_conn_output;
     const void *all[] = {
+        (const void *)&get_option, (const void *)&set_check, (const void *)&op_lock,
+        (const void *)&conn_received, (const void *)&conn_output,
         (const void *)&ctx_new, (const void *)&set_option, (const void *)&ctx_free,
         (const void *)&lock, (const void *)&lock_multi, (const void *)&extend,
         (const void *)&unlock, (const void *)&handle_free, (const void *)&validity,
@@ -50,6 +60,8 @@ int header_test(int code)
     case REDLOCK_EAUTH:
     case REDLOCK_EWRONGTYPE:
     case REDLOCK_EREDIS:
+    case REDLOCK_ESYSTEM:
+    case REDLOCK_ECANCELED:
         return all[0] != NULL && limits[0] > 0 && version[0] != '\0';
     default:
         return 0;

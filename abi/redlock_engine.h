@@ -1,0 +1,146 @@
+/*
+ * redlock_engine.h - EXPERIMENTAL: the Redlock engine without I/O, for
+ * drivers that own their sockets, clock and event loop (OpenResty cosockets,
+ * Python asyncio, Java NIO). redlock.h's blocking calls are one such driver.
+ *
+ * Experimental: these functions may change in a minor release until they are
+ * declared stable; they are exported under the symbol version
+ * REDLOCK_ENGINE_0, apart from the stable API, and the ABI check does not
+ * hold them. They follow redlock.h's rules: opaque types, fixed-width
+ * integers, no varargs, no structs by value, callable from any FFI.
+ *
+ * The model (as h11 and quinn-proto): an operation (lock, extend, unlock)
+ * is a state machine over the ctx's nodes. The driver
+ *   1. makes it: redlock_op_lock / _extend / _unlock (time in ms from
+ *      redlock_now_ms(), the clock the blocking API uses, so handles can
+ *      move between the two);
+ *   2. gives it a connection for every node it wants one for
+ *      (redlock_op_wants_conn): one of its idle connections to that node, or
+ *      a new one (redlock_conn_new, then its own connect to the node's
+ *      address), or none (redlock_op_no_conn, e.g. while
+ *      redlock_ctx_node_connect_wait says the node is backing off);
+ *   3. moves bytes: writes what redlock_conn_output gives and reports it
+ *      (redlock_conn_wrote), feeds what it reads (redlock_conn_received),
+ *      reports the connect (redlock_conn_connected) and the end of a socket
+ *      (redlock_conn_lost);
+ *   4. calls redlock_op_step after events and at redlock_op_wake_at, and
+ *      loops from 2 until redlock_op_done;
+ *   5. optionally keeps writing connections that are still sending
+ *      (redlock_conn_sending) until redlock_op_deadline of their node, so
+ *      every reachable node gets the command;
+ *   6. takes the connections back (redlock_op_take_conn): a connection that
+ *      is redlock_conn_poolable may serve the next operation, others are
+ *      closed with redlock_conn_lost and freed;
+ *   7. frees the operation, after redlock_op_take_handle for a lock.
+ * Releases owed to nodes that did not answer (cmd rules in the engine) are
+ * sent on the next connection given to an operation for that node, or by
+ * redlock_op_deliver when redlock_ctx_owes says some are owed.
+ *
+ * Threads: an operation and its connections belong to one thread at a time;
+ * different operations on one ctx may run on different threads.
+ */
+#ifndef REDLOCK_ENGINE_H
+#define REDLOCK_ENGINE_H
+
+#include "redlock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct redlock_op redlock_op;
+typedef struct redlock_conn redlock_conn;
+
+/* The engine's clock: monotonic milliseconds, as the blocking API uses. */
+REDLOCK_API int64_t redlock_now_ms(void);
+
+/* ---- nodes ---- */
+
+REDLOCK_API size_t redlock_ctx_node_count(const redlock_ctx *ctx);
+/* Node i's TCP host and port, or (host NULL, port 0) its unix socket path.
+ * The strings belong to ctx. NULL / 0 for a bad index. */
+REDLOCK_API const char *redlock_ctx_node_host(const redlock_ctx *ctx, size_t i);
+REDLOCK_API int redlock_ctx_node_port(const redlock_ctx *ctx, size_t i);
+REDLOCK_API const char *redlock_ctx_node_path(const redlock_ctx *ctx, size_t i);
+/* Milliseconds before a new connection to node i may be tried (0: now):
+ * after failed connects the engine backs off (25 ms doubling to 1 s). */
+REDLOCK_API int64_t redlock_ctx_node_connect_wait(redlock_ctx *ctx, size_t i, int64_t now_ms);
+/* 1 when releases are owed to some node (see redlock_op_deliver). */
+REDLOCK_API int redlock_ctx_owes(redlock_ctx *ctx);
+
+/* ---- operations ---- */
+
+/* They check their arguments as redlock_lock etc. do (REDLOCK_EINVAL, with
+ * redlock_errmsg); extend and unlock of a handle that is not held fail at
+ * once (REDLOCK_ENOTHELD). Free with redlock_op_free. */
+REDLOCK_API int redlock_op_lock(redlock_op **out, redlock_ctx *ctx, const char *const *resources,
+                                size_t n_resources, int64_t ttl_ms, int64_t wait_ms,
+                                int64_t now_ms);
+REDLOCK_API int redlock_op_extend(redlock_op **out, redlock_handle *h, int64_t ttl_ms,
+                                  int64_t now_ms);
+REDLOCK_API int redlock_op_unlock(redlock_op **out, redlock_handle *h, int64_t now_ms);
+/* Delivers the releases owed to nodes, and nothing else. */
+REDLOCK_API int redlock_op_deliver(redlock_op **out, redlock_ctx *ctx, int64_t now_ms);
+/* Frees an operation once its connections were taken back. NULL is a no-op. */
+REDLOCK_API void redlock_op_free(redlock_op *op);
+
+/* 1 when the operation needs a connection to node now. */
+REDLOCK_API int redlock_op_wants_conn(const redlock_op *op, size_t node);
+REDLOCK_API void redlock_op_attach(redlock_op *op, size_t node, redlock_conn *c, int64_t now_ms);
+/* No connection can be had: why is printable and names no secret. */
+REDLOCK_API void redlock_op_no_conn(redlock_op *op, size_t node, const char *why, int64_t now_ms);
+/* The connection the operation has to node, or NULL. */
+REDLOCK_API redlock_conn *redlock_op_conn(const redlock_op *op, size_t node);
+
+REDLOCK_API void redlock_op_step(redlock_op *op, int64_t now_ms);
+/* When to call redlock_op_step next if nothing happens; INT64_MAX: never. */
+REDLOCK_API int64_t redlock_op_wake_at(const redlock_op *op);
+/* The deadline of the operation's last command to node (INT64_MIN: none). */
+REDLOCK_API int64_t redlock_op_deadline(const redlock_op *op, size_t node);
+/* A lock that has not succeeded yet gives up (what it took is released)
+ * and ends with REDLOCK_ECANCELED: 1. Extend and unlock are not cancelled: 0. */
+REDLOCK_API int redlock_op_cancel(redlock_op *op, int64_t now_ms);
+REDLOCK_API int redlock_op_done(const redlock_op *op);
+/* Once done: the status, and a message naming the nodes and why ("" on
+ * success). The message belongs to the operation. */
+REDLOCK_API int redlock_op_status(const redlock_op *op);
+REDLOCK_API const char *redlock_op_message(const redlock_op *op);
+/* A successful lock's handle, now the caller's (redlock_handle_free), or NULL. */
+REDLOCK_API redlock_handle *redlock_op_take_handle(redlock_op *op);
+/* Once done: the connections, one at a time; NULL when none is left. */
+REDLOCK_API redlock_conn *redlock_op_take_conn(redlock_op *op);
+
+/* ---- connections ---- */
+
+/* A new connection to node of ctx, with its handshake (AUTH, SELECT,
+ * SCRIPT LOAD, INFO) queued, waiting for the driver's connect. */
+REDLOCK_API int redlock_conn_new(redlock_conn **out, redlock_ctx *ctx, size_t node);
+/* Frees a connection; what it still owed is settled first (as by
+ * redlock_conn_lost). NULL is a no-op. */
+REDLOCK_API void redlock_conn_free(redlock_conn *c);
+REDLOCK_API size_t redlock_conn_node(const redlock_conn *c);
+
+REDLOCK_API void redlock_conn_connected(redlock_conn *c, int64_t now_ms);
+/* The bytes that may be written now (none while connecting, or while held
+ * back behind AUTH and SELECT); *bytes belongs to the connection and is
+ * valid until the next call on it. Then how many were written. */
+REDLOCK_API size_t redlock_conn_output(const redlock_conn *c, const char **bytes);
+REDLOCK_API void redlock_conn_wrote(redlock_conn *c, size_t n);
+/* Bytes read. 0, or REDLOCK_ENOQUORUM (or the code of a refused handshake)
+ * when the connection broke: the driver then closes its socket and frees it. */
+REDLOCK_API int redlock_conn_received(redlock_conn *c, const char *bytes, size_t len,
+                                      int64_t now_ms);
+/* The socket failed or was closed (why: printable). */
+REDLOCK_API void redlock_conn_lost(redlock_conn *c, const char *why, int64_t now_ms);
+/* 1 while connecting or with bytes not yet written. */
+REDLOCK_API int redlock_conn_sending(const redlock_conn *c);
+/* 1 when it may serve another operation: open, nothing half-written. */
+REDLOCK_API int redlock_conn_poolable(const redlock_conn *c);
+/* 1 when the connection broke (see redlock_conn_received). */
+REDLOCK_API int redlock_conn_broken(const redlock_conn *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDLOCK_ENGINE_H */

@@ -1,0 +1,269 @@
+/*
+ * api_engine.c - redlock_engine.h: the engine's interface for drivers of
+ * other runtimes, as thin wrappers of op.h, conn.h and engine.h. Arguments
+ * are checked here, where they come from outside.
+ */
+#include <stdio.h>
+
+#include "redlock_engine.h"
+
+#include "clock.h"
+#include "cmd.h"
+#include "ctx.h"
+#include "engine.h"
+#include "op.h"
+
+int64_t redlock_now_ms(void)
+{
+    return rl_now_ms();
+}
+
+/* ---- nodes ---- */
+
+static const rl_node_addr *addr_of(const redlock_ctx *ctx, size_t i)
+{
+    return ctx && i < ctx->n_nodes ? &ctx->nodes[i].addr : NULL;
+}
+
+size_t redlock_ctx_node_count(const redlock_ctx *ctx)
+{
+    return ctx ? ctx->n_nodes : 0;
+}
+
+const char *redlock_ctx_node_host(const redlock_ctx *ctx, size_t i)
+{
+    const rl_node_addr *a = addr_of(ctx, i);
+    return a && !a->is_unix ? a->host : NULL;
+}
+
+int redlock_ctx_node_port(const redlock_ctx *ctx, size_t i)
+{
+    const rl_node_addr *a = addr_of(ctx, i);
+    return a && !a->is_unix ? a->port : 0;
+}
+
+const char *redlock_ctx_node_path(const redlock_ctx *ctx, size_t i)
+{
+    const rl_node_addr *a = addr_of(ctx, i);
+    return a && a->is_unix ? a->path : NULL;
+}
+
+int64_t redlock_ctx_node_connect_wait(redlock_ctx *ctx, size_t i, int64_t now_ms)
+{
+    return ctx && i < ctx->n_nodes ? rl_node_connect_wait(&ctx->nodes[i], now_ms) : 0;
+}
+
+int redlock_ctx_owes(redlock_ctx *ctx)
+{
+    return ctx && rl_owed_any(ctx, SIZE_MAX);
+}
+
+/* ---- operations ---- */
+
+int redlock_op_lock(redlock_op **out, redlock_ctx *ctx, const char *const *resources,
+                    size_t n_resources, int64_t ttl_ms, int64_t wait_ms, int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    if (!resources || n_resources == 0 || n_resources > REDLOCK_MAX_RESOURCES)
+        return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
+                       : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
+    return rl_op_lock(out, ctx, resources, n_resources, ttl_ms, wait_ms, now_ms);
+}
+
+int redlock_op_extend(redlock_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!h)
+        return rl_fail(REDLOCK_EINVAL, "handle is NULL");
+    return rl_op_extend(out, h, ttl_ms, now_ms);
+}
+
+int redlock_op_unlock(redlock_op **out, redlock_handle *h, int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!h)
+        return rl_fail(REDLOCK_EINVAL, "handle is NULL");
+    return rl_op_unlock(out, h, now_ms);
+}
+
+int redlock_op_deliver(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    return rl_op_deliver(out, ctx, now_ms);
+}
+
+void redlock_op_free(redlock_op *op)
+{
+    rl_op_free(op);
+}
+
+/* Whether node is one of the op's nodes. */
+static bool has_node(const redlock_op *op, size_t node)
+{
+    return op && node < rl_op_ctx(op)->n_nodes;
+}
+
+int redlock_op_wants_conn(const redlock_op *op, size_t node)
+{
+    return has_node(op, node) && rl_op_wants_conn(op, node);
+}
+
+void redlock_op_attach(redlock_op *op, size_t node, redlock_conn *c, int64_t now_ms)
+{
+    if (has_node(op, node) && c && c->node == node && !c->op && rl_op_wants_conn(op, node))
+        rl_op_attach(op, node, c, now_ms);
+}
+
+void redlock_op_no_conn(redlock_op *op, size_t node, const char *why, int64_t now_ms)
+{
+    if (has_node(op, node) && rl_op_wants_conn(op, node))
+        rl_op_no_conn(op, node, REDLOCK_ENOQUORUM, why ? why : "no connection", now_ms);
+}
+
+redlock_conn *redlock_op_conn(const redlock_op *op, size_t node)
+{
+    return has_node(op, node) ? rl_op_conn(op, node) : NULL;
+}
+
+void redlock_op_step(redlock_op *op, int64_t now_ms)
+{
+    if (op)
+        rl_op_step(op, now_ms);
+}
+
+int64_t redlock_op_wake_at(const redlock_op *op)
+{
+    return op ? rl_op_wake_at(op) : INT64_MAX;
+}
+
+int64_t redlock_op_deadline(const redlock_op *op, size_t node)
+{
+    return has_node(op, node) ? rl_op_deadline(op, node) : INT64_MIN;
+}
+
+int redlock_op_cancel(redlock_op *op, int64_t now_ms)
+{
+    return op && rl_op_cancel(op, now_ms);
+}
+
+int redlock_op_done(const redlock_op *op)
+{
+    return !op || rl_op_done(op);
+}
+
+int redlock_op_status(const redlock_op *op)
+{
+    return !op ? REDLOCK_EINVAL : rl_op_done(op) ? rl_op_status(op) : REDLOCK_OK;
+}
+
+const char *redlock_op_message(const redlock_op *op)
+{
+    return op ? rl_op_message(op) : "";
+}
+
+redlock_handle *redlock_op_take_handle(redlock_op *op)
+{
+    return op && rl_op_done(op) ? rl_op_take_handle(op) : NULL;
+}
+
+redlock_conn *redlock_op_take_conn(redlock_op *op)
+{
+    return op && rl_op_done(op) ? rl_op_take_conn(op) : NULL;
+}
+
+/* ---- connections ---- */
+
+int redlock_conn_new(redlock_conn **out, redlock_ctx *ctx, size_t node)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!ctx || node >= ctx->n_nodes)
+        return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "no node %zu", node);
+    if (!(*out = rl_conn_new(ctx, node)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    return REDLOCK_OK;
+}
+
+void redlock_conn_free(redlock_conn *c)
+{
+    if (!c)
+        return;
+    if (c->state != RL_CONN_BROKEN || rl_conn_owed(c) > 0 || c->op)
+        rl_engine_lost(c, REDLOCK_ENOQUORUM, "closed by the client", redlock_now_ms());
+    rl_conn_free(c);
+}
+
+size_t redlock_conn_node(const redlock_conn *c)
+{
+    return c ? c->node : 0;
+}
+
+void redlock_conn_connected(redlock_conn *c, int64_t now_ms)
+{
+    if (c && c->state == RL_CONN_CONNECTING)
+        rl_engine_connected(c, now_ms);
+}
+
+size_t redlock_conn_output(const redlock_conn *c, const char **bytes)
+{
+    if (!c || !bytes)
+        return 0;
+    return rl_conn_output(c, bytes);
+}
+
+void redlock_conn_wrote(redlock_conn *c, size_t n)
+{
+    const char *bytes;
+    if (c && n <= rl_conn_output(c, &bytes))
+        rl_engine_wrote(c, n);
+}
+
+int redlock_conn_received(redlock_conn *c, const char *bytes, size_t len, int64_t now_ms)
+{
+    if (!c || (!bytes && len > 0))
+        return REDLOCK_EINVAL;
+    if (c->state == RL_CONN_BROKEN)
+        return c->code ? c->code : REDLOCK_ENOQUORUM;
+    if (!rl_engine_received(c, bytes, len, now_ms))
+        return c->code ? c->code : REDLOCK_ENOQUORUM;
+    return REDLOCK_OK;
+}
+
+void redlock_conn_lost(redlock_conn *c, const char *why, int64_t now_ms)
+{
+    if (c && c->state != RL_CONN_BROKEN)
+        rl_engine_lost(c, REDLOCK_ENOQUORUM, why ? why : "connection lost", now_ms);
+}
+
+int redlock_conn_sending(const redlock_conn *c)
+{
+    return c && rl_conn_sending(c);
+}
+
+int redlock_conn_poolable(const redlock_conn *c)
+{
+    return c && rl_conn_poolable(c);
+}
+
+int redlock_conn_broken(const redlock_conn *c)
+{
+    return !c || c->state == RL_CONN_BROKEN;
+}

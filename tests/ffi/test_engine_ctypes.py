@@ -1,0 +1,229 @@
+"""The engine's interface (redlock_engine.h) through ctypes: a driver of its
+own, written here in a few lines of Python with plain non-blocking sockets
+and `selectors`, takes and releases locks on real nodes. It is what an event
+loop's driver does (asyncio, OpenResty cosockets): the library does no I/O
+for it. REDLOCK_LIB names the built library, as for test_ctypes.py.
+"""
+
+import ctypes
+import os
+import selectors
+import socket
+import time
+
+import pytest
+from conftest import get_key
+
+OK, ELOCKED = 0, -1
+
+P = ctypes.c_void_p
+I64 = ctypes.c_int64
+SIZE = ctypes.c_size_t
+
+SIGNATURES = {
+    "redlock_ctx_new": (ctypes.c_int, [ctypes.POINTER(P), ctypes.POINTER(ctypes.c_char_p), SIZE]),
+    "redlock_ctx_free": (None, [P]),
+    "redlock_ctx_node_count": (SIZE, [P]),
+    "redlock_ctx_node_host": (ctypes.c_char_p, [P, SIZE]),
+    "redlock_ctx_node_port": (ctypes.c_int, [P, SIZE]),
+    "redlock_ctx_node_connect_wait": (I64, [P, SIZE, I64]),
+    "redlock_now_ms": (I64, []),
+    "redlock_op_lock": (ctypes.c_int, [ctypes.POINTER(P), P, ctypes.POINTER(ctypes.c_char_p),
+                                       SIZE, I64, I64, I64]),
+    "redlock_op_unlock": (ctypes.c_int, [ctypes.POINTER(P), P, I64]),
+    "redlock_op_free": (None, [P]),
+    "redlock_op_wants_conn": (ctypes.c_int, [P, SIZE]),
+    "redlock_op_attach": (None, [P, SIZE, P, I64]),
+    "redlock_op_no_conn": (None, [P, SIZE, ctypes.c_char_p, I64]),
+    "redlock_op_conn": (P, [P, SIZE]),
+    "redlock_op_step": (None, [P, I64]),
+    "redlock_op_wake_at": (I64, [P]),
+    "redlock_op_done": (ctypes.c_int, [P]),
+    "redlock_op_status": (ctypes.c_int, [P]),
+    "redlock_op_message": (ctypes.c_char_p, [P]),
+    "redlock_op_take_handle": (P, [P]),
+    "redlock_op_take_conn": (P, [P]),
+    "redlock_conn_new": (ctypes.c_int, [ctypes.POINTER(P), P, SIZE]),
+    "redlock_conn_free": (None, [P]),
+    "redlock_conn_node": (SIZE, [P]),
+    "redlock_conn_connected": (None, [P, I64]),
+    "redlock_conn_output": (SIZE, [P, ctypes.POINTER(ctypes.c_void_p)]),
+    "redlock_conn_wrote": (None, [P, SIZE]),
+    "redlock_conn_received": (ctypes.c_int, [P, ctypes.c_char_p, SIZE, I64]),
+    "redlock_conn_lost": (None, [P, ctypes.c_char_p, I64]),
+    "redlock_conn_poolable": (ctypes.c_int, [P]),
+    "redlock_conn_sending": (ctypes.c_int, [P]),
+    "redlock_op_deadline": (I64, [P, SIZE]),
+    "redlock_conn_broken": (ctypes.c_int, [P]),
+    "redlock_handle_token": (ctypes.c_char_p, [P]),
+    "redlock_handle_validity_ms": (I64, [P]),
+    "redlock_handle_free": (None, [P]),
+}
+
+
+@pytest.fixture(scope="module")
+def lib():
+    path = os.environ.get("REDLOCK_LIB")
+    if not path:
+        pytest.skip("REDLOCK_LIB is not set: point it at the built libredlock.so.1")
+    lib = ctypes.CDLL(path)
+    for name, (restype, argtypes) in SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+class Driver:
+    """Drives engine operations on one thread with selectors: sockets, the
+    clock and waiting are the driver's; everything else is the engine's."""
+
+    def __init__(self, lib, ctx):
+        self.lib, self.ctx = lib, ctx
+        self.sel = selectors.DefaultSelector()
+        self.sockets = {}   # conn pointer -> socket
+        self.idle = {}      # node -> [conn pointer]
+
+    def connect(self, node, now):
+        if self.lib.redlock_ctx_node_connect_wait(self.ctx, node, now) > 0:
+            return None
+        conn = P()
+        assert self.lib.redlock_conn_new(ctypes.byref(conn), self.ctx, node) == OK
+        host = self.lib.redlock_ctx_node_host(self.ctx, node).decode()
+        sock = socket.socket()
+        sock.setblocking(False)
+        sock.connect_ex((host, self.lib.redlock_ctx_node_port(self.ctx, node)))
+        self.sockets[conn.value] = sock
+        return conn.value
+
+    def close(self, conn, why, now):
+        sock = self.sockets.pop(conn)
+        self.lib.redlock_conn_lost(conn, why, now)
+        self.lib.redlock_conn_free(conn)
+        sock.close()
+
+    def run(self, op):
+        lib, now = self.lib, self.lib.redlock_now_ms()
+        while True:
+            for node in range(lib.redlock_ctx_node_count(self.ctx)):
+                if lib.redlock_op_wants_conn(op, node):
+                    pool = self.idle.get(node, [])
+                    conn = pool.pop() if pool else self.connect(node, now)
+                    if conn is None:
+                        lib.redlock_op_no_conn(op, node, b"backing off", now)
+                    else:
+                        lib.redlock_op_attach(op, node, conn, now)
+            lib.redlock_op_step(op, now)
+            if lib.redlock_op_done(op):
+                break
+            self.wait(op, now)
+            now = lib.redlock_now_ms()
+        # Decided at a quorum; the command still goes to every node reachable
+        # within its deadline.
+        while self.sending(op, now):
+            self.wait(op, now)
+            now = lib.redlock_now_ms()
+        while True:
+            conn = lib.redlock_op_take_conn(op)
+            if not conn:
+                break
+            if lib.redlock_conn_poolable(conn):
+                self.idle.setdefault(lib.redlock_conn_node(conn), []).append(conn)
+            else:
+                self.close(conn, b"closed by the client", now)
+        return lib.redlock_op_status(op)
+
+    def sending(self, op, now):
+        lib = self.lib
+        for node in range(lib.redlock_ctx_node_count(self.ctx)):
+            conn = lib.redlock_op_conn(op, node)
+            if conn and lib.redlock_conn_sending(conn) and lib.redlock_op_deadline(op, node) > now:
+                return True
+        return False
+
+    def wait(self, op, now):
+        lib = self.lib
+        for node in range(lib.redlock_ctx_node_count(self.ctx)):
+            conn = lib.redlock_op_conn(op, node)
+            if conn:
+                self.sel.register(self.sockets[conn], selectors.EVENT_READ | selectors.EVENT_WRITE,
+                                  conn)
+        wake = lib.redlock_op_wake_at(op)
+        timeout = max(0, min(wake - now, 1000)) / 1000
+        for key, events in self.sel.select(timeout):
+            self.service(key.data, key.fileobj, events)
+        for key in list(self.sel.get_map().values()):
+            self.sel.unregister(key.fileobj)
+
+    def service(self, conn, sock, events):
+        lib, now = self.lib, self.lib.redlock_now_ms()
+        if events & selectors.EVENT_WRITE:
+            err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                self.close(conn, os.strerror(err).encode(), now)
+                return
+            lib.redlock_conn_connected(conn, now)
+            out = ctypes.c_void_p()
+            n = lib.redlock_conn_output(conn, ctypes.byref(out))
+            if n:
+                lib.redlock_conn_wrote(conn, sock.send(ctypes.string_at(out, n)))
+        if events & selectors.EVENT_READ:
+            data = sock.recv(65536)
+            if not data:
+                self.close(conn, b"closed by the server", now)
+            elif lib.redlock_conn_received(conn, data, len(data), now) != OK:
+                self.close(conn, b"broken", now)
+
+
+def new_ctx(lib, uris):
+    ctx = P()
+    arr = (ctypes.c_char_p * len(uris))(*[u.encode() for u in uris])
+    assert lib.redlock_ctx_new(ctypes.byref(ctx), arr, len(uris)) == OK
+    return ctx
+
+
+def lock(lib, driver, ctx, name, wait_ms=0):
+    op = P()
+    names = (ctypes.c_char_p * 1)(name.encode())
+    assert lib.redlock_op_lock(ctypes.byref(op), ctx, names, 1, 10000, wait_ms,
+                               lib.redlock_now_ms()) == OK
+    rc = driver.run(op)
+    handle = lib.redlock_op_take_handle(op)
+    message = lib.redlock_op_message(op).decode()
+    lib.redlock_op_free(op)
+    return rc, handle, message
+
+
+def unlock(lib, driver, handle):
+    op = P()
+    assert lib.redlock_op_unlock(ctypes.byref(op), handle, lib.redlock_now_ms()) == OK
+    rc = driver.run(op)
+    lib.redlock_op_free(op)
+    return rc
+
+
+def test_a_python_driver_locks_and_unlocks_through_the_engine(lib, uris):
+    ctx, other_ctx = new_ctx(lib, uris), new_ctx(lib, uris)
+    driver, other = Driver(lib, ctx), Driver(lib, other_ctx)
+    for _ in range(20):
+        rc, handle, message = lock(lib, driver, ctx, "engine-job")
+        assert rc == OK, message
+        token = lib.redlock_handle_token(handle).decode()
+        assert lib.redlock_handle_validity_ms(handle) > 9000
+        # A second client, its own driver: refused while the first holds it.
+        rc, none, message = lock(lib, other, other_ctx, "engine-job")
+        assert rc == ELOCKED and not none and "engine-job" in message
+        assert unlock(lib, driver, handle) == OK
+        lib.redlock_handle_free(handle)
+    # Unlock returned at a quorum; the last node deletes the key a moment later.
+    deadline = time.monotonic() + 5
+    while any(get_key(uri, "engine-job") for uri in uris) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert token and all(get_key(uri, "engine-job") == "" for uri in uris)
+    # The connections were pooled and reused: one per node.
+    assert all(len(conns) == 1 for conns in driver.idle.values())
+    for d in (driver, other):
+        for conns in d.idle.values():
+            for conn in conns:
+                d.close(conn, b"done", lib.redlock_now_ms())
+    lib.redlock_ctx_free(ctx)
+    lib.redlock_ctx_free(other_ctx)
