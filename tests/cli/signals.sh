@@ -5,7 +5,9 @@
 start_nodes 5
 
 # The command reports which signal it got, stops its sleep, then exits 7.
-command='for sig in TERM INT HUP; do trap "echo $sig > \"$0/$1-got\"; kill \$!; exit 7" $sig; done
+# The report is written aside and renamed into place, so that the test never
+# reads it half-written (a rename is atomic).
+command='for sig in TERM INT HUP; do trap "echo $sig > \"$0/$1-got.tmp\"; mv \"$0/$1-got.tmp\" \"$0/$1-got\"; kill \$!; exit 7" $sig; done
 touch "$0/$1-started"
 sleep 30 & wait'
 
