@@ -97,18 +97,26 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
 
 /*
  * Sets an option by name, from its text value. Unknown names and bad values
- * are REDLOCK_EINVAL. Options (default):
- *     node_timeout_ms     (50)   deadline for one node's reply, once connected
- *     connect_timeout_ms  (100)  deadline for connecting to one node
- *     retry_delay_ms      (200)  pause between attempts while wait_ms lasts
- *     retry_jitter_ms     (100)  the pause varies by up to +- this much
- *     drift_factor        (0.01) clock drift allowance, a fraction of the ttl
- *     key_prefix          ("")   prepended to every resource name
- *     pool_size           (16)   idle connections kept per node
- *     restart_guard       (1)    1: a node seen to restart (its run_id changed)
- *                                does not count towards a quorum until the
- *                                largest lease this client used has passed;
- *                                0: off
+ * are REDLOCK_EINVAL. Options (generated from core/options.def):
+ * options:begin
+ *     node_timeout_ms (default "50"; 1 to 600000)
+ *         deadline for one node's reply, once connected
+ *     connect_timeout_ms (default "100"; 1 to 600000)
+ *         deadline for connecting to one node
+ *     retry_delay_ms (default "200"; 0 to 3600000)
+ *         pause between attempts while wait_ms lasts
+ *     retry_jitter_ms (default "100"; 0 to 3600000)
+ *         the pause varies by up to +- this much
+ *     drift_factor (default "0.01"; 0 <= x < 1)
+ *         clock drift allowance, a fraction of the lease (below 1)
+ *     key_prefix (default ""; at most 4095 bytes)
+ *         prepended to every resource name
+ *     pool_size (default "16"; 0 to 1024)
+ *         idle connections kept per node
+ *     restart_guard (default "1"; 0 to 1)
+ *         1: a node seen to restart (new run_id) does not count towards a quorum until the
+ *         largest lease this client used has passed; 0: off
+ * options:end
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);
 

@@ -219,7 +219,7 @@ static void pool_discard(redlock_ctx *ctx, size_t node, int64_t now)
 static void pool_give(redlock_ctx *ctx, rl_conn *c, int64_t now)
 {
     pool *p = &ctx->driver->pools[c->node];
-    int size = ctx->opt.pool_size;
+    int64_t size = ctx->opt.pool_size;
     if (rl_conn_poolable(c)) {
         pthread_mutex_lock(&p->mu);
         bool kept = false;

@@ -1,29 +1,142 @@
-/* options.c - the client's options, set by name from text. */
+/* options.c - a client's options, set and read by name as text. Every
+ * option is one line of options.def; the code below knows only the kinds. */
 #include <errno.h>
 #include <math.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base.h"
 #include "options.h"
 
-#define MAX_TIMEOUT_MS 600000      /* 10 minutes */
-#define MAX_DELAY_MS   3600000     /* 1 hour */
-#define MAX_POOL_SIZE  1024
+enum kind { INT, FRACTION, STRING };
+
+typedef struct option {
+    rl_option_info info;
+    enum kind kind;
+    int64_t min, max;
+    size_t offset;       /* of the field in struct rl_options */
+} option;
+
+#define RL_OPTION(name, kind, field, min, max, def, help)                                    \
+    { { #name, #kind, #min, #max, def, help }, kind, min, max,                               \
+      offsetof(rl_options, field) },
+static const option table[] = {
+#include "options.def"
+};
+#undef RL_OPTION
+
+#define N_OPTIONS (sizeof table / sizeof table[0])
+
+size_t rl_options_count(void)
+{
+    return N_OPTIONS;
+}
+
+const rl_option_info *rl_options_info(size_t i)
+{
+    return i < N_OPTIONS ? &table[i].info : NULL;
+}
+
+static const option *find(const char *name)
+{
+    for (size_t i = 0; name && i < N_OPTIONS; i++)
+        if (strcmp(table[i].info.name, name) == 0)
+            return &table[i];
+    return NULL;
+}
+
+static int unknown(const char *name)
+{
+    char known[512] = "";
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+        strncat(known, table[i].info.name, sizeof known - strlen(known) - 1);
+    }
+    return rl_fail(REDLOCK_EINVAL, "unknown option '%.64s' (known: %s)", name, known);
+}
+
+/* A whole decimal number in [lo, hi], nothing before or after it. */
+static int parse_int(const option *opt, const char *value, int64_t *out)
+{
+    const char *name = opt->info.name;
+    char *end;
+    errno = 0;
+    if (value[0] < '0' || value[0] > '9')
+        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a whole number", name, value);
+    long long v = strtoll(value, &end, 10);
+    if (*end != '\0')
+        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a whole number", name, value);
+    if (errno == ERANGE || v < opt->min || v > opt->max)
+        return rl_fail(REDLOCK_EINVAL, "option %s: must be from %lld to %lld", name,
+                       (long long)opt->min, (long long)opt->max);
+    *out = v;
+    return REDLOCK_OK;
+}
+
+/* A decimal in [min, max). */
+static int parse_fraction(const option *opt, const char *value, double *out)
+{
+    const char *name = opt->info.name;
+    char *end;
+    if (!((value[0] >= '0' && value[0] <= '9') || value[0] == '.'))
+        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a number", name, value);
+    double v = strtod(value, &end);
+    if (*end != '\0' || !isfinite(v))
+        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a number", name, value);
+    if (v < (double)opt->min || v >= (double)opt->max)
+        return rl_fail(REDLOCK_EINVAL, "option %s: must be at least %lld and below %lld", name,
+                       (long long)opt->min, (long long)opt->max);
+    *out = v;
+    return REDLOCK_OK;
+}
+
+static int set_string(rl_options *o, const option *opt, const char *value)
+{
+    size_t len = strnlen(value, (size_t)opt->max + 1);
+    if (len > (size_t)opt->max)
+        return rl_fail(REDLOCK_EINVAL, "option %s: longer than %lld bytes", opt->info.name,
+                       (long long)opt->max);
+    char *copy = strdup(value);
+    if (!copy)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    /* The one string option is key_prefix; its length is kept beside it. */
+    char **field = (char **)((char *)o + opt->offset);
+    free(*field);
+    *field = copy;
+    o->key_prefix_len = len;
+    return REDLOCK_OK;
+}
+
+int rl_options_set(rl_options *o, const char *name, const char *value)
+{
+    if (!name)
+        return rl_fail(REDLOCK_EINVAL, "option name is NULL");
+    const option *opt = find(name);
+    if (!opt)
+        return unknown(name);
+    if (!value)
+        return rl_fail(REDLOCK_EINVAL, "option %.64s: value is NULL", name);
+    void *field = (char *)o + opt->offset;
+    switch (opt->kind) {
+    case INT:      return parse_int(opt, value, field);
+    case FRACTION: return parse_fraction(opt, value, field);
+    case STRING:   return set_string(o, opt, value);
+    }
+    return rl_fail(REDLOCK_EINVAL, "option %.64s: unknown kind", name);
+}
 
 int rl_options_init(rl_options *o)
 {
-    o->node_timeout_ms = 50;
-    o->connect_timeout_ms = 100;
-    o->retry_delay_ms = 200;
-    o->retry_jitter_ms = 100;
-    o->drift_factor = 0.01;
-    o->key_prefix = strdup("");
-    o->key_prefix_len = 0;
-    o->pool_size = 16;
-    o->restart_guard = true;
-    return o->key_prefix ? REDLOCK_OK : rl_fail(REDLOCK_ENOMEM, "out of memory");
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        int rc = rl_options_set(o, table[i].info.name, table[i].info.def);
+        if (rc != REDLOCK_OK) {
+            rl_options_free(o);
+            return rc;
+        }
+    }
+    return REDLOCK_OK;
 }
 
 void rl_options_free(rl_options *o)
@@ -32,121 +145,36 @@ void rl_options_free(rl_options *o)
     o->key_prefix = NULL;
 }
 
-/* A whole decimal number in [lo, hi], nothing before or after it. */
-static int parse_int(const char *name, const char *value, int64_t lo, int64_t hi, int64_t *out)
+int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen)
 {
-    char *end;
-    errno = 0;
-    if (value[0] < '0' || value[0] > '9')
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a whole number", name, value);
-    long long v = strtoll(value, &end, 10);
-    if (*end != '\0')
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a whole number", name, value);
-    if (errno == ERANGE || v < lo || v > hi)
-        return rl_fail(REDLOCK_EINVAL, "option %s: must be from %lld to %lld", name,
-                       (long long)lo, (long long)hi);
-    *out = v;
-    return REDLOCK_OK;
-}
-
-static int parse_fraction(const char *name, const char *value, double *out)
-{
-    char *end;
-    if (!((value[0] >= '0' && value[0] <= '9') || value[0] == '.'))
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a number", name, value);
-    double v = strtod(value, &end);
-    if (*end != '\0' || !isfinite(v))
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a number", name, value);
-    if (v < 0.0 || v >= 1.0)
-        return rl_fail(REDLOCK_EINVAL, "option %s: must be at least 0 and below 1", name);
-    *out = v;
-    return REDLOCK_OK;
-}
-
-int rl_options_set(rl_options *o, const char *name, const char *value)
-{
-    int64_t v = 0;
-    int rc;
     if (!name)
         return rl_fail(REDLOCK_EINVAL, "option name is NULL");
-    if (!value)
-        return rl_fail(REDLOCK_EINVAL, "option %.64s: value is NULL", name);
-
-    if (strcmp(name, "node_timeout_ms") == 0) {
-        if ((rc = parse_int(name, value, 1, MAX_TIMEOUT_MS, &v)) == REDLOCK_OK)
-            o->node_timeout_ms = v;
-    } else if (strcmp(name, "connect_timeout_ms") == 0) {
-        if ((rc = parse_int(name, value, 1, MAX_TIMEOUT_MS, &v)) == REDLOCK_OK)
-            o->connect_timeout_ms = v;
-    } else if (strcmp(name, "retry_delay_ms") == 0) {
-        if ((rc = parse_int(name, value, 0, MAX_DELAY_MS, &v)) == REDLOCK_OK)
-            o->retry_delay_ms = v;
-    } else if (strcmp(name, "retry_jitter_ms") == 0) {
-        if ((rc = parse_int(name, value, 0, MAX_DELAY_MS, &v)) == REDLOCK_OK)
-            o->retry_jitter_ms = v;
-    } else if (strcmp(name, "pool_size") == 0) {
-        if ((rc = parse_int(name, value, 0, MAX_POOL_SIZE, &v)) == REDLOCK_OK)
-            o->pool_size = (int)v;
-    } else if (strcmp(name, "restart_guard") == 0) {
-        if ((rc = parse_int(name, value, 0, 1, &v)) == REDLOCK_OK)
-            o->restart_guard = v == 1;
-    } else if (strcmp(name, "drift_factor") == 0) {
-        rc = parse_fraction(name, value, &o->drift_factor);
-    } else if (strcmp(name, "key_prefix") == 0) {
-        size_t len = strnlen(value, REDLOCK_MAX_NAME_BYTES);
-        if (len >= REDLOCK_MAX_NAME_BYTES)
-            return rl_fail(REDLOCK_EINVAL, "option key_prefix: longer than %d bytes",
-                           REDLOCK_MAX_NAME_BYTES - 1);
-        char *copy = strdup(value);
-        if (!copy)
-            return rl_fail(REDLOCK_ENOMEM, "out of memory");
-        free(o->key_prefix);
-        o->key_prefix = copy;
-        o->key_prefix_len = len;
-        rc = REDLOCK_OK;
-    } else {
-        rc = rl_fail(REDLOCK_EINVAL,
-                     "unknown option '%.64s' (known: node_timeout_ms, connect_timeout_ms, "
-                     "retry_delay_ms, retry_jitter_ms, drift_factor, key_prefix, pool_size, "
-                     "restart_guard)",
-                     name);
+    const option *opt = find(name);
+    if (!opt)
+        return unknown(name);
+    const void *field = (const char *)o + opt->offset;
+    char number[32];
+    const char *text = number;
+    switch (opt->kind) {
+    case INT:
+        snprintf(number, sizeof number, "%lld", (long long)*(const int64_t *)field);
+        break;
+    case FRACTION:
+        /* The shortest text that reads back as the same number. */
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(number, sizeof number, "%.*g", digits, *(const double *)field);
+            if (strtod(number, NULL) == *(const double *)field)
+                break;
+        }
+        break;
+    case STRING:
+        text = *(char *const *)field;
+        break;
     }
-    return rc;
-}
-
-/* Writes text into buf when it fits. */
-static int put_text(const char *name, const char *text, char *buf, size_t buflen)
-{
     size_t need = strlen(text) + 1;
-    if (need > buflen)
+    if (!buf || need > buflen)
         return rl_fail(REDLOCK_EINVAL, "option %.64s: the buffer needs %zu bytes, not %zu", name,
                        need, buflen);
     memcpy(buf, text, need);
     return REDLOCK_OK;
-}
-
-int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen)
-{
-    char text[64];
-    if (!name)
-        return rl_fail(REDLOCK_EINVAL, "option name is NULL");
-    if (strcmp(name, "key_prefix") == 0)
-        return put_text(name, o->key_prefix, buf, buflen);
-    if (strcmp(name, "node_timeout_ms") == 0)
-        snprintf(text, sizeof text, "%lld", (long long)o->node_timeout_ms);
-    else if (strcmp(name, "connect_timeout_ms") == 0)
-        snprintf(text, sizeof text, "%lld", (long long)o->connect_timeout_ms);
-    else if (strcmp(name, "retry_delay_ms") == 0)
-        snprintf(text, sizeof text, "%lld", (long long)o->retry_delay_ms);
-    else if (strcmp(name, "retry_jitter_ms") == 0)
-        snprintf(text, sizeof text, "%lld", (long long)o->retry_jitter_ms);
-    else if (strcmp(name, "pool_size") == 0)
-        snprintf(text, sizeof text, "%d", o->pool_size);
-    else if (strcmp(name, "restart_guard") == 0)
-        snprintf(text, sizeof text, "%d", o->restart_guard ? 1 : 0);
-    else if (strcmp(name, "drift_factor") == 0)
-        snprintf(text, sizeof text, "%g", o->drift_factor);
-    else
-        return rl_options_set((rl_options *)(uintptr_t)o, name, NULL);
-    return put_text(name, text, buf, buflen);
 }

@@ -1,4 +1,5 @@
-/* options.h - the client's options, set by name from text. */
+/* options.h - a client's options, set and read by name as text, from the
+ * one table in options.def. */
 #ifndef RL_OPTIONS_H
 #define RL_OPTIONS_H
 
@@ -16,13 +17,23 @@ typedef struct rl_options {
     double drift_factor;
     char *key_prefix;
     size_t key_prefix_len;
-    int pool_size;
-    bool restart_guard;
+    int64_t pool_size;
+    int64_t restart_guard;
 } rl_options;
+
+/* One option of the table, for documentation. */
+typedef struct rl_option_info {
+    const char *name, *kind, *min, *max, *def, *help;
+} rl_option_info;
 
 int rl_options_init(rl_options *o);
 void rl_options_free(rl_options *o);
 int rl_options_set(rl_options *o, const char *name, const char *value);
+/* Writes the value as text (as set accepts it) into buf; REDLOCK_EINVAL
+ * for an unknown name or when buflen is too small. */
 int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen);
+
+size_t rl_options_count(void);
+const rl_option_info *rl_options_info(size_t i);
 
 #endif /* RL_OPTIONS_H */

@@ -93,10 +93,8 @@ static const char usage_text[] =
     "      --connect-timeout DURATION\n"
     "                               deadline for connecting to a node (default 100ms)\n"
     "      --retry-delay DURATION   pause between attempts while waiting (default 200ms)\n"
-    "  -o, --option NAME=VALUE      set any library option; may be repeated:\n"
-    "                               node_timeout_ms, connect_timeout_ms,\n"
-    "                               retry_delay_ms, retry_jitter_ms, drift_factor,\n"
-    "                               key_prefix, pool_size, restart_guard\n"
+    "  -o, --option NAME=VALUE      set any library option (listed below); may be\n"
+    "                               repeated\n"
     "      --password-file FILE     password for the nodes whose URI has none,\n"
     "                               from the first line of FILE\n"
     "  -E, --conflict-exit-code N   exit status when someone else holds the lock\n"
@@ -137,6 +135,27 @@ static const char usage_text[] =
     "Example:\n"
     "  export REDLOCK_NODES=redis://10.0.0.1,redis://10.0.0.2,redis://10.0.0.3\n"
     "  redlock --ttl 30s --wait 10s nightly-report -- ./make-report --full\n";
+
+/* The library's options, from the one table of them (core/options.def). */
+typedef struct library_option {
+    const char *name, *def, *help;
+} library_option;
+
+#define RL_OPTION(name, kind, field, min, max, def, help) { #name, def, help },
+static const library_option library_options[] = {
+#include "options.def"
+};
+#undef RL_OPTION
+
+static void print_usage(void)
+{
+    fputs(usage_text, stdout);
+    fputs("\nLibrary options (-o NAME=VALUE):\n", stdout);
+    for (size_t i = 0; i < sizeof library_options / sizeof library_options[0]; i++) {
+        const library_option *o = &library_options[i];
+        printf("  %s (default \"%s\"): %s\n", o->name, o->def, o->help);
+    }
+}
 
 static int verbosity = NORMAL;
 
@@ -361,7 +380,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
             verbosity = VERBOSE;
             break;
         case 'h':
-            fputs(usage_text, stdout);
+            print_usage();
             exit(EX_OK);
         case 'V':
             printf("redlock %s (libredlock %s)\n", REDLOCK_VERSION_STRING,

@@ -71,9 +71,8 @@ class Redlock:
 
     ``nodes`` is a list of URIs, ``redis://[[user]:password@]host[:port][/db]``
     or ``unix://[[user]:password@]/path.sock[?db=N]``; ``options`` are the C
-    library's, by name: ``node_timeout_ms``, ``connect_timeout_ms``,
-    ``retry_delay_ms``, ``retry_jitter_ms``, ``drift_factor``, ``key_prefix``,
-    ``pool_size``. Nothing connects until the first lock call.
+    library's, by name (the README's options table; ``get_option`` reads one
+    back). Nothing connects until the first lock call.
 
     A client may be shared by threads. ``close()`` (or leaving a ``with``
     block) releases, best effort, every lock still held through the client and

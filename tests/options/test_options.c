@@ -1,0 +1,136 @@
+/*
+ * test_options.c - the options, driven by their one table: every default
+ * reads back, every value set reads back, and every bound holds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base.h"
+#include "options.h"
+
+static char *get(const rl_options *o, const char *name)
+{
+    static char buf[4200];
+    assert_int_equal(rl_options_get(o, name, buf, sizeof buf), REDLOCK_OK);
+    return buf;
+}
+
+static void defaults_read_back(void **state)
+{
+    (void)state;
+    rl_options o;
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    for (size_t i = 0; i < rl_options_count(); i++) {
+        const rl_option_info *info = rl_options_info(i);
+        assert_string_equal(get(&o, info->name), info->def);
+    }
+    assert_null(rl_options_info(rl_options_count()));
+    rl_options_free(&o);
+}
+
+/* For each whole-number option: its bounds are taken, one past them is not,
+ * and what is set reads back. */
+static void whole_numbers_keep_their_bounds(void **state)
+{
+    (void)state;
+    rl_options o;
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    for (size_t i = 0; i < rl_options_count(); i++) {
+        const rl_option_info *info = rl_options_info(i);
+        if (strcmp(info->kind, "INT") != 0)
+            continue;
+        long long min = atoll(info->min), max = atoll(info->max);
+        char text[32];
+        assert_int_equal(rl_options_set(&o, info->name, info->min), REDLOCK_OK);
+        assert_string_equal(get(&o, info->name), info->min);
+        assert_int_equal(rl_options_set(&o, info->name, info->max), REDLOCK_OK);
+        assert_string_equal(get(&o, info->name), info->max);
+        snprintf(text, sizeof text, "%lld", max + 1);
+        assert_int_equal(rl_options_set(&o, info->name, text), REDLOCK_EINVAL);
+        assert_non_null(strstr(redlock_errmsg(), "must be from"));
+        if (min > 0) {
+            snprintf(text, sizeof text, "%lld", min - 1);
+            assert_int_equal(rl_options_set(&o, info->name, text), REDLOCK_EINVAL);
+        }
+        assert_int_equal(rl_options_set(&o, info->name, "-1"), REDLOCK_EINVAL);
+        assert_int_equal(rl_options_set(&o, info->name, "12abc"), REDLOCK_EINVAL);
+        assert_non_null(strstr(redlock_errmsg(), "not a whole number"));
+        assert_string_equal(get(&o, info->name), info->max);
+    }
+    rl_options_free(&o);
+}
+
+static void drift_factor_is_a_fraction_below_one(void **state)
+{
+    (void)state;
+    rl_options o;
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "drift_factor", "0.25"), REDLOCK_OK);
+    assert_string_equal(get(&o, "drift_factor"), "0.25");
+    assert_int_equal(rl_options_set(&o, "drift_factor", ".5"), REDLOCK_OK);
+    assert_string_equal(get(&o, "drift_factor"), "0.5");
+    assert_int_equal(rl_options_set(&o, "drift_factor", "0"), REDLOCK_OK);
+    const char *bad[] = { "1", "1.5", "-0.1", "abc", "nan", "inf", "0.1x", "" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(rl_options_set(&o, "drift_factor", bad[i]), REDLOCK_EINVAL);
+    assert_string_equal(get(&o, "drift_factor"), "0");
+    rl_options_free(&o);
+}
+
+static void key_prefix_has_a_length_limit(void **state)
+{
+    (void)state;
+    rl_options o;
+    char longest[4096], too_long[4097];
+    memset(longest, 'k', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    memset(too_long, 'k', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = '\0';
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "key_prefix", "app:"), REDLOCK_OK);
+    assert_string_equal(get(&o, "key_prefix"), "app:");
+    assert_int_equal(o.key_prefix_len, 4);
+    assert_int_equal(rl_options_set(&o, "key_prefix", longest), REDLOCK_OK);
+    assert_int_equal(o.key_prefix_len, 4095);
+    assert_int_equal(rl_options_set(&o, "key_prefix", too_long), REDLOCK_EINVAL);
+    assert_int_equal(o.key_prefix_len, 4095);
+    rl_options_free(&o);
+}
+
+static void unknown_names_and_small_buffers_are_refused(void **state)
+{
+    (void)state;
+    rl_options o;
+    char small[3];
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "no_such_option", "1"), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "unknown option 'no_such_option' (known: "));
+    assert_non_null(strstr(redlock_errmsg(), "restart_guard"));
+    assert_int_equal(rl_options_get(&o, "no_such_option", small, sizeof small), REDLOCK_EINVAL);
+    assert_int_equal(rl_options_set(&o, NULL, "1"), REDLOCK_EINVAL);
+    assert_int_equal(rl_options_set(&o, "pool_size", NULL), REDLOCK_EINVAL);
+    assert_int_equal(rl_options_get(&o, "connect_timeout_ms", small, sizeof small),
+                     REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "needs 4 bytes"));
+    assert_int_equal(rl_options_get(&o, "pool_size", small, sizeof small), REDLOCK_OK);
+    assert_string_equal(small, "16");
+    rl_options_free(&o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults_read_back),
+        cmocka_unit_test(whole_numbers_keep_their_bounds),
+        cmocka_unit_test(drift_factor_is_a_fraction_below_one),
+        cmocka_unit_test(key_prefix_has_a_length_limit),
+        cmocka_unit_test(unknown_names_and_small_buffers_are_refused),
+    };
+    return cmocka_run_group_tests_name("options", tests, NULL, NULL);
+}
