@@ -203,6 +203,9 @@ void rl_cmd_late_lost(rl_cmd *cmd, redlock_ctx *ctx, size_t node, bool written, 
 void rl_owed_add(redlock_ctx *ctx, size_t node, rl_keys *keys, const char *token, int64_t now)
 {
     int64_t until = now + rl_ctx_max_lease(ctx) + OWED_GRACE_MS;
+    /* The command this release undoes may still be on its way on the lost
+     * connection: the release waits one node deadline, so it lands after. */
+    int64_t not_before = now + ctx->opt.node_timeout_ms;
     pthread_mutex_lock(&ctx->owed_mu);
     /* One release per node and token is enough: it is idempotent. */
     for (rl_owed *o = ctx->owed; o; o = o->next) {
@@ -219,6 +222,7 @@ void rl_owed_add(redlock_ctx *ctx, size_t node, rl_keys *keys, const char *token
         return;   /* out of memory: the keys expire at the end of their lease */
     }
     o->node = node;
+    o->not_before = not_before;
     o->until = until;
     pthread_mutex_lock(&ctx->owed_mu);
     o->next = ctx->owed;
@@ -250,7 +254,7 @@ void rl_owed_send(redlock_ctx *ctx, rl_conn *c, int64_t now)
     pthread_mutex_lock(&ctx->owed_mu);
     for (rl_owed **p = &ctx->owed; *p;) {
         rl_owed *o = *p;
-        if (o->node != c->node && o->until > now) {
+        if ((o->node != c->node || o->not_before > now) && o->until > now) {
             p = &o->next;
             continue;
         }
@@ -269,6 +273,19 @@ void rl_owed_send(redlock_ctx *ctx, rl_conn *c, int64_t now)
         rl_cmd_unref(o->cmd);
         free(o);
     }
+}
+
+int64_t rl_owed_next(redlock_ctx *ctx, size_t node)
+{
+    int64_t first = INT64_MAX;
+    if (atomic_load_explicit(&ctx->n_owed, memory_order_relaxed) == 0)
+        return first;
+    pthread_mutex_lock(&ctx->owed_mu);
+    for (rl_owed *o = ctx->owed; o; o = o->next)
+        if ((node == SIZE_MAX || o->node == node) && o->not_before < first)
+            first = o->not_before;
+    pthread_mutex_unlock(&ctx->owed_mu);
+    return first;
 }
 
 bool rl_owed_any(redlock_ctx *ctx, size_t node)

@@ -89,6 +89,9 @@ void rl_owed_add(struct redlock_ctx *ctx, size_t node, rl_keys *keys, const char
                  int64_t now);
 /* Queues on c every release owed to its node (dropping those past their time). */
 void rl_owed_send(struct redlock_ctx *ctx, rl_conn *c, int64_t now);
+/* When the first release owed (to node, or to any node when node is
+ * SIZE_MAX) may be sent; INT64_MAX when none is owed. */
+int64_t rl_owed_next(struct redlock_ctx *ctx, size_t node);
 /* Whether any release is owed (to node, or to any node when node is SIZE_MAX). */
 bool rl_owed_any(struct redlock_ctx *ctx, size_t node);
 void rl_owed_clear(struct redlock_ctx *ctx);

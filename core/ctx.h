@@ -20,6 +20,7 @@ struct rl_driver;
 typedef struct rl_owed {
     struct rl_cmd *cmd;
     size_t node;
+    int64_t not_before;       /* sent no sooner: what it undoes lands first */
     int64_t until;            /* given up after this (the keys expired anyway) */
     struct rl_owed *next;
 } rl_owed;

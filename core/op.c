@@ -56,6 +56,8 @@ struct redlock_op {
     char what[300];
     char msg[RL_ERRMSG_MAX];
     size_t next_conn;     /* rl_op_take_conn's cursor */
+    rl_conn **dropped;    /* broken connections let go of, for the driver to close */
+    size_t n_dropped;
     slot *slots;          /* one per node, allocated with the op */
     rl_result *results;   /* one per node, allocated with the op */
 };
@@ -199,6 +201,18 @@ static void send_on(rl_op *op, size_t i, int64_t now)
                                                               : o->node_timeout_ms);
 }
 
+/* Lets go of a slot's broken connection (its connect timed out): the
+ * driver gets it back from rl_op_take_conn, to close it. */
+static void drop(rl_op *op, slot *s)
+{
+    rl_conn **grown = realloc(op->dropped, (op->n_dropped + 1) * sizeof *grown);
+    if (!grown)
+        return;   /* out of memory: it stays in the slot until the op ends */
+    op->dropped = grown;
+    op->dropped[op->n_dropped++] = s->conn;
+    s->conn = NULL;
+}
+
 static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
 {
     redlock_handle *h = op->h;
@@ -220,7 +234,9 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
         slot *s = &op->slots[i];
         op->results[i].vote = RL_VOTE_PENDING;
         s->sent = s->maybe_ran = s->retried = false;
-        if (s->conn && s->conn->state != RL_CONN_BROKEN)
+        if (s->conn && s->conn->state == RL_CONN_BROKEN)
+            drop(op, s);
+        if (s->conn)
             send_on(op, i, now);
         else
             s->state = SLOT_WANT_CONN;
@@ -287,7 +303,7 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         return;
     case OP_EXTEND:
         h->held = v->held;
-        if (v->held)
+        if (v->held || v->expires_at < h->expires_at)
             h->expires_at = v->expires_at;
         finish(op, v->rc, op->msg);
         return;
@@ -397,6 +413,11 @@ int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
     op->h = h;
     op->ttl_ms = ttl_ms;
     op->old_expires_at = h->expires_at;
+    /* A node may apply a shorter lease the moment it gets the command: from
+     * now on the lock lasts no longer than that, whatever the outcome. */
+    int64_t shorter = now + ttl_ms - rl_drift_ms(ttl_ms, h->ctx->opt.drift_factor);
+    if (shorter < h->expires_at)
+        h->expires_at = shorter;
     describe(op, "extend");
     rl_ctx_note_lease(h->ctx, ttl_ms);
     if ((rc = start_round(op, RL_CMD_EXTEND, now)) != REDLOCK_OK) {
@@ -434,14 +455,13 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
 
 int rl_op_deliver(rl_op **out, redlock_ctx *ctx, int64_t now)
 {
-    (void)now;
     rl_op *op = op_new(ctx, OP_DELIVER);
     if (!op)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->phase = PHASE_ROUND;
     bool any = false;
     for (size_t i = 0; i < ctx->n_nodes; i++) {
-        if (rl_owed_any(ctx, i)) {
+        if (rl_owed_next(ctx, i) <= now) {
             op->slots[i].state = SLOT_WANT_CONN;
             any = true;
         }
@@ -461,6 +481,7 @@ void rl_op_free(rl_op *op)
     rl_cmd_unref(op->cmd);
     if (op->owns_handle)
         rl_handle_free(op->h);
+    free(op->dropped);
     free(op);
 }
 
@@ -615,16 +636,17 @@ redlock_handle *rl_op_take_handle(rl_op *op)
 
 rl_conn *rl_op_take_conn(rl_op *op)
 {
-    while (op->next_conn < op->ctx->n_nodes) {
+    rl_conn *c = NULL;
+    while (!c && op->next_conn < op->ctx->n_nodes) {
         slot *s = &op->slots[op->next_conn++];
-        rl_conn *c = s->conn;
-        if (!c)
-            continue;
+        c = s->conn;
         s->conn = NULL;
-        c->op = NULL;
-        return c;
     }
-    return NULL;
+    if (!c && op->n_dropped > 0)
+        c = op->dropped[--op->n_dropped];
+    if (c)
+        c->op = NULL;
+    return c;
 }
 
 /* ---- connection events ---- */

@@ -41,7 +41,7 @@ int rl_op_lock(rl_op **out, struct redlock_ctx *ctx, const char *const *names, s
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
 int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
 /* An operation that delivers the releases owed to nodes (cmd.h): it asks
- * for a connection to each node owed one, and ends when they are answered
+ * for a connection to each node owed one that is due, and ends when they are answered
  * or the nodes' deadlines pass; what is still owed stays owed. */
 int rl_op_deliver(rl_op **out, struct redlock_ctx *ctx, int64_t now);
 /* Frees a finished operation (after its connections were taken back). */

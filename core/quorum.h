@@ -59,7 +59,9 @@ typedef struct rl_verdict {
  *   extend:  the same from the extend's start; without a quorum the lock
  *            keeps its old expiry, or start + ttl - drift if that is sooner
  *            (a node that did apply the shorter lease ends it sooner), and
- *            is lost when a quorum said "not ours".
+ *            is lost when a quorum said "not ours". (op.c shortens the
+ *            expiry the same way as the extend starts: a node may apply the
+ *            shorter lease before the round is decided.)
  *   release: REDLOCK_OK when the lock was held until now and a quorum
  *            confirmed; never held afterwards.
  */

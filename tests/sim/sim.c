@@ -1,0 +1,1078 @@
+/*
+ * sim.c - deterministic simulation of the Redlock engine.
+ *
+ * Clients drive the real engine (core/op.h, engine.h) against simulated
+ * nodes (simnode.c, running the real Lua scripts) over a simulated network,
+ * all in one thread on one simulated clock, every choice drawn from a seed:
+ * message delays, writes accepted in pieces, reordering between connections
+ * (never within one), connections cut mid-stream, nodes that stall, go down,
+ * restart with their data or (after longer than any lease) without it,
+ * SCRIPT FLUSH, and client clocks running fast or slow within the drift
+ * allowance. A checker verifies, as the simulation runs and after it heals:
+ *   exclusion   no two holders of a resource inside their validity windows
+ *               (each client's validity converted to the global clock);
+ *   outcomes    a lock reported held is on a quorum of nodes with its token,
+ *               an unlock reported done leaves no quorum with it;
+ *   no leftover after recovery (faults healed, every lock released, owed
+ *               releases delivered) no node holds a lock key;
+ *   progress    in quiet phases with every node up, waiting locks succeed.
+ *
+ *   sim [--seed N] [--ops N] [--sims N] [--replay SEED] [--trace]
+ *
+ * Many short simulations run from seeds drawn from the master seed (random
+ * unless given). A failure prints the simulation's seed, the invariant and
+ * the trace's last lines; `sim --replay SEED --trace` replays it.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd.h"
+#include "ctx.h"
+#include "driver.h"
+#include "engine.h"
+#include "op.h"
+#include "quorum.h"
+#include "simnode.h"
+
+#define NODES 5
+#define MAX_CLIENTS 6
+#define RESOURCES 4
+#define MAX_LEASE 2000
+#define POOL 2
+#define TRACE_LINES 200
+
+/* ---- randomness ---- */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next_u64(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int64_t between(rng *r, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(next_u64(r) % (uint64_t)(hi - lo + 1));
+}
+
+static bool chance(rng *r, double p)
+{
+    return (double)(next_u64(r) >> 11) / 9007199254740992.0 < p;
+}
+
+/* The engine's random source for a client: its own stream from the seed. */
+static int client_random(void *data, void *buf, size_t n)
+{
+    rng *r = data;
+    unsigned char *out = buf;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (unsigned char)next_u64(r);
+    return 0;
+}
+
+/* ---- the world ---- */
+
+typedef enum ev_kind {
+    EV_TO_NODE, EV_TO_CLIENT, EV_CONNECTED, EV_REFUSED, EV_CUT, EV_WAKE, EV_NEXT,
+    EV_RESUME, EV_UP, EV_FAULT
+} ev_kind;
+
+typedef struct event {
+    int64_t t;
+    uint64_t seq;
+    ev_kind kind;
+    void *p;
+    int i;
+    uint64_t gen;
+    char *bytes;
+    size_t len;
+} event;
+
+struct client;
+
+typedef struct simconn {
+    struct client *cl;
+    int node;
+    rl_conn *conn;          /* NULL once the client side is gone */
+    simnode_client *nc;
+    bool dead;              /* cut: everything in flight is dropped */
+    bool closed;            /* closed by the client: what it sent still lands */
+    int64_t to_node_at, to_client_at;
+    simbuf held;            /* bytes a stalled node has not read yet */
+    simbuf inbox;           /* replies for an idle pooled connection */
+} simconn;
+
+typedef struct simnode_state {
+    simnode *sn;
+    bool down;
+    uint64_t down_gen;      /* which down spell an EV_UP ends */
+    int64_t stalled_until;
+    int64_t extra_delay;    /* a slow link */
+} simnode_state;
+
+typedef struct interval {
+    int64_t from, to;       /* global ms */
+    int client;
+    char token[33];
+} interval;
+
+typedef struct client {
+    int id;
+    redlock_ctx *ctx;
+    rng rnd;
+    double rate;            /* its clock's speed against the global clock */
+    int64_t base;           /* its clock at global 0 */
+    rl_op *op;
+    int op_kind;            /* 0 lock, 1 extend, 2 unlock, 3 deliver */
+    uint64_t wake_gen;
+    redlock_handle *held;
+    int res[2];             /* the resources of the lock wanted or held */
+    int n_res;
+    int64_t held_from;      /* global ms */
+    simconn *pool[NODES][POOL];
+    int pooled[NODES];
+    bool drain_idle;        /* replies reach pooled connections as they come */
+} client;
+
+typedef struct world {
+    rng rnd;
+    uint64_t seed;
+    int64_t now;
+    event *heap;
+    size_t n_ev, cap_ev;
+    uint64_t seq;
+    simnode_state nodes[NODES];
+    client clients[MAX_CLIENTS];
+    int n_clients;
+    simconn **conns;
+    size_t n_conns, cap_conns;
+    interval *done[RESOURCES];
+    size_t n_done[RESOURCES], cap_done[RESOURCES];
+    long ops, ops_budget;
+    bool healing;           /* no new faults, no new locks */
+    bool quiet;             /* a fault-free phase: no new faults */
+    bool unsafe_restarts;   /* restarts without data and without delay */
+    int64_t quiet_from;     /* a fault-free phase began (for progress) */
+    long quiet_locks, quiet_ok;
+    const char *failure;
+    char detail[512];
+    char trace[TRACE_LINES][160];
+    long n_trace;
+    bool keep_trace;        /* the exploration runs without; a replay with */
+    bool print_trace;
+} world;
+
+static void trace(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void trace(world *w, const char *fmt, ...)
+{
+    if (!w->keep_trace)
+        return;
+    char *line = w->trace[w->n_trace++ % TRACE_LINES];
+    int at = snprintf(line, 160, "%8" PRId64 " ", w->now);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + at, (size_t)(160 - at), fmt, ap);
+    va_end(ap);
+    if (w->print_trace)
+        puts(line);
+}
+
+static void fail(world *w, const char *invariant, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(world *w, const char *invariant, const char *fmt, ...)
+{
+    if (w->failure)
+        return;
+    va_list ap;
+    w->failure = invariant;
+    va_start(ap, fmt);
+    vsnprintf(w->detail, sizeof w->detail, fmt, ap);
+    va_end(ap);
+    trace(w, "FAILED %s: %s", invariant, w->detail);
+}
+
+/* ---- events ---- */
+
+static bool earlier(const event *a, const event *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void schedule(world *w, int64_t t, ev_kind kind, void *p, int i, uint64_t gen,
+                     const char *bytes, size_t len)
+{
+    if (w->n_ev == w->cap_ev) {
+        w->cap_ev = w->cap_ev ? w->cap_ev * 2 : 256;
+        w->heap = realloc(w->heap, w->cap_ev * sizeof *w->heap);
+    }
+    event e = { .t = t, .seq = w->seq++, .kind = kind, .p = p, .i = i, .gen = gen };
+    if (len > 0) {
+        e.bytes = malloc(len);
+        memcpy(e.bytes, bytes, len);
+        e.len = len;
+    }
+    size_t at = w->n_ev++;
+    while (at > 0 && earlier(&e, &w->heap[(at - 1) / 2])) {
+        w->heap[at] = w->heap[(at - 1) / 2];
+        at = (at - 1) / 2;
+    }
+    w->heap[at] = e;
+}
+
+static event pop_event(world *w)
+{
+    event top = w->heap[0], last = w->heap[--w->n_ev];
+    size_t at = 0;
+    for (;;) {
+        size_t c = 2 * at + 1;
+        if (c >= w->n_ev)
+            break;
+        if (c + 1 < w->n_ev && earlier(&w->heap[c + 1], &w->heap[c]))
+            c++;
+        if (!earlier(&w->heap[c], &last))
+            break;
+        w->heap[at] = w->heap[c];
+        at = c;
+    }
+    if (w->n_ev > 0)
+        w->heap[at] = last;
+    return top;
+}
+
+/* ---- clocks ---- */
+
+static int64_t client_now(const client *cl, int64_t g)
+{
+    return cl->base + (int64_t)floor((double)g * cl->rate);
+}
+
+/* The first global ms at which the client's clock reads c or more. */
+static int64_t global_at(const client *cl, int64_t c)
+{
+    if (c == INT64_MAX)
+        return INT64_MAX;
+    int64_t g = (int64_t)ceil((double)(c - cl->base) / cl->rate);
+    while (client_now(cl, g) < c)
+        g++;
+    while (g > 0 && client_now(cl, g - 1) >= c)
+        g--;
+    return g;
+}
+
+/* ---- the network ---- */
+
+static int64_t delay(world *w, int node)
+{
+    int64_t d = chance(&w->rnd, 0.9) ? between(&w->rnd, 0, 2) : between(&w->rnd, 3, 40);
+    return d + w->nodes[node].extra_delay;
+}
+
+/* Writes what the connection has to write, in pieces now and then. */
+static void write_out(world *w, simconn *sc)
+{
+    const char *bytes;
+    size_t len;
+    while (sc->conn && (len = rl_conn_output(sc->conn, &bytes)) > 0) {
+        if (len > 1 && chance(&w->rnd, 0.1))
+            len = (size_t)between(&w->rnd, 1, (int64_t)len - 1);
+        int64_t t = w->now + delay(w, sc->node);
+        if (t < sc->to_node_at)
+            t = sc->to_node_at;
+        sc->to_node_at = t;
+        schedule(w, t, EV_TO_NODE, sc, 0, 0, bytes, len);
+        rl_engine_wrote(sc->conn, len);
+    }
+}
+
+static simconn *new_conn(world *w, client *cl, int node)
+{
+    simconn *sc = calloc(1, sizeof *sc);
+    sc->cl = cl;
+    sc->node = node;
+    sc->conn = rl_conn_new(cl->ctx, (size_t)node);
+    sc->conn->io_data = sc;
+    sc->nc = simnode_client_new();
+    if (w->n_conns == w->cap_conns) {
+        w->cap_conns = w->cap_conns ? w->cap_conns * 2 : 64;
+        w->conns = realloc(w->conns, w->cap_conns * sizeof *w->conns);
+    }
+    w->conns[w->n_conns++] = sc;
+    bool refused = w->nodes[node].down;
+    schedule(w, w->now + delay(w, node), refused ? EV_REFUSED : EV_CONNECTED, sc, 0, 0, NULL, 0);
+    return sc;
+}
+
+/* Frees sc's broken connection, unless an operation still has it (one it
+ * let go of after its connect timed out): that one is freed when the
+ * operation hands it back. */
+static void free_broken(simconn *sc)
+{
+    if (sc->conn->op)
+        return;
+    rl_conn_free(sc->conn);
+    sc->conn = NULL;
+}
+
+/* The client side of sc is gone: what it owed is settled, the engine's
+ * connection freed. */
+static void client_loses(world *w, simconn *sc, const char *why)
+{
+    if (!sc->conn)
+        return;
+    client *cl = sc->cl;
+    if (sc->conn->state != RL_CONN_BROKEN || rl_conn_owed(sc->conn) > 0)
+        rl_engine_lost(sc->conn, REDLOCK_ENOQUORUM, why, client_now(cl, w->now));
+    free_broken(sc);
+    for (int j = 0; j < cl->pooled[sc->node]; j++) {
+        if (cl->pool[sc->node][j] == sc) {
+            cl->pool[sc->node][j] = cl->pool[sc->node][--cl->pooled[sc->node]];
+            break;
+        }
+    }
+}
+
+/* A fault cuts sc: nothing in flight arrives, each side learns soon. */
+static void cut(world *w, simconn *sc)
+{
+    if (sc->dead)
+        return;
+    sc->dead = true;
+    if (sc->conn && !sc->closed)
+        schedule(w, w->now + delay(w, sc->node), EV_CUT, sc, 0, 0, NULL, 0);
+}
+
+/* ---- clients ---- */
+
+static void pump(world *w, client *cl);
+
+static void deliver(world *w, simconn *sc, const char *bytes, size_t len)
+{
+    if (!sc->conn)
+        return;
+    if (!rl_engine_received(sc->conn, bytes, len, client_now(sc->cl, w->now))) {
+        trace(w, "c%d n%d connection broke: %s", sc->cl->id, sc->node, sc->conn->why);
+        sc->closed = true;
+        free_broken(sc);
+        return;
+    }
+    write_out(w, sc);
+}
+
+static simconn *take_pooled(world *w, client *cl, int node)
+{
+    while (cl->pooled[node] > 0) {
+        simconn *sc = cl->pool[node][--cl->pooled[node]];
+        if (sc->conn && sc->conn->state == RL_CONN_OPEN)
+            return sc;
+        (void)w;
+    }
+    return NULL;
+}
+
+static void attach_all(world *w, client *cl)
+{
+    int64_t c = client_now(cl, w->now);
+    for (int i = 0; i < NODES; i++) {
+        if (!rl_op_wants_conn(cl->op, (size_t)i))
+            continue;
+        simconn *sc = take_pooled(w, cl, i);
+        if (!sc && rl_node_connect_wait(&cl->ctx->nodes[i], c) > 0) {
+            rl_op_no_conn(cl->op, (size_t)i, REDLOCK_ENOQUORUM, "unreachable (backoff)", c);
+            continue;
+        }
+        if (!sc)
+            sc = new_conn(w, cl, i);
+        rl_op_attach(cl->op, (size_t)i, sc->conn, c);
+        if (sc->inbox.len > 0) {
+            simbuf in = sc->inbox;
+            sc->inbox = (simbuf){ 0 };
+            deliver(w, sc, in.p, in.len);
+            simbuf_free(&in);
+        }
+        if (sc->conn)
+            write_out(w, sc);
+    }
+}
+
+static void record_interval(world *w, client *cl, int64_t to);
+static void op_finished(world *w, client *cl);
+
+/* Drives the client's operation as far as it goes now. */
+static void pump(world *w, client *cl)
+{
+    if (!cl->op)
+        return;
+    for (int round = 0; round < 16; round++) {
+        attach_all(w, cl);
+        rl_op_step(cl->op, client_now(cl, w->now));
+        if (rl_op_done(cl->op)) {
+            op_finished(w, cl);
+            return;
+        }
+        bool wants = false;
+        for (int i = 0; i < NODES && !wants; i++)
+            wants = rl_op_wants_conn(cl->op, (size_t)i);
+        if (!wants)
+            break;
+    }
+    for (int i = 0; i < NODES; i++) {
+        rl_conn *c = rl_op_conn(cl->op, (size_t)i);
+        if (c)
+            write_out(w, c->io_data);
+    }
+    int64_t wake = global_at(cl, rl_op_wake_at(cl->op));
+    if (wake != INT64_MAX)
+        schedule(w, wake > w->now ? wake : w->now + 1, EV_WAKE, cl, 0, ++cl->wake_gen, NULL, 0);
+}
+
+static void give_back(world *w, client *cl, simconn *sc)
+{
+    if (sc->conn->state == RL_CONN_BROKEN) {
+        sc->closed = true;
+        client_loses(w, sc, "broken");
+        return;
+    }
+    if (rl_conn_poolable(sc->conn) && cl->pooled[sc->node] < POOL) {
+        cl->pool[sc->node][cl->pooled[sc->node]++] = sc;
+        return;
+    }
+    trace(w, "c%d n%d closes a connection (state %d, %zu unwritten, %zu owed)", cl->id, sc->node,
+          sc->conn->state, sc->conn->out_len, rl_conn_owed(sc->conn));
+    sc->closed = true;
+    client_loses(w, sc, "closed by the client");
+}
+
+/* Names and keys of the client's resources. */
+static void names_of(const client *cl, char names[2][16], const char *ptrs[2])
+{
+    for (int k = 0; k < cl->n_res; k++) {
+        snprintf(names[k], 16, "r%d", cl->res[k]);
+        ptrs[k] = names[k];
+    }
+}
+
+static void start_op(world *w, client *cl, int kind)
+{
+    int64_t c = client_now(cl, w->now);
+    int rc;
+    cl->op_kind = kind;
+    if (kind == 0) {
+        char names[2][16];
+        const char *ptrs[2];
+        names_of(cl, names, ptrs);
+        int64_t lease = between(&cl->rnd, 50, MAX_LEASE);
+        int64_t wait = chance(&cl->rnd, 0.5) ? 0 : between(&cl->rnd, 1, 1000);
+        rc = rl_op_lock(&cl->op, cl->ctx, ptrs, (size_t)cl->n_res, lease, wait, c);
+        trace(w, "c%d lock r%d%s lease %" PRId64 " wait %" PRId64, cl->id, cl->res[0],
+              cl->n_res > 1 ? "+" : "", lease, wait);
+        if (w->quiet_from && w->now > w->quiet_from && wait > 0)
+            w->quiet_locks++;
+    } else if (kind == 1) {
+        int64_t lease = between(&cl->rnd, 50, MAX_LEASE);
+        rc = rl_op_extend(&cl->op, cl->held, lease, c);
+        trace(w, "c%d extend %" PRId64, cl->id, lease);
+    } else if (kind == 2) {
+        record_interval(w, cl, w->now);
+        rc = rl_op_unlock(&cl->op, cl->held, c);
+        trace(w, "c%d unlock", cl->id);
+    } else {
+        rc = rl_op_deliver(&cl->op, cl->ctx, c);
+    }
+    if (kind != 3)
+        w->ops++;
+    if (rc != REDLOCK_OK) {
+        cl->op = NULL;
+        trace(w, "c%d refused at once: %s", cl->id, redlock_errmsg());
+        if (kind == 1 && !cl->held->held)
+            record_interval(w, cl, w->now);
+        schedule(w, w->now + between(&cl->rnd, 0, 50), EV_NEXT, cl, 0, 0, NULL, 0);
+        return;
+    }
+    pump(w, cl);
+}
+
+/* ---- the checker ---- */
+
+/* The holder's window ends now (or at its validity end if sooner). */
+static void record_interval(world *w, client *cl, int64_t to)
+{
+    if (!cl->held || cl->held_from < 0)
+        return;
+    int64_t end = global_at(cl, cl->held->expires_at);
+    if (to < end)
+        end = to;
+    for (int k = 0; k < cl->n_res && end > cl->held_from; k++) {
+        int r = cl->res[k];
+        for (size_t j = 0; j < w->n_done[r]; j++) {
+            interval *o = &w->done[r][j];
+            if (o->client != cl->id && o->from < end && cl->held_from < o->to)
+                fail(w, "exclusion", "r%d held by c%d [%" PRId64 ", %" PRId64 ") and by c%d "
+                     "[%" PRId64 ", %" PRId64 ")", r, o->client, o->from, o->to, cl->id,
+                     cl->held_from, end);
+        }
+        if (w->n_done[r] == w->cap_done[r]) {
+            w->cap_done[r] = w->cap_done[r] ? w->cap_done[r] * 2 : 64;
+            w->done[r] = realloc(w->done[r], w->cap_done[r] * sizeof(interval));
+        }
+        interval *iv = &w->done[r][w->n_done[r]++];
+        *iv = (interval){ .from = cl->held_from, .to = end, .client = cl->id };
+        snprintf(iv->token, sizeof iv->token, "%s", cl->held->token);
+    }
+    cl->held_from = -1;
+}
+
+/* How many nodes hold every key of the client's lock with token. */
+static int holding(world *w, const client *cl, const char *token)
+{
+    int count = 0;
+    for (int i = 0; i < NODES; i++) {
+        bool all = true;
+        for (int k = 0; k < cl->n_res && all; k++) {
+            char key[16];
+            snprintf(key, sizeof key, "r%d", cl->res[k]);
+            const char *v = simnode_get(w->nodes[i].sn, key, w->now);
+            all = v && strcmp(v, token) == 0;
+        }
+        count += all;
+    }
+    return count;
+}
+
+static void op_finished(world *w, client *cl)
+{
+    rl_op *op = cl->op;
+    int rc = rl_op_status(op);
+    int q = (int)rl_quorum(NODES);
+    cl->op = NULL;
+    cl->wake_gen++;
+    trace(w, "c%d %s -> %d %.100s", cl->id,
+          (const char *[]){ "lock", "extend", "unlock", "deliver" }[cl->op_kind], rc,
+          rl_op_message(op));
+    if (cl->op_kind == 0 && rc == REDLOCK_OK) {
+        cl->held = rl_op_take_handle(op);
+        cl->held_from = w->now;
+        trace(w, "c%d token %s", cl->id, cl->held->token);
+        if (holding(w, cl, cl->held->token) < q && !w->unsafe_restarts)
+            fail(w, "outcomes", "c%d holds r%d but only %d nodes have its token", cl->id,
+                 cl->res[0], holding(w, cl, cl->held->token));
+        if (w->quiet_from && w->now > w->quiet_from)
+            w->quiet_ok++;
+    } else if (cl->op_kind == 1 && !cl->held->held) {
+        record_interval(w, cl, w->now);
+    } else if (cl->op_kind == 2) {
+        if (rc == REDLOCK_OK && holding(w, cl, cl->held->token) >= q)
+            fail(w, "outcomes", "c%d unlocked but a quorum still has its token", cl->id);
+        rl_handle_free(cl->held);
+        cl->held = NULL;
+    }
+    /* What the end of the operation queued (a failed attempt's release) is
+     * written before the connections go back, as block.c does. */
+    for (int i = 0; i < NODES; i++) {
+        rl_conn *c = rl_op_conn(op, (size_t)i);
+        if (c)
+            write_out(w, c->io_data);
+    }
+    rl_conn *c;
+    while ((c = rl_op_take_conn(op)) != NULL)
+        give_back(w, cl, c->io_data);
+    rl_op_free(op);
+    schedule(w, w->now + between(&cl->rnd, 0, 30), EV_NEXT, cl, 0, 0, NULL, 0);
+}
+
+/* What a client does next. */
+static void next_action(world *w, client *cl)
+{
+    if (cl->op)
+        return;
+    if (cl->held) {
+        bool hold_on = chance(&cl->rnd, 0.3) && !w->healing;
+        start_op(w, cl, hold_on && cl->held->held ? 1 : 2);
+        return;
+    }
+    /* Releases owed and due go out first, as the blocking driver's service
+     * thread would send them. */
+    if (rl_owed_next(cl->ctx, SIZE_MAX) <= client_now(cl, w->now)) {
+        start_op(w, cl, 3);
+        return;
+    }
+    if (w->healing || w->ops >= w->ops_budget)
+        return;
+    cl->n_res = chance(&cl->rnd, 0.25) ? 2 : 1;
+    cl->res[0] = (int)between(&cl->rnd, 0, RESOURCES - 1);
+    cl->res[1] = (cl->res[0] + 1 + (int)between(&cl->rnd, 0, RESOURCES - 2)) % RESOURCES;
+    start_op(w, cl, 0);
+}
+
+/* ---- faults ---- */
+
+static void fault(world *w)
+{
+    if (w->healing || w->quiet)
+        return;
+    int n = (int)between(&w->rnd, 0, NODES - 1);
+    simnode_state *nd = &w->nodes[n];
+    switch (between(&w->rnd, 0, 6)) {
+    case 0:   /* a stall, shorter or longer than leases */
+        if (!nd->down && nd->stalled_until <= w->now) {
+            nd->stalled_until = w->now + between(&w->rnd, 1, 3000);
+            schedule(w, nd->stalled_until, EV_RESUME, nd, n, 0, NULL, 0);
+            trace(w, "fault: n%d stalls until %" PRId64, n, nd->stalled_until);
+        }
+        break;
+    case 1:   /* a connection cut mid-stream */
+        if (w->n_conns > 0) {
+            simconn *sc = w->conns[between(&w->rnd, 0, (int64_t)w->n_conns - 1)];
+            if (!sc->dead && !sc->closed && sc->conn) {
+                trace(w, "fault: cut c%d n%d", sc->cl->id, sc->node);
+                cut(w, sc);
+            }
+        }
+        break;
+    case 2: { /* down, back with its data, or empty after longer than any lease */
+        if (nd->down)
+            break;
+        bool keep = chance(&w->rnd, 0.6) || w->unsafe_restarts;
+        int64_t back = keep ? between(&w->rnd, 10, 3000) : between(&w->rnd, 2 * MAX_LEASE + 100, 3 * MAX_LEASE);
+        if (w->unsafe_restarts && chance(&w->rnd, 0.5)) {
+            keep = false;
+            back = between(&w->rnd, 10, 500);
+        }
+        nd->down = true;
+        nd->down_gen++;
+        for (size_t i = 0; i < w->n_conns; i++)
+            if (w->conns[i]->node == n)
+                cut(w, w->conns[i]);
+        schedule(w, w->now + back, EV_UP, nd, keep, nd->down_gen, NULL, 0);
+        trace(w, "fault: n%d down for %" PRId64 " ms, %s", n, back, keep ? "keeps data" : "empty");
+        break;
+    }
+    case 3:
+        simnode_flush_scripts(nd->sn);
+        trace(w, "fault: n%d SCRIPT FLUSH", n);
+        break;
+    case 4:
+        nd->extra_delay = nd->extra_delay ? 0 : between(&w->rnd, 5, 100);
+        trace(w, "fault: n%d link delay %" PRId64, n, nd->extra_delay);
+        break;
+    default:  /* a quiet spell */
+        break;
+    }
+}
+
+/* ---- the node side ---- */
+
+static void to_node(world *w, simconn *sc, const char *bytes, size_t len)
+{
+    simnode_state *nd = &w->nodes[sc->node];
+    if (sc->dead)
+        return;
+    if (nd->down) {
+        cut(w, sc);
+        return;
+    }
+    if (nd->stalled_until > w->now) {
+        simbuf_add(&sc->held, bytes, len);
+        return;
+    }
+    simbuf out = { 0 };
+    if (!simnode_feed(nd->sn, sc->nc, bytes, len, w->now, &out)) {
+        cut(w, sc);
+    } else if (out.len > 0 && !sc->closed) {
+        int64_t t = w->now + delay(w, sc->node);
+        if (t < sc->to_client_at)
+            t = sc->to_client_at;
+        sc->to_client_at = t;
+        schedule(w, t, EV_TO_CLIENT, sc, 0, 0, out.p, out.len);
+    }
+    simbuf_free(&out);
+}
+
+static void resume(world *w, int n)
+{
+    simnode_state *nd = &w->nodes[n];
+    if (nd->stalled_until > w->now)
+        return;
+    for (size_t i = 0; i < w->n_conns; i++) {
+        simconn *sc = w->conns[i];
+        if (sc->node == n && sc->held.len > 0) {
+            simbuf in = sc->held;
+            sc->held = (simbuf){ 0 };
+            to_node(w, sc, in.p, in.len);
+            simbuf_free(&in);
+        }
+    }
+}
+
+/* ---- one event ---- */
+
+static void handle(world *w, event *e)
+{
+    simconn *sc = e->p;
+    client *cl;
+    switch (e->kind) {
+    case EV_TO_NODE:
+        to_node(w, sc, e->bytes, e->len);
+        break;
+    case EV_TO_CLIENT:
+        if (sc->dead || !sc->conn)
+            break;
+        if (!sc->conn->op && !sc->cl->drain_idle) {
+            simbuf_add(&sc->inbox, e->bytes, e->len);
+            break;
+        }
+        deliver(w, sc, e->bytes, e->len);
+        pump(w, sc->cl);
+        break;
+    case EV_CONNECTED:
+        if (!sc->conn || sc->dead)
+            break;
+        if (w->nodes[sc->node].down) {
+            cut(w, sc);
+            break;
+        }
+        rl_engine_connected(sc->conn, client_now(sc->cl, w->now));
+        write_out(w, sc);
+        pump(w, sc->cl);
+        break;
+    case EV_REFUSED:
+    case EV_CUT:
+        cl = sc->cl;
+        sc->dead = true;
+        client_loses(w, sc, e->kind == EV_REFUSED ? "cannot connect: refused"
+                                                  : "connection lost: cut");
+        pump(w, cl);
+        break;
+    case EV_WAKE:
+        cl = e->p;
+        if (e->gen == cl->wake_gen)
+            pump(w, cl);
+        break;
+    case EV_NEXT:
+        next_action(w, e->p);
+        break;
+    case EV_RESUME:
+        resume(w, e->i);
+        break;
+    case EV_UP: {
+        simnode_state *nd = e->p;
+        if (!nd->down || e->gen != nd->down_gen)
+            break;   /* healed meanwhile, or an earlier spell's */
+        nd->down = false;
+        simnode_restart(nd->sn, e->i, next_u64(&w->rnd));
+        trace(w, "n%d back up", (int)(nd - w->nodes));
+        break;
+    }
+    case EV_FAULT:
+        fault(w);
+        if (!w->healing)
+            schedule(w, w->now + between(&w->rnd, 1, 400), EV_FAULT, NULL, 0, 0, NULL, 0);
+        break;
+    }
+}
+
+/* ---- one simulation ---- */
+
+static void world_init(world *w, uint64_t seed, long ops, bool unsafe)
+{
+    memset(w, 0, sizeof *w);
+    w->seed = seed;
+    w->rnd.s = seed;
+    w->ops_budget = ops;
+    w->unsafe_restarts = unsafe;
+    const char *uris[NODES];
+    char buf[NODES][32];
+    for (int i = 0; i < NODES; i++) {
+        w->nodes[i].sn = simnode_new(next_u64(&w->rnd));
+        snprintf(buf[i], sizeof buf[i], "redis://10.0.0.%d:6379", i + 1);
+        uris[i] = buf[i];
+    }
+    w->n_clients = (int)between(&w->rnd, 2, MAX_CLIENTS);
+    for (int k = 0; k < w->n_clients; k++) {
+        client *cl = &w->clients[k];
+        cl->id = k;
+        cl->rnd.s = next_u64(&w->rnd);
+        cl->rate = 1.0 + (double)between(&w->rnd, -40, 40) / 10000.0;   /* +-0.4% */
+        cl->base = between(&w->rnd, 0, 1000000);
+        cl->held_from = -1;
+        cl->drain_idle = chance(&w->rnd, 0.5);
+        if (rl_ctx_new(&cl->ctx, uris, NODES) != REDLOCK_OK) {
+            fprintf(stderr, "sim: rl_ctx_new: %s\n", redlock_errmsg());
+            exit(2);
+        }
+        cl->ctx->random = client_random;
+        cl->ctx->random_data = &cl->rnd;
+        rl_options_set(&cl->ctx->opt, "node_timeout_ms", "100");
+        rl_options_set(&cl->ctx->opt, "connect_timeout_ms", "100");
+        rl_options_set(&cl->ctx->opt, "retry_delay_ms", "50");
+        rl_options_set(&cl->ctx->opt, "retry_jitter_ms", "25");
+        schedule(w, between(&w->rnd, 0, 20), EV_NEXT, cl, 0, 0, NULL, 0);
+    }
+    schedule(w, between(&w->rnd, 0, 200), EV_FAULT, NULL, 0, 0, NULL, 0);
+}
+
+static void world_free(world *w)
+{
+    for (int k = 0; k < w->n_clients; k++) {
+        client *cl = &w->clients[k];
+        if (cl->op) {
+            rl_conn *c;
+            while ((c = rl_op_take_conn(cl->op)) != NULL)
+                (void)c;
+            rl_op_free(cl->op);
+        }
+        rl_handle_free(cl->held);
+    }
+    for (size_t i = 0; i < w->n_conns; i++) {
+        simconn *sc = w->conns[i];
+        if (sc->conn) {
+            sc->conn->op = NULL;
+            rl_engine_lost(sc->conn, REDLOCK_ENOQUORUM, "end", 0);
+            rl_conn_free(sc->conn);
+        }
+        simnode_client_free(sc->nc);
+        simbuf_free(&sc->held);
+        simbuf_free(&sc->inbox);
+        free(sc);
+    }
+    for (int k = 0; k < w->n_clients; k++)
+        redlock_ctx_free(w->clients[k].ctx);
+    for (size_t i = 0; i < w->n_ev; i++)
+        free(w->heap[i].bytes);
+    free(w->heap);
+    free(w->conns);
+    for (int i = 0; i < NODES; i++)
+        simnode_free(w->nodes[i].sn);
+    for (int r = 0; r < RESOURCES; r++)
+        free(w->done[r]);
+}
+
+/* Heals every fault: nodes up with their data, stalls over, links fast. */
+static void heal(world *w)
+{
+    w->healing = true;
+    for (int i = 0; i < NODES; i++) {
+        simnode_state *nd = &w->nodes[i];
+        nd->extra_delay = 0;
+        nd->stalled_until = 0;
+        resume(w, i);
+        if (nd->down) {
+            nd->down = false;
+            simnode_restart(nd->sn, true, next_u64(&w->rnd));
+        }
+    }
+    trace(w, "healed");
+}
+
+static void run_until(world *w, int64_t until)
+{
+    while (w->n_ev > 0 && !w->failure && w->heap[0].t <= until) {
+        event e = pop_event(w);
+        w->now = e.t;
+        handle(w, &e);
+        free(e.bytes);
+    }
+    if (w->now < until)
+        w->now = until;
+}
+
+static bool busy(const world *w)
+{
+    for (int k = 0; k < w->n_clients; k++)
+        if (w->clients[k].op || w->clients[k].held)
+            return true;
+    return false;
+}
+
+/* After healing: every lock released, every owed release delivered, then
+ * no node holds a lock key. */
+static void check_recovery(world *w)
+{
+    for (int step = 0; step < 200 && busy(w) && !w->failure; step++)
+        run_until(w, w->now + 100);
+    if (busy(w))
+        fail(w, "progress", "clients still busy long after healing");
+    /* Releases owed wait one node deadline; deliver them. */
+    for (int step = 0; step < 20 && !w->failure; step++) {
+        run_until(w, w->now + 150);
+        for (int k = 0; k < w->n_clients; k++)
+            next_action(w, &w->clients[k]);
+    }
+    run_until(w, w->now + 500);
+    for (int i = 0; i < NODES && !w->failure; i++) {
+        const char *keys[64], *values[64];
+        size_t n = simnode_keys(w->nodes[i].sn, w->now, keys, values, 64);
+        for (size_t j = 0; j < n; j++)
+            fail(w, "no leftover", "n%d still holds %s = %s after recovery", i, keys[j],
+                 values[j] ? values[j] : "(list)");
+    }
+}
+
+/* One simulation of ops operations; its failure, or NULL. Traced when
+ * keep_trace (a replay): the same seed makes the same run, so exploring
+ * runs untraced and replays a failure to show its trace. */
+static const char *simulate(uint64_t seed, long ops, bool unsafe, bool keep_trace,
+                            bool print_trace, long *done)
+{
+    world *w = malloc(sizeof *w);
+    world_init(w, seed, ops, unsafe);
+    w->keep_trace = keep_trace;
+    w->print_trace = print_trace;
+    while (!w->failure && w->ops < w->ops_budget && w->n_ev > 0) {
+        int64_t t = w->heap[0].t;
+        /* Five seconds in ten are quiet: faults stop and heal, and locks that
+         * wait must then succeed (progress), once a node that restarted has
+         * been noticed (after the backoff of failed connects, at most 1 s)
+         * and its restart guard (the largest lease) is over. */
+        bool quiet = t % 10000 >= 5000;
+        if (quiet && !w->quiet) {
+            heal(w);
+            w->healing = false;
+            w->quiet = true;
+            w->quiet_from = t + 1000 + MAX_LEASE + 500;
+        } else if (!quiet && w->quiet) {
+            if (w->quiet_locks >= 3 && w->quiet_ok == 0) {
+                for (int i = 0; i < NODES; i++) {
+                    const char *keys[64], *values[64];
+                    size_t n = simnode_keys(w->nodes[i].sn, w->now, keys, values, 64);
+                    for (size_t j = 0; j < n; j++)
+                        trace(w, "n%d holds %s = %s", i, keys[j], values[j] ? values[j] : "-");
+                }
+                for (int k = 0; k < w->n_clients; k++)
+                    trace(w, "c%d holds %s, op %d", k,
+                          w->clients[k].held ? w->clients[k].held->token : "nothing",
+                          w->clients[k].op ? w->clients[k].op_kind : -1);
+                fail(w, "progress", "no lock succeeded in a quiet phase (%ld tried)",
+                     w->quiet_locks);
+            }
+            w->quiet = false;
+            w->quiet_from = 0;
+            w->quiet_locks = w->quiet_ok = 0;
+        }
+        run_until(w, t);
+    }
+    if (!w->failure) {
+        heal(w);
+        check_recovery(w);
+    }
+    *done = w->ops;
+    const char *failure = w->failure;
+    if (failure && keep_trace) {
+        fprintf(stderr, "sim: FAILED seed %" PRIu64 ": %s: %s\n", seed, failure, w->detail);
+        fprintf(stderr, "sim: the last events (replay: sim --replay %" PRIu64 " --trace):\n",
+                seed);
+        long first = w->n_trace > TRACE_LINES ? w->n_trace - TRACE_LINES : 0;
+        for (long i = first; i < w->n_trace && !print_trace; i++)
+            fprintf(stderr, "  %s\n", w->trace[i % TRACE_LINES]);
+    }
+    world_free(w);
+    free(w);
+    return failure;
+}
+
+#define JOBS 2
+
+typedef struct explorer {
+    pthread_mutex_t mu;
+    rng seeds;
+    long ops, per_sim, total, sims, broken;
+    bool unsafe;
+} explorer;
+
+static void *explore(void *arg)
+{
+    explorer *ex = arg;
+    for (;;) {
+        pthread_mutex_lock(&ex->mu);
+        bool more = ex->total < ex->ops && (ex->unsafe || ex->broken == 0);
+        uint64_t seed = next_u64(&ex->seeds);
+        pthread_mutex_unlock(&ex->mu);
+        if (!more)
+            return NULL;
+        long n = 0, again;
+        const char *f = simulate(seed, ex->per_sim, ex->unsafe, false, false, &n);
+        if (f && !ex->unsafe)
+            simulate(seed, ex->per_sim, ex->unsafe, true, false, &again);
+        pthread_mutex_lock(&ex->mu);
+        ex->total += n;
+        ex->sims++;
+        ex->broken += f != NULL;
+        pthread_mutex_unlock(&ex->mu);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t master = 0, replay = 0;
+    bool have_master = false, have_replay = false, print_trace = false, unsafe = false;
+    long ops = 1000000, per_sim = 2000;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            master = strtoull(argv[++i], NULL, 10);
+            have_master = true;
+        } else if (strcmp(argv[i], "--replay") == 0 && i + 1 < argc) {
+            replay = strtoull(argv[++i], NULL, 10);
+            have_replay = true;
+        } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) {
+            ops = strtol(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--per-sim") == 0 && i + 1 < argc) {
+            per_sim = strtol(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--trace") == 0) {
+            print_trace = true;
+        } else if (strcmp(argv[i], "--unsafe-restarts") == 0) {
+            unsafe = true;
+        } else {
+            fprintf(stderr, "usage: sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] "
+                            "[--trace] [--unsafe-restarts]\n");
+            return 64;
+        }
+    }
+    long done = 0;
+    if (have_replay) {
+        const char *f = simulate(replay, per_sim, unsafe, true, print_trace, &done);
+        printf("sim: replayed seed %" PRIu64 ": %ld operations, %s\n", replay, done,
+               f ? f : "no invariant broken");
+        return f ? 1 : 0;
+    }
+    if (!have_master) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        master = (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec;
+    }
+    printf("sim: master seed %" PRIu64 " (sim --seed %" PRIu64 " repeats this run)\n", master,
+           master);
+    fflush(stdout);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* Simulations are independent: two workers share them out (simulation
+     * k gets the k-th seed of the master's stream, whichever worker runs it). */
+    explorer ex = { .seeds = { master }, .ops = ops, .per_sim = per_sim, .unsafe = unsafe };
+    pthread_mutex_init(&ex.mu, NULL);
+    pthread_t workers[JOBS];
+    for (int j = 0; j < JOBS; j++)
+        pthread_create(&workers[j], NULL, explore, &ex);
+    for (int j = 0; j < JOBS; j++)
+        pthread_join(workers[j], NULL);
+    long total = ex.total, sims = ex.sims, broken = ex.broken;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("sim: %ld operations in %ld simulations, %.1f s, master seed %" PRIu64 ": %s\n",
+           total, sims, secs, master,
+           broken ? (unsafe ? "invariants broken (restarts without data, as documented)"
+                           : "FAILED") : "every invariant held");
+    if (unsafe)
+        printf("sim: %ld of %ld simulations broke an invariant\n", broken, sims);
+    return broken && !unsafe ? 1 : 0;
+}

@@ -1,0 +1,579 @@
+/* simnode.c - a simulated Redis node (see simnode.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <hiredis/hiredis.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "scripts.h"
+#include "simnode.h"
+
+#define NO_EXPIRY INT64_MAX
+
+typedef struct entry {
+    char *key;
+    char *value;          /* NULL for a list */
+    int64_t expires_at;
+} entry;
+
+typedef struct script {
+    char sha[41];
+    int ref;              /* the compiled function in the registry */
+} script;
+
+struct simnode {
+    entry *keys;
+    size_t n, cap;
+    char run_id[41];
+    lua_State *lua;
+    script scripts[RL_N_SCRIPTS];
+    size_t n_scripts;
+    int64_t now;          /* of the command running */
+};
+
+struct simnode_client {
+    redisReader *reader;
+};
+
+/* ---- values ---- */
+
+typedef enum vtype { V_NIL, V_INT, V_BULK, V_STATUS, V_ERR, V_ARRAY } vtype;
+
+typedef struct sval {
+    vtype t;
+    long long i;
+    char *s;
+    size_t len;
+    struct sval *a;
+    size_t n;
+} sval;
+
+static sval v_nil(void) { return (sval){ .t = V_NIL }; }
+static sval v_int(long long i) { return (sval){ .t = V_INT, .i = i }; }
+
+static sval v_text(vtype t, const char *s, size_t len)
+{
+    sval v = { .t = t, .s = malloc(len + 1), .len = len };
+    memcpy(v.s, s, len);
+    v.s[len] = '\0';
+    return v;
+}
+
+static sval v_str(vtype t, const char *s) { return v_text(t, s, strlen(s)); }
+
+static void v_free(sval *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        v_free(&v->a[i]);
+    free(v->a);
+    free(v->s);
+}
+
+static const char wrongtype[] = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+void simbuf_add(simbuf *b, const char *bytes, size_t len)
+{
+    if (b->len + len > b->cap) {
+        b->cap = (b->len + len) * 2 + 64;
+        b->p = realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->len, bytes, len);
+    b->len += len;
+}
+
+void simbuf_free(simbuf *b)
+{
+    free(b->p);
+    *b = (simbuf){ 0 };
+}
+
+static void resp(const sval *v, simbuf *out)
+{
+    char head[48];
+    int n = 0;
+    switch (v->t) {
+    case V_NIL:    n = snprintf(head, sizeof head, "$-1\r\n"); break;
+    case V_INT:    n = snprintf(head, sizeof head, ":%lld\r\n", v->i); break;
+    case V_STATUS: n = snprintf(head, sizeof head, "+"); break;
+    case V_ERR:    n = snprintf(head, sizeof head, "-"); break;
+    case V_BULK:   n = snprintf(head, sizeof head, "$%zu\r\n", v->len); break;
+    case V_ARRAY:  n = snprintf(head, sizeof head, "*%zu\r\n", v->n); break;
+    }
+    simbuf_add(out, head, (size_t)n);
+    if (v->t == V_STATUS || v->t == V_ERR || v->t == V_BULK) {
+        simbuf_add(out, v->s, v->len);
+        simbuf_add(out, "\r\n", 2);
+    }
+    for (size_t i = 0; v->t == V_ARRAY && i < v->n; i++)
+        resp(&v->a[i], out);
+}
+
+/* ---- the keyspace ---- */
+
+static entry *find(simnode *n, const char *key)
+{
+    for (size_t i = 0; i < n->n; i++) {
+        entry *e = &n->keys[i];
+        if (strcmp(e->key, key) != 0)
+            continue;
+        if (e->expires_at <= n->now) {      /* expired: gone */
+            free(e->key);
+            free(e->value);
+            n->keys[i] = n->keys[--n->n];
+            return NULL;
+        }
+        return e;
+    }
+    return NULL;
+}
+
+static void del(simnode *n, entry *e)
+{
+    free(e->key);
+    free(e->value);
+    *e = n->keys[--n->n];
+}
+
+static entry *put(simnode *n, const char *key)
+{
+    entry *e = find(n, key);
+    if (e) {
+        free(e->value);
+        e->value = NULL;
+        return e;
+    }
+    if (n->n == n->cap) {
+        n->cap = n->cap ? n->cap * 2 : 16;
+        n->keys = realloc(n->keys, n->cap * sizeof *n->keys);
+    }
+    e = &n->keys[n->n++];
+    *e = (entry){ .key = strdup(key), .expires_at = NO_EXPIRY };
+    return e;
+}
+
+static void clear_keys(simnode *n)
+{
+    while (n->n > 0)
+        del(n, &n->keys[n->n - 1]);
+}
+
+/* ---- scripts ---- */
+
+static const rl_script *known_by_body(const char *body)
+{
+    for (int i = 0; i < RL_N_SCRIPTS; i++)
+        if (strcmp(rl_scripts[i]->body, body) == 0)
+            return rl_scripts[i];
+    return NULL;
+}
+
+static script *cached(simnode *n, const char *sha)
+{
+    for (size_t i = 0; i < n->n_scripts; i++)
+        if (strcasecmp(n->scripts[i].sha, sha) == 0)
+            return &n->scripts[i];
+    return NULL;
+}
+
+/* Compiles and caches a known script; NULL for a body the simulation does
+ * not know (only the project's scripts are ever sent). */
+static script *load(simnode *n, const char *body)
+{
+    const rl_script *known = known_by_body(body);
+    if (!known)
+        return NULL;
+    script *s = cached(n, known->sha1);
+    if (s)
+        return s;
+    if (luaL_loadbuffer(n->lua, body, strlen(body), "script") != LUA_OK) {
+        lua_pop(n->lua, 1);
+        return NULL;
+    }
+    s = &n->scripts[n->n_scripts++];
+    snprintf(s->sha, sizeof s->sha, "%s", known->sha1);
+    s->ref = luaL_ref(n->lua, LUA_REGISTRYINDEX);
+    return s;
+}
+
+void simnode_flush_scripts(simnode *n)
+{
+    for (size_t i = 0; i < n->n_scripts; i++)
+        luaL_unref(n->lua, LUA_REGISTRYINDEX, n->scripts[i].ref);
+    n->n_scripts = 0;
+}
+
+static sval run(simnode *n, int argc, char **argv, const size_t *lens);
+
+/* ---- Lua's side of redis.call ---- */
+
+static void push(lua_State *L, const sval *v)
+{
+    switch (v->t) {
+    case V_NIL:    lua_pushboolean(L, 0); break;
+    case V_INT:    lua_pushinteger(L, v->i); break;
+    case V_BULK:   lua_pushlstring(L, v->s, v->len); break;
+    case V_STATUS:
+    case V_ERR:
+        lua_newtable(L);
+        lua_pushlstring(L, v->s, v->len);
+        lua_setfield(L, -2, v->t == V_STATUS ? "ok" : "err");
+        break;
+    case V_ARRAY:
+        lua_createtable(L, (int)v->n, 0);
+        for (size_t i = 0; i < v->n; i++) {
+            push(L, &v->a[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        break;
+    }
+}
+
+static simnode *node_of(lua_State *L)
+{
+    return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+static int call_or_pcall(lua_State *L, bool raise)
+{
+    int argc = lua_gettop(L);
+    char **argv = malloc((size_t)argc * sizeof *argv);
+    size_t *lens = malloc((size_t)argc * sizeof *lens);
+    for (int i = 0; i < argc; i++) {
+        const char *s = lua_tolstring(L, i + 1, &lens[i]);
+        argv[i] = (char *)(s ? s : "");
+    }
+    sval v = argc > 0 ? run(node_of(L), argc, argv, lens) : v_str(V_ERR, "ERR wrong arguments");
+    free(argv);
+    free(lens);
+    if (v.t == V_ERR && raise) {
+        lua_pushlstring(L, v.s, v.len);
+        v_free(&v);
+        return lua_error(L);
+    }
+    push(L, &v);
+    v_free(&v);
+    return 1;
+}
+
+static int l_call(lua_State *L) { return call_or_pcall(L, true); }
+static int l_pcall(lua_State *L) { return call_or_pcall(L, false); }
+
+static int l_error_reply(lua_State *L)
+{
+    lua_newtable(L);
+    lua_pushvalue(L, 1);
+    lua_setfield(L, -2, "err");
+    return 1;
+}
+
+/* The reply a script's result makes, as Redis converts it. */
+static sval from_lua(lua_State *L, int at)
+{
+    switch (lua_type(L, at)) {
+    case LUA_TNUMBER:  return v_int((long long)lua_tonumber(L, at));
+    case LUA_TBOOLEAN: return lua_toboolean(L, at) ? v_int(1) : v_nil();
+    case LUA_TSTRING: {
+        size_t len;
+        const char *s = lua_tolstring(L, at, &len);
+        return v_text(V_BULK, s, len);
+    }
+    case LUA_TTABLE: {
+        at = lua_absindex(L, at);
+        for (int k = 0; k < 2; k++) {
+            lua_getfield(L, at, k == 0 ? "err" : "ok");
+            if (lua_isstring(L, -1)) {
+                sval v = v_str(k == 0 ? V_ERR : V_STATUS, lua_tostring(L, -1));
+                lua_pop(L, 1);
+                return v;
+            }
+            lua_pop(L, 1);
+        }
+        sval v = { .t = V_ARRAY, .n = (size_t)lua_rawlen(L, at) };
+        v.a = calloc(v.n ? v.n : 1, sizeof *v.a);
+        for (size_t i = 0; i < v.n; i++) {
+            lua_rawgeti(L, at, (lua_Integer)i + 1);
+            v.a[i] = from_lua(L, -1);
+            lua_pop(L, 1);
+        }
+        return v;
+    }
+    default:
+        return v_nil();
+    }
+}
+
+static void set_array(lua_State *L, const char *name, char **argv, const size_t *lens, int n)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushlstring(L, argv[i], lens[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setglobal(L, name);
+}
+
+/* EVAL/EVALSHA: argv[0] is the script's body or sha. */
+static sval eval(simnode *n, script *s, int argc, char **argv, const size_t *lens)
+{
+    char *end;
+    long numkeys = argc >= 2 ? strtol(argv[1], &end, 10) : -1;
+    if (numkeys < 0 || numkeys > argc - 2)
+        return v_str(V_ERR, "ERR Number of keys can't be greater than number of args");
+    lua_State *L = n->lua;
+    set_array(L, "KEYS", argv + 2, lens + 2, (int)numkeys);
+    set_array(L, "ARGV", argv + 2 + numkeys, lens + 2 + numkeys, argc - 2 - (int)numkeys);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, s->ref);
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s script: %s", lua_tostring(L, -1), s->sha);
+        lua_pop(L, 1);
+        return v_str(V_ERR, msg);
+    }
+    sval v = from_lua(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* ---- commands ---- */
+
+static bool is(const char *arg, const char *name)
+{
+    return strcasecmp(arg, name) == 0;
+}
+
+static sval cmd_set(simnode *n, int argc, char **argv)
+{
+    bool nx = false, get = false;
+    int64_t px = 0;
+    for (int i = 3; i < argc; i++) {
+        if (is(argv[i], "NX"))
+            nx = true;
+        else if (is(argv[i], "GET"))
+            get = true;
+        else if (is(argv[i], "PX") && i + 1 < argc)
+            px = strtoll(argv[++i], NULL, 10);
+        else
+            return v_str(V_ERR, "ERR syntax error");
+    }
+    entry *e = find(n, argv[1]);
+    if (e && get && !e->value)
+        return v_str(V_ERR, wrongtype);
+    sval old = get && e ? v_str(V_BULK, e->value) : v_nil();
+    if (nx && e)
+        return get ? old : v_nil();
+    e = put(n, argv[1]);
+    e->value = strdup(argv[2]);
+    e->expires_at = px > 0 ? n->now + px : NO_EXPIRY;
+    if (get)
+        return old;
+    return v_str(V_STATUS, "OK");
+}
+
+static sval keyspace(simnode *n, int argc, char **argv)
+{
+    const char *c = argv[0];
+    if (is(c, "GET") && argc == 2) {
+        entry *e = find(n, argv[1]);
+        if (e && !e->value)
+            return v_str(V_ERR, wrongtype);
+        return e ? v_str(V_BULK, e->value) : v_nil();
+    }
+    if ((is(c, "DEL") || is(c, "EXISTS")) && argc >= 2) {
+        long long count = 0;
+        for (int i = 1; i < argc; i++) {
+            entry *e = find(n, argv[i]);
+            if (!e)
+                continue;
+            count++;
+            if (is(c, "DEL"))
+                del(n, e);
+        }
+        return v_int(count);
+    }
+    if (is(c, "MGET") && argc >= 2) {
+        sval v = { .t = V_ARRAY, .n = (size_t)argc - 1, .a = calloc((size_t)argc, sizeof(sval)) };
+        for (int i = 1; i < argc; i++) {
+            entry *e = find(n, argv[i]);
+            v.a[i - 1] = e && e->value ? v_str(V_BULK, e->value) : v_nil();
+        }
+        return v;
+    }
+    if ((is(c, "PEXPIRE") && argc == 3) || (is(c, "PTTL") && argc == 2)) {
+        entry *e = find(n, argv[1]);
+        if (is(c, "PTTL"))
+            return v_int(!e ? -2 : e->expires_at == NO_EXPIRY ? -1 : e->expires_at - n->now);
+        if (e)
+            e->expires_at = n->now + strtoll(argv[2], NULL, 10);
+        return v_int(e ? 1 : 0);
+    }
+    if (is(c, "TYPE") && argc == 2) {
+        entry *e = find(n, argv[1]);
+        return v_str(V_STATUS, !e ? "none" : e->value ? "string" : "list");
+    }
+    if (is(c, "SET") && argc >= 3)
+        return cmd_set(n, argc, argv);
+    return v_str(V_ERR, "ERR unknown command or wrong number of arguments");
+}
+
+static sval run(simnode *n, int argc, char **argv, const size_t *lens)
+{
+    const char *c = argv[0];
+    if (is(c, "EVALSHA") && argc >= 3) {
+        script *s = cached(n, argv[1]);
+        if (!s)
+            return v_str(V_ERR, "NOSCRIPT No matching script. Please use EVAL.");
+        return eval(n, s, argc - 1, argv + 1, lens + 1);
+    }
+    if (is(c, "EVAL") && argc >= 3) {
+        script *s = load(n, argv[1]);
+        if (!s)
+            return v_str(V_ERR, "ERR the simulation knows only the project's scripts");
+        return eval(n, s, argc - 1, argv + 1, lens + 1);
+    }
+    if (is(c, "SCRIPT") && argc == 3 && is(argv[1], "LOAD")) {
+        script *s = load(n, argv[2]);
+        return s ? v_str(V_BULK, s->sha) : v_str(V_ERR, "ERR unknown script");
+    }
+    if (is(c, "SCRIPT") && argc == 2 && is(argv[1], "FLUSH")) {
+        simnode_flush_scripts(n);
+        return v_str(V_STATUS, "OK");
+    }
+    if (is(c, "INFO")) {
+        char info[256];
+        snprintf(info, sizeof info, "# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n", n->run_id);
+        return v_str(V_BULK, info);
+    }
+    if (is(c, "PING"))
+        return v_str(V_STATUS, "PONG");
+    if (is(c, "AUTH") || is(c, "SELECT"))
+        return v_str(V_STATUS, "OK");
+    return keyspace(n, argc, argv);
+}
+
+/* ---- the node ---- */
+
+static void new_run_id(simnode *n, uint64_t seed)
+{
+    for (int i = 0; i < 40; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        n->run_id[i] = "0123456789abcdef"[(seed >> 60) & 0xf];
+    }
+    n->run_id[40] = '\0';
+}
+
+simnode *simnode_new(uint64_t seed)
+{
+    simnode *n = calloc(1, sizeof *n);
+    n->lua = luaL_newstate();
+    luaL_openlibs(n->lua);
+    lua_State *L = n->lua;
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "unpack");
+    lua_setglobal(L, "unpack");          /* Redis's Lua 5.1 has unpack */
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushlightuserdata(L, n);
+    lua_pushcclosure(L, l_call, 1);
+    lua_setfield(L, -2, "call");
+    lua_pushlightuserdata(L, n);
+    lua_pushcclosure(L, l_pcall, 1);
+    lua_setfield(L, -2, "pcall");
+    lua_pushcfunction(L, l_error_reply);
+    lua_setfield(L, -2, "error_reply");
+    lua_setglobal(L, "redis");
+    new_run_id(n, seed);
+    return n;
+}
+
+void simnode_free(simnode *n)
+{
+    clear_keys(n);
+    free(n->keys);
+    lua_close(n->lua);
+    free(n);
+}
+
+void simnode_restart(simnode *n, bool keep_data, uint64_t seed)
+{
+    if (!keep_data)
+        clear_keys(n);
+    simnode_flush_scripts(n);
+    new_run_id(n, seed);
+}
+
+simnode_client *simnode_client_new(void)
+{
+    simnode_client *c = calloc(1, sizeof *c);
+    c->reader = redisReaderCreate();
+    return c;
+}
+
+void simnode_client_free(simnode_client *c)
+{
+    if (!c)
+        return;
+    redisReaderFree(c->reader);
+    free(c);
+}
+
+bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int64_t now,
+                  simbuf *out)
+{
+    n->now = now;
+    if (redisReaderFeed(c->reader, in, len) != REDIS_OK)
+        return false;
+    for (;;) {
+        void *r = NULL;
+        if (redisReaderGetReply(c->reader, &r) != REDIS_OK)
+            return false;
+        if (!r)
+            return true;
+        redisReply *req = r;
+        if (req->type != REDIS_REPLY_ARRAY || req->elements == 0) {
+            freeReplyObject(req);
+            return false;
+        }
+        int argc = (int)req->elements;
+        char **argv = malloc((size_t)argc * sizeof *argv);
+        size_t *lens = malloc((size_t)argc * sizeof *lens);
+        for (int i = 0; i < argc; i++) {
+            argv[i] = req->element[i]->str ? req->element[i]->str : "";
+            lens[i] = req->element[i]->len;
+        }
+        sval v = run(n, argc, argv, lens);
+        resp(&v, out);
+        v_free(&v);
+        free(argv);
+        free(lens);
+        freeReplyObject(req);
+    }
+}
+
+const char *simnode_get(simnode *n, const char *key, int64_t now)
+{
+    n->now = now;
+    entry *e = find(n, key);
+    return e ? e->value : NULL;
+}
+
+size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values, size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n->n && k < max; i++) {
+        if (n->keys[i].expires_at <= now)
+            continue;
+        keys[k] = n->keys[i].key;
+        values[k++] = n->keys[i].value;
+    }
+    return k;
+}
+
+void simnode_put_list(simnode *n, const char *key)
+{
+    entry *e = put(n, key);
+    e->expires_at = NO_EXPIRY;
+}

@@ -1,0 +1,52 @@
+/*
+ * simnode.h - a simulated Redis node for the deterministic simulation: an
+ * in-memory keyspace that expires keys on the simulated clock, the commands
+ * the library sends (SET with NX GET PX, EVAL, EVALSHA, SCRIPT LOAD and
+ * FLUSH, INFO, PING) and the project's real Lua scripts, run by an embedded
+ * Lua 5.4 with a redis.call for the commands the scripts use.
+ */
+#ifndef SIM_NODE_H
+#define SIM_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct simnode simnode;
+typedef struct simnode_client simnode_client;
+
+/* A growing byte buffer. */
+typedef struct simbuf {
+    char *p;
+    size_t len, cap;
+} simbuf;
+
+void simbuf_add(simbuf *b, const char *bytes, size_t len);
+void simbuf_free(simbuf *b);
+
+/* A node whose INFO says run_id, derived from seed. */
+simnode *simnode_new(uint64_t seed);
+void simnode_free(simnode *n);
+/* A restart: a new run_id; with keep_data false the keyspace is empty.
+ * Scripts are always forgotten, as by a real restart. */
+void simnode_restart(simnode *n, bool keep_data, uint64_t seed);
+void simnode_flush_scripts(simnode *n);
+
+/* One client connection's request parser on the node. */
+simnode_client *simnode_client_new(void);
+void simnode_client_free(simnode_client *c);
+/* Feeds request bytes from one connection at time now; every complete
+ * command runs at once, its reply appended to out. false on a protocol
+ * error (the connection is to be closed). */
+bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int64_t now,
+                  simbuf *out);
+
+/* The checker's view: the string value of key at now (NULL: none), and the
+ * keys held. */
+const char *simnode_get(simnode *n, const char *key, int64_t now);
+size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values,
+                    size_t max);
+/* Puts a key of another type (a list) for the WRONGTYPE cases. */
+void simnode_put_list(simnode *n, const char *key);
+
+#endif /* SIM_NODE_H */
