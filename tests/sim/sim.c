@@ -481,7 +481,10 @@ static void start_op(world *w, client *cl, int kind)
         if (w->quiet_from && w->now > w->quiet_from && wait > 0)
             w->quiet_locks++;
     } else if (kind == 1) {
-        int64_t lease = between(&cl->rnd, 50, MAX_LEASE);
+        /* Short leases now and then: an extend that shortens the lock while
+         * it is in flight is where validity is easiest to get wrong. */
+        int64_t lease = chance(&cl->rnd, 0.3) ? between(&cl->rnd, 20, 150)
+                                                : between(&cl->rnd, 50, MAX_LEASE);
         rc = rl_op_extend(&cl->op, cl->held, lease, c);
         trace(w, "c%d extend %" PRId64, cl->id, lease);
     } else if (kind == 2) {
