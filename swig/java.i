@@ -77,6 +77,35 @@ static char *redlock_java_cstring(JNIEnv *jenv, jbyteArray bytes)
     return s;
 }
 
+/* The interrupt check of lock calls (redlock_set_interrupt_check): whether
+ * the calling Java thread was interrupted, so that a long wait ends with
+ * REDLOCK_ECANCELED (thrown as CancelledException, which RLock turns into
+ * InterruptedException). Runs on the calling thread, whose JNIEnv it gets. */
+static int redlock_java_interrupted(void *data)
+{
+    JNIEnv *jenv = (JNIEnv *)data;
+    jclass thread = (*jenv)->FindClass(jenv, "java/lang/Thread");
+    if (thread == NULL)
+        return 0;
+    jmethodID current = (*jenv)->GetStaticMethodID(jenv, thread, "currentThread",
+                                                   "()Ljava/lang/Thread;");
+    jmethodID interrupted = (*jenv)->GetMethodID(jenv, thread, "isInterrupted", "()Z");
+    jobject self = current ? (*jenv)->CallStaticObjectMethod(jenv, thread, current) : NULL;
+    jboolean yes = self && interrupted ? (*jenv)->CallBooleanMethod(jenv, self, interrupted)
+                                       : JNI_FALSE;
+    if (self)
+        (*jenv)->DeleteLocalRef(jenv, self);
+    (*jenv)->DeleteLocalRef(jenv, thread);
+    return yes == JNI_TRUE;
+}
+
+/* An option's value, or NULL with this thread's error set. */
+static const char *redlock_java_get_option(const redlock_ctx *ctx, const char *name)
+{
+    static _Thread_local char value[4200];
+    return redlock_ctx_get_option(ctx, name, value, sizeof value) == REDLOCK_OK ? value : NULL;
+}
+
 static void redlock_java_free_cstrings(char **strings, size_t n)
 {
     if (strings == NULL)
@@ -135,10 +164,10 @@ static void redlock_java_free_cstrings(char **strings, size_t n)
 
 /* ---- objects in: the Java long holding the pointer (a cast, not SWIG's
  * type-punning copy, which breaks strict aliasing) ---- */
-%typemap(in) redlock_ctx *, redlock_handle *, const redlock_handle * "$1 = ($1_ltype)(intptr_t)$input;"
+%typemap(in) redlock_ctx *, const redlock_ctx *, redlock_handle *, const redlock_handle * "$1 = ($1_ltype)(intptr_t)$input;"
 
 /* ---- NULL objects in ---- */
-%typemap(check) redlock_ctx *ctx, redlock_handle *h, const redlock_handle *h {
+%typemap(check) redlock_ctx *ctx, const redlock_ctx *ctx, redlock_handle *h, const redlock_handle *h {
     if ($1 == NULL && !(*jenv)->ExceptionCheck(jenv))
         SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "null $1_basetype");
 }
@@ -167,6 +196,29 @@ static void redlock_java_free_cstrings(char **strings, size_t n)
     $result = $1;
 }
 %enddef
+
+/* Waits for a lock run with the interrupt check above. */
+%exception redlock_lock {
+    redlock_set_interrupt_check(redlock_java_interrupted, jenv);
+    $action
+    redlock_set_interrupt_check(NULL, NULL);
+}
+%exception redlock_lock_multi {
+    redlock_set_interrupt_check(redlock_java_interrupted, jenv);
+    $action
+    redlock_set_interrupt_check(NULL, NULL);
+}
+
+/* Options are read back through a wrapper that returns the text. */
+%ignore redlock_ctx_get_option;
+%exception redlock_java_get_option {
+    $action
+    if (result == NULL) {
+        redlock_java_throw(jenv, REDLOCK_EINVAL);
+        return $null;
+    }
+}
+const char *redlock_java_get_option(const redlock_ctx *ctx, const char *name);
 
 REDLOCK_RETURNS_OUT(redlock_ctx_new, redlock_ctx)
 REDLOCK_RETURNS_OUT(redlock_lock, redlock_handle)

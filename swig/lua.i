@@ -72,4 +72,19 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
 }
 %typemap(out) int64_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 
+/* redlock_ctx_get_option returns the status, then the value (or nil). */
+%typemap(in, numinputs=0) (char *buf, size_t buflen) (char temp[4200]) %{
+  temp[0] = '\0';
+  $1 = temp;
+  $2 = sizeof(temp);
+%}
+%typemap(argout) (char *buf, size_t buflen) %{
+  if (result == REDLOCK_OK) {
+    lua_pushstring(L, $1);
+  } else {
+    lua_pushnil(L);
+  }
+  SWIG_arg++;
+%}
+
 %include "redlock.i"

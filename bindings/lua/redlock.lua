@@ -134,7 +134,9 @@ local function attempt(ctx, names, lease_ms, wait_ms)
   return core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms)
 end
 
--- The outcomes the C library itself retries while wait_ms lasts.
+-- The outcomes the C library itself retries while wait_ms lasts (core/op.c,
+-- retryable()): only the OpenResty wait below needs them, until nginx's
+-- driver of the engine replaces it.
 local RETRYABLE = {
   [core.REDLOCK_ELOCKED] = true,
   [core.REDLOCK_ENOQUORUM] = true,
@@ -298,8 +300,7 @@ function redlock.new(nodes, options)
   if rc ~= core.REDLOCK_OK then
     return nil, make_error(rc)
   end
-  local ctx = { ptr = ptr, handles = 0, closed = false,
-                retry_delay_ms = 200, retry_jitter_ms = 100 }
+  local ctx = { ptr = ptr, handles = 0, closed = false }
   for name, text in pairs(texts) do
     rc = core.redlock_ctx_set_option(ptr, name, text)
     if rc ~= core.REDLOCK_OK then
@@ -307,9 +308,11 @@ function redlock.new(nodes, options)
       core.redlock_ctx_free(ptr)
       return nil, err
     end
-    if name == "retry_delay_ms" or name == "retry_jitter_ms" then
-      ctx[name] = math.floor(tonumber(text))
-    end
+  end
+  -- The OpenResty wait (below) pauses as the library would: its options, read back.
+  for _, name in ipairs({ "retry_delay_ms", "retry_jitter_ms" }) do
+    local _, text = core.redlock_ctx_get_option(ptr, name)
+    ctx[name] = math.floor(tonumber(text))
   end
   return setmetatable({ _ctx = ctx, _finalizer = finalizer(function()
     ctx.closed = true
@@ -321,6 +324,20 @@ local function check_open(self, fname)
   if self._ctx.closed then
     error(fname .. ": the client is closed", 3)
   end
+end
+
+--- The current value of a library option, as a string; or nil and an error.
+function Client:get_option(name)
+  check_self(self, Client, "get_option")
+  check_open(self, "get_option")
+  if type(name) ~= "string" then
+    argerror(1, "get_option", "option name expected, got " .. type(name))
+  end
+  local rc, value = core.redlock_ctx_get_option(self._ctx.ptr, name)
+  if rc ~= core.REDLOCK_OK then
+    return nil, make_error(rc)
+  end
+  return value
 end
 
 --- A lock on one resource (not acquired yet).

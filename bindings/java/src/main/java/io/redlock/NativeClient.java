@@ -52,6 +52,16 @@ final class NativeClient {
         }
     }
 
+    /** An option's current value, as text. */
+    String getOption(String name) {
+        Lock read = openForCall();
+        try {
+            return RedlockNative.redlock_java_get_option(ctx, name);
+        } finally {
+            read.unlock();
+        }
+    }
+
     void extend(SWIGTYPE_p_redlock_handle ptr, long leaseMs) {
         Lock read = openForCall();
         try {

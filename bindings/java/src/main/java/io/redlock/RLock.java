@@ -44,8 +44,8 @@ public final class RLock implements Lock, AutoCloseable {
     /** The lease, in milliseconds, of the methods that take none: 30 seconds. */
     public static final long DEFAULT_LEASE_MS = 30_000;
 
-    /** The longest wait in one native call; waiting methods check interruption in between. */
-    private static final long WAIT_SLICE_MS = 500;
+    /** A wait "as long as it takes": the library saturates it. */
+    private static final long FOREVER_MS = Long.MAX_VALUE / 4;
 
     private final Redlock client;
     private final String[] names;
@@ -66,17 +66,28 @@ public final class RLock implements Lock, AutoCloseable {
         lock(DEFAULT_LEASE_MS, TimeUnit.MILLISECONDS);
     }
 
-    /** Waits until acquired, with the given lease. Not interruptible. */
+    /**
+     * Waits until acquired, with the given lease. Not interruptible: an interrupt does not end
+     * the wait, and the thread's interrupt status is set again once the lock is held.
+     */
     public void lock(long leaseTime, TimeUnit unit) {
         long leaseMs = leaseMs(leaseTime, unit);
         if (reenter(leaseMs)) {
             return;
         }
-        NativeHandle acquired;
-        do {
-            acquired = attempt(leaseMs, WAIT_SLICE_MS);
-        } while (acquired == null);
+        boolean interrupted = false;
+        NativeHandle acquired = null;
+        while (acquired == null) {
+            try {
+                acquired = attempt(leaseMs, FOREVER_MS);
+            } catch (CancelledException cancelled) {
+                interrupted |= Thread.interrupted();
+            }
+        }
         take(acquired);
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Waits until acquired or interrupted, with a lease of {@link #DEFAULT_LEASE_MS}. */
@@ -85,17 +96,9 @@ public final class RLock implements Lock, AutoCloseable {
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
-        if (reenter(DEFAULT_LEASE_MS)) {
-            return;
+        if (!tryLockMs(FOREVER_MS, DEFAULT_LEASE_MS)) {
+            throw new IllegalStateException("a wait without end ended"); // cannot happen
         }
-        NativeHandle acquired;
-        do {
-            if (Thread.interrupted()) {
-                throw new InterruptedException();
-            }
-            acquired = attempt(DEFAULT_LEASE_MS, WAIT_SLICE_MS);
-        } while (acquired == null);
-        take(acquired);
     }
 
     /** One attempt, with a lease of {@link #DEFAULT_LEASE_MS}; false when not acquired. */
@@ -213,23 +216,24 @@ public final class RLock implements Lock, AutoCloseable {
         if (reenter(leaseMs)) {
             return true;
         }
-        long start = System.nanoTime();
-        NativeHandle acquired = attempt(leaseMs, Math.min(waitMs, WAIT_SLICE_MS));
-        while (acquired == null) {
-            long left = waitMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-            if (left <= 0) {
-                return false;
-            }
-            if (Thread.interrupted()) {
-                throw new InterruptedException();
-            }
-            acquired = attempt(leaseMs, Math.min(left, WAIT_SLICE_MS));
+        NativeHandle acquired;
+        try {
+            acquired = attempt(leaseMs, waitMs);
+        } catch (CancelledException cancelled) {
+            Thread.interrupted();
+            throw new InterruptedException("interrupted while waiting for " + this);
+        }
+        if (acquired == null) {
+            return false;
         }
         take(acquired);
         return true;
     }
 
-    /** One native acquisition, retrying for up to waitMs; null when not acquired. */
+    /**
+     * One native call that acquires, retrying for up to waitMs as the library decides; null
+     * when not acquired. Throws CancelledException when the thread was interrupted meanwhile.
+     */
     private NativeHandle attempt(long leaseMs, long waitMs) {
         try {
             return client.nativeClient().lock(this, names, leaseMs, waitMs);

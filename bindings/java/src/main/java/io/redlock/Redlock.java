@@ -75,6 +75,11 @@ public final class Redlock implements AutoCloseable {
         return new Redlock(new NativeClient(nodes.toArray(new String[0]), options));
     }
 
+    /** The current value of a library option, as text (InvalidArgumentException if unknown). */
+    public String getOption(String name) {
+        return nativeClient().getOption(Objects.requireNonNull(name, "name"));
+    }
+
     /** A lock on one resource name (the Redis key is key_prefix + name). */
     public RLock getLock(String name) {
         return new RLock(this, new String[] {checkName(name)});

@@ -50,6 +50,8 @@ public class RedlockException extends RuntimeException {
                 return new WrongTypeException(code, text);
             case RedlockNativeConstants.REDLOCK_EREDIS:
                 return new RedisErrorException(code, text);
+            case RedlockNativeConstants.REDLOCK_ECANCELED:
+                return new CancelledException(code, text);
             default:
                 return new RedlockException(code, text);
         }

@@ -362,4 +362,38 @@ class RLockTest extends FiveNodes {
         assertEquals(threads * rounds, counter[0]);
         shared.close();
     }
+
+    @Test
+    void anInterruptEndsTheWaitAndLeavesTheHolderAlone() throws Exception {
+        RLock held = other.getLock(name);
+        assertTrue(held.tryLock(0, 30, TimeUnit.SECONDS));
+        RLock waiting = client.getLock(name);
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                waiting.lockInterruptibly();
+                outcome.complete(null);
+            } catch (Throwable t) {
+                outcome.complete(t);
+            }
+        });
+        waiter.start();
+        Thread.sleep(300);
+        long interruptedAt = System.nanoTime();
+        waiter.interrupt();
+        Throwable thrown = outcome.get(10, TimeUnit.SECONDS);
+        assertInstanceOf(InterruptedException.class, thrown);
+        assertTrue(System.nanoTime() - interruptedAt < TimeUnit.SECONDS.toNanos(5));
+        assertFalse(waiting.isLocked());
+        assertTrue(held.remainingValidity(TimeUnit.MILLISECONDS) > 0);
+        assertTrue(nodes.cli(1, "GET", "test:" + name).matches("[0-9a-f]{32}"));
+        held.unlock();
+    }
+
+    @Test
+    void optionsReadBack() {
+        assertEquals("test:", client.getOption("key_prefix"));
+        assertEquals("50", client.getOption("node_timeout_ms"));
+        assertThrows(InvalidArgumentException.class, () -> client.getOption("no_such_option"));
+    }
 }
