@@ -1,0 +1,212 @@
+/*
+ * test_quorum.c - the one verdict (core/quorum.c), without Redis: rounds of
+ * votes for acquire, extend and release, the validity arithmetic, the
+ * restart guard and the same server under two names.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctx.h"
+#include "driver.h"
+#include "quorum.h"
+
+#define N 5
+
+static redlock_ctx *five(void)
+{
+    const char *uris[N] = { "redis://10.0.0.1", "redis://10.0.0.2", "redis://10.0.0.3",
+                            "redis://10.0.0.4", "redis://10.0.0.5" };
+    redlock_ctx *ctx = NULL;
+    assert_int_equal(rl_ctx_new(&ctx, uris, N), REDLOCK_OK);
+    return ctx;
+}
+
+/* Votes from a string: y yes, n no, f failed (code), . pending. */
+static void votes(rl_result *r, const char *v, int code)
+{
+    for (size_t i = 0; i < N; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        if (v[i] == 'y')
+            r[i].vote = RL_VOTE_YES;
+        else if (v[i] == 'n')
+            r[i].vote = RL_VOTE_NO;
+        else if (v[i] == 'f')
+            rl_result_fail(&r[i], code, "failed");
+    }
+}
+
+static rl_verdict decide(redlock_ctx *ctx, rl_verb verb, const char *v, int code, int64_t start,
+                         int64_t now, int64_t ttl, bool final)
+{
+    rl_result r[N];
+    char msg[RL_ERRMSG_MAX];
+    votes(r, v, code);
+    rl_round round = { .verb = verb, .results = r, .start = start, .now = now, .ttl_ms = ttl,
+                       .final = final, .was_held = true, .expires_at = start + 100000,
+                       .old_expires_at = start + 100000 };
+    rl_verdict out;
+    rl_quorum_decide(ctx, &round, "lock 'x'", &out, msg, sizeof msg);
+    return out;
+}
+
+static void quorum_and_validity(void **state)
+{
+    (void)state;
+    assert_int_equal(rl_quorum(1), 1);
+    assert_int_equal(rl_quorum(2), 2);
+    assert_int_equal(rl_quorum(5), 3);
+    assert_int_equal(rl_quorum(6), 4);
+    assert_int_equal(rl_drift_ms(10000, 0.01), 102);
+    assert_int_equal(rl_validity_ms(10000, 50, 0.01), 10000 - 50 - 102);
+}
+
+static void acquire_is_decided_as_soon_as_it_can_be(void **state)
+{
+    (void)state;
+    redlock_ctx *ctx = five();
+    rl_verdict v = decide(ctx, RL_VERB_ACQUIRE, "yy...", 0, 1000, 1005, 10000, false);
+    assert_false(v.decided);
+    v = decide(ctx, RL_VERB_ACQUIRE, "yyy..", 0, 1000, 1005, 10000, false);
+    assert_true(v.decided);
+    assert_int_equal(v.rc, REDLOCK_OK);
+    assert_true(v.held);
+    /* Validity counts from the start of the round, less the drift. */
+    assert_int_equal(v.expires_at, 1000 + 10000 - 102);
+    /* Three refusals: a quorum can no longer say yes. */
+    v = decide(ctx, RL_VERB_ACQUIRE, "ynnn.", 0, 1000, 1005, 10000, false);
+    assert_true(v.decided);
+    assert_int_equal(v.rc, REDLOCK_ELOCKED);
+    assert_false(v.held);
+    redlock_ctx_free(ctx);
+}
+
+static void a_quorum_too_late_has_no_validity(void **state)
+{
+    (void)state;
+    redlock_ctx *ctx = five();
+    rl_verdict v = decide(ctx, RL_VERB_ACQUIRE, "yyy..", 0, 1000, 1000 + 100 - 3, 100, false);
+    assert_int_equal(v.rc, REDLOCK_EEXPIRED);
+    assert_false(v.held);
+    v = decide(ctx, RL_VERB_EXTEND, "yyy..", 0, 1000, 1000 + 100 - 3, 100, false);
+    assert_int_equal(v.rc, REDLOCK_ENOTHELD);
+    assert_false(v.held);
+    redlock_ctx_free(ctx);
+}
+
+static void failures_say_what_failed(void **state)
+{
+    (void)state;
+    redlock_ctx *ctx = five();
+    /* Every failure the same: that code. Mixed: no quorum. */
+    rl_verdict v = decide(ctx, RL_VERB_ACQUIRE, "fffyy", REDLOCK_EAUTH, 0, 5, 10000, true);
+    assert_int_equal(v.rc, REDLOCK_EAUTH);
+    v = decide(ctx, RL_VERB_ACQUIRE, "fffnn", REDLOCK_EWRONGTYPE, 0, 5, 10000, true);
+    assert_int_equal(v.rc, REDLOCK_EWRONGTYPE);
+    v = decide(ctx, RL_VERB_ACQUIRE, "ffyyn", REDLOCK_ENOQUORUM, 0, 5, 10000, true);
+    assert_int_equal(v.rc, REDLOCK_ELOCKED);
+    redlock_ctx_free(ctx);
+}
+
+static void a_failed_extend_keeps_the_shorter_expiry(void **state)
+{
+    (void)state;
+    redlock_ctx *ctx = five();
+    /* Without a quorum the lock keeps the sooner of its old expiry and the
+     * new lease, which the nodes that did apply it end sooner. */
+    rl_verdict v = decide(ctx, RL_VERB_EXTEND, "yyfff", REDLOCK_ENOQUORUM, 1000, 1100, 500, true);
+    assert_int_equal(v.rc, REDLOCK_ENOQUORUM);
+    assert_true(v.held);
+    assert_int_equal(v.expires_at, 1000 + 500 - rl_drift_ms(500, 0.01));
+    /* A quorum saying "not ours": lost. */
+    v = decide(ctx, RL_VERB_EXTEND, "nnnyy", 0, 1000, 1100, 500, true);
+    assert_int_equal(v.rc, REDLOCK_ENOTHELD);
+    assert_false(v.held);
+    redlock_ctx_free(ctx);
+}
+
+static void release_reports_what_the_lock_was(void **state)
+{
+    (void)state;
+    redlock_ctx *ctx = five();
+    rl_result r[N];
+    char msg[RL_ERRMSG_MAX];
+    rl_verdict v;
+    votes(r, "yyy..", 0);
+    rl_round round = { .verb = RL_VERB_RELEASE, .results = r, .start = 1000, .now = 1002,
+                       .was_held = true, .expires_at = 5000 };
+    rl_quorum_decide(ctx, &round, "unlock 'x'", &v, msg, sizeof msg);
+    assert_int_equal(v.rc, REDLOCK_OK);
+    round.expires_at = 900;   /* had expired before unlock */
+    rl_quorum_decide(ctx, &round, "unlock 'x'", &v, msg, sizeof msg);
+    assert_int_equal(v.rc, REDLOCK_ENOTHELD);
+    assert_non_null(strstr(msg, "expired 100 ms before unlock"));
+    round.was_held = false;
+    rl_quorum_decide(ctx, &round, "unlock 'x'", &v, msg, sizeof msg);
+    assert_int_equal(v.rc, REDLOCK_ENOTHELD);
+    assert_false(v.held);
+    redlock_ctx_free(ctx);
+}
+
+static const char info_a[] = "# Server\r\nredis_version:7.0.15\r\n"
+                             "run_id:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+static const char info_b[] = "# Server\r\nredis_version:7.0.15\r\n"
+                             "run_id:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\r\n";
+static const char info_c[] = "# Server\r\nredis_version:7.0.15\r\n"
+                             "run_id:cccccccccccccccccccccccccccccccccccccccc\r\n";
+
+static void restarted_nodes_and_second_names_do_not_vote(void **state)
+{
+    (void)state;
+    redlock_ctx *ctx = five();
+    rl_ctx_note_lease(ctx, 3000);
+    rl_result r;
+    /* Node 0 seen with one run_id, then another: a restart at 1000. */
+    rl_nodes_saw_info(ctx->nodes, N, 0, info_a, sizeof info_a - 1, 500);
+    rl_nodes_saw_info(ctx->nodes, N, 0, info_b, sizeof info_b - 1, 1000);
+    r = (rl_result){ .vote = RL_VOTE_YES };
+    rl_quorum_admit(ctx, 0, RL_VERB_ACQUIRE, &r, 2000);
+    assert_int_equal(r.vote, RL_VOTE_FAILED);
+    assert_non_null(strstr(r.why, "not counted for 2000 ms more"));
+    /* Releases always count; after the largest lease, acquires too. */
+    r = (rl_result){ .vote = RL_VOTE_YES };
+    rl_quorum_admit(ctx, 0, RL_VERB_RELEASE, &r, 2000);
+    assert_int_equal(r.vote, RL_VOTE_YES);
+    rl_quorum_admit(ctx, 0, RL_VERB_ACQUIRE, &r, 4000);
+    assert_int_equal(r.vote, RL_VOTE_YES);
+    /* Node 3 answers with node 0's run_id: the same server, counted once. */
+    rl_nodes_saw_info(ctx->nodes, N, 3, info_b, sizeof info_b - 1, 4000);
+    r = (rl_result){ .vote = RL_VOTE_YES };
+    rl_quorum_admit(ctx, 3, RL_VERB_EXTEND, &r, 4000);
+    assert_int_equal(r.vote, RL_VOTE_FAILED);
+    assert_non_null(strstr(r.why, "same server as node 1"));
+    r = (rl_result){ .vote = RL_VOTE_YES };
+    rl_quorum_admit(ctx, 0, RL_VERB_ACQUIRE, &r, 4000);
+    assert_int_equal(r.vote, RL_VOTE_YES);
+    /* With the guard off, a restarted node votes at once. */
+    assert_int_equal(rl_options_set(&ctx->opt, "restart_guard", "0"), REDLOCK_OK);
+    rl_nodes_saw_info(ctx->nodes, N, 2, info_a, sizeof info_a - 1, 5000);
+    rl_nodes_saw_info(ctx->nodes, N, 2, info_c, sizeof info_c - 1, 5001);
+    r = (rl_result){ .vote = RL_VOTE_YES };
+    rl_quorum_admit(ctx, 2, RL_VERB_ACQUIRE, &r, 5002);
+    assert_int_equal(r.vote, RL_VOTE_YES);
+    redlock_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(quorum_and_validity),
+        cmocka_unit_test(acquire_is_decided_as_soon_as_it_can_be),
+        cmocka_unit_test(a_quorum_too_late_has_no_validity),
+        cmocka_unit_test(failures_say_what_failed),
+        cmocka_unit_test(a_failed_extend_keeps_the_shorter_expiry),
+        cmocka_unit_test(release_reports_what_the_lock_was),
+        cmocka_unit_test(restarted_nodes_and_second_names_do_not_vote),
+    };
+    return cmocka_run_group_tests_name("quorum", tests, NULL, NULL);
+}
