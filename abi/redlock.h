@@ -108,14 +108,14 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     retry_jitter_ms (default "100"; 0 to 3600000)
  *         the pause varies by up to +- this much
  *     drift_factor (default "0.01"; 0 <= x < 1)
- *         clock drift allowance, a fraction of the lease (below 1)
+ *         clock drift allowance, a fraction of the lease
  *     key_prefix (default ""; at most 4095 bytes)
  *         prepended to every resource name
  *     pool_size (default "16"; 0 to 1024)
  *         idle connections kept per node
- *     restart_guard (default "1"; 0 to 1)
- *         1: a node seen to restart (new run_id) does not count towards a quorum until the
- *         largest lease this client used has passed; 0: off
+ *     restart_guard (default "1"; 0 or 1)
+ *         1: a node seen to restart (new run_id) does not count towards a
+ *         quorum until the largest lease this client used has passed; 0: off
  * options:end
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);

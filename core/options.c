@@ -1,6 +1,7 @@
 /* options.c - a client's options, set and read by name as text. Every
  * option is one line of options.def; the code below knows only the kinds. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,18 +10,40 @@
 #include "base.h"
 #include "options.h"
 
-enum kind { INT, FRACTION, STRING };
+enum kind { INT, BOOL, FRACTION, STRING };
 
 typedef struct option {
     rl_option_info info;
     enum kind kind;
     int64_t min, max;
     size_t offset;       /* of the field in struct rl_options */
+    size_t size;         /* of the field: an INT is an int or an int64_t */
 } option;
+
+#define FIELD(field) (((rl_options *)0)->field)
+
+/* Whether a field can hold its kind's values from lo to hi. A line of
+ * options.def with the wrong field type or bounds then fails to compile,
+ * rather than writing the wrong number of bytes at run time. */
+#define FITS_INT(f, lo, hi) \
+    _Generic((f), int: (lo) <= (hi) && (lo) >= INT_MIN && (hi) <= INT_MAX, \
+                  int64_t: (lo) <= (hi), default: 0)
+#define FITS_BOOL(f, lo, hi)     _Generic((f), bool: (lo) == 0 && (hi) == 1, default: 0)
+#define FITS_FRACTION(f, lo, hi) _Generic((f), double: (lo) < (hi), default: 0)
+/* A prefix leaves room for at least one byte of name. */
+#define FITS_STRING(f, lo, hi) \
+    _Generic((f), char *: (lo) == 0 && (hi) < REDLOCK_MAX_NAME_BYTES, default: 0)
+
+#define RL_OPTION(name, kind, field, min, max, def, help)                                    \
+    _Static_assert(FITS_##kind(FIELD(field), min, max),                                      \
+                   "options.def: " #name " does not fit a " #kind " field from " #min        \
+                   " to " #max);
+#include "options.def"
+#undef RL_OPTION
 
 #define RL_OPTION(name, kind, field, min, max, def, help)                                    \
     { { #name, #kind, #min, #max, def, help }, kind, min, max,                               \
-      offsetof(rl_options, field) },
+      offsetof(rl_options, field), sizeof FIELD(field) },
 static const option table[] = {
 #include "options.def"
 };
@@ -56,7 +79,7 @@ static int unknown(const char *name)
     return rl_fail(REDLOCK_EINVAL, "unknown option '%.64s' (known: %s)", name, known);
 }
 
-/* A whole decimal number in [lo, hi], nothing before or after it. */
+/* A whole decimal number in [min, max], nothing before or after it. */
 static int parse_int(const option *opt, const char *value, int64_t *out)
 {
     const char *name = opt->info.name;
@@ -74,7 +97,7 @@ static int parse_int(const option *opt, const char *value, int64_t *out)
     return REDLOCK_OK;
 }
 
-/* A decimal in [min, max). */
+/* A decimal in [min, max); "nan" and "inf" are refused. */
 static int parse_fraction(const option *opt, const char *value, double *out)
 {
     const char *name = opt->info.name;
@@ -108,6 +131,26 @@ static int set_string(rl_options *o, const option *opt, const char *value)
     return REDLOCK_OK;
 }
 
+/* The field's own width: the compile-time checks above make v fit it. */
+static void store_int(const option *opt, void *field, int64_t v)
+{
+    if (opt->kind == BOOL)
+        *(bool *)field = v != 0;
+    else if (opt->size == sizeof(int))
+        *(int *)field = (int)v;
+    else
+        *(int64_t *)field = v;
+}
+
+static int64_t load_int(const option *opt, const void *field)
+{
+    if (opt->kind == BOOL)
+        return *(const bool *)field;
+    if (opt->size == sizeof(int))
+        return *(const int *)field;
+    return *(const int64_t *)field;
+}
+
 int rl_options_set(rl_options *o, const char *name, const char *value)
 {
     if (!name)
@@ -118,10 +161,20 @@ int rl_options_set(rl_options *o, const char *name, const char *value)
     if (!value)
         return rl_fail(REDLOCK_EINVAL, "option %.64s: value is NULL", name);
     void *field = (char *)o + opt->offset;
+    int64_t v = 0;
+    int rc;
     switch (opt->kind) {
-    case INT:      return parse_int(opt, value, field);
-    case FRACTION: return parse_fraction(opt, value, field);
-    case STRING:   return set_string(o, opt, value);
+    case INT:
+    case BOOL:
+        /* The value is parsed whole before anything is written: a refused
+         * value leaves the option as it was. */
+        if ((rc = parse_int(opt, value, &v)) == REDLOCK_OK)
+            store_int(opt, field, v);
+        return rc;
+    case FRACTION:
+        return parse_fraction(opt, value, field);
+    case STRING:
+        return set_string(o, opt, value);
     }
     return rl_fail(REDLOCK_EINVAL, "option %.64s: unknown kind", name);
 }
@@ -157,7 +210,8 @@ int rl_options_get(const rl_options *o, const char *name, char *buf, size_t bufl
     const char *text = number;
     switch (opt->kind) {
     case INT:
-        snprintf(number, sizeof number, "%lld", (long long)*(const int64_t *)field);
+    case BOOL:
+        snprintf(number, sizeof number, "%lld", (long long)load_int(opt, field));
         break;
     case FRACTION:
         /* The shortest text that reads back as the same number. */

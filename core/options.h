@@ -17,22 +17,28 @@ typedef struct rl_options {
     double drift_factor;
     char *key_prefix;
     size_t key_prefix_len;
-    int64_t pool_size;
-    int64_t restart_guard;
+    int pool_size;
+    bool restart_guard;
 } rl_options;
 
-/* One option of the table, for documentation. */
+/* One line of the table, as its text, for documentation and tests: kind is
+ * "INT", "BOOL", "FRACTION" or "STRING"; def is the text rl_options_set takes. */
 typedef struct rl_option_info {
     const char *name, *kind, *min, *max, *def, *help;
 } rl_option_info;
 
+/* Every option at its default. */
 int rl_options_init(rl_options *o);
 void rl_options_free(rl_options *o);
+/* Sets one option from text; REDLOCK_EINVAL (with a message) for an unknown
+ * name or a bad value, which leaves the options as they were. */
 int rl_options_set(rl_options *o, const char *name, const char *value);
 /* Writes the value as text (as set accepts it) into buf; REDLOCK_EINVAL
- * for an unknown name or when buflen is too small. */
+ * for an unknown name or when buflen is too small (the message says the
+ * size needed). */
 int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen);
 
+/* The table, in its order; rl_options_info(i) is NULL past the end. */
 size_t rl_options_count(void);
 const rl_option_info *rl_options_info(size_t i);
 

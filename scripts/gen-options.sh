@@ -3,25 +3,30 @@
 # abi/redlock.h from GEN (the gen_options program built from
 # core/options.def), between their "options:begin" and "options:end" lines.
 #   gen-options.sh GEN --check   only compares, and fails with a diff
+# GEN is build/tools/gen_options (or build/tests/options/gen_options in a
+# build without the tool).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gen=${1:?usage: gen-options.sh path/to/gen_options [--check]}
 check=${2:-}
 
-# region FILE KIND: FILE with the lines between the markers replaced by GEN KIND.
-region() {
-  local file=$1 kind=$2 generated
-  generated=$("$gen" "$kind")
-  awk -v text="$generated" '
-    /options:begin/ { print; print text; skipping = 1; next }
-    /options:end/   { skipping = 0 }
-    !skipping       { print }' "$file"
-}
-
 status=0
 for pair in "README.md markdown" "abi/redlock.h header"; do
   read -r file kind <<<"$pair"
-  new=$(region "$root/$file" "$kind")
+  # Without both markers, once each, there is nothing to compare or rewrite.
+  if [ "$(grep -c 'options:begin' "$root/$file")" != 1 ] ||
+     [ "$(grep -c 'options:end' "$root/$file")" != 1 ]; then
+    echo "FAIL: $file needs one 'options:begin' and one 'options:end' line" >&2
+    status=1
+    continue
+  fi
+  # Here, not inside the substitution below, so that a failing GEN stops us.
+  generated=$("$gen" "$kind")
+  # Through the environment: awk -v would take backslashes as escapes.
+  new=$(GENERATED=$generated awk '
+    /options:begin/ { print; print ENVIRON["GENERATED"]; skipping = 1; next }
+    /options:end/   { skipping = 0 }
+    !skipping       { print }' "$root/$file")
   if [ "$check" = "--check" ]; then
     if ! diff -u "$root/$file" <(printf '%s\n' "$new") >&2; then
       echo "FAIL: the options in $file are not core/options.def's; run: scripts/gen-options.sh $gen" >&2

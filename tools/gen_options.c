@@ -1,10 +1,20 @@
 /*
  * gen_options.c - prints the library's options from core/options.def, the
- * one table of them: `gen_options markdown` the README's table, `gen_options
- * header` the lines of redlock.h's comment. scripts/gen-options.sh puts
- * them in place; tests/options/check_docs.sh checks they are.
+ * one table of them:
+ *
+ *   gen_options markdown [OUT]  the README's table
+ *   gen_options header [OUT]    the lines of the comment in abi/redlock.h
+ *   gen_options help [OUT]      the lines of the tool's --help
+ *   gen_options help-c [OUT]    the same lines as a C string, which the tool's
+ *                               build includes (redlock_options_help.h)
+ *
+ * to OUT, or to stdout. scripts/gen-options.sh puts the first two in place;
+ * tests/options/check_docs.sh checks that all three are. Built for the build
+ * machine only, never installed.
  */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct entry {
@@ -20,70 +30,165 @@ static const entry options[] = {
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
-/* "1 to 600000", "0 <= x < 1", "at most 4095 bytes". */
+/* The widest line of the header's comment and of --help, as the text beside
+ * them keeps to. */
+#define WIDTH 80
+/* Where --help's descriptions start, as in the tool's own option list. */
+#define HELP_COLUMN 31
+
+/* "1 to 600000", "0 or 1", "0 <= x < 1", "at most 4095 bytes". */
 static void range(const entry *e, char *out, size_t len)
 {
     if (strcmp(e->kind, "FRACTION") == 0)
         snprintf(out, len, "%s <= x < %s", e->min, e->max);
     else if (strcmp(e->kind, "STRING") == 0)
         snprintf(out, len, "at most %s bytes", e->max);
+    else if (strcmp(e->kind, "BOOL") == 0)
+        snprintf(out, len, "0 or 1");
     else
         snprintf(out, len, "%s to %s", e->min, e->max);
 }
 
-static void markdown(void)
+/* The length of the first line of p, at most width bytes, broken at a
+ * space; a word longer than width is cut. */
+static size_t first_line(const char *p, size_t width)
 {
-    puts("| option | default | values | meaning |");
-    puts("|---|---|---|---|");
-    for (size_t i = 0; i < N_OPTIONS; i++) {
-        char r[64];
-        range(&options[i], r, sizeof r);
-        printf("| `%s` | %s%s%s | %s | %s |\n", options[i].name, options[i].def[0] ? "" : "\"",
-               options[i].def, options[i].def[0] ? "" : "\"", r, options[i].help);
-    }
+    size_t n = strlen(p);
+    if (n <= width)
+        return n;
+    n = width;
+    while (n > 0 && p[n] != ' ')
+        n--;
+    return n ? n : width;
 }
 
-/* Prints text wrapped to width, each line after prefix. */
-static void wrapped(const char *prefix, const char *text, size_t width)
+static const char *skip_spaces(const char *p)
+{
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+/* Writes text in lines of at most width bytes, each after prefix. */
+static void wrapped(FILE *out, const char *prefix, const char *text, size_t width)
 {
     const char *p = text;
     while (*p) {
-        size_t n = strlen(p);
-        if (n > width) {
-            n = width;
-            while (n > 0 && p[n] != ' ')
-                n--;
-            if (n == 0)
-                n = width;
-        }
-        printf("%s%.*s\n", prefix, (int)n, p);
-        p += n;
-        while (*p == ' ')
-            p++;
+        size_t n = first_line(p, width);
+        fprintf(out, "%s%.*s\n", prefix, (int)n, p);
+        p = skip_spaces(p + n);
     }
 }
 
-static void header(void)
+static void markdown(FILE *out)
 {
+    fputs("| option | default | values | meaning |\n", out);
+    fputs("|---|---|---|---|\n", out);
     for (size_t i = 0; i < N_OPTIONS; i++) {
-        char r[64], head[160];
-        range(&options[i], r, sizeof r);
-        snprintf(head, sizeof head, " *     %s (default \"%s\"; %s)", options[i].name,
-                 options[i].def, r);
-        puts(head);
-        wrapped(" *         ", options[i].help, 80);
+        const entry *e = &options[i];
+        char r[64];
+        range(e, r, sizeof r);
+        /* An empty default shows as "", not as an empty cell. */
+        const char *quote = e->def[0] ? "" : "\"";
+        fprintf(out, "| `%s` | %s%s%s | %s | %s |\n", e->name, quote, e->def, quote, r, e->help);
     }
+}
+
+static void header(FILE *out)
+{
+    const char *indent = " *         ";
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        char r[64];
+        range(&options[i], r, sizeof r);
+        fprintf(out, " *     %s (default \"%s\"; %s)\n", options[i].name, options[i].def, r);
+        wrapped(out, indent, options[i].help, WIDTH - strlen(indent));
+    }
+}
+
+/* One entry of --help, laid out like the tool's own options: the name with
+ * the default and bounds, then the help wrapped in the same column. */
+static void help_entry(FILE *out, const entry *e)
+{
+    char r[64], indent[HELP_COLUMN + 1];
+    range(e, r, sizeof r);
+    memset(indent, ' ', HELP_COLUMN);
+    indent[HELP_COLUMN] = '\0';
+
+    /* A name too long for its column gets a line of its own, as the tool's
+     * --connect-timeout does. */
+    if (2 + strlen(e->name) + 1 > HELP_COLUMN)
+        fprintf(out, "  %s\n%s", e->name, indent);
+    else
+        fprintf(out, "  %-*s", HELP_COLUMN - 2, e->name);
+    /* An empty default shows as "". */
+    const char *quote = e->def[0] ? "" : "\"";
+    fprintf(out, "default %s%s%s; %s\n", quote, e->def, quote, r);
+    wrapped(out, indent, e->help, WIDTH - HELP_COLUMN);
+}
+
+static void help(FILE *out)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        help_entry(out, &options[i]);
+}
+
+/* The --help lines as one C string literal, for the tool to print: it links
+ * only the public library, so the table reaches it at build time. */
+static void help_c(FILE *out)
+{
+    FILE *lines = tmpfile();
+    if (!lines) {
+        perror("tmpfile");
+        exit(74);
+    }
+    help(lines);
+    rewind(lines);
+
+    fputs("/* Generated by tools/gen_options from core/options.def: do not edit. */\n", out);
+    fputs("static const char library_options_help[] =\n", out);
+    bool line_start = true;
+    for (int c; (c = getc(lines)) != EOF;) {
+        if (line_start)
+            fputs("    \"", out);
+        line_start = c == '\n';
+        if (c == '\n')
+            fputs("\\n\"\n", out);
+        else if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else
+            fputc(c, out);
+    }
+    /* Ends the literal whatever came before it, even nothing. */
+    fputs("    \"\";\n", out);
+    fclose(lines);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "markdown") == 0)
-        markdown();
-    else if (argc == 2 && strcmp(argv[1], "header") == 0)
-        header();
-    else {
-        fprintf(stderr, "usage: gen_options markdown|header\n");
-        return 64;
+    static const struct {
+        const char *name;
+        void (*print)(FILE *);
+    } modes[] = {
+        { "markdown", markdown }, { "header", header }, { "help", help }, { "help-c", help_c },
+    };
+    if (argc == 2 || argc == 3) {
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            if (strcmp(argv[1], modes[i].name) != 0)
+                continue;
+            FILE *out = argc == 3 ? fopen(argv[2], "w") : stdout;
+            if (!out) {
+                perror(argv[2]);
+                return 73;
+            }
+            modes[i].print(out);
+            /* A full disk must not leave a half-written file behind unseen. */
+            if (ferror(out) | (fclose(out) != 0)) {
+                perror(argc == 3 ? argv[2] : "stdout");
+                return 74;
+            }
+            return 0;
+        }
     }
-    return 0;
+    fprintf(stderr, "usage: gen_options markdown|header|help|help-c [OUT]\n");
+    return 64;
 }

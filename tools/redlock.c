@@ -71,7 +71,8 @@ struct run {
     int64_t next_extend_ms;
 };
 
-static const char usage_text[] =
+/* --help: usage_head, the library's options, then usage_tail. */
+static const char usage_head[] =
     "Usage: redlock [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND while holding the distributed lock NAME, taken on a majority of\n"
@@ -103,7 +104,9 @@ static const char usage_text[] =
     "  -v, --verbose                print the token, validity, extensions and\n"
     "                               release on stderr\n"
     "  -h, --help                   print this help and exit\n"
-    "  -V, --version                print the version and exit\n"
+    "  -V, --version                print the version and exit\n";
+
+static const char usage_tail[] =
     "\n"
     "Durations are whole numbers with a unit: ms, s, m or h (500ms, 30s, 2m, 1h).\n"
     "A bare number counts seconds. At most 596h (2147483647ms).\n"
@@ -136,25 +139,16 @@ static const char usage_text[] =
     "  export REDLOCK_NODES=redis://10.0.0.1,redis://10.0.0.2,redis://10.0.0.3\n"
     "  redlock --ttl 30s --wait 10s nightly-report -- ./make-report --full\n";
 
-/* The library's options, from the one table of them (core/options.def). */
-typedef struct library_option {
-    const char *name, *def, *help;
-} library_option;
-
-#define RL_OPTION(name, kind, field, min, max, def, help) { #name, def, help },
-static const library_option library_options[] = {
-#include "options.def"
-};
-#undef RL_OPTION
+/* library_options_help: the library's options, written at build time by
+ * tools/gen_options from their one table (core/options.def). */
+#include "redlock_options_help.h"
 
 static void print_usage(void)
 {
-    fputs(usage_text, stdout);
-    fputs("\nLibrary options (-o NAME=VALUE):\n", stdout);
-    for (size_t i = 0; i < sizeof library_options / sizeof library_options[0]; i++) {
-        const library_option *o = &library_options[i];
-        printf("  %s (default \"%s\"): %s\n", o->name, o->def, o->help);
-    }
+    fputs(usage_head, stdout);
+    fputs("\nLibrary options, for -o NAME=VALUE:\n", stdout);
+    fputs(library_options_help, stdout);
+    fputs(usage_tail, stdout);
 }
 
 static int verbosity = NORMAL;

@@ -34,8 +34,8 @@ static void defaults_read_back(void **state)
     rl_options_free(&o);
 }
 
-/* For each whole-number option: its bounds are taken, one past them is not,
- * and what is set reads back. */
+/* For each whole-number option (INT, and BOOL: 0 or 1): its bounds are
+ * taken, one past them is not, and what is set reads back. */
 static void whole_numbers_keep_their_bounds(void **state)
 {
     (void)state;
@@ -43,7 +43,7 @@ static void whole_numbers_keep_their_bounds(void **state)
     assert_int_equal(rl_options_init(&o), REDLOCK_OK);
     for (size_t i = 0; i < rl_options_count(); i++) {
         const rl_option_info *info = rl_options_info(i);
-        if (strcmp(info->kind, "INT") != 0)
+        if (strcmp(info->kind, "INT") != 0 && strcmp(info->kind, "BOOL") != 0)
             continue;
         long long min = atoll(info->min), max = atoll(info->max);
         char text[32];
@@ -66,6 +66,32 @@ static void whole_numbers_keep_their_bounds(void **state)
     rl_options_free(&o);
 }
 
+/* The values land in the fields the rest of core/ reads, at their own
+ * widths (int, bool, int64_t), not only in what rl_options_get says. */
+static void values_reach_their_fields(void **state)
+{
+    (void)state;
+    rl_options o;
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    assert_int_equal(o.node_timeout_ms, 50);
+    assert_int_equal(o.pool_size, 16);
+    assert_true(o.restart_guard);
+    assert_true(o.drift_factor == 0.01);
+    assert_string_equal(o.key_prefix, "");
+    assert_int_equal(o.key_prefix_len, 0);
+
+    assert_int_equal(rl_options_set(&o, "pool_size", "7"), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "restart_guard", "0"), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "retry_jitter_ms", "3600000"), REDLOCK_OK);
+    assert_int_equal(o.pool_size, 7);
+    assert_false(o.restart_guard);
+    assert_int_equal(o.retry_jitter_ms, 3600000);
+    assert_int_equal(rl_options_set(&o, "restart_guard", "2"), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "option restart_guard: must be from 0 to 1"));
+    assert_false(o.restart_guard);
+    rl_options_free(&o);
+}
+
 static void drift_factor_is_a_fraction_below_one(void **state)
 {
     (void)state;
@@ -76,9 +102,14 @@ static void drift_factor_is_a_fraction_below_one(void **state)
     assert_int_equal(rl_options_set(&o, "drift_factor", ".5"), REDLOCK_OK);
     assert_string_equal(get(&o, "drift_factor"), "0.5");
     assert_int_equal(rl_options_set(&o, "drift_factor", "0"), REDLOCK_OK);
-    const char *bad[] = { "1", "1.5", "-0.1", "abc", "nan", "inf", "0.1x", "" };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(rl_options_set(&o, "drift_factor", "0.999"), REDLOCK_OK);
+    assert_string_equal(get(&o, "drift_factor"), "0.999");
+    assert_int_equal(rl_options_set(&o, "drift_factor", "0"), REDLOCK_OK);
+    const char *bad[] = { "1", "1.5", "-0.1", "abc", "nan", "inf", "0.1x", "", " 0.1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(rl_options_set(&o, "drift_factor", bad[i]), REDLOCK_EINVAL);
+        assert_non_null(strstr(redlock_errmsg(), "option drift_factor: "));
+    }
     assert_string_equal(get(&o, "drift_factor"), "0");
     rl_options_free(&o);
 }
@@ -98,8 +129,13 @@ static void key_prefix_has_a_length_limit(void **state)
     assert_int_equal(o.key_prefix_len, 4);
     assert_int_equal(rl_options_set(&o, "key_prefix", longest), REDLOCK_OK);
     assert_int_equal(o.key_prefix_len, 4095);
+    assert_string_equal(get(&o, "key_prefix"), longest);
     assert_int_equal(rl_options_set(&o, "key_prefix", too_long), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "longer than 4095 bytes"));
     assert_int_equal(o.key_prefix_len, 4095);
+    assert_string_equal(o.key_prefix, longest);
+    assert_int_equal(rl_options_set(&o, "key_prefix", ""), REDLOCK_OK);
+    assert_string_equal(get(&o, "key_prefix"), "");
     rl_options_free(&o);
 }
 
@@ -128,6 +164,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_read_back),
         cmocka_unit_test(whole_numbers_keep_their_bounds),
+        cmocka_unit_test(values_reach_their_fields),
         cmocka_unit_test(drift_factor_is_a_fraction_below_one),
         cmocka_unit_test(key_prefix_has_a_length_limit),
         cmocka_unit_test(unknown_names_and_small_buffers_are_refused),
