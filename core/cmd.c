@@ -113,6 +113,18 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
     return rc;
 }
 
+/* A release queued on c covers the acquires of its token still owed there:
+ * it runs after them, so they need no undo of their own. */
+static void cover(rl_cmd *rel, rl_conn *c)
+{
+    for (size_t i = 0; i + 1 < rl_conn_owed(c); i++) {
+        rl_entry *e = rl_conn_entry(c, i);
+        if (e->kind == RL_ENTRY_CMD && e->cmd->kind == RL_CMD_ACQUIRE
+            && strcmp(e->cmd->token, rel->token) == 0)
+            e->covered = true;
+    }
+}
+
 /* Sends in form, from the cache when cache is set (the op's own sends, all
  * on its thread), else from bytes made for this send alone. */
 static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
@@ -126,6 +138,8 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
     rc = rl_conn_send(c, b->p, b->len, cmd, (int)form);
     if (rc != REDLOCK_OK)
         rl_cmd_unref(cmd);
+    else if (cmd->kind == RL_CMD_RELEASE)
+        cover(cmd, c);
     rl_bytes_free(&fresh);
     return rc;
 }
@@ -174,8 +188,9 @@ static void release_on(rl_cmd *cmd, rl_conn *c, int64_t now)
     rl_cmd_unref(rel);
 }
 
-void rl_cmd_late_reply(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply, int64_t now)
+void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, int64_t now)
 {
+    rl_cmd *cmd = e->cmd;
     if (rl_reply_is_noscript(reply)) {
         /* The node lost its scripts. An acquire or extend did not run; a
          * release must, so the script itself follows, on this connection. */
@@ -183,17 +198,19 @@ void rl_cmd_late_reply(rl_cmd *cmd, rl_conn *c, int form, const redisReply *repl
             rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
         return;
     }
-    if (cmd->kind != RL_CMD_ACQUIRE || !atomic_load(&cmd->undo))
+    if (cmd->kind != RL_CMD_ACQUIRE || e->covered || !atomic_load(&cmd->undo))
         return;
     rl_result res;
-    rl_cmd_classify(cmd, form, reply, &res);
+    rl_cmd_classify(cmd, e->form, reply, &res);
     if (res.vote == RL_VOTE_YES)
         release_on(cmd, c, now);
 }
 
-void rl_cmd_late_lost(rl_cmd *cmd, redlock_ctx *ctx, size_t node, bool written, int64_t now)
+void rl_cmd_late_lost(const rl_entry *e, redlock_ctx *ctx, size_t node, bool written,
+                      int64_t now)
 {
-    if (cmd->kind == RL_CMD_RELEASE || (cmd->kind == RL_CMD_ACQUIRE && written
+    rl_cmd *cmd = e->cmd;
+    if (cmd->kind == RL_CMD_RELEASE || (cmd->kind == RL_CMD_ACQUIRE && written && !e->covered
                                          && atomic_load(&cmd->undo)))
         rl_owed_add(ctx, node, cmd->keys, cmd->token, now);
 }

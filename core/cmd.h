@@ -10,10 +10,12 @@
  *     it again as EVAL on the same connection, behind whatever is queued; a
  *     connection lost before its reply makes it owed to that node: it goes
  *     out on the next connection to the node.
- *   - acquire: when its lock was given up (cmd->undo: the attempt failed, or
- *     the lock was released while this reply was still owed), a late yes is
- *     released on the same connection, and a loss after it was written
- *     makes a release owed to the node. NOSCRIPT means it never ran.
+ *   - acquire: when its lock was given up (cmd->undo: the lock was released
+ *     while this reply was still owed), a late yes is released on the same
+ *     connection, and a loss after it was written makes a release owed to
+ *     the node; unless a release of its token was queued behind it on the
+ *     same connection (the entry is covered), which undoes it in order.
+ *     NOSCRIPT means it never ran.
  *   - extend: nothing; the handle already assumes the shorter lease.
  */
 #ifndef RL_CMD_H
@@ -77,11 +79,11 @@ int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval);
 /* What a reply to cmd (sent in `form`) says. */
 void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply, rl_result *out);
 
-/* A reply to cmd that no operation waits for (see above). */
-void rl_cmd_late_reply(rl_cmd *cmd, rl_conn *c, int form, const struct redisReply *reply,
+/* A reply to an entry that no operation waits for (see above). */
+void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const struct redisReply *reply,
                        int64_t now);
-/* cmd's entry was lost with its connection to node; written: it may have run. */
-void rl_cmd_late_lost(rl_cmd *cmd, struct redlock_ctx *ctx, size_t node, bool written,
+/* An entry lost with its connection to node; written: it may have run. */
+void rl_cmd_late_lost(const rl_entry *e, struct redlock_ctx *ctx, size_t node, bool written,
                       int64_t now);
 
 /* A release of keys/token owed to node: sent on the next connection to it. */

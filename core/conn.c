@@ -254,6 +254,11 @@ size_t rl_conn_owed(const rl_conn *c)
     return c->q_len;
 }
 
+rl_entry *rl_conn_entry(rl_conn *c, size_t i)
+{
+    return i < c->q_len ? &c->q[(c->q_head + i) % c->q_cap] : NULL;
+}
+
 int rl_conn_pop_lost(rl_conn *c, rl_entry *entry, bool *written)
 {
     while (c->q_len > 0) {

@@ -50,6 +50,7 @@ typedef enum rl_entry_kind {
 typedef struct rl_entry {
     uint8_t kind;         /* rl_entry_kind */
     uint8_t form;         /* RL_ENTRY_CMD: how it was sent (cmd.h's rl_form) */
+    bool covered;         /* an acquire with a release of its token behind it */
     uint64_t end;         /* bytes queued on the connection up to this command's end */
     struct rl_cmd *cmd;   /* RL_ENTRY_CMD: the command; the entry holds a reference */
 } rl_entry;
@@ -114,8 +115,9 @@ void rl_conn_feed(rl_conn *c, const char *buf, size_t len);
  * Replies of the handshake are handled here, for node `nodes` of the ctx. */
 int rl_conn_next(rl_conn *c, struct redisReply **reply, rl_entry *entry, int64_t now);
 
-/* Replies still expected. */
+/* Replies still expected, and the i-th of them (0: the oldest). */
 size_t rl_conn_owed(const rl_conn *c);
+rl_entry *rl_conn_entry(rl_conn *c, size_t i);
 /* Pops the oldest entry still owed, for a broken (or abandoned) connection:
  * 1 with *entry and *written (its bytes were all written: it may have run),
  * 0 when none is left. Handshake entries are dropped. */

@@ -27,7 +27,7 @@ static void settle(rl_conn *c, int64_t now)
         if (e.cmd->op && e.cmd->op == c->op)
             rl_op_entry_lost(c->op, c, &e, written, now);
         else
-            rl_cmd_late_lost(e.cmd, c->ctx, c->node, written, now);
+            rl_cmd_late_lost(&e, c->ctx, c->node, written, now);
         rl_cmd_unref(e.cmd);
     }
     if (!c->connected)
@@ -46,7 +46,7 @@ bool rl_engine_received(rl_conn *c, const char *buf, size_t len, int64_t now)
         if (e.cmd->op && e.cmd->op == c->op)
             rl_op_reply(c->op, c, &e, reply, now);
         else
-            rl_cmd_late_reply(e.cmd, c, e.form, reply, now);
+            rl_cmd_late_reply(&e, c, reply, now);
         rl_cmd_unref(e.cmd);
         freeReplyObject(reply);
     }

@@ -656,7 +656,7 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
     size_t i = c->node;
     slot *s = &op->slots[i];
     if (e->cmd != op->cmd || s->state != SLOT_WAITING || s->conn != c) {
-        rl_cmd_late_reply(e->cmd, c, e->form, reply, now);
+        rl_cmd_late_reply(e, c, reply, now);
         return;
     }
     if (rl_reply_is_noscript(reply) && e->form != RL_FORM_EVAL) {
@@ -678,7 +678,7 @@ void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, in
     if (e->cmd == op->cmd && written)
         op->slots[c->node].maybe_ran = true;
     else if (e->cmd != op->cmd)
-        rl_cmd_late_lost(e->cmd, op->ctx, c->node, written, now);
+        rl_cmd_late_lost(e, op->ctx, c->node, written, now);
 }
 
 void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now)
