@@ -12,7 +12,12 @@
  *   - strings go in as UTF-8 (not JNI's modified UTF-8), so a name maps to
  *     the same Redis key from every language; a NUL byte inside is refused;
  *   - string arrays are Java String[];
- *   - NULL objects are refused with NullPointerException.
+ *   - NULL objects are refused with NullPointerException;
+ *   - redlock_lock and redlock_lock_multi wait in one call, as long as the
+ *     caller asked, with an interrupt check that asks the calling thread's
+ *     Thread.isInterrupted(): an interrupt ends the wait with
+ *     REDLOCK_ECANCELED (CancelledException). What to retry and how long to
+ *     pause is the library's business alone.
  *
  * The conversions never return early: a failed one leaves NULL and a pending
  * Java exception, the C call rejects the NULL without side effects (the ABI
@@ -80,23 +85,60 @@ static char *redlock_java_cstring(JNIEnv *jenv, jbyteArray bytes)
 /* The interrupt check of lock calls (redlock_set_interrupt_check): whether
  * the calling Java thread was interrupted, so that a long wait ends with
  * REDLOCK_ECANCELED (thrown as CancelledException, which RLock turns into
- * InterruptedException). Runs on the calling thread, whose JNIEnv it gets. */
+ * InterruptedException). data is the JNIEnv of the native method under way:
+ * the library calls the check on the calling thread, which owns that env.
+ * It asks Thread.currentThread().isInterrupted(), which leaves the interrupt
+ * status as it is (RLock clears it when it throws InterruptedException).
+ * java.lang.Thread and its two methods are looked up once, in JNI_OnLoad. */
+static jclass redlock_java_thread_class;      /* a global reference */
+static jmethodID redlock_java_current_thread; /* static Thread currentThread() */
+static jmethodID redlock_java_is_interrupted; /* boolean isInterrupted() */
+
 static int redlock_java_interrupted(void *data)
 {
     JNIEnv *jenv = (JNIEnv *)data;
+    /* A pending exception forbids calling Java; it will be thrown anyway,
+     * so end the wait. */
+    if ((*jenv)->ExceptionCheck(jenv))
+        return 1;
+    jobject self = (*jenv)->CallStaticObjectMethod(jenv, redlock_java_thread_class,
+                                                   redlock_java_current_thread);
+    if (self == NULL)
+        return (*jenv)->ExceptionCheck(jenv) ? 1 : 0;
+    jboolean yes = (*jenv)->CallBooleanMethod(jenv, self, redlock_java_is_interrupted);
+    (*jenv)->DeleteLocalRef(jenv, self);
+    return yes == JNI_TRUE || (*jenv)->ExceptionCheck(jenv);
+}
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
+{
+    JNIEnv *jenv;
+    (void)reserved;
+    if ((*vm)->GetEnv(vm, (void **)&jenv, JNI_VERSION_1_8) != JNI_OK)
+        return JNI_ERR;
     jclass thread = (*jenv)->FindClass(jenv, "java/lang/Thread");
     if (thread == NULL)
-        return 0;
-    jmethodID current = (*jenv)->GetStaticMethodID(jenv, thread, "currentThread",
-                                                   "()Ljava/lang/Thread;");
-    jmethodID interrupted = (*jenv)->GetMethodID(jenv, thread, "isInterrupted", "()Z");
-    jobject self = current ? (*jenv)->CallStaticObjectMethod(jenv, thread, current) : NULL;
-    jboolean yes = self && interrupted ? (*jenv)->CallBooleanMethod(jenv, self, interrupted)
-                                       : JNI_FALSE;
-    if (self)
-        (*jenv)->DeleteLocalRef(jenv, self);
+        return JNI_ERR;
+    redlock_java_thread_class = (jclass)(*jenv)->NewGlobalRef(jenv, thread);
     (*jenv)->DeleteLocalRef(jenv, thread);
-    return yes == JNI_TRUE;
+    if (redlock_java_thread_class == NULL)
+        return JNI_ERR;
+    redlock_java_current_thread = (*jenv)->GetStaticMethodID(
+        jenv, redlock_java_thread_class, "currentThread", "()Ljava/lang/Thread;");
+    redlock_java_is_interrupted = (*jenv)->GetMethodID(jenv, redlock_java_thread_class,
+                                                       "isInterrupted", "()Z");
+    if (redlock_java_current_thread == NULL || redlock_java_is_interrupted == NULL)
+        return JNI_ERR;
+    return JNI_VERSION_1_8;
+}
+
+JNIEXPORT void JNICALL JNI_OnUnload(JavaVM *vm, void *reserved)
+{
+    JNIEnv *jenv;
+    (void)reserved;
+    if ((*vm)->GetEnv(vm, (void **)&jenv, JNI_VERSION_1_8) == JNI_OK && redlock_java_thread_class)
+        (*jenv)->DeleteGlobalRef(jenv, redlock_java_thread_class);
+    redlock_java_thread_class = NULL;
 }
 
 /* An option's value, or NULL with this thread's error set. */
@@ -197,7 +239,10 @@ static void redlock_java_free_cstrings(char **strings, size_t n)
 }
 %enddef
 
-/* Waits for a lock run with the interrupt check above. */
+/* Waits for a lock run with the interrupt check above, installed for this
+ * call only (the check holds this call's JNIEnv). The library decides what
+ * is worth another attempt and how long to pause; the check only lets
+ * Thread.interrupt() end the wait (REDLOCK_ECANCELED). */
 %exception redlock_lock {
     redlock_set_interrupt_check(redlock_java_interrupted, jenv);
     $action
@@ -209,13 +254,26 @@ static void redlock_java_free_cstrings(char **strings, size_t n)
     redlock_set_interrupt_check(NULL, NULL);
 }
 
-/* Options are read back through a wrapper that returns the text. */
+/* Options are read back through a wrapper that returns the text, as UTF-8
+ * bytes made into a Java String (a key_prefix may hold any character, and
+ * JNI's NewStringUTF takes modified UTF-8). An unknown name throws
+ * InvalidArgumentException; the out code never returns early, so the
+ * freearg code still frees the name. */
 %ignore redlock_ctx_get_option;
-%exception redlock_java_get_option {
-    $action
-    if (result == NULL) {
+%typemap(jni) const char *redlock_java_get_option "jbyteArray"
+%typemap(jtype) const char *redlock_java_get_option "byte[]"
+%typemap(jstype) const char *redlock_java_get_option "String"
+%typemap(javaout) const char *redlock_java_get_option {
+    return new String($jnicall, java.nio.charset.StandardCharsets.UTF_8);
+  }
+%typemap(out) const char *redlock_java_get_option {
+    if ($1 == NULL) {
         redlock_java_throw(jenv, REDLOCK_EINVAL);
-        return $null;
+    } else {
+        jsize len = (jsize)strlen($1);
+        $result = (*jenv)->NewByteArray(jenv, len);
+        if ($result != NULL)
+            (*jenv)->SetByteArrayRegion(jenv, $result, 0, len, (const jbyte *)$1);
     }
 }
 const char *redlock_java_get_option(const redlock_ctx *ctx, const char *name);

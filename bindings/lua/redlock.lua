@@ -134,15 +134,25 @@ local function attempt(ctx, names, lease_ms, wait_ms)
   return core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms)
 end
 
--- The outcomes the C library itself retries while wait_ms lasts (core/op.c,
--- retryable()): only the OpenResty wait below needs them, until nginx's
--- driver of the engine replaces it.
+-- The OpenResty wait below is the only place in this file that retries; with
+-- a plain Lua or LuaJIT interpreter (and in phases that cannot yield), one C
+-- call waits the whole wait_ms and the library alone decides what to retry.
+--
+-- RETRYABLE mirrors the one source of truth, retryable() in core/op.c (the
+-- codes for which another attempt may succeed); keep the two equal. The ABI
+-- has no call that answers it (a future `int redlock_retryable(int code)`
+-- would replace this table), so it is written out here, once. Likewise the
+-- pause is drawn as retry_pause_ms() in core/op.c draws it: retry_delay_ms
+-- +- retry_jitter_ms, both read back from the library (redlock.new), never
+-- defaulted here; `int64_t redlock_ctx_retry_pause_ms(const redlock_ctx *)`
+-- would replace that. The cosocket driver of the engine will replace both.
 local RETRYABLE = {
   [core.REDLOCK_ELOCKED] = true,
   [core.REDLOCK_ENOQUORUM] = true,
   [core.REDLOCK_EEXPIRED] = true,
   [core.REDLOCK_EREDIS] = true,
 }
+redlock._retryable = RETRYABLE -- for the test that compares it with core/op.c
 local YIELDING_PHASES = { rewrite = true, access = true, content = true, timer = true }
 
 -- In an OpenResty phase that may yield, the pauses between attempts are
@@ -309,9 +319,15 @@ function redlock.new(nodes, options)
       return nil, err
     end
   end
-  -- The OpenResty wait (below) pauses as the library would: its options, read back.
+  -- The OpenResty wait (acquire) pauses as the library would: its options,
+  -- read back from it once they are all set.
   for _, name in ipairs({ "retry_delay_ms", "retry_jitter_ms" }) do
-    local _, text = core.redlock_ctx_get_option(ptr, name)
+    local got, text = core.redlock_ctx_get_option(ptr, name)
+    if got ~= core.REDLOCK_OK then
+      local err = make_error(got)
+      core.redlock_ctx_free(ptr)
+      return nil, err
+    end
     ctx[name] = math.floor(tonumber(text))
   end
   return setmetatable({ _ctx = ctx, _finalizer = finalizer(function()

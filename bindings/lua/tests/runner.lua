@@ -67,6 +67,17 @@ function runner.start_nodes(script, n)
     local reply = assert(runner.sh(table.concat(words, " ") .. " 2>&1"))
     return (reply:gsub("%s+$", ""))
   end
+  --- Runs a command on node i with redis-cli; its output.
+  nodes.cli = cli
+  --- Runs a command on node i after `ms` milliseconds, in the background.
+  function nodes.cli_later(ms, i, ...)
+    local words = { "redis-cli", "-u", quote(nodes.uris[i]) }
+    for _, word in ipairs({ ... }) do
+      words[#words + 1] = quote(word)
+    end
+    assert(select(2, runner.sh(("(sleep %.3f; %s) >/dev/null 2>&1 & true"):format(
+      ms / 1000, table.concat(words, " ")))))
+  end
   --- The value of key on node i ("" when absent).
   function nodes.get(i, key) return cli(i, "GET", key) end
   --- The key's remaining time to live on node i, in ms (-2 when absent).

@@ -341,4 +341,75 @@ t.test("garbage collection leaves held locks to expire", function()
   collectgarbage()
 end)
 
+t.test("get_option reads the options back", function()
+  local prefix = fresh("prefix") .. ":é:"
+  local c = client({ key_prefix = prefix, retry_delay_ms = 25 })
+  t.eq(c:get_option("key_prefix"), prefix, "key_prefix")
+  t.eq(c:get_option("retry_delay_ms"), "25", "retry_delay_ms")
+  t.eq(c:get_option("retry_jitter_ms"), "100", "a default")
+  local err = t.fails("inval", c:get_option("no_such_option"))
+  t.ok(err.message:find("no_such_option", 1, true), "names the option: " .. err.message)
+  t.raises("bad argument #1 to 'get_option' (option name expected, got nil)", c.get_option, c)
+  t.raises("calling 'get_option' on bad self", c.get_option, "key_prefix")
+  c:close()
+  t.raises("the client is closed", c.get_option, c, "key_prefix")
+end)
+
+-- Node i refuses writes with an OOM error (maxmemory 1, noeviction), or not.
+local function refuse_writes(refuse, ...)
+  for _, i in ipairs({ ... }) do
+    t.eq(nodes.cli(i, "CONFIG", "SET", "maxmemory-policy", "noeviction"), "OK", "policy")
+    t.eq(nodes.cli(i, "CONFIG", "SET", "maxmemory", refuse and "1" or "0"), "OK", "maxmemory")
+  end
+end
+
+t.test("a wait is one C call: Redis errors on a majority are retried while it lasts", function()
+  local c = client({ retry_delay_ms = 50, retry_jitter_ms = 20 })
+  local lock = c:get_lock(fresh())
+  refuse_writes(true, 1, 2, 3)
+  local ok, problem = pcall(function()
+    local err = t.fails("redis", lock:try_lock(0, 5000))
+    t.ok(err.message:find("OOM", 1, true), "names the error: " .. err.message)
+    -- The library tries again until the wait is over, then reports the error.
+    local started = t.now_ms()
+    t.fails("redis", lock:try_lock(400, 5000))
+    local waited = t.now_ms() - started
+    t.ok(waited >= 350, "did not end early: " .. waited .. " ms")
+    -- Errors that clear while the wait lasts: acquired.
+    for i = 1, 3 do
+      nodes.cli_later(500, i, "CONFIG", "SET", "maxmemory", "0")
+    end
+    started = t.now_ms()
+    t.eq(lock:try_lock(10000, 5000), true, "acquired once the nodes accept writes")
+    waited = t.now_ms() - started
+    t.ok(waited >= 300 and waited < 9000, "waited for the nodes: " .. waited .. " ms")
+    assert(lock:unlock())
+  end)
+  refuse_writes(false, 1, 2, 3)
+  assert(ok, problem)
+end)
+
+t.test("the OpenResty wait retries what core/op.c retryable() retries", function()
+  local source = here .. "/../../../core/op.c"
+  local file = io.open(source)
+  if not file then
+    print("       (skipped: no " .. source .. ")")
+    return
+  end
+  local text = file:read("*a")
+  file:close()
+  local body = t.ok(text:match("static bool retryable%(int rc%)%s*(%b{})"), "retryable() in op.c")
+  local count = 0
+  for name in body:gmatch("REDLOCK_(E%u+)") do
+    count = count + 1
+    t.ok(redlock._retryable[redlock[name]], name .. " is retried by redlock.lua too")
+  end
+  local mirrored = 0
+  for _ in pairs(redlock._retryable) do
+    mirrored = mirrored + 1
+  end
+  t.ok(count > 0, "codes found in retryable()")
+  t.eq(mirrored, count, "codes retried by redlock.lua")
+end)
+
 t.run(nodes.stop)

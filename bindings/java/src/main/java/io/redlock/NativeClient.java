@@ -36,8 +36,10 @@ final class NativeClient {
     }
 
     /**
-     * Acquires the names for owner, whose collection frees the handle. Throws
-     * LockHeldException or NoQuorumException when the lock was not acquired within waitMs.
+     * Acquires the names for owner, whose collection frees the handle, in one native call that
+     * waits up to waitMs, retrying as the library decides. Throws LockHeldException or
+     * NoQuorumException when the lock was not acquired within waitMs, CancelledException when
+     * the calling thread was interrupted meanwhile (what the attempt had taken is released).
      */
     NativeHandle lock(Object owner, String[] names, long leaseMs, long waitMs) {
         Lock read = openForCall();

@@ -29,11 +29,23 @@ import java.util.concurrent.locks.Lock;
  * other client. When the owner's lease ran out and another thread acquired this RLock, the
  * former owner's hold is dropped and its {@link #unlock()} throws IllegalMonitorStateException.
  *
- * <p><b>Failures.</b> The acquiring methods treat "held by someone else" and "too few nodes
- * answered" alike: the lock is not acquired (false, or waiting on); they throw
- * {@link RedlockException} for other failures ({@link AuthException}, {@link
- * LeaseExpiredException}, ...). Waiting methods check for interruption at least every half
- * second.
+ * <p><b>Waiting.</b> Each acquiring method makes one call into the library with its whole wait
+ * ({@link #lock()}: as long as it takes). The library alone decides which failed attempts are
+ * worth another (held by someone else, too few nodes answered, the lease ran out while
+ * acquiring, nodes answered with Redis errors) and how long to pause between them (the
+ * retry_delay_ms and retry_jitter_ms options); this class makes no such decision. When the wait
+ * ends without the lock, "held by someone else" and "too few nodes answered" give false (or,
+ * for {@link #lock()}, another wait); other outcomes throw {@link RedlockException}
+ * ({@link AuthException}, {@link LeaseExpiredException}, {@link RedisErrorException}, ...).
+ *
+ * <p><b>Interrupts.</b> While a call waits, the library asks at least every 100 ms whether the
+ * thread was interrupted. {@link #lockInterruptibly()} and the tryLock methods that take a time
+ * then end at once: whatever the attempt under way had taken on the nodes is released, and they
+ * throw {@link InterruptedException} with the thread's interrupt status cleared (as they do
+ * when called with it set). {@link #lock()} is not interruptible, as the Lock contract says: it
+ * clears the status, waits on in a new call, and sets the status again once it holds the lock,
+ * as java.util.concurrent's locks do. {@link #tryLock()} ignores interrupts the same way (an
+ * attempt cancelled by one is made again).
  *
  * <p><b>Release.</b> RLock is AutoCloseable: {@link #close()} unlocks when the current thread
  * owns the lock, so try-with-resources releases it. An RLock that becomes unreachable while held
@@ -75,19 +87,8 @@ public final class RLock implements Lock, AutoCloseable {
         if (reenter(leaseMs)) {
             return;
         }
-        boolean interrupted = false;
-        NativeHandle acquired = null;
-        while (acquired == null) {
-            try {
-                acquired = attempt(leaseMs, FOREVER_MS);
-            } catch (CancelledException cancelled) {
-                interrupted |= Thread.interrupted();
-            }
-        }
+        NativeHandle acquired = attemptThroughInterrupts(leaseMs, FOREVER_MS, true);
         take(acquired);
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
     }
 
     /** Waits until acquired or interrupted, with a lease of {@link #DEFAULT_LEASE_MS}. */
@@ -107,7 +108,7 @@ public final class RLock implements Lock, AutoCloseable {
         if (reenter(DEFAULT_LEASE_MS)) {
             return true;
         }
-        NativeHandle acquired = attempt(DEFAULT_LEASE_MS, 0);
+        NativeHandle acquired = attemptThroughInterrupts(DEFAULT_LEASE_MS, 0, false);
         if (acquired == null) {
             return false;
         }
@@ -239,6 +240,32 @@ public final class RLock implements Lock, AutoCloseable {
             return client.nativeClient().lock(this, names, leaseMs, waitMs);
         } catch (LockHeldException | NoQuorumException notAcquired) {
             return null;
+        }
+    }
+
+    /**
+     * {@link #attempt} for the methods that are not interruptible: a call that an interrupt
+     * cancelled is made again with the interrupt status cleared, and the status is set again at
+     * the end, however it ends. With untilAcquired, calls are made until one acquires.
+     */
+    private NativeHandle attemptThroughInterrupts(long leaseMs, long waitMs,
+            boolean untilAcquired) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    NativeHandle acquired = attempt(leaseMs, waitMs);
+                    if (acquired != null || !untilAcquired) {
+                        return acquired;
+                    }
+                } catch (CancelledException cancelled) {
+                    interrupted |= Thread.interrupted();
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

@@ -379,11 +379,15 @@ class RLockTest extends FiveNodes {
         });
         waiter.start();
         Thread.sleep(300);
+        assertTrue(waiter.isAlive(), "still waiting before the interrupt");
         long interruptedAt = System.nanoTime();
         waiter.interrupt();
         Throwable thrown = outcome.get(10, TimeUnit.SECONDS);
+        long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - interruptedAt);
         assertInstanceOf(InterruptedException.class, thrown);
-        assertTrue(System.nanoTime() - interruptedAt < TimeUnit.SECONDS.toNanos(5));
+        assertTrue(tookMs < 1_000, "the wait ended " + tookMs + " ms after the interrupt");
+        waiter.join(5_000);
+        assertFalse(waiter.isInterrupted(), "InterruptedException clears the interrupt status");
         assertFalse(waiting.isLocked());
         assertTrue(held.remainingValidity(TimeUnit.MILLISECONDS) > 0);
         assertTrue(nodes.cli(1, "GET", "test:" + name).matches("[0-9a-f]{32}"));
@@ -394,6 +398,121 @@ class RLockTest extends FiveNodes {
     void optionsReadBack() {
         assertEquals("test:", client.getOption("key_prefix"));
         assertEquals("50", client.getOption("node_timeout_ms"));
+        assertEquals("200", client.getOption("retry_delay_ms"));
         assertThrows(InvalidArgumentException.class, () -> client.getOption("no_such_option"));
+        assertThrows(NullPointerException.class, () -> client.getOption(null));
+        String prefix = "é-ключ-🔒:";
+        try (Redlock utf8 = Redlock.create(nodes.uris(),
+                Map.of("key_prefix", prefix, "retry_jitter_ms", "7"))) {
+            assertEquals(prefix, utf8.getOption("key_prefix"));
+            assertEquals("7", utf8.getOption("retry_jitter_ms"));
+        }
+    }
+
+    @Test
+    void lockIsNotInterruptibleAndKeepsTheInterruptStatus() throws Exception {
+        RLock theirs = other.getLock(name);
+        assertTrue(theirs.tryLock());
+        RLock mine = client.getLock(name);
+        CompletableFuture<Boolean> outcome = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                mine.lock();
+                boolean interrupted = Thread.currentThread().isInterrupted();
+                mine.unlock();
+                outcome.complete(interrupted);
+            } catch (Throwable t) {
+                outcome.completeExceptionally(t);
+            }
+        });
+        waiter.start();
+        Thread.sleep(300);
+        waiter.interrupt();
+        Thread.sleep(700);
+        assertFalse(outcome.isDone(), "an interrupt does not end lock()");
+        assertTrue(theirs.isHeldByCurrentThread());
+        theirs.unlock();
+        assertTrue(outcome.get(10, TimeUnit.SECONDS), "the interrupt status is set again");
+    }
+
+    @Test
+    void tryLockWithoutWaitIgnoresTheInterruptStatus() {
+        RLock mine = client.getLock(name);
+        Thread.currentThread().interrupt();
+        try {
+            assertTrue(mine.tryLock());
+            assertTrue(Thread.currentThread().isInterrupted(), "the status is left set");
+        } finally {
+            Thread.interrupted();
+        }
+        mine.unlock();
+    }
+
+    /** Node i refuses writes with an OOM error (maxmemory 1, noeviction), or accepts them again. */
+    private static void refuseWrites(boolean refuse, int... which) throws Exception {
+        for (int i : which) {
+            assertEquals("OK", nodes.cli(i, "CONFIG", "SET", "maxmemory-policy", "noeviction"));
+            assertEquals("OK", nodes.cli(i, "CONFIG", "SET", "maxmemory", refuse ? "1" : "0"));
+        }
+    }
+
+    @Test
+    void redisErrorsOnAMinorityDoNotEndTheWait() throws Exception {
+        RLock theirs = other.getLock(name);
+        long heldAt = System.nanoTime();
+        assertTrue(theirs.tryLock(0, 2_000, TimeUnit.MILLISECONDS));
+        RLock mine = client.getLock(name);
+        refuseWrites(true, 4, 5);
+        try {
+            // Held on a majority, OOM on the rest: not acquired, and only when the wait is over.
+            long start = System.nanoTime();
+            assertFalse(mine.tryLock(500, TimeUnit.MILLISECONDS));
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(waited >= 450, "ended early, after " + waited + " ms");
+            // Waiting on: acquired on the three other nodes once their lease has run out.
+            assertTrue(mine.tryLock(10, TimeUnit.SECONDS));
+            long acquiredAfter = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - heldAt);
+            assertTrue(acquiredAfter >= 1_900 && acquiredAfter < 10_000,
+                    "acquired " + acquiredAfter + " ms after the other client");
+            for (int i = 1; i <= 3; i++) {
+                assertTrue(nodes.cli(i, "GET", "test:" + name).matches("[0-9a-f]{32}"));
+            }
+            mine.unlock();
+        } finally {
+            refuseWrites(false, 4, 5);
+        }
+    }
+
+    @Test
+    void redisErrorsOnAMajorityAreRetriedWhileTheWaitLasts() throws Exception {
+        RLock mine = client.getLock(name);
+        refuseWrites(true, 1, 2, 3);
+        ExecutorService executor = Executors.newSingleThreadExecutor();
+        try {
+            // No wait: the error at once.
+            RedisErrorException now = assertThrows(RedisErrorException.class, mine::tryLock);
+            assertTrue(now.getMessage().contains("OOM"), now.getMessage());
+            // A wait: the library tries again until it is over, then reports the error.
+            long start = System.nanoTime();
+            assertThrows(RedisErrorException.class, () -> mine.tryLock(600, TimeUnit.MILLISECONDS));
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(waited >= 550, "ended early, after " + waited + " ms");
+            // Errors that clear while the wait lasts: acquired.
+            Future<Boolean> waiter = executor.submit(() -> {
+                boolean acquired = mine.tryLock(10, TimeUnit.SECONDS);
+                if (acquired) {
+                    mine.unlock();
+                }
+                return acquired;
+            });
+            Thread.sleep(700);
+            assertFalse(waiter.isDone(), "still waiting while a majority refuses writes");
+            refuseWrites(false, 1, 2, 3);
+            assertTrue(waiter.get(10, TimeUnit.SECONDS));
+        } finally {
+            executor.shutdownNow();
+            refuseWrites(false, 1, 2, 3);
+        }
+        assertFalse(mine.isLocked());
     }
 }
