@@ -130,10 +130,18 @@ REDLOCK_API void redlock_conn_wrote(redlock_conn *c, size_t n);
  * when the connection broke: the driver then closes its socket and frees it. */
 REDLOCK_API int redlock_conn_received(redlock_conn *c, const char *bytes, size_t len,
                                       int64_t now_ms);
-/* The socket failed or was closed (why: printable). */
+/* The socket failed or was closed (why: printable). The operation that had
+ * the connection lets go of it (redlock_conn_held turns 0). */
 REDLOCK_API void redlock_conn_lost(redlock_conn *c, const char *why, int64_t now_ms);
+/* 1 while an operation holds the connection: it comes back from
+ * redlock_op_take_conn. 0 when it is the driver's to pool or free: never
+ * attached, taken back, or let go of when it broke. */
+REDLOCK_API int redlock_conn_held(const redlock_conn *c);
 /* 1 while connecting or with bytes not yet written. */
 REDLOCK_API int redlock_conn_sending(const redlock_conn *c);
+/* Replies the connection still expects (its handshake's included): a
+ * driver that pools only quiet connections waits for 0. */
+REDLOCK_API size_t redlock_conn_owed(const redlock_conn *c);
 /* 1 when it may serve another operation: open, nothing half-written. */
 REDLOCK_API int redlock_conn_poolable(const redlock_conn *c);
 /* 1 when the connection broke (see redlock_conn_received). */

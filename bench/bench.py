@@ -43,15 +43,21 @@ def client_table(build):
     ours_java_needs = [os.path.join(build, "bench", "java", "bench", "OursBench.class"),
                        jars[0] if jars else os.path.join(jar_dir, "redlock-*.jar")]
     tools = os.path.join(BENCH, ".tools")
+    py_path = os.path.join(build, "bindings", "python") + ":" + os.path.join(BENCH, "clients/python")
     return {
         "floor": ([os.path.join(build, "bench", "floor")], {}, [os.path.join(build, "bench", "floor")]),
         "floor-all": ([os.path.join(build, "bench", "floor"), "--wait-all"], {},
                       [os.path.join(build, "bench", "floor")]),
         "ours-c": ([os.path.join(build, "bench", "ours")], {}, [os.path.join(build, "bench", "ours")]),
         "ours-python": ([py, os.path.join(BENCH, "clients/python/ours.py")],
-                        {"PYTHONPATH": os.path.join(build, "bindings", "python") + ":"
-                         + os.path.join(BENCH, "clients/python")},
+                        {"PYTHONPATH": py_path},
                         [os.path.join(build, "bindings", "python", "redlock", "capi.py")]),
+        "ours-python-asyncio": ([py, os.path.join(BENCH, "clients/python/ours_asyncio.py")],
+                                {"PYTHONPATH": py_path},
+                                [os.path.join(build, "bindings", "python", "redlock", "asyncio.py")]),
+        "ours-python-uvloop": ([py, os.path.join(BENCH, "clients/python/ours_asyncio.py"),
+                                "--loop", "uvloop"], {"PYTHONPATH": py_path},
+                               [os.path.join(build, "bindings", "python", "redlock", "asyncio.py")]),
         "ours-java": (["java", "-cp", ours_java_cp, "bench.OursBench"], {}, ours_java_needs),
         "ours-lua": (["luajit", os.path.join(BENCH, "clients/lua/ours.lua")],
                      {"LUA_PATH": lua_dir + "/?.lua;;", "LUA_CPATH": lua_dir + "/?.so;;"},
@@ -215,7 +221,8 @@ def stop_nodes(workdir):
     subprocess.run([os.path.join(ROOT, "scripts", "redis-nodes.sh"), "stop", workdir], check=False)
 
 
-LATENCY_CLIENTS = ("floor", "floor-all", "ours-c", "ours-python", "ours-java", "ours-lua",
+LATENCY_CLIENTS = ("floor", "floor-all", "ours-c", "ours-python", "ours-python-asyncio",
+                   "ours-python-uvloop", "ours-java", "ours-lua",
                    "redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 MULTI_CLIENTS = ("ours-c", "redisson-multilock", "node-redlock")
 STRAGGLER_CLIENTS = ("floor", "floor-all", "ours-c", "redisson-redlock", "redsync",

@@ -18,6 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
+# Event-loop drivers, each against the blocking binding of its language.
+EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"))
 
 
 def med(figs, key):
@@ -217,7 +219,7 @@ def section_bindings(lat):
     rows = [[name, fmt(med(lat.get(f"{name}|5"), "cycle_median_us")),
              fmt_ratio(ratio(lat.get(f"{name}|5"), c, "cycle_median_us")),
              fmt(med(lat.get(f"{name}|5"), "cpu_us"))]
-            for name in BINDINGS if f"{name}|5" in lat]
+            for name in BINDINGS + tuple(e for e, _ in EVENT_LOOP) if f"{name}|5" in lat]
     return ("## Binding overhead (N=5)\n\n"
             "The same cycle through each binding, against C.\n\n"
             + table(["binding", "cycle median (us)", "vs C", "CPU/cycle (us)"], rows))
@@ -273,6 +275,9 @@ def targets(res):
     for b in BINDINGS:
         r = ratio(lat.get(f"{b}|5"), lat.get("ours-c|5"), "cycle_median_us")
         out.append((f"{b} within 1.2x of C", fmt_ratio(r), verdict(r, 1.2)))
+    for loop, blocking in EVENT_LOOP:
+        r = ratio(lat.get(f"{loop}|5"), lat.get(f"{blocking}|5"), "cycle_median_us")
+        out.append((f"{loop} within 1.5x of {blocking}", fmt_ratio(r), verdict(r, 1.5)))
     return out
 
 

@@ -258,6 +258,16 @@ int redlock_conn_sending(const redlock_conn *c)
     return c && rl_conn_sending(c);
 }
 
+int redlock_conn_held(const redlock_conn *c)
+{
+    return c && c->op != NULL;
+}
+
+size_t redlock_conn_owed(const redlock_conn *c)
+{
+    return c ? rl_conn_owed(c) : 0;
+}
+
 int redlock_conn_poolable(const redlock_conn *c)
 {
     return c && rl_conn_poolable(c);

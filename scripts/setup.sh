@@ -37,6 +37,9 @@ fi
 command -v go >/dev/null || { echo "setup: Go is needed to build Toxiproxy" >&2; exit 1; }
 
 python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install -q pytest
+# redlock.asyncio's tests: pytest-asyncio, and uvloop to run them on it too.
+python3 -c 'import pytest_asyncio, uvloop' >/dev/null 2>&1 ||
+  python3 -m pip install -q 'pytest-asyncio>=1.5,<2' 'uvloop>=0.19'
 # The fault-injecting proxy of the fault tests, from the Go module proxy.
 "$(dirname "$0")/toxiproxy.sh" install
 echo "setup: everything needed is installed"

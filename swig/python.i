@@ -182,3 +182,61 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
 %}
 
 %include "redlock.i"
+
+/* ---- The engine (redlock_engine.h, experimental), for redlock.asyncio ----
+ *
+ * Its calls are short and never wait, so they keep the GIL. An operation's
+ * constructor returns the operation or raises; the connection's bytes go
+ * out as bytes and come in from any bytes-like object. */
+%{
+#include "redlock_engine.h"
+%}
+%nodefaultctor redlock_op;
+%nodefaultdtor redlock_op;
+%nodefaultctor redlock_conn;
+%nodefaultdtor redlock_conn;
+
+%typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
+                          redlock_conn **out (redlock_conn *temp = NULL)
+%{ $1 = &temp; %}
+%typemap(argout) redlock_op **out, redlock_conn **out
+%{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
+
+%typemap(out) int redlock_op_lock, int redlock_op_extend, int redlock_op_unlock,
+              int redlock_op_deliver, int redlock_conn_new {
+  if ($1 < 0) {
+    redlock_py_raise($1);
+    SWIG_fail;
+  }
+  $result = SWIG_Py_Void();
+}
+
+/* redlock_conn_output returns the bytes to write (b"" when none). */
+%typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}
+%typemap(out) size_t redlock_conn_output %{ $result = PyBytes_FromStringAndSize(temp2, (Py_ssize_t)$1); %}
+
+/* redlock_conn_received takes what was read, as any bytes-like object. */
+%typemap(in) (const char *bytes, size_t len) (Py_buffer view, int got = 0) {
+  if (PyObject_GetBuffer($input, &view, PyBUF_SIMPLE) != 0) {
+    SWIG_fail;
+  }
+  got = 1;
+  $1 = ($1_ltype)view.buf;
+  $2 = (size_t)view.len;
+}
+%typemap(freearg) (const char *bytes, size_t len) %{
+  if (got$argnum) {
+    PyBuffer_Release(&view$argnum);
+  }
+%}
+
+%typemap(check) redlock_op *op, const redlock_op *op, redlock_conn *c, const redlock_conn *c %{
+  if ($1 == NULL) {
+    PyErr_SetString(PyExc_TypeError, "$symname: $1_name must not be None");
+    SWIG_fail;
+  }
+%}
+
+%nothread;
+%include "redlock_engine.h"
+%clearnothread;

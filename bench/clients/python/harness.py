@@ -28,6 +28,30 @@ def _cpu_us():
     return round(ru.ru_utime * 1e6), round(ru.ru_stime * 1e6)
 
 
+class _Figures:
+    """The figures of one timed loop, printed as JSON by done()."""
+
+    def __init__(self, client, args):
+        self.out = {"client": client, "mode": "cycle", "n": len(args.nodes), "keys": args.keys,
+                    "threads": 1, "ok": 0, "failed": 0, "lock_ns": [], "cycle_ns": []}
+        self.u0, self.s0 = _cpu_us()
+        self.w0 = time.perf_counter_ns()
+
+    def cycle(self, t0, t1, t2):
+        self.out["ok"] += 1
+        self.out["lock_ns"].append(t1 - t0)
+        self.out["cycle_ns"].append(t2 - t0)
+
+    def failed(self):  # a failed cycle is counted, not timed
+        self.out["failed"] += 1
+
+    def done(self):
+        self.out["wall_s"] = (time.perf_counter_ns() - self.w0) / 1e9
+        u1, s1 = _cpu_us()
+        self.out["cpu_user_us"], self.out["cpu_sys_us"] = u1 - self.u0, s1 - self.s0
+        print(json.dumps(self.out))
+
+
 def measure(client, args, lock, unlock):
     """Times args.cycles rounds of lock() then unlock() after args.warmup
     untimed ones, and prints the figures. lock() returns what unlock() takes,
@@ -37,25 +61,36 @@ def measure(client, args, lock, unlock):
             unlock(lock())
         except Exception:  # warming up: failures are not counted
             pass
-    out = {"client": client, "mode": "cycle", "n": len(args.nodes), "keys": args.keys,
-           "threads": 1, "ok": 0, "failed": 0, "lock_ns": [], "cycle_ns": []}
     clock = time.perf_counter_ns
-    u0, s0 = _cpu_us()
-    w0 = clock()
+    figures = _Figures(client, args)
     for _ in range(args.cycles):
         try:
             t0 = clock()
             held = lock()
             t1 = clock()
             unlock(held)
-            t2 = clock()
-        except Exception:  # a failed cycle is counted, not timed
-            out["failed"] += 1
-            continue
-        out["ok"] += 1
-        out["lock_ns"].append(t1 - t0)
-        out["cycle_ns"].append(t2 - t0)
-    out["wall_s"] = (clock() - w0) / 1e9
-    u1, s1 = _cpu_us()
-    out["cpu_user_us"], out["cpu_sys_us"] = u1 - u0, s1 - s0
-    print(json.dumps(out))
+            figures.cycle(t0, t1, clock())
+        except Exception:
+            figures.failed()
+    figures.done()
+
+
+async def measure_async(client, args, lock, unlock):
+    """measure() for coroutine functions, awaited on the running loop."""
+    for _ in range(args.warmup):
+        try:
+            await unlock(await lock())
+        except Exception:  # warming up: failures are not counted
+            pass
+    clock = time.perf_counter_ns
+    figures = _Figures(client, args)
+    for _ in range(args.cycles):
+        try:
+            t0 = clock()
+            held = await lock()
+            t1 = clock()
+            await unlock(held)
+            figures.cycle(t0, t1, clock())
+        except Exception:
+            figures.failed()
+    figures.done()

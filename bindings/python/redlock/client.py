@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from numbers import Real
 from types import TracebackType
-from typing import Any, Iterator, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type, Union
 
 from . import capi
 from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum
@@ -66,6 +66,25 @@ def _option_text(name: str, value: Any) -> str:
     raise TypeError(f"option {name} must be str, int or float, not {type(value).__name__}")
 
 
+def _new_ctx(nodes: Any, options: Dict[str, Any]) -> Any:
+    """A C client for the nodes with the options set, or raises."""
+    ctx = capi.redlock_ctx_new(_check_nodes(nodes))
+    try:
+        for name, value in options.items():
+            capi.redlock_ctx_set_option(ctx, name, _option_text(name, value))
+    except BaseException:
+        capi.redlock_ctx_free(ctx)
+        raise
+    return ctx
+
+
+def _names(*names: Any) -> Tuple[str, ...]:
+    """The resources of get_lock() or get_multi_lock(), checked."""
+    if not names:
+        raise TypeError("get_multi_lock() needs at least one name")
+    return tuple(_check_name(name) for name in names)
+
+
 class Redlock:
     """A client for N independent Redis masters.
 
@@ -81,14 +100,7 @@ class Redlock:
     """
 
     def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
-        ctx = capi.redlock_ctx_new(_check_nodes(nodes))
-        try:
-            for name, value in options.items():
-                capi.redlock_ctx_set_option(ctx, name, _option_text(name, value))
-        except BaseException:
-            capi.redlock_ctx_free(ctx)
-            raise
-        self._ctx = ctx
+        self._ctx = ctx = _new_ctx(nodes, options)
         # Every _Held made through this client and not yet freed.
         self._live: Set[_Held] = set()
         self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
@@ -96,14 +108,12 @@ class Redlock:
     def get_lock(self, name: str) -> Lock:
         """A lock on one resource (not acquired yet)."""
         self._context()
-        return Lock(self, (_check_name(name),))
+        return Lock(self, _names(name))
 
     def get_multi_lock(self, *names: str) -> Lock:
         """A lock on several resources, acquired all together or not at all."""
         self._context()
-        if not names:
-            raise TypeError("get_multi_lock() needs at least one name")
-        return Lock(self, tuple(_check_name(name) for name in names))
+        return Lock(self, _names(*names))
 
     @contextmanager
     def lock(self, name: str, lease: float = DEFAULT_LEASE, wait: float = 0.0) -> Iterator[Lock]:

@@ -1,9 +1,10 @@
 """Fixtures: real redis-server nodes, started here and stopped at the end."""
 
+import asyncio
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Iterator, List, NamedTuple
+from typing import Callable, Dict, Iterator, List, NamedTuple
 
 import pytest
 
@@ -105,3 +106,10 @@ def extra_node(tmp_path: Path) -> Iterator[Callable[..., ExtraNode]]:
     yield start
     for node in made:
         node.stop()
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> Dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """The async tests run on asyncio's own loop and on uvloop."""
+    import uvloop
+
+    return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}

@@ -1,0 +1,626 @@
+"""Redlock for asyncio: the sync client's surface, awaited.
+
+    import redlock.asyncio
+
+    async with redlock.asyncio.Redlock(["redis://10.0.0.1", "redis://10.0.0.2",
+                                        "redis://10.0.0.3"]) as client:
+        lock = client.get_lock("report")
+        if await lock.try_lock(wait=2.0, lease=10.0):
+            try:
+                ...
+            finally:
+                await lock.unlock()
+
+        async with client.lock("report", lease=10.0, wait=2.0):
+            ...
+
+The C library's engine decides everything (votes, retries, pauses, what a
+late reply means); this module only moves its bytes over the running loop's
+own connections (asyncio protocols), and wakes it when it asked to be woken.
+No thread is used and no call blocks the loop.
+
+Cancellation: a cancelled acquire leaves no key behind (what the attempt had
+taken is released, or, when it had already succeeded, the lock is unlocked);
+a cancelled unlock, extend or close goes on to its end in the background.
+
+A client belongs to the event loop it is first used on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Set, Tuple, Type
+
+from . import _capi, capi
+from .client import (
+    _FOREVER_MS,
+    DEFAULT_LEASE,
+    OptionValue,
+    _lease_ms,
+    _millis,
+    _names,
+    _new_ctx,
+)
+from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum, error_for
+
+__all__ = ["DEFAULT_LEASE", "Lock", "Redlock"]
+
+_now = capi.redlock_now_ms
+# The engine's calls made on every reply go straight to the extension module
+# (the generated capi.py wraps each in one more Python call).
+_received = _capi.redlock_conn_received
+_output = _capi.redlock_conn_output
+_wrote = _capi.redlock_conn_wrote
+_op_done = _capi.redlock_op_done
+_op_step = _capi.redlock_op_step
+_op_wants_conn = _capi.redlock_op_wants_conn
+_op_wake_at = _capi.redlock_op_wake_at
+
+# While releases are owed to nodes that did not answer, they are tried again
+# this often (the blocking driver's service thread does the same).
+_DELIVER_PERIOD = 0.1
+
+
+class _Conn(asyncio.BufferedProtocol):
+    """One connection to a node: the engine's redlock_conn, fed by the
+    loop's transport. The engine knows, for every byte, which command it
+    belongs to; this class only carries bytes and events."""
+
+    def __init__(self, driver: _Driver, node: int, conn: Any) -> None:
+        self.driver = driver
+        self.node = node
+        self.conn = conn
+        self.run: Optional[_Run] = None  # the operation it serves, if any
+        self.transport: Optional[asyncio.Transport] = None
+        self.connecting: Optional[asyncio.Task[Any]] = None
+        self.freed = False
+        # Read into one buffer of the driver's (a buffered protocol): no new
+        # bytes object per read.
+        self.get_buffer = driver.get_buffer
+
+    # -- the loop's events
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if self.freed:
+            transport.close()
+            return
+        capi.redlock_conn_connected(self.conn, _now())
+        self.event()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.freed:
+            return
+        run = self.run
+        if _received(self.conn, self.driver.view[:nbytes], _now()) != 0:
+            self.driver.close(self, None)
+        else:
+            self.flush()
+        if run is not None:
+            run.step()
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.transport = None
+        self.ended(f"connection lost: {exc}" if exc else "connection lost: closed by the server")
+
+    def ended(self, why: str) -> None:
+        if not self.freed:
+            run = self.run
+            self.driver.close(self, why)
+            self.event(run)
+
+    # -- the engine's side
+
+    def event(self, run: Optional[_Run] = None) -> None:
+        """Something happened: write what the engine queued, and let the
+        operation served (or, for an idle connection, nobody) see it."""
+        self.flush()
+        run = run or self.run
+        if run is not None:
+            run.step()
+
+    def flush(self) -> None:
+        if self.freed or self.transport is None:
+            return
+        out = _output(self.conn)
+        if out:
+            # The transport buffers what the socket does not take at once.
+            self.transport.write(out)
+            _wrote(self.conn, len(out))
+
+
+class _Run:
+    """One engine operation driven to its end by the loop's callbacks. The
+    caller awaits `future`: (status, message, handle)."""
+
+    def __init__(self, driver: _Driver, op: Any, handle: Any) -> None:
+        self.driver = driver
+        self.op = op
+        self.handle = handle  # an unlock's handle, freed when the run ends
+        self.conns: Dict[int, _Conn] = {}
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.timer_at = 0
+        self.may_want = True
+        self.future: asyncio.Future[Tuple[int, str, Any]] = driver.loop.create_future()
+        self.abandoned = False  # the caller was cancelled: a lock gained is given back
+        self.stepping = False
+        self.again = False
+
+    def step(self) -> None:
+        # Events may arrive while stepping (a connect that fails at once):
+        # they are handled by one more pass, never by recursion.
+        if self.stepping:
+            self.again = True
+            return
+        self.stepping = True
+        try:
+            self.again = True
+            while self.again and self.op is not None:
+                self.again = False
+                self._step_once()
+        finally:
+            self.stepping = False
+
+    def _step_once(self) -> None:
+        op, driver = self.op, self.driver
+        now = _now()
+        if not _op_done(op):
+            # Only a new round (it starts at a time the run was to wake at)
+            # or a connection lost makes it want connections.
+            if self.may_want or now >= self.timer_at:
+                self.may_want = False
+                for node in driver.nodes:
+                    if _op_wants_conn(op, node):
+                        driver.attach(self, node, now)
+            _op_step(op, now)
+            for conn in self.conns.values():
+                if conn.transport is not None and not conn.freed:
+                    out = _output(conn.conn)
+                    if out:
+                        conn.transport.write(out)
+                        _wrote(conn.conn, len(out))
+            if not _op_done(op):
+                self._wake(_op_wake_at(op), now)
+                return
+        # Decided. Every node reachable within its deadline still gets the
+        # command: the run ends when no connection is still connecting.
+        tail = self._tail(now)
+        if tail is not None:
+            self._wake(tail, now)
+            return
+        self._finish(now)
+
+    def _tail(self, now: int) -> Optional[int]:
+        first = None
+        for node, conn in self.conns.items():
+            deadline = capi.redlock_op_deadline(self.op, node)
+            if (not conn.freed and capi.redlock_conn_sending(conn.conn) and deadline > now
+                    and (first is None or deadline < first)):
+                first = deadline
+        return first
+
+    def _wake(self, at: int, now: int) -> None:
+        if self.timer is not None:
+            if at == self.timer_at:
+                return
+            self.timer.cancel()
+            self.timer = None
+        if at < 2**62:
+            self.timer_at = at
+            self.timer = self.driver.loop.call_later(max(0, at - now) / 1000, self._timer)
+
+    def _timer(self) -> None:
+        self.timer = None
+        self.step()
+
+    def _finish(self, now: int) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        op, self.op = self.op, None
+        status = capi.redlock_op_status(op)
+        message = capi.redlock_op_message(op)
+        handle = capi.redlock_op_take_handle(op)
+        while True:
+            c = capi.redlock_op_take_conn(op)
+            if c is None:
+                break
+            self.driver.give_back(capi.redlock_conn_node(c), c)
+        capi.redlock_op_free(op)
+        if self.handle is not None:
+            capi.redlock_handle_free(self.handle)
+            self.handle = None
+        self.conns.clear()
+        self.driver.runs.discard(self)
+        if self.abandoned or self.future.done():
+            # Nobody awaits the lock that was gained: it goes back.
+            if handle is not None:
+                self.driver.release_in_background(handle)
+            self.future.cancel()
+        else:
+            self.future.set_result((status, message, handle))
+        self.driver.after_run()
+
+
+class _Driver:
+    """The engine's driver for one client on one event loop: connections per
+    node (idle ones pooled), the operations under way, the releases owed."""
+
+    def __init__(self, ctx: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.ctx = ctx
+        self.loop = loop
+        self.n_nodes = capi.redlock_ctx_node_count(ctx)
+        self.nodes = range(self.n_nodes)
+        self.pool_size = int(capi.redlock_ctx_get_option(ctx, "pool_size"))
+        self.idle: List[List[_Conn]] = [[] for _ in range(self.n_nodes)]
+        self.by_ptr: Dict[int, _Conn] = {}
+        self.runs: Set[_Run] = set()
+        self.background: Set[asyncio.Task[Any]] = set()
+        self.delivering = False
+        self.deliver_timer: Optional[asyncio.TimerHandle] = None
+        self.closed = False
+        self.view = memoryview(bytearray(16384))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.view
+
+    # -- operations
+
+    async def run(self, op: Any, cancellable: bool = False,
+                  handle: Any = None) -> Tuple[int, str, Any]:
+        """Drives op to its end; an unlock's handle is freed then. When the
+        caller is cancelled, a lock gives up: what it took is released, and a
+        lock it had gained already is unlocked. Other operations go on."""
+        run = _Run(self, op, handle)
+        self.runs.add(run)
+        run.step()
+        try:
+            # Cancelling the caller cancels run.future, never the run.
+            return await run.future
+        except asyncio.CancelledError:
+            if run.future.done() and not run.future.cancelled():
+                gained = run.future.result()[2]
+                if gained is not None:
+                    self.release_in_background(gained)
+            elif cancellable:
+                run.abandoned = True
+                if run.op is not None:
+                    capi.redlock_op_cancel(run.op, _now())
+                    run.step()
+            raise
+
+    def attach(self, run: _Run, node: int, now: int) -> None:
+        conn = self._take_idle(node)
+        if conn is None:
+            wait = capi.redlock_ctx_node_connect_wait(self.ctx, node, now)
+            if wait > 0:
+                capi.redlock_op_no_conn(run.op, node,
+                                        f"unreachable, next connection attempt in {wait} ms", now)
+                return
+            conn = self._connect(node)
+        conn.run = run
+        run.conns[node] = conn
+        capi.redlock_op_attach(run.op, node, conn.conn, now)
+
+    def _take_idle(self, node: int) -> Optional[_Conn]:
+        pool = self.idle[node]
+        while pool:
+            conn = pool.pop()
+            if not conn.freed and not capi.redlock_conn_broken(conn.conn):
+                return conn
+        return None
+
+    def _connect(self, node: int) -> _Conn:
+        conn = _Conn(self, node, capi.redlock_conn_new(self.ctx, node))
+        self.by_ptr[int(conn.conn)] = conn
+        host = capi.redlock_ctx_node_host(self.ctx, node)
+        if host is not None:
+            coro = self.loop.create_connection(lambda: conn, host,
+                                               capi.redlock_ctx_node_port(self.ctx, node))
+        else:
+            coro = self.loop.create_unix_connection(lambda: conn,
+                                                    capi.redlock_ctx_node_path(self.ctx, node))
+        conn.connecting = self.loop.create_task(coro)
+        conn.connecting.add_done_callback(lambda task: self._connected(conn, task))
+        return conn
+
+    def _connected(self, conn: _Conn, task: asyncio.Task[Any]) -> None:
+        conn.connecting = None
+        if not task.cancelled() and task.exception() is not None:
+            conn.ended(f"cannot connect: {task.exception()}")
+
+    def give_back(self, node: int, c: Any) -> None:
+        conn = self.by_ptr.get(int(c))
+        if conn is None:
+            return
+        conn.run = None
+        pool = self.idle[node]
+        if (not self.closed and capi.redlock_conn_poolable(c) and conn.transport is not None
+                and len(pool) < self.pool_size):
+            pool.append(conn)
+        else:
+            self.close(conn, "closed by the client")
+
+    def close(self, conn: _Conn, why: Optional[str]) -> None:
+        """Ends a connection: what it still owed is settled by the engine
+        (why: how the socket ended; None when the engine broke it). One that
+        an operation still holds comes back through give_back."""
+        if conn.freed:
+            return
+        if why is not None:
+            capi.redlock_conn_lost(conn.conn, why, _now())
+        if conn.run is not None:
+            conn.run.may_want = True
+        if capi.redlock_conn_held(conn.conn):
+            return
+        conn.run = None
+        conn.freed = True
+        self.by_ptr.pop(int(conn.conn), None)
+        capi.redlock_conn_free(conn.conn)
+        if conn.transport is not None:
+            conn.transport.close()
+        if conn.connecting is not None:
+            conn.connecting.cancel()
+
+    # -- releases owed, and handles given back
+
+    def after_run(self) -> None:
+        if not self.closed and not self.delivering and self.deliver_timer is None \
+                and capi.redlock_ctx_owes(self.ctx):
+            self.deliver_timer = self.loop.call_later(0, self._deliver)
+
+    def _deliver(self) -> None:
+        self.deliver_timer = None
+        if self.closed or not capi.redlock_ctx_owes(self.ctx):
+            return
+        self.delivering = True
+        task = self.loop.create_task(self.run(capi.redlock_op_deliver(self.ctx, _now())))
+        self.background.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self.background.discard(t)
+            self.delivering = False
+            if not self.closed and capi.redlock_ctx_owes(self.ctx):
+                self.deliver_timer = self.loop.call_later(_DELIVER_PERIOD, self._deliver)
+
+        task.add_done_callback(done)
+
+    def release_in_background(self, handle: Any) -> None:
+        """Unlocks a handle nobody will use (a cancelled acquire's), then
+        frees it."""
+        if self.closed:
+            capi.redlock_handle_free(handle)
+            return
+        try:
+            op = capi.redlock_op_unlock(handle, _now())
+        except LockError:
+            capi.redlock_handle_free(handle)
+            return
+
+        async def release() -> None:
+            await self.run(op, handle=handle)
+
+        task = self.loop.create_task(release())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def close_all(self) -> None:
+        while self.background or self.runs:
+            pending = list(self.background) + [run.future for run in self.runs]
+            await asyncio.gather(*pending, return_exceptions=True)
+        self.closed = True
+        if self.deliver_timer is not None:
+            self.deliver_timer.cancel()
+        for pool in self.idle:
+            for conn in pool:
+                self.close(conn, "the client was closed")
+            pool.clear()
+
+
+def _check_status(status: int, message: str) -> None:
+    if status != capi.REDLOCK_OK:
+        raise error_for(status, message)
+
+
+class Redlock:
+    """A client for N independent Redis masters, for asyncio: the same
+    nodes and options as redlock.Redlock. Nothing connects until the first
+    lock call; ``await client.close()`` (or leaving ``async with``) releases
+    the locks still held and closes the connections."""
+
+    def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
+        self._ctx = ctx = _new_ctx(nodes, options)
+        self._driver: Optional[_Driver] = None
+        self._live: Set[Lock] = set()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
+
+    def get_lock(self, name: str) -> Lock:
+        """A lock on one resource (not acquired yet)."""
+        self._check_open()
+        return Lock(self, _names(name))
+
+    def get_multi_lock(self, *names: str) -> Lock:
+        """A lock on several resources, acquired all together or not at all."""
+        self._check_open()
+        return Lock(self, _names(*names))
+
+    @asynccontextmanager
+    async def lock(self, name: str, lease: float = DEFAULT_LEASE,
+                   wait: float = 0.0) -> AsyncIterator[Lock]:
+        """``async with client.lock(name, lease=..., wait=...) as lock:`` runs
+        the block under the lock and releases it after; raises as the sync
+        client's ``lock()`` does."""
+        lock = self.get_lock(name)
+        await lock._acquire(_millis(wait, "wait"), _lease_ms(lease))
+        try:
+            yield lock
+        except BaseException:
+            await lock._discard()
+            raise
+        await lock.unlock()
+
+    def get_option(self, name: str) -> str:
+        """The current value of a library option, as text (as set)."""
+        self._check_open()
+        return capi.redlock_ctx_get_option(self._ctx, name)
+
+    async def close(self) -> None:
+        """Releases the locks still held (best effort), waits for the calls
+        under way, and closes the connections. Calling it again does nothing."""
+        if self._closed:
+            return
+        for lock in list(self._live):
+            await lock._discard()
+        self._closed = True
+        if self._driver is not None:
+            await self._driver.close_all()
+        self._finalizer()
+
+    async def __aenter__(self) -> Redlock:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("the Redlock client is closed")
+
+    def _drive(self) -> _Driver:
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        if self._driver is None:
+            self._driver = _Driver(self._ctx, loop)
+        elif self._driver.loop is not loop:
+            raise RuntimeError("this Redlock client belongs to another event loop")
+        return self._driver
+
+
+class Lock:
+    """A distributed lock on one or more resources, from Redlock.get_lock()
+    or Redlock.get_multi_lock(): redlock.Lock's methods, awaited. Times are
+    seconds. One acquisition at a time per object; not reentrant."""
+
+    def __init__(self, client: Redlock, names: Tuple[str, ...]) -> None:
+        self._client = client
+        self._names = names
+        self._handle: Any = None
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        """The resources this lock covers."""
+        return self._names
+
+    async def try_lock(self, wait: float = 0.0, lease: float = DEFAULT_LEASE) -> bool:
+        """Tries to acquire the lock for ``lease`` seconds, retrying for up to
+        ``wait`` seconds. True when acquired, False when held by someone else
+        or too few nodes answered; other failures raise, as in redlock.Lock."""
+        try:
+            await self._acquire(_millis(wait, "wait"), _lease_ms(lease))
+        except (LockNotAcquired, NoQuorum):
+            return False
+        return True
+
+    async def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """asyncio.Lock.acquire with redlock.Lock.acquire's arguments: waits
+        up to ``timeout`` seconds (-1: as long as it takes; ``blocking=False``:
+        one attempt), with a lease of DEFAULT_LEASE seconds."""
+        if not blocking:
+            if timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            wait_ms: Optional[int] = 0
+        elif timeout == -1:
+            wait_ms = None
+        else:
+            wait_ms = _millis(timeout, "timeout")
+        try:
+            await self._acquire(wait_ms, _lease_ms(DEFAULT_LEASE))
+        except (LockNotAcquired, NoQuorum):
+            return False
+        return True
+
+    async def unlock(self) -> None:
+        """Releases the lock on the nodes. Raises LockNotHeld when it was not
+        held, or had expired or been lost. A cancelled unlock still releases."""
+        driver = self._client._drive() if self._handle is not None else None
+        handle, self._handle = self._handle, None
+        if handle is None or driver is None:
+            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
+        self._client._live.discard(self)
+        try:
+            op = capi.redlock_op_unlock(handle, _now())
+        except BaseException:
+            capi.redlock_handle_free(handle)
+            raise
+        # Cancelled, the release goes on to its end all the same.
+        status, message, _ = await driver.run(op, handle=handle)
+        _check_status(status, message)
+
+    release = unlock
+
+    async def extend(self, lease: float) -> None:
+        """Renews the lease to ``lease`` seconds from now. Raises LockNotHeld
+        when the lock has expired, was lost or released."""
+        lease_ms = _lease_ms(lease)
+        if self._handle is None:
+            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
+        op = capi.redlock_op_extend(self._handle, lease_ms, _now())
+        status, message, _ = await self._client._drive().run(op)
+        _check_status(status, message)
+
+    @property
+    def validity(self) -> float:
+        """Seconds of validity left; <= 0 when not held."""
+        return 0.0 if self._handle is None else capi.redlock_handle_validity_ms(self._handle) / 1000
+
+    @property
+    def token(self) -> Optional[str]:
+        """The random token of the current acquisition, None when released."""
+        return None if self._handle is None else capi.redlock_handle_token(self._handle)
+
+    def is_held(self) -> bool:
+        """Whether this object holds the lock with validity left."""
+        return self.validity > 0
+
+    def locked(self) -> bool:
+        """asyncio.Lock.locked: whether this object holds the lock."""
+        return self.is_held()
+
+    async def __aenter__(self) -> Lock:
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        if exc_type is None:
+            await self.unlock()
+        else:
+            await self._discard()
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_held() else "not held"
+        return f"<redlock.asyncio.Lock {', '.join(map(repr, self._names))} {state}>"
+
+    async def _acquire(self, wait_ms: Optional[int], lease_ms: int) -> None:
+        driver = self._client._drive()
+        wait = _FOREVER_MS if wait_ms is None else wait_ms
+        op = capi.redlock_op_lock(driver.ctx, self._names, lease_ms, wait, _now())
+        status, message, handle = await driver.run(op, cancellable=True)
+        _check_status(status, message)
+        old, self._handle = self._handle, handle
+        self._client._live.add(self)
+        if old is not None:
+            # The lease of the previous acquisition had run out.
+            driver.release_in_background(old)
+
+    async def _discard(self) -> None:
+        """Unlocks, ignoring failures."""
+        try:
+            await self.unlock()
+        except LockError:
+            pass
+

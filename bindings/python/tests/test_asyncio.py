@@ -1,0 +1,270 @@
+"""redlock.asyncio against real nodes: the sync client's surface awaited,
+the loop never blocked, cancellation that leaves nothing behind, and
+exclusion with the sync client. Every test runs on asyncio's own loop and
+on uvloop (conftest.py's pytest_asyncio_loop_factories)."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+from conftest import on_every_node, redis_cli
+
+import redlock
+import redlock.asyncio as aredlock
+
+pytestmark = pytest.mark.asyncio
+
+
+def keys_on_nodes(nodes, key: str) -> List[str]:
+    return on_every_node(nodes, "GET", key)
+
+
+async def eventually(condition, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+@contextmanager
+def paused(nodes, which) -> Iterator[None]:
+    """SIGSTOP the nodes numbered in `which` (1-based) for the block."""
+    pids = [int(Path(nodes.dir, str(i), "pid").read_text()) for i in which]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+async def test_try_lock_holds_on_every_node_and_unlock_releases(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as client:
+        lock = client.get_lock("job")
+        assert not lock.locked() and lock.token is None
+        assert await lock.try_lock(lease=10.0)
+        assert 9.0 < lock.validity <= 10.0 and lock.locked()
+        assert keys_on_nodes(nodes, prefix + "job") == [lock.token] * 5
+        await lock.unlock()
+        assert not lock.locked()
+        assert await eventually(lambda: keys_on_nodes(nodes, prefix + "job") == [""] * 5)
+        with pytest.raises(redlock.LockNotHeld):
+            await lock.unlock()
+
+
+async def test_the_second_client_is_refused_then_gets_it_once_released(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as one, \
+            aredlock.Redlock(nodes.uris, key_prefix=prefix, retry_delay_ms=20,
+                             retry_jitter_ms=5) as two:
+        first, second = one.get_lock("r"), two.get_lock("r")
+        assert await first.try_lock(lease=10.0)
+        assert not await second.try_lock(lease=10.0)
+        waiting = asyncio.ensure_future(second.try_lock(wait=5.0, lease=10.0))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()
+        await first.unlock()
+        assert await waiting
+        with pytest.raises(redlock.LockNotAcquired):
+            async with one.lock("r", lease=1.0):
+                pass
+        await second.unlock()
+
+
+async def test_extend_multi_lock_and_the_context_managers(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as client:
+        multi = client.get_multi_lock("a", "b")
+        assert multi.names == ("a", "b")
+        assert await multi.try_lock(lease=1.0)
+        await multi.extend(20.0)
+        assert multi.validity > 19.0
+        assert all(int(ttl) > 19000 for ttl in on_every_node(nodes, "PTTL", prefix + "b"))
+        await multi.unlock()
+        with pytest.raises(redlock.LockNotHeld):
+            await multi.extend(5.0)
+        async with client.lock("c", lease=5.0) as held:
+            assert held.locked()
+            assert keys_on_nodes(nodes, prefix + "c") == [held.token] * 5
+        assert not held.locked()
+        async with client.get_lock("d") as plain:
+            assert 29.0 < plain.validity <= 30.0
+        with pytest.raises(ZeroDivisionError):
+            async with client.lock("e", lease=5.0):
+                1 / 0
+        assert await eventually(lambda: keys_on_nodes(nodes, prefix + "e") == [""] * 5)
+
+
+async def test_bad_arguments_raise_as_in_the_sync_client(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix, node_timeout_ms=40) as client:
+        assert client.get_option("node_timeout_ms") == "40"
+        lock = client.get_lock("x")
+        with pytest.raises(ValueError):
+            await lock.try_lock(lease=0)
+        with pytest.raises(TypeError):
+            await lock.try_lock(wait="soon")
+        with pytest.raises(TypeError):
+            client.get_lock(7)
+        with pytest.raises(redlock.InvalidArgument):
+            aredlock.Redlock(["http://nowhere"])
+        with pytest.raises(redlock.InvalidArgument):
+            aredlock.Redlock(nodes.uris, no_such_option=1)
+
+
+async def test_too_few_nodes_is_no_quorum(prefix, missing_sockets, nodes):
+    async with aredlock.Redlock(missing_sockets, key_prefix=prefix) as client:
+        lock = client.get_lock("q")
+        assert not await lock.try_lock(lease=5.0)
+        with pytest.raises(redlock.NoQuorum) as caught:
+            async with client.lock("q", lease=5.0):
+                pass
+        assert "missing0.sock" in str(caught.value)
+    async with aredlock.Redlock(nodes.uris[:2] + missing_sockets, key_prefix=prefix) as client:
+        assert not await client.get_lock("q").try_lock(lease=5.0)
+    async with aredlock.Redlock(nodes.uris[:3] + missing_sockets[:2], key_prefix=prefix) as client:
+        assert await client.get_lock("q").try_lock(lease=5.0)
+
+
+async def test_the_loop_is_never_blocked_while_a_majority_is_slow(nodes, prefix):
+    """A ticker every 1 ms while locks are tried with 3 of 5 nodes stopped: a
+    blocking call would stall it for node_timeout_ms (300) at least."""
+    gaps: List[float] = []
+    stop = False
+
+    async def ticker() -> None:
+        last = time.monotonic()
+        while not stop:
+            await asyncio.sleep(0.001)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix, node_timeout_ms=300,
+                                retry_delay_ms=50, retry_jitter_ms=10) as client:
+        assert await client.get_lock("warm").try_lock(lease=1.0)  # connections made
+        ticking = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0.05)
+        with paused(nodes, [1, 2, 3]):
+            started = time.monotonic()
+            assert not await client.get_lock("slow").try_lock(wait=1.0, lease=5.0)
+            assert time.monotonic() - started >= 0.9
+            assert not await client.get_lock("slow2").try_lock(lease=5.0)
+        stop = True
+        await ticking
+    gaps.sort()
+    assert len(gaps) > 300
+    # No stall of the library's making: the worst gap is the loop's own
+    # scheduling (a few ms on a loaded machine), never a node timeout.
+    assert gaps[-1] < 0.05, gaps[-5:]
+    assert gaps[int(len(gaps) * 0.99)] < 0.005, gaps[-20:]
+
+
+async def test_a_cancelled_acquire_leaves_no_key_behind(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix, node_timeout_ms=2000) as client, \
+            aredlock.Redlock(nodes.uris, key_prefix=prefix) as other:
+        # Cancelled while its command is out to the nodes: 3 of them stopped,
+        # so the attempt waits with keys already set on the 2 others.
+        with paused(nodes, [3, 4, 5]):
+            attempt = asyncio.ensure_future(client.get_lock("c").try_lock(wait=10.0, lease=30.0))
+            assert await eventually(
+                lambda: all(redis_cli(uri, "EXISTS", prefix + "c") == "1" for uri in nodes.uris[:2]))
+            attempt.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await attempt
+        assert await eventually(lambda: keys_on_nodes(nodes, prefix + "c") == [""] * 5)
+        assert await other.get_lock("c").try_lock(lease=1.0)
+        # Cancelled while waiting for a holder to release.
+        holder = other.get_lock("h")
+        assert await holder.try_lock(lease=30.0)
+        waiting = asyncio.ensure_future(client.get_lock("h").try_lock(wait=10.0, lease=30.0))
+        await asyncio.sleep(0.2)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await holder.unlock()
+        await asyncio.sleep(0.3)
+        assert keys_on_nodes(nodes, prefix + "h") == [""] * 5
+
+
+async def test_a_cancelled_unlock_still_releases(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix, node_timeout_ms=2000) as client:
+        lock = client.get_lock("u")
+        assert await lock.try_lock(lease=30.0)
+        with paused(nodes, [1, 2, 3]):
+            releasing = asyncio.ensure_future(lock.unlock())
+            await asyncio.sleep(0.1)
+            releasing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await releasing
+            assert not lock.locked()
+        # The release reaches the stopped nodes once they run again.
+        assert await eventually(lambda: keys_on_nodes(nodes, prefix + "u") == [""] * 5)
+
+
+async def test_sync_and_async_clients_exclude_each_other(nodes, prefix):
+    with redlock.Redlock(nodes.uris, key_prefix=prefix) as sync_client:
+        async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as async_client:
+            sync_lock = sync_client.get_lock("shared")
+            async_lock = async_client.get_lock("shared")
+            assert sync_lock.try_lock(lease=10.0)
+            assert not await async_lock.try_lock(lease=10.0)
+            sync_lock.unlock()
+            assert await async_lock.try_lock(lease=10.0)
+            assert not sync_lock.try_lock(lease=10.0)
+            await async_lock.unlock()
+            assert sync_lock.try_lock(lease=10.0)
+            sync_lock.unlock()
+
+
+async def test_many_tasks_on_one_resource_never_overlap(nodes, prefix):
+    inside = 0
+    most = 0
+    acquired = 0
+
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix, retry_delay_ms=5,
+                                retry_jitter_ms=3) as client:
+        async def worker() -> None:
+            nonlocal inside, most, acquired
+            lock = client.get_lock("counter")
+            for _ in range(5):
+                assert await lock.try_lock(wait=20.0, lease=10.0)
+                inside += 1
+                most = max(most, inside)
+                await asyncio.sleep(0.002)
+                inside -= 1
+                acquired += 1
+                await lock.unlock()
+
+        await asyncio.gather(*(worker() for _ in range(20)))
+    assert most == 1 and acquired == 100
+
+
+async def test_close_releases_what_is_held_and_refuses_further_use(nodes, prefix):
+    client = aredlock.Redlock(nodes.uris, key_prefix=prefix)
+    lock = client.get_lock("kept")
+    assert await lock.try_lock(lease=30.0)
+    await client.close()
+    assert await eventually(lambda: keys_on_nodes(nodes, prefix + "kept") == [""] * 5)
+    with pytest.raises(ValueError):
+        client.get_lock("again")
+    await client.close()
+
+
+async def test_a_node_restart_is_survived(nodes, prefix, extra_node):
+    extra = [extra_node() for _ in range(3)]
+    async with aredlock.Redlock([n.uri() for n in extra], key_prefix=prefix) as client:
+        lock = client.get_lock("r")
+        assert await lock.try_lock(lease=5.0)
+        await lock.unlock()
+        # A pooled connection's server goes away: the next call reconnects.
+        subprocess.run(["redis-cli", "-s", str(extra[0].socket), "CLIENT", "KILL", "TYPE",
+                        "normal"], check=True, capture_output=True)
+        assert await lock.try_lock(lease=5.0)
+        await lock.unlock()
