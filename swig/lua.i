@@ -88,3 +88,64 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
 %}
 
 %include "redlock.i"
+
+/* ---- The engine (redlock_engine.h, experimental), for the cosocket driver
+ * in redlock.lua ----
+ *
+ * An operation is a SWIG pointer; a connection is a light userdata, so that
+ * the driver can key its own state by it (the same pointer is the same Lua
+ * value). Constructors return the status, then the object or nil. The
+ * connection's bytes go out and come in as Lua strings. */
+%{
+#include "redlock_engine.h"
+%}
+%nodefaultctor redlock_op;
+%nodefaultdtor redlock_op;
+
+%typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL) %{ $1 = &temp; %}
+%typemap(argout) redlock_op **out {
+  if (*$1) {
+    SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
+  } else {
+    lua_pushnil(L);
+  }
+  SWIG_arg++;
+}
+
+%typemap(in, checkfn="lua_islightuserdata") redlock_conn *c, const redlock_conn *c
+%{ $1 = ($1_ltype)lua_touserdata(L, $input); %}
+%typemap(out) redlock_conn * %{
+  if ($1) {
+    lua_pushlightuserdata(L, (void *)$1);
+  } else {
+    lua_pushnil(L);
+  }
+  SWIG_arg++;
+%}
+%typemap(in, numinputs=0) redlock_conn **out (redlock_conn *temp = NULL) %{ $1 = &temp; %}
+%typemap(argout) redlock_conn **out {
+  if (*$1) {
+    lua_pushlightuserdata(L, (void *)*$1);
+  } else {
+    lua_pushnil(L);
+  }
+  SWIG_arg++;
+}
+
+%typemap(out) size_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
+
+/* redlock_conn_output returns the bytes to write ("" when none). */
+%typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}
+%typemap(out) size_t redlock_conn_output %{
+  lua_pushlstring(L, temp2 ? temp2 : "", (size_t)$1);
+  SWIG_arg++;
+%}
+
+/* redlock_conn_received takes what was read, as a Lua string. */
+%typemap(in, checkfn="lua_isstring") (const char *bytes, size_t len) {
+  size_t n = 0;
+  $1 = ($1_ltype)lua_tolstring(L, $input, &n);
+  $2 = n;
+}
+
+%include "redlock_engine.h"

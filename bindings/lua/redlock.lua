@@ -111,11 +111,30 @@ end
 
 -- The C context outlives every handle made from it: it is freed once the
 -- client is closed (or collected) and its last handle is freed.
+-- Inside nginx its connections go first: the idle ones at once, the others
+-- when their readers end.
 local function release_ctx(ctx)
-  if ctx.closed and ctx.handles == 0 and ctx.ptr then
-    core.redlock_ctx_free(ctx.ptr)
-    ctx.ptr = nil
+  if not (ctx.closed and ctx.handles == 0 and ctx.ptr) or ctx.releasing then
+    return
   end
+  local d = ctx.drv
+  if d then
+    ctx.releasing = true
+    for node, pool in pairs(d.idle) do
+      for _, io in ipairs(pool) do
+        io.freed = true
+        core.redlock_conn_free(io.conn)
+        d.live = d.live - 1
+      end
+      d.idle[node] = {}
+    end
+    ctx.releasing = false
+    if d.live > 0 then
+      return
+    end
+  end
+  core.redlock_ctx_free(ctx.ptr)
+  ctx.ptr = nil
 end
 
 local function drop_handle(state)
@@ -134,49 +153,407 @@ local function attempt(ctx, names, lease_ms, wait_ms)
   return core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms)
 end
 
--- The OpenResty wait below is the only place in this file that retries; with
--- a plain Lua or LuaJIT interpreter (and in phases that cannot yield), one C
--- call waits the whole wait_ms and the library alone decides what to retry.
+---------------------------------------------------------------------------
+-- Inside nginx: the engine driven over cosockets.
 --
--- RETRYABLE mirrors the one source of truth, retryable() in core/op.c (the
--- codes for which another attempt may succeed); keep the two equal. The ABI
--- has no call that answers it (a future `int redlock_retryable(int code)`
--- would replace this table), so it is written out here, once. Likewise the
--- pause is drawn as retry_pause_ms() in core/op.c draws it: retry_delay_ms
--- +- retry_jitter_ms, both read back from the library (redlock.new), never
--- defaulted here; `int64_t redlock_ctx_retry_pause_ms(const redlock_ctx *)`
--- would replace that. The cosocket driver of the engine will replace both.
-local RETRYABLE = {
-  [core.REDLOCK_ELOCKED] = true,
-  [core.REDLOCK_ENOQUORUM] = true,
-  [core.REDLOCK_EEXPIRED] = true,
-  [core.REDLOCK_EREDIS] = true,
-}
-redlock._retryable = RETRYABLE -- for the test that compares it with core/op.c
-local YIELDING_PHASES = { rewrite = true, access = true, content = true, timer = true }
+-- In a phase with cosockets (rewrite, access, content, timer, ssl_*) every
+-- call drives the library's engine (redlock_engine.h) itself: one cosocket
+-- per node, all nodes in flight at once, the pauses between attempts are
+-- ngx.sleep, and the worker serves other requests meanwhile. The engine
+-- decides everything else (votes, retries, what a late reply means); this
+-- code moves bytes and wakes it when it asked to be woken.
+--
+-- Per connection, one light thread reads (and connects) and the calling
+-- coroutine alone writes (cosockets are full duplex). Idle connections are
+-- kept per worker, each in a keepalive pool of its own name, so that the
+-- engine's state of a connection (handshake done) always goes with its
+-- socket; only a connection with no reply owed goes back to its pool.
 
--- In an OpenResty phase that may yield, the pauses between attempts are
--- ngx.sleep, so the worker serves other requests while a lock is awaited.
--- Elsewhere the C library waits (and blocks) by itself.
-local function acquire(ctx, names, lease_ms, wait_ms)
-  if wait_ms == 0 or not (ngx and YIELDING_PHASES[ngx.get_phase()]) then
-    return attempt(ctx, names, lease_ms, wait_ms)
+local COSOCKET_PHASES = { rewrite = true, access = true, content = true, timer = true,
+                          ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true }
+local READ_CHUNK = 16384
+local IDLE_MS = 50000          -- a pooled socket is kept this long (setkeepalive)
+local DELIVER_PERIOD = 0.1     -- releases owed to nodes are tried again this often
+local semaphore = ngx and COSOCKET_PHASES[ngx.get_phase()] ~= nil and require("ngx.semaphore")
+local ctx_ids = 0
+local now_ms = core.redlock_now_ms
+
+-- nil when this call may use cosockets; otherwise true (outside nginx: the
+-- blocking C call), or false (inside nginx in a phase without them).
+local function blocking_allowed()
+  if not ngx then
+    return true
   end
-  ngx.update_time()
-  local deadline = ngx.now() * 1000 + wait_ms
+  if COSOCKET_PHASES[ngx.get_phase()] then
+    return nil
+  end
+  return false
+end
+
+local function no_cosockets_error(what)
+  return make_error(core.REDLOCK_EUNSUPPORTED, ("%s cannot run in nginx's %s phase, which has "
+    .. "no cosockets; run it from a 0-delay ngx.timer.at callback"):format(what, ngx.get_phase()))
+end
+
+-- The driver's state for one client in this worker.
+local function driver_of(ctx)
+  local d = ctx.drv
+  if not d then
+    semaphore = semaphore or require("ngx.semaphore")
+    ctx_ids = ctx_ids + 1
+    local n = core.redlock_ctx_node_count(ctx.ptr)
+    d = { ctx = ctx, n = n, id = ctx_ids, seq = 0, idle = {}, addr = {}, live = 0 }
+    local _, text = core.redlock_ctx_get_option(ctx.ptr, "pool_size")
+    d.pool_size = tonumber(text)
+    _, text = core.redlock_ctx_get_option(ctx.ptr, "connect_timeout_ms")
+    d.connect_timeout = tonumber(text)
+    _, text = core.redlock_ctx_get_option(ctx.ptr, "node_timeout_ms")
+    d.node_timeout = tonumber(text)
+    for i = 0, n - 1 do
+      d.idle[i] = {}
+      local host = core.redlock_ctx_node_host(ctx.ptr, i)
+      d.addr[i] = host and { host, core.redlock_ctx_node_port(ctx.ptr, i) }
+                  or { "unix:" .. core.redlock_ctx_node_path(ctx.ptr, i) }
+    end
+    ctx.drv = d
+  end
+  return d
+end
+
+-- Frees a connection's engine state (what it still owed is settled first).
+local function free_conn(d, io)
+  if not io.freed then
+    io.freed = true
+    core.redlock_conn_free(io.conn)
+    d.live = d.live - 1
+    release_ctx(d.ctx)
+  end
+end
+
+-- Closes a connection the driver gives up: its socket, then its state.
+local function close_io(d, io, why)
+  if io.sock then
+    io.sock:close()
+    io.sock = nil
+  end
+  if not io.freed and why then
+    core.redlock_conn_lost(io.conn, why, now_ms())
+  end
+  free_conn(d, io)
+end
+
+-- A connection with nothing owed goes back to its keepalive pool (its
+-- socket) and to the idle list (its state).
+local function keep(d, io)
+  local pool = d.idle[io.node]
+  if io.sock and not io.freed and not d.ctx.closed and #pool < d.pool_size
+      and core.redlock_conn_poolable(io.conn) == 1 and core.redlock_conn_owed(io.conn) == 0 then
+    local ok = io.sock:setkeepalive(IDLE_MS)
+    io.sock = nil
+    if ok then
+      io.idle_until = now_ms() + IDLE_MS - 1000
+      pool[#pool + 1] = io
+      return
+    end
+  end
+  close_io(d, io, "closed by the client")
+end
+
+-- Writes what the engine queued on a connection; false when the socket
+-- failed. Only one coroutine writes to a connection: the run's while it has
+-- one, its reader after that.
+local function write(io)
+  local out = core.redlock_conn_output(io.conn)
+  if #out == 0 then
+    return true
+  end
+  local sent, err = io.sock:send(out)
+  if io.freed then
+    return false
+  elseif not sent then
+    core.redlock_conn_lost(io.conn, "connection lost: " .. tostring(err), now_ms())
+    io.dead = true
+    return false
+  end
+  core.redlock_conn_wrote(io.conn, #out)
+  return true
+end
+
+local function poke(io)
+  local run = io.run
+  if run then
+    run.sem:post(1)
+  end
+end
+
+-- The reader of one connection: connects it if it has no socket yet, then
+-- reads while replies are owed. It ends when none is, or the socket does.
+local function reader(d, io)
+  local conn = io.conn
+  if not io.sock then
+    local sock = ngx.socket.tcp()
+    sock:settimeouts(d.connect_timeout, d.node_timeout, d.node_timeout)
+    local addr = d.addr[io.node]
+    local ok, err = sock:connect(addr[1], addr[2], { pool = io.pool })
+    if io.freed then
+      sock:close()
+      io.reader = nil
+      return
+    end
+    if not ok then
+      core.redlock_conn_lost(conn, "cannot connect: " .. tostring(err), now_ms())
+      io.dead = true
+    elseif io.pooled and sock:getreusedtimes() == 0 then
+      -- The pooled socket was closed while idle: the engine tries the
+      -- command again on a new connection.
+      sock:close()
+      core.redlock_conn_lost(conn, "connection lost: closed while idle", now_ms())
+      io.dead = true
+    else
+      io.sock = sock
+      if not io.pooled then
+        core.redlock_conn_connected(conn, now_ms())
+      end
+    end
+    poke(io)
+  end
+  while not io.dead and not io.freed and core.redlock_conn_broken(conn) == 0
+      and core.redlock_conn_owed(conn) > 0 do
+    -- Once the run let go of it, the reader also writes: a late reply may
+    -- queue a command (the release of an acquire that came too late).
+    if io.released and not write(io) then
+      break
+    end
+    local data, err = io.sock:receiveany(READ_CHUNK)
+    if io.freed then
+      break
+    end
+    local now = now_ms()
+    if data then
+      if core.redlock_conn_received(conn, data, now) ~= core.REDLOCK_OK then
+        io.dead = true
+      end
+      poke(io)
+    else
+      -- A read timeout is the node's timeout: the connection is given up,
+      -- and the engine decides what its unanswered commands mean.
+      core.redlock_conn_lost(conn, err == "timeout"
+        and ("no answer within %d ms"):format(d.node_timeout)
+        or "connection lost: " .. tostring(err), now)
+      io.dead = true
+      poke(io)
+    end
+  end
+  io.reader = nil
+  if io.released then
+    if io.dead or io.freed then
+      close_io(d, io)
+    else
+      keep(d, io)
+    end
+  elseif io.dead then
+    -- The engine let go of it; the run frees it.
+    if io.sock then
+      io.sock:close()
+      io.sock = nil
+    end
+  end
+end
+
+-- The reader runs at once until it first waits; one that ends before that
+-- leaves no thread behind.
+local function spawn_reader(d, io)
+  io.reader = true
+  local thread = ngx.thread.spawn(reader, d, io)
+  if io.reader then
+    io.reader = thread
+  end
+end
+
+local function take_idle(d, node, now)
+  local pool = d.idle[node]
+  while #pool > 0 do
+    local io = table.remove(pool)
+    if now < io.idle_until and core.redlock_conn_broken(io.conn) == 0 then
+      return io
+    end
+    free_conn(d, io)
+  end
+end
+
+local function attach(d, run, node, now)
+  local io = take_idle(d, node, now)
+  if io then
+    io.pooled = true
+  else
+    local wait = core.redlock_ctx_node_connect_wait(d.ctx.ptr, node, now)
+    if wait > 0 then
+      core.redlock_op_no_conn(run.op, node,
+        ("unreachable, next connection attempt in %d ms"):format(wait), now)
+      return
+    end
+    local rc, conn = core.redlock_conn_new(d.ctx.ptr, node)
+    if rc ~= core.REDLOCK_OK then
+      core.redlock_op_no_conn(run.op, node, "out of memory", now)
+      return
+    end
+    d.seq = d.seq + 1
+    d.live = d.live + 1
+    io = { conn = conn, node = node, pool = ("redlock:%d:%d:%d"):format(d.id, node, d.seq) }
+  end
+  io.run, io.released = run, false
+  run.ios[#run.ios + 1] = io
+  core.redlock_op_attach(run.op, node, io.conn, now)
+  spawn_reader(d, io)
+end
+
+-- Writes what the engine queued on each connection of the run (the calling
+-- coroutine is the only writer), and sees that each connection that owes
+-- replies has a reader.
+local function flush(d, run)
+  for _, io in ipairs(run.ios) do
+    if io.sock and not io.dead and not io.freed then
+      write(io)
+      if not io.reader and not io.dead and not io.freed and core.redlock_conn_owed(io.conn) > 0 then
+        spawn_reader(d, io)
+      end
+    end
+  end
+end
+
+local function wait(run, at, now)
+  local ms = math.max(0, math.min(at - now, 1000))
+  run.sem:wait(ms / 1000)
+end
+
+-- The first deadline of a connection of the finished run still connecting.
+local function tail(run, now)
+  local first
+  for node = 0, run.d.n - 1 do
+    local deadline = core.redlock_op_deadline(run.op, node)
+    local conn = core.redlock_op_conn(run.op, node)
+    if conn and core.redlock_conn_sending(conn) == 1 and deadline > now
+        and (not first or deadline < first) then
+      first = deadline
+    end
+  end
+  return first
+end
+
+local start_delivery
+
+-- Drives op to its end in this coroutine; returns its status, its message
+-- and (a lock's) handle.
+local function drive(ctx, op)
+  local d = driver_of(ctx)
+  local run = { d = d, op = op, sem = semaphore.new(), ios = {} }
   while true do
-    local rc, handle = attempt(ctx, names, lease_ms, 0)
-    if not RETRYABLE[rc] then
-      return rc, handle
+    local now = now_ms()
+    for node = 0, d.n - 1 do
+      if core.redlock_op_wants_conn(op, node) == 1 then
+        attach(d, run, node, now)
+      end
     end
-    ngx.update_time()
-    local left = deadline - ngx.now() * 1000
-    if left <= 0 then
-      return rc
+    core.redlock_op_step(op, now)
+    flush(d, run)
+    if core.redlock_op_done(op) == 1 then
+      break
     end
-    local pause = ctx.retry_delay_ms + math.random(-ctx.retry_jitter_ms, ctx.retry_jitter_ms)
-    ngx.sleep(math.max(0, math.min(pause, left)) / 1000)
+    wait(run, core.redlock_op_wake_at(op), now)
   end
+  -- Decided at a quorum; every node reachable in time still gets the command.
+  local at = tail(run, now_ms())
+  while at do
+    wait(run, at, now_ms())
+    flush(d, run)
+    at = tail(run, now_ms())
+  end
+  local status, message = core.redlock_op_status(op), core.redlock_op_message(op)
+  local handle = core.redlock_op_take_handle(op)
+  while core.redlock_op_take_conn(op) do
+  end
+  core.redlock_op_free(op)
+  for _, io in ipairs(run.ios) do
+    io.run = nil
+    if not io.freed then
+      if io.reader then
+        -- Replies are still owed: the reader pools or closes it after them.
+        io.released = true
+      elseif io.dead or not io.sock then
+        close_io(d, io, "closed by the client")
+      else
+        keep(d, io)
+      end
+    end
+  end
+  if core.redlock_ctx_owes(ctx.ptr) == 1 then
+    start_delivery(ctx)
+  end
+  return status, message, handle
+end
+
+-- Delivers the releases owed to nodes that did not answer, from a timer of
+-- this worker, while the client is open.
+local function deliver_loop(premature, ctx)
+  while not premature and not ctx.closed and core.redlock_ctx_owes(ctx.ptr) == 1 do
+    local rc, op = core.redlock_op_deliver(ctx.ptr, now_ms())
+    if rc == core.REDLOCK_OK then
+      drive(ctx, op)
+    end
+    ngx.sleep(DELIVER_PERIOD)
+  end
+  ctx.drv.delivering = false
+end
+
+start_delivery = function(ctx)
+  local d = ctx.drv
+  if not d.delivering then
+    d.delivering = ngx.timer.at(0, deliver_loop, ctx) and true or false
+  end
+end
+
+local function engine_call(ctx, make, ...)
+  local rc, op = make(...)
+  if rc ~= core.REDLOCK_OK then
+    return rc, nil, make_error(rc)
+  end
+  local status, message, handle = drive(ctx, op)
+  if status ~= core.REDLOCK_OK then
+    return status, nil, make_error(status, message)
+  end
+  return status, handle
+end
+
+local function acquire(ctx, names, lease_ms, wait_ms)
+  local blocking = blocking_allowed()
+  if blocking then
+    if #names == 1 then
+      return core.redlock_lock(ctx.ptr, names[1], lease_ms, wait_ms)
+    end
+    return core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms)
+  elseif blocking == false then
+    return core.REDLOCK_EUNSUPPORTED, nil, no_cosockets_error("try_lock")
+  end
+  return engine_call(ctx, core.redlock_op_lock, ctx.ptr, names, lease_ms, wait_ms, now_ms())
+end
+
+-- Unlock or extend of a handle: status, and the error when it failed.
+local function handle_call(ctx, what, handle, lease_ms)
+  local blocking = blocking_allowed()
+  local rc, _, err
+  if blocking then
+    rc = what == "unlock" and core.redlock_unlock(handle) or core.redlock_extend(handle, lease_ms)
+  elseif blocking == false then
+    return core.REDLOCK_EUNSUPPORTED, no_cosockets_error(what)
+  elseif what == "unlock" then
+    rc, _, err = engine_call(ctx, core.redlock_op_unlock, handle, now_ms())
+  else
+    rc, _, err = engine_call(ctx, core.redlock_op_extend, handle, lease_ms, now_ms())
+  end
+  if rc ~= core.REDLOCK_OK then
+    return rc, err or make_error(rc)
+  end
+  return rc
 end
 
 ---------------------------------------------------------------------------
@@ -208,9 +585,9 @@ function Lock:try_lock(wait_ms, lease_ms)
     end
     drop_handle(state)
   end
-  local rc, handle = acquire(state.ctx, self._names, lease_ms, wait_ms)
+  local rc, handle, err = acquire(state.ctx, self._names, lease_ms, wait_ms)
   if rc ~= core.REDLOCK_OK then
-    return nil, make_error(rc)
+    return nil, err or make_error(rc)
   end
   state.handle = handle
   state.ctx.handles = state.ctx.handles + 1
@@ -226,8 +603,7 @@ function Lock:unlock()
   if not state.handle then
     return nil, make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired")
   end
-  local rc = core.redlock_unlock(state.handle)
-  local err = rc ~= core.REDLOCK_OK and make_error(rc)
+  local _, err = handle_call(state.ctx, "unlock", state.handle)
   drop_handle(state)
   if err then
     return nil, err
@@ -244,9 +620,9 @@ function Lock:extend(lease_ms)
   if not handle then
     return nil, make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired")
   end
-  local rc = core.redlock_extend(handle, lease_ms)
-  if rc ~= core.REDLOCK_OK then
-    return nil, make_error(rc)
+  local _, err = handle_call(self._state.ctx, "extend", handle, lease_ms)
+  if err then
+    return nil, err
   end
   return true
 end
@@ -318,17 +694,6 @@ function redlock.new(nodes, options)
       core.redlock_ctx_free(ptr)
       return nil, err
     end
-  end
-  -- The OpenResty wait (acquire) pauses as the library would: its options,
-  -- read back from it once they are all set.
-  for _, name in ipairs({ "retry_delay_ms", "retry_jitter_ms" }) do
-    local got, text = core.redlock_ctx_get_option(ptr, name)
-    if got ~= core.REDLOCK_OK then
-      local err = make_error(got)
-      core.redlock_ctx_free(ptr)
-      return nil, err
-    end
-    ctx[name] = math.floor(tonumber(text))
   end
   return setmetatable({ _ctx = ctx, _finalizer = finalizer(function()
     ctx.closed = true

@@ -389,27 +389,4 @@ t.test("a wait is one C call: Redis errors on a majority are retried while it la
   assert(ok, problem)
 end)
 
-t.test("the OpenResty wait retries what core/op.c retryable() retries", function()
-  local source = here .. "/../../../core/op.c"
-  local file = io.open(source)
-  if not file then
-    print("       (skipped: no " .. source .. ")")
-    return
-  end
-  local text = file:read("*a")
-  file:close()
-  local body = t.ok(text:match("static bool retryable%(int rc%)%s*(%b{})"), "retryable() in op.c")
-  local count = 0
-  for name in body:gmatch("REDLOCK_(E%u+)") do
-    count = count + 1
-    t.ok(redlock._retryable[redlock[name]], name .. " is retried by redlock.lua too")
-  end
-  local mirrored = 0
-  for _ in pairs(redlock._retryable) do
-    mirrored = mirrored + 1
-  end
-  t.ok(count > 0, "codes found in retryable()")
-  t.eq(mirrored, count, "codes retried by redlock.lua")
-end)
-
 t.run(nodes.stop)
