@@ -1,0 +1,81 @@
+"""A contender of the mutual-exclusion run on asyncio (redlock.asyncio).
+
+    python3 client_asyncio.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS
+
+The same arguments and the same JSON lines as client.c; the counter is read
+and written over an asyncio stream, so nothing here blocks the loop."""
+
+import asyncio
+import json
+import random
+import sys
+import time
+
+from client import THINK_S, code_of
+
+import redlock
+import redlock.asyncio
+
+
+class Counter:
+    """GET and SET on the counter server, in plain RESP, over a stream."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
+
+    async def _call(self, *args: str) -> bytes:
+        parts = [f"*{len(args)}\r\n".encode()]
+        for arg in args:
+            data = arg.encode()
+            parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        self._writer.write(b"".join(parts))
+        line = await self._reader.readline()
+        if line.startswith(b"$") and line != b"$-1\r\n":
+            return (await self._reader.readline())[:-2]
+        if line.startswith(b"-"):
+            raise RuntimeError(line.decode().strip())
+        return line.strip()
+
+    async def bump(self, resource: str) -> None:
+        value = await self._call("GET", f"counter:{resource}")
+        await asyncio.sleep(0.002)
+        await self._call("SET", f"counter:{resource}", str(int(value or b"0") + 1))
+
+
+async def main() -> int:
+    holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms = sys.argv[1:]
+    counter = Counter(*await asyncio.open_connection("127.0.0.1", int(counter_port)))
+    failures = 0
+    async with redlock.asyncio.Redlock(nodes.split(","), node_timeout_ms=100) as client:
+        with open(out_path, "a") as out:
+            for op in range(int(ops)):
+                if op:
+                    await asyncio.sleep(THINK_S)
+                resource = f"r{random.randrange(int(resources))}"
+                record = {"holder": holder, "lang": "asyncio", "resource": resource}
+                asked = time.time_ns()
+                try:
+                    async with client.lock(resource, lease=int(lease_ms) / 1000,
+                                           wait=int(wait_ms) / 1000) as lock:
+                        record["start_ns"] = time.time_ns()
+                        record["validity_ms"] = int(lock.validity * 1000)
+                        try:
+                            await counter.bump(resource)
+                            record["wrote"] = True
+                        except (OSError, RuntimeError):
+                            record["wrote"] = False
+                            failures += 1
+                        record["end_ns"] = time.time_ns()
+                        record.update(ok=True, result="ok", unlock="ok")
+                except redlock.LockError as error:
+                    if "start_ns" in record:
+                        record["unlock"] = code_of(error)  # raised by the release
+                    else:
+                        record.update(start_ns=asked, end_ns=time.time_ns(), validity_ms=0,
+                                      ok=False, result=code_of(error))
+                out.write(json.dumps(record) + "\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

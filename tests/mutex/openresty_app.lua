@@ -1,0 +1,81 @@
+-- The OpenResty contender's handler (client_openresty.py): one attempt per
+-- request, through the Lua binding over cosockets, the counter bumped over a
+-- cosocket too; the record (client.c's JSON fields) is the response body.
+local ffi = require "ffi"
+local redlock = require "redlock"
+
+ffi.cdef [[
+struct mutex_timespec { long tv_sec; long tv_nsec; };
+int clock_gettime(int clk, struct mutex_timespec *ts);
+]]
+local CLOCK_REALTIME = 0
+local ts = ffi.new("struct mutex_timespec")
+
+-- CLOCK_REALTIME in ns, as a decimal string (a double would round it).
+local function now_ns()
+  ffi.C.clock_gettime(CLOCK_REALTIME, ts)
+  return ("%d%09d"):format(tonumber(ts.tv_sec), tonumber(ts.tv_nsec))
+end
+
+local app = {}
+local client
+
+local function call(sock, ...)
+  local args = { ... }
+  local parts = { ("*%d\r\n"):format(#args) }
+  for _, arg in ipairs(args) do
+    parts[#parts + 1] = ("$%d\r\n%s\r\n"):format(#arg, arg)
+  end
+  assert(sock:send(table.concat(parts)))
+  local line = assert(sock:receive("*l"))
+  if line:sub(1, 1) == "$" and line ~= "$-1" then
+    return assert(sock:receive("*l"))
+  elseif line:sub(1, 1) == "-" then
+    error(line)
+  end
+  return nil
+end
+
+local function bump(port, resource)
+  local sock = ngx.socket.tcp()
+  sock:settimeouts(1000, 1000, 1000)
+  assert(sock:connect("127.0.0.1", port))
+  local value = call(sock, "GET", "counter:" .. resource)
+  ngx.sleep(0.002)
+  call(sock, "SET", "counter:" .. resource, tostring((tonumber(value) or 0) + 1))
+  sock:setkeepalive()
+end
+
+local CODES = { locked = "locked", noquorum = "noquorum", expired = "expired", redis = "redis",
+                notheld = "notheld" }
+
+function app.op()
+  local args = ngx.req.get_uri_args()
+  if not client then
+    local nodes = {}
+    for uri in args.nodes:gmatch("[^,]+") do nodes[#nodes + 1] = uri end
+    client = assert(redlock.new(nodes, { node_timeout_ms = 100 }))
+  end
+  local resource = args.resource
+  local fields = { ('"holder": "%s"'):format(args.holder), '"lang": "openresty"',
+                   ('"resource": "%s"'):format(resource) }
+  local lock = client:get_lock(resource)
+  local asked = now_ns()
+  local ok, err = lock:try_lock(tonumber(args.wait), tonumber(args.lease))
+  if not ok then
+    fields[#fields + 1] = ('"start_ns": %s, "end_ns": %s, "validity_ms": 0, "ok": false, '
+      .. '"result": "%s"'):format(asked, now_ns(), CODES[err.name] or "error")
+  else
+    local start = now_ns()
+    local validity = lock:validity_ms()
+    local wrote = pcall(bump, tonumber(args.counter), resource)
+    local finish = now_ns()
+    local released, unlock_err = lock:unlock()
+    fields[#fields + 1] = ('"start_ns": %s, "end_ns": %s, "validity_ms": %d, "wrote": %s, '
+      .. '"ok": true, "result": "ok", "unlock": "%s"'):format(start, finish, validity,
+      tostring(wrote), released and "ok" or (CODES[unlock_err.name] or "error"))
+  end
+  ngx.say("{" .. table.concat(fields, ", ") .. "}")
+end
+
+return app
