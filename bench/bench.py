@@ -60,8 +60,12 @@ def client_table(build):
                                [os.path.join(build, "bindings", "python", "redlock", "asyncio.py")]),
         "ours-java": (["java", "-cp", ours_java_cp, "bench.OursBench"], {}, ours_java_needs),
         "ours-lua": (["luajit", os.path.join(BENCH, "clients/lua/ours.lua")],
-                     {"LUA_PATH": lua_dir + "/?.lua;;", "LUA_CPATH": lua_dir + "/?.so;;"},
+                     {"LUA_PATH": lua_dir + "/?.lua;" + os.path.join(BENCH, "clients/lua/?.lua;;"),
+                      "LUA_CPATH": lua_dir + "/?.so;;"},
                      [os.path.join(lua_dir, "redlock_core.so")]),
+        "ours-openresty": ([py, os.path.join(BENCH, "clients/lua/openresty.py")],
+                           {"REDLOCK_LUA_DIR": lua_dir},
+                           [os.path.join(lua_dir, "redlock_core.so"), "/usr/sbin/nginx"]),
         "redisson-redlock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant", "redlock"],
                              {}, [os.path.join(BENCH, "peers/redisson/target/classes")]),
         "redisson-multilock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant",
@@ -222,7 +226,7 @@ def stop_nodes(workdir):
 
 
 LATENCY_CLIENTS = ("floor", "floor-all", "ours-c", "ours-python", "ours-python-asyncio",
-                   "ours-python-uvloop", "ours-java", "ours-lua",
+                   "ours-python-uvloop", "ours-java", "ours-lua", "ours-openresty",
                    "redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 MULTI_CLIENTS = ("ours-c", "redisson-multilock", "node-redlock")
 STRAGGLER_CLIENTS = ("floor", "floor-all", "ours-c", "redisson-redlock", "redsync",

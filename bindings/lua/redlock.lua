@@ -279,11 +279,25 @@ local function write(io)
   return true
 end
 
-local function poke(io)
+-- Wakes the run of a connection, if it has one, after an event. A reply
+-- only wakes it when the operation then has something for it to do: it is
+-- decided, it wants to be woken at another time (a new round, a pause), or
+-- the reply queued a command.
+local function poke(io, replied)
   local run = io.run
-  if run then
-    run.sem:post(1)
+  if not run then
+    return
   end
+  if not io.dead and replied and run.waiting then
+    local op = run.op
+    core.redlock_op_step(op, replied)
+    if core.redlock_op_done(op) == 0 and core.redlock_op_wake_at(op) == run.waiting
+        and #core.redlock_conn_output(io.conn) == 0 then
+      return
+    end
+  end
+  run.may_want = run.may_want or io.dead
+  run.sem:post(1)
 end
 
 -- The reader of one connection: connects it if it has no socket yet, then
@@ -333,7 +347,7 @@ local function reader(d, io)
       if core.redlock_conn_received(conn, data, now) ~= core.REDLOCK_OK then
         io.dead = true
       end
-      poke(io)
+      poke(io, now)
     else
       -- A read timeout is the node's timeout: the connection is given up,
       -- and the engine decides what its unanswered commands mean.
@@ -423,7 +437,9 @@ end
 
 local function wait(run, at, now)
   local ms = math.max(0, math.min(at - now, 1000))
+  run.waiting = at
   run.sem:wait(ms / 1000)
+  run.waiting = nil
 end
 
 -- The first deadline of a connection of the finished run still connecting.
@@ -442,27 +458,40 @@ end
 
 local start_delivery
 
+local function attach_wanted(d, run, now)
+  for node = 0, d.n - 1 do
+    if core.redlock_op_wants_conn(run.op, node) == 1 then
+      attach(d, run, node, now)
+    end
+  end
+end
+
 -- Drives op to its end in this coroutine; returns its status, its message
 -- and (a lock's) handle.
 local function drive(ctx, op)
   local d = driver_of(ctx)
-  local run = { d = d, op = op, sem = semaphore.new(), ios = {} }
+  local run = { d = d, op = op, sem = semaphore.new(), ios = {}, may_want = true }
+  local at = 0
   while true do
     local now = now_ms()
-    for node = 0, d.n - 1 do
-      if core.redlock_op_wants_conn(op, node) == 1 then
-        attach(d, run, node, now)
-      end
+    -- Only a new round (it starts in a step at a time the run was to wake
+    -- at) or a connection lost makes the operation want connections.
+    if run.may_want or now >= at then
+      run.may_want = false
+      attach_wanted(d, run, now)
+      core.redlock_op_step(op, now)
+      attach_wanted(d, run, now)
     end
     core.redlock_op_step(op, now)
     flush(d, run)
     if core.redlock_op_done(op) == 1 then
       break
     end
-    wait(run, core.redlock_op_wake_at(op), now)
+    at = core.redlock_op_wake_at(op)
+    wait(run, at, now)
   end
   -- Decided at a quorum; every node reachable in time still gets the command.
-  local at = tail(run, now_ms())
+  at = tail(run, now_ms())
   while at do
     wait(run, at, now_ms())
     flush(d, run)

@@ -1,31 +1,7 @@
 -- libredlock from LuaJIT (the redlock Lua binding) through the bench cycle
--- (bench/README.md). LuaJIT, because timing needs its ffi: plain Lua has no
--- clock finer than a second. Run with package.path and package.cpath pointing
--- at the binding's LuaJIT build.
-local ffi = require "ffi"
-local redlock = require "redlock"
-
-ffi.cdef [[
-struct bench_timespec { long tv_sec; long tv_nsec; };
-struct bench_timeval { long tv_sec; long tv_usec; };
-struct bench_rusage { struct bench_timeval utime, stime; long rest[14]; };
-int clock_gettime(int clk, struct bench_timespec *ts);
-int getrusage(int who, struct bench_rusage *ru);
-]]
-
-local CLOCK_MONOTONIC, RUSAGE_SELF = 1, 0
-local ts, ru = ffi.new("struct bench_timespec"), ffi.new("struct bench_rusage")
-
-local function now_ns()
-  ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
-  return tonumber(ts.tv_sec) * 1e9 + tonumber(ts.tv_nsec)
-end
-
-local function cpu_us()
-  ffi.C.getrusage(RUSAGE_SELF, ru)
-  return tonumber(ru.utime.tv_sec) * 1e6 + tonumber(ru.utime.tv_usec),
-         tonumber(ru.stime.tv_sec) * 1e6 + tonumber(ru.stime.tv_usec)
-end
+-- (bench/README.md), the blocking driver. Run with package.path and
+-- package.cpath pointing at the binding's LuaJIT build and at this folder.
+local cycle = require "cycle"
 
 local opt = { cycles = "1000", warmup = "100", lease = "10000", keys = "1", prefix = "bench" }
 for i = 1, #arg, 2 do
@@ -36,40 +12,4 @@ for i = 1, #arg, 2 do
   end
   opt[name] = arg[i + 1]
 end
-local nodes = {}
-for uri in (opt.nodes or ""):gmatch("[^,]+") do nodes[#nodes + 1] = uri end
-local lease, keys = tonumber(opt.lease), tonumber(opt.keys)
-
-local client = assert(redlock.new(nodes, { node_timeout_ms = math.floor(lease / 20) }))
-local names = {}
-for i = 0, keys - 1 do names[#names + 1] = opt.prefix .. ":" .. i end
-local lock = keys == 1 and client:get_lock(names[1]) or client:get_multi_lock(names)
-
-local function cycle()
-  local t0 = now_ns()
-  if not lock:try_lock(0, lease) then return nil end
-  local t1 = now_ns()
-  if not lock:unlock() then return nil end
-  return t1 - t0, now_ns() - t0
-end
-
-for _ = 1, tonumber(opt.warmup) do cycle() end
-local lock_ns, cycle_ns, ok, failed = {}, {}, 0, 0
-local u0, s0 = cpu_us()
-local w0 = now_ns()
-for _ = 1, tonumber(opt.cycles) do
-  local l, c = cycle()
-  if l then
-    ok = ok + 1
-    lock_ns[ok], cycle_ns[ok] = ("%d"):format(l), ("%d"):format(c)
-  else
-    failed = failed + 1
-  end
-end
-local wall = (now_ns() - w0) / 1e9
-local u1, s1 = cpu_us()
-client:close()
-io.write(('{"client": "ours-lua", "mode": "cycle", "n": %d, "keys": %d, "threads": 1, '
-  .. '"ok": %d, "failed": %d, "cpu_user_us": %d, "cpu_sys_us": %d, "wall_s": %.6f, '
-  .. '"lock_ns": [%s], "cycle_ns": [%s]}\n'):format(#nodes, keys, ok, failed, u1 - u0, s1 - s0,
-  wall, table.concat(lock_ns, ","), table.concat(cycle_ns, ",")))
+io.write(cycle(opt, "ours-lua"))

@@ -168,13 +168,13 @@ class _Run:
         op, driver = self.op, self.driver
         now = _now()
         if not _op_done(op):
-            # Only a new round (it starts at a time the run was to wake at)
-            # or a connection lost makes it want connections.
+            # Only a new round (it starts in a step at a time the run was to
+            # wake at) or a connection lost makes it want connections.
             if self.may_want or now >= self.timer_at:
                 self.may_want = False
-                for node in driver.nodes:
-                    if _op_wants_conn(op, node):
-                        driver.attach(self, node, now)
+                self._attach_wanted(now)
+                _op_step(op, now)
+                self._attach_wanted(now)
             _op_step(op, now)
             for conn in self.conns.values():
                 if conn.transport is not None and not conn.freed:
@@ -192,6 +192,11 @@ class _Run:
             self._wake(tail, now)
             return
         self._finish(now)
+
+    def _attach_wanted(self, now: int) -> None:
+        for node in self.driver.nodes:
+            if _op_wants_conn(self.op, node):
+                self.driver.attach(self, node, now)
 
     def _tail(self, now: int) -> Optional[int]:
         first = None
