@@ -41,9 +41,9 @@ extern "C" {
 /* Version of this header. redlock_version_number() returns the library's;
  * a program may compare the two to catch a header/library mismatch. */
 #define REDLOCK_VERSION_MAJOR 1
-#define REDLOCK_VERSION_MINOR 1
+#define REDLOCK_VERSION_MINOR 2
 #define REDLOCK_VERSION_PATCH 0
-#define REDLOCK_VERSION_STRING "1.1.0"
+#define REDLOCK_VERSION_STRING "1.2.0"
 #define REDLOCK_VERSION_NUMBER \
     (REDLOCK_VERSION_MAJOR * 10000 + REDLOCK_VERSION_MINOR * 100 + REDLOCK_VERSION_PATCH)
 
@@ -176,7 +176,7 @@ REDLOCK_API const char *redlock_strerror(int code);
  * until the thread's next call into the library. "" when there is none. */
 REDLOCK_API const char *redlock_errmsg(void);
 
-/* The library's version: "1.1.0" and 10100. */
+/* The library's version: "1.2.0" and 10100. */
 REDLOCK_API const char *redlock_version_string(void);
 REDLOCK_API int redlock_version_number(void);
 
@@ -204,6 +204,36 @@ REDLOCK_API int redlock_ctx_get_option(const redlock_ctx *ctx, const char *name,
  */
 typedef int (*redlock_interrupt_fn)(void *data);
 REDLOCK_API void redlock_set_interrupt_check(redlock_interrupt_fn check, void *data);
+
+/* ---- Added in 1.2 (symbol version REDLOCK_1.2) ---- */
+
+/* How an asynchronous call ends: its status (REDLOCK_OK or an error code),
+ * for a lock its handle (now the caller's, to free with redlock_handle_free;
+ * NULL when not acquired), and a message naming the nodes and why ("" on
+ * success; valid during the callback only). */
+typedef void (*redlock_done_fn)(void *data, int status, redlock_handle *handle,
+                                const char *message);
+
+/* Asynchronous lock (of 1 to REDLOCK_MAX_RESOURCES resources), extend and
+ * unlock, with the same arguments and outcomes as the blocking calls. They
+ * check their arguments and return at once: an error (done is not called),
+ * or REDLOCK_OK, and then done(data, ...) is called exactly once, when the
+ * call ends.
+ *
+ * One thread per client drives all its asynchronous calls in one poll loop
+ * and runs the callbacks; it starts with the first call and ends when none
+ * is left. A callback must return quickly (it holds up every other call of
+ * the client): it may start further asynchronous calls, but must not wait
+ * for the client (no blocking call on it) nor free it. While an extend or
+ * unlock of a handle is under way, the handle must not be used otherwise.
+ * redlock_ctx_free cancels the locks still waiting (REDLOCK_ECANCELED, what
+ * they took is released) and waits for the other calls to end. */
+REDLOCK_API int redlock_lock_async(redlock_ctx *ctx, const char *const *resources,
+                                   size_t n_resources, int64_t ttl_ms, int64_t wait_ms,
+                                   redlock_done_fn done, void *data);
+REDLOCK_API int redlock_extend_async(redlock_handle *h, int64_t ttl_ms, redlock_done_fn done,
+                                     void *data);
+REDLOCK_API int redlock_unlock_async(redlock_handle *h, redlock_done_fn done, void *data);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@
 #include "driver.h"
 #include "engine.h"
 #include "op.h"
+#include "sockets.h"
 
 #define READ_CHUNK 16384
 
@@ -59,6 +60,8 @@ struct rl_driver {
     bool service_joinable;     /* a thread that ended is still to be joined */
     bool stopping;
     pthread_t service;
+
+    struct rl_async *async;    /* the asynchronous calls (async.c) */
 };
 
 #define SERVICE_PERIOD_MS 100
@@ -103,7 +106,7 @@ static void drop_forked(rl_conn *c)
 }
 
 /* In a child after fork(): forgets the parent's connections and owed work. */
-static void check_fork(redlock_ctx *ctx)
+void rl_io_check_fork(redlock_ctx *ctx)
 {
     struct rl_driver *d = ctx->driver;
     unsigned now_gen = atomic_load_explicit(&fork_generation, memory_order_relaxed);
@@ -120,6 +123,7 @@ static void check_fork(redlock_ctx *ctx)
             pthread_mutex_unlock(&p->mu);
         }
         rl_owed_clear(ctx);
+        rl_async_forget(d->async);
         /* The parent's service thread does not exist here. */
         pthread_mutex_init(&d->service_mu, NULL);
         pthread_cond_init(&d->service_cv, NULL);
@@ -140,6 +144,11 @@ int rl_driver_new(redlock_ctx *ctx)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     }
     d->n_pools = ctx->n_nodes;
+    if (!(d->async = rl_async_new())) {
+        free(d->pools);
+        free(d);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < d->n_pools; i++)
         pthread_mutex_init(&d->pools[i].mu, NULL);
     pthread_mutex_init(&d->fork_mu, NULL);
@@ -165,7 +174,9 @@ void rl_driver_free(redlock_ctx *ctx)
     struct rl_driver *d = ctx->driver;
     if (!d)
         return;
-    check_fork(ctx);
+    rl_io_check_fork(ctx);
+    rl_async_free(ctx, d->async);
+    d->async = NULL;
     pthread_mutex_lock(&d->service_mu);
     d->stopping = true;
     bool join = d->service_running || d->service_joinable;
@@ -187,6 +198,11 @@ void rl_driver_free(redlock_ctx *ctx)
     free(d->pools);
     free(d);
     ctx->driver = NULL;
+}
+
+struct rl_async *rl_io_async(redlock_ctx *ctx)
+{
+    return ctx->driver->async;
 }
 
 static rl_conn *pool_take(redlock_ctx *ctx, size_t node)
@@ -295,7 +311,7 @@ static int start_connect(const rl_node_addr *a, char *why, size_t whylen)
 }
 
 /* Gives the operation a connection for every node it wants one for. */
-static void attach(redlock_ctx *ctx, rl_op *op, int64_t now)
+void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
 {
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         if (!rl_op_wants_conn(op, i))
@@ -330,7 +346,7 @@ static void attach(redlock_ctx *ctx, rl_op *op, int64_t now)
 }
 
 /* Writes what the connection may write now; false when the socket failed. */
-static bool flush(rl_conn *c, int64_t now)
+bool rl_io_flush(rl_conn *c, int64_t now)
 {
     const char *bytes;
     size_t len;
@@ -394,13 +410,13 @@ static bool connected(rl_conn *c, int64_t now)
 }
 
 /* Services one socket's events; false when its connection is gone. */
-static bool service(rl_conn *c, short revents, int64_t now)
+bool rl_io_service(rl_conn *c, short revents, int64_t now)
 {
     if (c->state == RL_CONN_CONNECTING) {
         if (!(revents & (POLLOUT | POLLERR | POLLHUP)) || !connected(c, now))
             return c->state != RL_CONN_BROKEN;
     }
-    if ((revents & POLLOUT) && !flush(c, now))
+    if ((revents & POLLOUT) && !rl_io_flush(c, now))
         return false;
     if ((revents & (POLLIN | POLLERR | POLLHUP)) && !drain(c, now))
         return false;
@@ -409,7 +425,7 @@ static bool service(rl_conn *c, short revents, int64_t now)
 
 /* Frees a connection the engine found broken, and if it was a pooled one,
  * the node's other idle connections with it (they are likely stale too). */
-static void bury(redlock_ctx *ctx, rl_conn *c, int64_t now)
+void rl_io_bury(redlock_ctx *ctx, rl_conn *c, int64_t now)
 {
     bool stale = c->uses > 1;
     size_t node = c->node;
@@ -418,25 +434,13 @@ static void bury(redlock_ctx *ctx, rl_conn *c, int64_t now)
         pool_discard(ctx, node, now);
 }
 
-/* One poll over the operation's connections (all of them, or when `tail`
- * only those still sending within their deadline), and their events. */
-static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked)
+size_t rl_io_watch(redlock_ctx *ctx, rl_op *op, bool tail, int64_t now, struct pollfd *pfd,
+                   rl_conn **who)
 {
-    struct pollfd pfd[REDLOCK_MAX_NODES];
-    rl_conn *who[REDLOCK_MAX_NODES];
     size_t k = 0;
-    int64_t wake = tail ? INT64_MAX : rl_op_wake_at(op);
-    /* What can be written now is written before waiting: the usual command
-     * fits the socket, and no poll is spent on learning that. */
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, i);
-        const char *bytes;
-        if (c && rl_conn_output(c, &bytes) > 0 && !flush(c, *now))
-            bury(ctx, c, *now);
-    }
-    for (size_t i = 0; i < ctx->n_nodes; i++) {
-        rl_conn *c = rl_op_conn(op, i);
-        if (!c || (tail && (!rl_conn_sending(c) || rl_op_deadline(op, i) <= *now)))
+        if (!c || (tail && (!rl_conn_sending(c) || rl_op_deadline(op, i) <= now)))
             continue;
         const char *bytes;
         bool out = c->state == RL_CONN_CONNECTING || rl_conn_output(c, &bytes) > 0;
@@ -444,9 +448,29 @@ static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int6
                                   .events = (short)((out ? POLLOUT : 0)
                                             | (c->state == RL_CONN_OPEN ? POLLIN : 0)) };
         who[k++] = c;
-        if (tail && rl_op_deadline(op, i) < wake)
-            wake = rl_op_deadline(op, i);
     }
+    return k;
+}
+
+/* One poll over the operation's connections (all of them, or when `tail`
+ * only those still sending within their deadline), and their events. */
+static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked)
+{
+    struct pollfd pfd[REDLOCK_MAX_NODES];
+    rl_conn *who[REDLOCK_MAX_NODES];
+    int64_t wake = tail ? INT64_MAX : rl_op_wake_at(op);
+    /* What can be written now is written before waiting: the usual command
+     * fits the socket, and no poll is spent on learning that. */
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, i);
+        const char *bytes;
+        if (c && rl_conn_output(c, &bytes) > 0 && !rl_io_flush(c, *now))
+            rl_io_bury(ctx, c, *now);
+    }
+    size_t k = rl_io_watch(ctx, op, tail, *now, pfd, who);
+    for (size_t i = 0; tail && i < ctx->n_nodes; i++)
+        if (rl_op_conn(op, i) && rl_op_deadline(op, i) > *now && rl_op_deadline(op, i) < wake)
+            wake = rl_op_deadline(op, i);
     if (tail && k == 0)
         return;
     int64_t cap = interrupt_check ? INTERRUPT_CHECK_MS : 1000;
@@ -465,24 +489,24 @@ static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int6
         snprintf(why, sizeof why, "poll: %s", strerror(err));
         for (size_t j = 0; j < k; j++) {
             rl_engine_lost(who[j], REDLOCK_ESYSTEM, why, *now);
-            bury(ctx, who[j], *now);
+            rl_io_bury(ctx, who[j], *now);
         }
         return;
     }
     for (size_t j = 0; r > 0 && j < k; j++)
-        if (pfd[j].revents && !service(who[j], pfd[j].revents, *now))
-            bury(ctx, who[j], *now);
+        if (pfd[j].revents && !rl_io_service(who[j], pfd[j].revents, *now))
+            rl_io_bury(ctx, who[j], *now);
     /* Replies may have queued more (a release, a script sent again). */
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, i);
-        if (c && c->state == RL_CONN_OPEN && !flush(c, *now))
-            bury(ctx, c, *now);
+        if (c && c->state == RL_CONN_OPEN && !rl_io_flush(c, *now))
+            rl_io_bury(ctx, c, *now);
     }
 }
 
 /* Whether any connection of the finished op still has its command to send
  * within its deadline. */
-static bool tail_left(redlock_ctx *ctx, rl_op *op, int64_t now)
+bool rl_io_tail_left(redlock_ctx *ctx, rl_op *op, int64_t now)
 {
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, i);
@@ -502,7 +526,7 @@ static int drive(redlock_ctx *ctx, rl_op *op)
 {
     int64_t now = rl_now_ms(), checked = now;
     for (;;) {
-        attach(ctx, op, now);
+        rl_io_attach(ctx, op, now);
         rl_op_step(op, now);
         if (rl_op_done(op))
             break;
@@ -512,21 +536,30 @@ static int drive(redlock_ctx *ctx, rl_op *op)
         if (!wants)
             poll_once(ctx, op, false, &now, &checked);
     }
-    while (tail_left(ctx, op, now))
+    while (rl_io_tail_left(ctx, op, now))
         poll_once(ctx, op, true, &now, &checked);
 
     int rc = rl_op_status(op);
     if (rc != REDLOCK_OK)
         rl_fail(rc, "%s", rl_op_message(op));
-    rl_conn *c;
-    while ((c = rl_op_take_conn(op)) != NULL) {
-        if (c->state == RL_CONN_OPEN && !flush(c, now)) {
-            bury(ctx, c, now);
-            continue;
-        }
-        pool_give(ctx, c, now);
-    }
+    rl_io_give_back(ctx, op, now);
     return rc;
+}
+
+void rl_io_give_back(redlock_ctx *ctx, rl_op *op, int64_t now)
+{
+    rl_conn *c;
+    while ((c = rl_op_take_conn(op)) != NULL)
+        rl_io_give(ctx, c, now);
+}
+
+void rl_io_give(redlock_ctx *ctx, rl_conn *c, int64_t now)
+{
+    if (c->state == RL_CONN_OPEN && !rl_io_flush(c, now)) {
+        rl_io_bury(ctx, c, now);
+        return;
+    }
+    pool_give(ctx, c, now);
 }
 
 /* ---- the service thread ---- */
@@ -560,25 +593,31 @@ static void *service_main(void *arg)
     return NULL;
 }
 
+int rl_io_start_thread(pthread_t *thread, bool *joinable, void *(*main)(void *), void *arg)
+{
+    if (*joinable) {
+        pthread_join(*thread, NULL);
+        *joinable = false;
+    }
+    /* Signals are the application's: the thread blocks them all. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(thread, NULL, main, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return err;
+}
+
 /* Starts the service thread when releases are owed and it is not running. */
-static void service_wake(redlock_ctx *ctx)
+void rl_io_service_wake(redlock_ctx *ctx)
 {
     struct rl_driver *d = ctx->driver;
     if (!rl_owed_any(ctx, SIZE_MAX))
         return;
     pthread_mutex_lock(&d->service_mu);
-    if (!d->service_running && !d->stopping) {
-        if (d->service_joinable) {
-            pthread_join(d->service, NULL);
-            d->service_joinable = false;
-        }
-        /* Signals are the application's: the thread blocks them all. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        d->service_running = pthread_create(&d->service, NULL, service_main, ctx) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (!d->service_running && !d->stopping)
+        d->service_running = rl_io_start_thread(&d->service, &d->service_joinable,
+                                                service_main, ctx) == 0;
     pthread_mutex_unlock(&d->service_mu);
 }
 
@@ -593,7 +632,7 @@ static int lock_resources(redlock_handle **out, redlock_ctx *ctx, const char *co
     *out = NULL;
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
-    check_fork(ctx);
+    rl_io_check_fork(ctx);
     rl_op *op;
     int rc = rl_op_lock(&op, ctx, names, n, ttl_ms, wait_ms, rl_now_ms());
     if (rc != REDLOCK_OK)
@@ -601,7 +640,7 @@ static int lock_resources(redlock_handle **out, redlock_ctx *ctx, const char *co
     rc = drive(ctx, op);
     *out = rl_op_take_handle(op);
     rl_op_free(op);
-    service_wake(ctx);
+    rl_io_service_wake(ctx);
     return rc;
 }
 
@@ -634,7 +673,7 @@ static int handle_call(redlock_handle *h, int64_t ttl_ms, bool extend)
     rl_clear_error();
     if (!h)
         return rl_fail(REDLOCK_EINVAL, "handle is NULL");
-    check_fork(h->ctx);
+    rl_io_check_fork(h->ctx);
     rl_op *op;
     int64_t now = rl_now_ms();
     int rc = extend ? rl_op_extend(&op, h, ttl_ms, now) : rl_op_unlock(&op, h, now);
@@ -642,7 +681,7 @@ static int handle_call(redlock_handle *h, int64_t ttl_ms, bool extend)
         return rc;
     rc = drive(h->ctx, op);
     rl_op_free(op);
-    service_wake(h->ctx);
+    rl_io_service_wake(h->ctx);
     return rc;
 }
 

@@ -112,7 +112,7 @@ public final class Redlock implements AutoCloseable {
         cleanable.clean();
     }
 
-    /** The native library's version, such as "1.1.0". */
+    /** The native library's version, such as "1.2.0". */
     public static String version() {
         return RedlockNative.redlock_version_string();
     }

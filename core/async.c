@@ -1,0 +1,395 @@
+/*
+ * async.c - the asynchronous calls (redlock_lock_async, ...): one thread
+ * per client drives every call under way, all in one poll loop, with the
+ * blocking driver's sockets and pools (sockets.h). The thread starts with
+ * the first call and ends when none is left; callbacks run on it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "ctx.h"
+#include "op.h"
+#include "sockets.h"
+
+#define MAX_WAIT_MS 1000
+
+typedef struct job {
+    rl_op *op;
+    bool is_lock;
+    redlock_done_fn done;
+    void *data;
+    struct job *next;
+} job;
+
+/* A connection taken back from a finished job with replies still owed: it
+ * is read until they are in (a late reply may call for a release: an
+ * acquire that lands after its unlock is undone at once), or its deadline. */
+typedef struct draining {
+    rl_conn *c;
+    int64_t until;
+    struct draining *next;
+} draining;
+
+struct rl_async {
+    pthread_mutex_t mu;
+    job *submitted;          /* handed over, not yet taken by the thread */
+    bool running;            /* the thread runs (or is about to) */
+    bool joinable;           /* a thread that ended is still to be joined */
+    bool stopping;           /* the client is being freed */
+    int wake[2];             /* a pipe: a byte in it wakes the thread */
+    pthread_t thread;
+    draining *drains;        /* the thread's own */
+};
+
+struct rl_async *rl_async_new(void)
+{
+    struct rl_async *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    if (pipe2(a->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+        free(a);
+        return NULL;
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    return a;
+}
+
+void rl_async_forget(struct rl_async *a)
+{
+    /* In a child after fork(): the parent's thread and its calls are not
+     * here (their jobs are the parent's to finish). */
+    pthread_mutex_init(&a->mu, NULL);
+    a->submitted = NULL;
+    a->running = a->joinable = false;
+}
+
+static void wake(struct rl_async *a)
+{
+    char byte = 1;
+    ssize_t w = write(a->wake[1], &byte, 1);
+    (void)w;   /* a full pipe wakes the thread as well */
+}
+
+void rl_async_free(redlock_ctx *ctx, struct rl_async *a)
+{
+    (void)ctx;
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    a->stopping = true;
+    bool join = a->running || a->joinable;
+    pthread_mutex_unlock(&a->mu);
+    wake(a);
+    if (join)
+        pthread_join(a->thread, NULL);
+    close(a->wake[0]);
+    close(a->wake[1]);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}
+
+/* Whether the op wants a connection to some node. */
+static bool wants_any(const redlock_ctx *ctx, const rl_op *op)
+{
+    for (size_t i = 0; i < ctx->n_nodes; i++)
+        if (rl_op_wants_conn(op, i))
+            return true;
+    return false;
+}
+
+/* Ends a job: its connections back, its callback, its op freed. */
+static void finish(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
+{
+    rl_conn *c;
+    while ((c = rl_op_take_conn(j->op)) != NULL) {
+        draining *d = c->state == RL_CONN_OPEN && rl_conn_owed(c) > 0 ? malloc(sizeof *d) : NULL;
+        if (!d) {
+            rl_io_give(ctx, c, now);
+            continue;
+        }
+        *d = (draining){ .c = c, .until = now + ctx->opt.node_timeout_ms, .next = a->drains };
+        a->drains = d;
+    }
+    redlock_handle *h = rl_op_take_handle(j->op);
+    j->done(j->data, rl_op_status(j->op), h, rl_op_message(j->op));
+    rl_op_free(j->op);
+    free(j);
+    rl_io_service_wake(ctx);
+}
+
+/* Advances a job as far as it goes without waiting. Returns when to wake
+ * for it, or INT64_MIN when it is over (and was finished). */
+static int64_t advance(redlock_ctx *ctx, struct rl_async *a, job *j, bool stopping, int64_t now)
+{
+    rl_op *op = j->op;
+    if (stopping)
+        rl_op_cancel(op, now);   /* a waiting lock; others run to their end */
+    while (!rl_op_done(op)) {
+        rl_io_attach(ctx, op, now);
+        rl_op_step(op, now);
+        if (!wants_any(ctx, op))
+            break;
+    }
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, i);
+        if (c && c->state == RL_CONN_OPEN && !rl_io_flush(c, now))
+            rl_io_bury(ctx, c, now);
+    }
+    if (!rl_op_done(op))
+        return rl_op_wake_at(op);
+    if (!rl_io_tail_left(ctx, op, now)) {
+        finish(ctx, a, j, now);
+        return INT64_MIN;
+    }
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, i);
+        if (c && rl_conn_sending(c) && rl_op_deadline(op, i) > now
+            && rl_op_deadline(op, i) < first)
+            first = rl_op_deadline(op, i);
+    }
+    return first;
+}
+
+/* Gives back the draining connections that are done; returns when to wake
+ * for the others (INT64_MAX: none left). */
+static int64_t advance_drains(redlock_ctx *ctx, struct rl_async *a, int64_t now)
+{
+    int64_t first = INT64_MAX;
+    for (draining **pp = &a->drains; *pp;) {
+        draining *d = *pp;
+        if (d->c->state == RL_CONN_OPEN && !rl_io_flush(d->c, now)) {
+            rl_io_bury(ctx, d->c, now);
+        } else if (rl_conn_owed(d->c) > 0 && now < d->until) {
+            first = d->until < first ? d->until : first;
+            pp = &d->next;
+            continue;
+        } else {
+            rl_io_give(ctx, d->c, now);
+        }
+        *pp = d->next;
+        free(d);
+    }
+    return first;
+}
+
+/* Locks under way at once: as many as a node's pool holds connections, so
+ * that they run on pooled connections; more wait their turn (their wait
+ * counts from the call). Extends and unlocks always start at once: a lock
+ * waiting for a release must never hold the release up. */
+static size_t lock_places(const redlock_ctx *ctx)
+{
+    return ctx->opt.pool_size > 0 ? (size_t)ctx->opt.pool_size : 1;
+}
+
+static void *async_main(void *arg)
+{
+    redlock_ctx *ctx = arg;
+    struct rl_async *a = rl_io_async(ctx);
+    job *active = NULL, *queued = NULL, **queued_end = &queued;
+    size_t n_active = 0, n_locks = 0;
+    struct pollfd *pfd = NULL;
+    rl_conn **who = NULL;
+    size_t cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&a->mu);
+        job *taken = a->submitted;
+        a->submitted = NULL;
+        bool stopping = a->stopping;
+        pthread_mutex_unlock(&a->mu);
+        /* Submitted newest first: locks join the queue oldest first. */
+        job *oldest_first = NULL;
+        while (taken) {
+            job *j = taken;
+            taken = j->next;
+            j->next = oldest_first;
+            oldest_first = j;
+        }
+        while (oldest_first) {
+            job *j = oldest_first;
+            oldest_first = j->next;
+            j->next = NULL;
+            if (j->is_lock) {
+                *queued_end = j;
+                queued_end = &j->next;
+            } else {
+                j->next = active;
+                active = j;
+                n_active++;
+            }
+        }
+        while (queued && (n_locks < lock_places(ctx) || stopping)) {
+            job *j = queued;
+            if (!(queued = j->next))
+                queued_end = &queued;
+            j->next = active;
+            active = j;
+            n_active++;
+            n_locks++;
+        }
+        int64_t now = rl_now_ms();
+        int64_t wake_at = advance_drains(ctx, a, now);
+        pthread_mutex_lock(&a->mu);
+        if (!active && !a->submitted && !a->drains) {
+            a->running = false;
+            a->joinable = true;
+            pthread_mutex_unlock(&a->mu);
+            break;
+        }
+        pthread_mutex_unlock(&a->mu);
+
+        if (wake_at > now + MAX_WAIT_MS)
+            wake_at = now + MAX_WAIT_MS;
+        for (job **pp = &active; *pp;) {
+            job *j = *pp, *next = j->next;
+            bool was_lock = j->is_lock;
+            int64_t at = advance(ctx, a, j, stopping, now);   /* may free j */
+            if (at == INT64_MIN) {
+                *pp = next;
+                n_active--;
+                n_locks -= was_lock;
+                continue;
+            }
+            if (at < wake_at)
+                wake_at = at;
+            pp = &j->next;
+        }
+        if ((!active && !a->drains) || (queued && n_locks < lock_places(ctx)))
+            continue;
+
+        size_t n_drains = 0;
+        for (draining *d = a->drains; d; d = d->next)
+            n_drains++;
+        size_t need = 1 + n_active * ctx->n_nodes + n_drains;
+        if (need > cap) {
+            struct pollfd *p = realloc(pfd, need * sizeof *p);
+            rl_conn **w = p ? realloc(who, need * sizeof *w) : NULL;
+            if (p)
+                pfd = p;
+            if (!w) {
+                /* Out of memory: wait a little, then try again. */
+                poll(NULL, 0, 10);
+                continue;
+            }
+            who = w;
+            cap = need;
+        }
+        pfd[0] = (struct pollfd){ .fd = a->wake[0], .events = POLLIN };
+        size_t k = 1;
+        for (job *j = active; j; j = j->next)
+            k += rl_io_watch(ctx, j->op, rl_op_done(j->op), now, pfd + k, who + k);
+        for (draining *d = a->drains; d; d = d->next) {
+            const char *bytes;
+            pfd[k] = (struct pollfd){ .fd = (int)d->c->io,
+                                      .events = (short)(POLLIN | (rl_conn_output(d->c, &bytes) > 0
+                                                                  ? POLLOUT : 0)) };
+            who[k++] = d->c;
+        }
+        int64_t timeout = wake_at - now;
+        timeout = timeout < 0 ? 0 : timeout > MAX_WAIT_MS ? MAX_WAIT_MS : timeout;
+        int r = poll(pfd, k, (int)timeout);
+        now = rl_now_ms();
+        if (r <= 0)
+            continue;
+        if (pfd[0].revents) {
+            char buf[64];
+            while (read(a->wake[0], buf, sizeof buf) > 0) {
+            }
+        }
+        for (size_t i = 1; i < k; i++) {
+            if (!pfd[i].revents || rl_io_service(who[i], pfd[i].revents, now))
+                continue;
+            /* A draining connection that broke leaves the list first. */
+            for (draining **pp = &a->drains; *pp; pp = &(*pp)->next) {
+                if ((*pp)->c == who[i]) {
+                    draining *d = *pp;
+                    *pp = d->next;
+                    free(d);
+                    break;
+                }
+            }
+            rl_io_bury(ctx, who[i], now);
+        }
+    }
+    free(pfd);
+    free(who);
+    return NULL;
+}
+
+/* Hands a job to the client's thread, starting it if it is not running. */
+static int submit(redlock_ctx *ctx, rl_op *op, bool is_lock, redlock_done_fn done, void *data)
+{
+    struct rl_async *a = rl_io_async(ctx);
+    job *j = malloc(sizeof *j);
+    if (!j) {
+        rl_op_free(op);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    *j = (job){ .op = op, .is_lock = is_lock, .done = done, .data = data };
+    int rc = REDLOCK_OK;
+    pthread_mutex_lock(&a->mu);
+    if (!a->running) {
+        int err = rl_io_start_thread(&a->thread, &a->joinable, async_main, ctx);
+        if (err != 0)
+            rc = rl_fail(REDLOCK_ESYSTEM, "cannot start the client's thread: error %d", err);
+        else
+            a->running = true;
+    }
+    if (rc == REDLOCK_OK) {
+        j->next = a->submitted;
+        a->submitted = j;
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (rc != REDLOCK_OK) {
+        rl_op_free(op);
+        free(j);
+        return rc;
+    }
+    wake(a);
+    return REDLOCK_OK;
+}
+
+int redlock_lock_async(redlock_ctx *ctx, const char *const *resources, size_t n_resources,
+                       int64_t ttl_ms, int64_t wait_ms, redlock_done_fn done, void *data)
+{
+    rl_clear_error();
+    if (!ctx || !done)
+        return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "done is NULL");
+    if (!resources || n_resources == 0 || n_resources > REDLOCK_MAX_RESOURCES)
+        return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
+                       : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
+    rl_io_check_fork(ctx);
+    rl_op *op;
+    int rc = rl_op_lock(&op, ctx, resources, n_resources, ttl_ms, wait_ms, rl_now_ms());
+    return rc == REDLOCK_OK ? submit(ctx, op, true, done, data) : rc;
+}
+
+/* An extend or an unlock of h, asynchronously. */
+static int handle_async(redlock_handle *h, int64_t ttl_ms, bool extend, redlock_done_fn done,
+                        void *data)
+{
+    rl_clear_error();
+    if (!h || !done)
+        return rl_fail(REDLOCK_EINVAL, !h ? "handle is NULL" : "done is NULL");
+    rl_io_check_fork(h->ctx);
+    rl_op *op;
+    int64_t now = rl_now_ms();
+    int rc = extend ? rl_op_extend(&op, h, ttl_ms, now) : rl_op_unlock(&op, h, now);
+    return rc == REDLOCK_OK ? submit(h->ctx, op, false, done, data) : rc;
+}
+
+int redlock_extend_async(redlock_handle *h, int64_t ttl_ms, redlock_done_fn done, void *data)
+{
+    return handle_async(h, ttl_ms, true, done, data);
+}
+
+int redlock_unlock_async(redlock_handle *h, redlock_done_fn done, void *data)
+{
+    return handle_async(h, 0, false, done, data);
+}

@@ -1,0 +1,56 @@
+/*
+ * sockets.h - the blocking driver's socket machinery (block.c), shared by
+ * its synchronous calls and by its asynchronous ones (async.c): connections
+ * taken from a node's pool or made anew, written, read, given back.
+ */
+#ifndef RL_SOCKETS_H
+#define RL_SOCKETS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "op.h"
+
+struct redlock_ctx;
+struct rl_async;
+
+/* In a child after fork(): forgets the parent's connections and owed work. */
+void rl_io_check_fork(struct redlock_ctx *ctx);
+/* Gives the operation a connection for every node it wants one for. */
+void rl_io_attach(struct redlock_ctx *ctx, rl_op *op, int64_t now);
+/* Writes what the connection may write now; false when the socket failed. */
+bool rl_io_flush(rl_conn *c, int64_t now);
+/* The poll entries of an op's connections: all of them, or in its tail
+ * only those still sending within their deadline. Returns how many. */
+struct pollfd;
+size_t rl_io_watch(struct redlock_ctx *ctx, rl_op *op, bool tail, int64_t now, struct pollfd *pfd,
+                   rl_conn **who);
+/* Services one socket's poll events; false when its connection is gone. */
+bool rl_io_service(rl_conn *c, short revents, int64_t now);
+/* Frees a connection the engine found broken (and its node's idle ones). */
+void rl_io_bury(struct redlock_ctx *ctx, rl_conn *c, int64_t now);
+/* Whether a finished op still has a command to send within its deadline. */
+bool rl_io_tail_left(struct redlock_ctx *ctx, rl_op *op, int64_t now);
+/* Takes a finished op's connections back: pooled when sound, else closed. */
+void rl_io_give_back(struct redlock_ctx *ctx, rl_op *op, int64_t now);
+/* The same for one connection no operation holds. */
+void rl_io_give(struct redlock_ctx *ctx, rl_conn *c, int64_t now);
+/* Starts a thread of the library's, with every signal blocked in it (they
+ * are the application's), joining first the one that ran before (when
+ * *joinable). The error of pthread_create, or 0. */
+int rl_io_start_thread(pthread_t *thread, bool *joinable, void *(*main)(void *), void *arg);
+/* Starts the service thread when releases are owed to nodes. */
+void rl_io_service_wake(struct redlock_ctx *ctx);
+/* The client's asynchronous calls (async.c). */
+struct rl_async *rl_io_async(struct redlock_ctx *ctx);
+
+/* async.c: the state of a client's asynchronous calls, and its end (which
+ * waits for the calls under way; waiting locks are cancelled). */
+struct rl_async *rl_async_new(void);
+void rl_async_free(struct redlock_ctx *ctx, struct rl_async *a);
+/* In a child after fork(): the parent's thread is not there. */
+void rl_async_forget(struct rl_async *a);
+
+#endif /* RL_SOCKETS_H */
