@@ -221,11 +221,12 @@ typedef void (*redlock_done_fn)(void *data, int status, redlock_handle *handle,
  * call ends.
  *
  * One thread per client drives all its asynchronous calls in one poll loop
- * and runs the callbacks; it starts with the first call and ends when none
- * is left. A callback must return quickly (it holds up every other call of
+ * and runs the callbacks; it starts with the first call and ends once none
+ * has been left for two seconds. A callback must return quickly (it holds up every other call of
  * the client): it may start further asynchronous calls, but must not wait
  * for the client (no blocking call on it) nor free it. While an extend or
- * unlock of a handle is under way, the handle must not be used otherwise.
+ * unlock of a handle is under way, the handle must not be used otherwise
+ * (nor freed: it may be freed from that call's own callback).
  * redlock_ctx_free cancels the locks still waiting (REDLOCK_ECANCELED, what
  * they took is released) and waits for the other calls to end. */
 REDLOCK_API int redlock_lock_async(redlock_ctx *ctx, const char *const *resources,

@@ -18,6 +18,7 @@
 #include "sockets.h"
 
 #define MAX_WAIT_MS 1000
+#define LINGER_MS 2000
 
 typedef struct job {
     rl_op *op;
@@ -74,6 +75,13 @@ static void wake(struct rl_async *a)
     char byte = 1;
     ssize_t w = write(a->wake[1], &byte, 1);
     (void)w;   /* a full pipe wakes the thread as well */
+}
+
+static void empty_pipe(struct rl_async *a)
+{
+    char buf[64];
+    while (read(a->wake[0], buf, sizeof buf) > 0) {
+    }
 }
 
 void rl_async_free(redlock_ctx *ctx, struct rl_async *a)
@@ -194,6 +202,7 @@ static void *async_main(void *arg)
     struct rl_async *a = rl_io_async(ctx);
     job *active = NULL, *queued = NULL, **queued_end = &queued;
     size_t n_active = 0, n_locks = 0;
+    int64_t idle_until = 0;   /* when an idle thread ends (0: not idle) */
     struct pollfd *pfd = NULL;
     rl_conn **who = NULL;
     size_t cap = 0;
@@ -236,13 +245,25 @@ static void *async_main(void *arg)
         int64_t now = rl_now_ms();
         int64_t wake_at = advance_drains(ctx, a, now);
         pthread_mutex_lock(&a->mu);
-        if (!active && !a->submitted && !a->drains) {
+        bool idle = !active && !a->submitted && !a->drains;
+        if (idle && (stopping || (idle_until != 0 && now >= idle_until))) {
             a->running = false;
             a->joinable = true;
             pthread_mutex_unlock(&a->mu);
             break;
         }
         pthread_mutex_unlock(&a->mu);
+        if (idle) {
+            /* Nothing to do: the thread stays a while for the next call
+             * (starting one costs more than a call), then ends. */
+            if (idle_until == 0)
+                idle_until = now + LINGER_MS;
+            struct pollfd p = { .fd = a->wake[0], .events = POLLIN };
+            if (poll(&p, 1, (int)(idle_until - now)) > 0)
+                empty_pipe(a);
+            continue;
+        }
+        idle_until = 0;
 
         if (wake_at > now + MAX_WAIT_MS)
             wake_at = now + MAX_WAIT_MS;
@@ -297,11 +318,8 @@ static void *async_main(void *arg)
         now = rl_now_ms();
         if (r <= 0)
             continue;
-        if (pfd[0].revents) {
-            char buf[64];
-            while (read(a->wake[0], buf, sizeof buf) > 0) {
-            }
-        }
+        if (pfd[0].revents)
+            empty_pipe(a);
         for (size_t i = 1; i < k; i++) {
             if (!pfd[i].revents || rl_io_service(who[i], pfd[i].revents, now))
                 continue;

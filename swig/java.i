@@ -26,6 +26,7 @@
 %module(jniclassname="RedlockNativeJNI") RedlockNative
 
 %{
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "redlock.h"
@@ -82,6 +83,15 @@ static char *redlock_java_cstring(JNIEnv *jenv, jbyteArray bytes)
     return s;
 }
 
+static void redlock_java_free_cstrings(char **strings, size_t n)
+{
+    if (strings == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(strings[i]);
+    free(strings);
+}
+
 /* The interrupt check of lock calls (redlock_set_interrupt_check): whether
  * the calling Java thread was interrupted, so that a long wait ends with
  * REDLOCK_ECANCELED (thrown as CancelledException, which RLock turns into
@@ -110,10 +120,116 @@ static int redlock_java_interrupted(void *data)
     return yes == JNI_TRUE || (*jenv)->ExceptionCheck(jenv);
 }
 
+/* ---- The asynchronous calls (redlock_lock_async, ...) ----
+ *
+ * The callback object is an io.redlock.NativeClient.Done; the library calls
+ * done() on the client's thread, which this code attaches to the JVM (as a
+ * daemon: it never keeps the JVM alive) the first time, and detaches when
+ * the thread ends (a thread-specific key's destructor). */
+static JavaVM *redlock_java_vm;
+static pthread_key_t redlock_java_attached;
+static jmethodID redlock_java_done;           /* void done(int, long, byte[]) */
+
+static void redlock_java_detach(void *unused)
+{
+    (void)unused;
+    (*redlock_java_vm)->DetachCurrentThread(redlock_java_vm);
+}
+
+static void redlock_java_async_done(void *data, int status, redlock_handle *handle,
+                                    const char *message)
+{
+    JNIEnv *jenv;
+    jobject callback = (jobject)data;
+    if ((*redlock_java_vm)->GetEnv(redlock_java_vm, (void **)&jenv, JNI_VERSION_1_8) != JNI_OK) {
+        if ((*redlock_java_vm)->AttachCurrentThreadAsDaemon(redlock_java_vm, (void **)&jenv,
+                                                            NULL) != JNI_OK) {
+            redlock_handle_free(handle);   /* nobody can be told: the key expires */
+            return;
+        }
+        pthread_setspecific(redlock_java_attached, jenv);
+    }
+    jsize len = (jsize)strlen(message);
+    jbyteArray bytes = (*jenv)->NewByteArray(jenv, len);
+    if (bytes != NULL) {
+        (*jenv)->SetByteArrayRegion(jenv, bytes, 0, len, (const jbyte *)message);
+        (*jenv)->CallVoidMethod(jenv, callback, redlock_java_done, (jint)status,
+                                (jlong)(intptr_t)handle, bytes);
+        (*jenv)->DeleteLocalRef(jenv, bytes);
+    }
+    if ((*jenv)->ExceptionCheck(jenv)) {
+        /* done() never throws; if it did, the handle is its (it was
+         * delivered) or the exception stopped it before: nothing to undo. */
+        (*jenv)->ExceptionClear(jenv);
+    }
+    (*jenv)->DeleteGlobalRef(jenv, callback);
+}
+
+/* Starts an asynchronous call with a global reference to the callback,
+ * dropped again when the call could not start (its exception thrown). */
+#define REDLOCK_JAVA_ASYNC(CALL)                                                    \
+    do {                                                                           \
+        jobject ref = callback ? (*jenv)->NewGlobalRef(jenv, callback) : NULL;     \
+        if (ref == NULL) {                                                         \
+            if (!(*jenv)->ExceptionCheck(jenv))                                    \
+                SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException,       \
+                                        "null callback");                          \
+            break;                                                                 \
+        }                                                                          \
+        int rc_ = (CALL);                                                          \
+        if (rc_ != REDLOCK_OK) {                                                   \
+            (*jenv)->DeleteGlobalRef(jenv, ref);                                   \
+            redlock_java_throw(jenv, rc_);                                         \
+        }                                                                          \
+    } while (0)
+
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_lockAsync(
+    JNIEnv *jenv, jclass cls, jlong ctx, jobjectArray names, jlong lease_ms, jlong wait_ms,
+    jobject callback)
+{
+    (void)cls;
+    jsize n = names ? (*jenv)->GetArrayLength(jenv, names) : 0;
+    char **strings = calloc(n > 0 ? (size_t)n : 1, sizeof *strings);
+    size_t count = 0;
+    if (strings == NULL) {
+        SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "out of memory");
+        return;
+    }
+    for (; count < (size_t)n && !(*jenv)->ExceptionCheck(jenv); count++) {
+        jbyteArray item = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, names, (jsize)count);
+        strings[count] = redlock_java_cstring(jenv, item);
+        (*jenv)->DeleteLocalRef(jenv, item);
+    }
+    if (!(*jenv)->ExceptionCheck(jenv))
+        REDLOCK_JAVA_ASYNC(redlock_lock_async((redlock_ctx *)(intptr_t)ctx,
+                                              (const char *const *)strings, count, lease_ms,
+                                              wait_ms, redlock_java_async_done, ref));
+    redlock_java_free_cstrings(strings, count);
+}
+
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_extendAsync(
+    JNIEnv *jenv, jclass cls, jlong handle, jlong lease_ms, jobject callback)
+{
+    (void)cls;
+    REDLOCK_JAVA_ASYNC(redlock_extend_async((redlock_handle *)(intptr_t)handle, lease_ms,
+                                            redlock_java_async_done, ref));
+}
+
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_unlockAsync(
+    JNIEnv *jenv, jclass cls, jlong handle, jobject callback)
+{
+    (void)cls;
+    REDLOCK_JAVA_ASYNC(redlock_unlock_async((redlock_handle *)(intptr_t)handle,
+                                            redlock_java_async_done, ref));
+}
+
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
     JNIEnv *jenv;
     (void)reserved;
+    redlock_java_vm = vm;
+    if (pthread_key_create(&redlock_java_attached, redlock_java_detach) != 0)
+        return JNI_ERR;
     if ((*vm)->GetEnv(vm, (void **)&jenv, JNI_VERSION_1_8) != JNI_OK)
         return JNI_ERR;
     jclass thread = (*jenv)->FindClass(jenv, "java/lang/Thread");
@@ -128,6 +244,13 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
     redlock_java_is_interrupted = (*jenv)->GetMethodID(jenv, redlock_java_thread_class,
                                                        "isInterrupted", "()Z");
     if (redlock_java_current_thread == NULL || redlock_java_is_interrupted == NULL)
+        return JNI_ERR;
+    jclass done = (*jenv)->FindClass(jenv, "io/redlock/NativeClient$Done");
+    if (done == NULL)
+        return JNI_ERR;
+    redlock_java_done = (*jenv)->GetMethodID(jenv, done, "done", "(IJ[B)V");
+    (*jenv)->DeleteLocalRef(jenv, done);
+    if (redlock_java_done == NULL)
         return JNI_ERR;
     return JNI_VERSION_1_8;
 }
@@ -148,14 +271,6 @@ static const char *redlock_java_get_option(const redlock_ctx *ctx, const char *n
     return redlock_ctx_get_option(ctx, name, value, sizeof value) == REDLOCK_OK ? value : NULL;
 }
 
-static void redlock_java_free_cstrings(char **strings, size_t n)
-{
-    if (strings == NULL)
-        return;
-    for (size_t i = 0; i < n; i++)
-        free(strings[i]);
-    free(strings);
-}
 %}
 
 /* The thread's message is read by the exception code above, right after the
@@ -290,6 +405,26 @@ REDLOCK_RETURNS_VOID(redlock_unlock)
   static {
     NativeLoader.load();
   }
+
+  /** The address behind a pointer object, and a handle object for an address (0: null). */
+  public static long pointer(SWIGTYPE_p_redlock_ctx ctx) {
+    return SWIGTYPE_p_redlock_ctx.getCPtr(ctx);
+  }
+  public static long pointer(SWIGTYPE_p_redlock_handle handle) {
+    return SWIGTYPE_p_redlock_handle.getCPtr(handle);
+  }
+  public static SWIGTYPE_p_redlock_handle handle(long address) {
+    return address == 0 ? null : new SWIGTYPE_p_redlock_handle(address, false);
+  }
+
+  /** redlock_lock_async: done (an io.redlock.NativeClient.Done) is called once, on the
+   *  client's thread; names are UTF-8. Throws when the call could not start. */
+  public final static native void lockAsync(long ctx, byte[][] names, long leaseMs, long waitMs,
+                                            Object done);
+  /** redlock_extend_async, likewise. */
+  public final static native void extendAsync(long handle, long leaseMs, Object done);
+  /** redlock_unlock_async, likewise. */
+  public final static native void unlockAsync(long handle, Object done);
 %}
 
 %include "redlock.i"

@@ -1,8 +1,9 @@
-"""The README's parity table is true: every name in it exists where it says.
+"""The README's parity tables are true: every name in them exists where they say.
 
-C names are looked up in abi/redlock.h, Python names on the package's classes,
-Lua names on real client and lock objects (in Lua 5.4 and LuaJIT), Java names
-in the jar's classes (javap). Paths come from the environment, as for
+C names are looked up in abi/redlock.h, Python names on the package's classes
+(redlock.asyncio's for the asynchronous table), Lua names on real client and
+lock objects (in Lua 5.4 and LuaJIT; OpenResty's are the same objects), Java
+names in the jar's classes (javap). Paths come from the environment, as for
 test_cross_language.py.
 """
 
@@ -16,22 +17,26 @@ from typing import Dict, List, Tuple
 import pytest
 
 import redlock
+import redlock.asyncio
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGUAGES = ["C", "Python", "Lua", "Java"]
 
 
-def parity_rows() -> List[Dict[str, str]]:
-    """The rows of the table under '### Parity' in README.md, cells by column."""
+def table_rows(first_column_line: str) -> List[Dict[str, str]]:
+    """The rows of the README table under '### Parity' whose header is
+    first_column_line, cells by column; the asynchronous table's columns are
+    named as the synchronous one's (Python asyncio as Python, OpenResty as Lua)."""
     text = (ROOT / "README.md").read_text()
     section = text.split("### Parity", 1)[1].splitlines()
-    first = next(i for i, line in enumerate(section) if line.startswith("|"))
+    first = section.index(first_column_line)
     lines = []
     for line in section[first:]:
         if not line.startswith("|"):
             break
         lines.append(line)
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    header = [{"Python asyncio": "Python", "OpenResty": "Lua"}.get(h, h) for h in header]
     return [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|"))))
             for line in lines[2:]]
 
@@ -43,18 +48,22 @@ def name_in(cell: str) -> Tuple[str, str]:
     return match.group(1), match.group(2)
 
 
-ROWS = parity_rows()
+SYNC_ROWS = table_rows("| operation | C | Python | Lua | Java |")
+ASYNC_ROWS = table_rows("| operation | C | Python asyncio | OpenResty | Java |")
+ROWS = [("sync", row) for row in SYNC_ROWS] + [("async", row) for row in ASYNC_ROWS]
+IDS = [f"{kind}-{row['operation']}" for kind, row in ROWS]
 
 
-def test_the_table_covers_the_issue_operations() -> None:
-    operations = {row["operation"] for row in ROWS}
+def test_the_tables_cover_the_issue_operations() -> None:
     assert {"client", "lock", "multi-lock", "try", "release", "extend", "time left",
-            "scoped use"} <= operations
-    assert all(set(LANGUAGES) <= set(row) for row in ROWS)
+            "scoped use"} <= {row["operation"] for row in SYNC_ROWS}
+    assert {"client", "lock", "multi-lock", "try", "wait until acquired", "release", "extend",
+            "scoped use", "close"} <= {row["operation"] for row in ASYNC_ROWS}
+    assert all(set(LANGUAGES) <= set(row) for _, row in ROWS)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[row["operation"] for row in ROWS])
-def test_c_names_are_in_the_header(row: Dict[str, str]) -> None:
+@pytest.mark.parametrize("kind,row", ROWS, ids=IDS)
+def test_c_names_are_in_the_header(kind: str, row: Dict[str, str]) -> None:
     cell = row["C"]
     if cell == "—":
         return
@@ -63,13 +72,17 @@ def test_c_names_are_in_the_header(row: Dict[str, str]) -> None:
     assert re.search(rf"\b{name}\(", header), name
 
 
-PYTHON_RECEIVERS = {"redlock": redlock, "client": redlock.Redlock, "lock": redlock.Lock}
+PYTHON_RECEIVERS = {
+    "sync": {"redlock": redlock, "client": redlock.Redlock, "lock": redlock.Lock},
+    "async": {"asyncio": redlock.asyncio, "client": redlock.asyncio.Redlock,
+              "lock": redlock.asyncio.Lock},
+}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[row["operation"] for row in ROWS])
-def test_python_names_exist(row: Dict[str, str]) -> None:
+@pytest.mark.parametrize("kind,row", ROWS, ids=IDS)
+def test_python_names_exist(kind: str, row: Dict[str, str]) -> None:
     receiver, member = name_in(row["Python"])
-    owner = PYTHON_RECEIVERS[receiver]
+    owner = PYTHON_RECEIVERS[kind][receiver]
     assert hasattr(owner, member), f"{receiver}.{member}"
     if inspect.isclass(owner) and row["Python"].rstrip("`").endswith(")"):
         assert callable(getattr(owner, member)), f"{receiver}.{member} is not callable"
@@ -92,7 +105,7 @@ end
 @pytest.mark.parametrize("interpreter,variable", [("lua5.4", "REDLOCK_LUA54_DIR"),
                                                   ("luajit", "REDLOCK_LUAJIT_DIR")])
 def test_lua_names_exist(interpreter: str, variable: str, tmp_path: Path) -> None:
-    names = [name_in(row["Lua"]) for row in ROWS if row["Lua"] != "—"]
+    names = sorted({name_in(row["Lua"]) for _, row in ROWS if row["Lua"] != "—"})
     probe = tmp_path / "probe.lua"
     probe.write_text(LUA_PROBE)
     run = subprocess.run([interpreter, str(probe), os.environ[variable]], check=True, text=True,
@@ -120,7 +133,7 @@ def test_java_names_exist() -> None:
         method = re.search(r"(\w+)\(", line)
         if method:
             members.setdefault(current, set()).add(method.group(1))
-    for row in ROWS:
+    for _, row in ROWS:
         if row["Java"] == "—":
             continue
         receiver, member = name_in(row["Java"])

@@ -35,6 +35,9 @@ def test_connections_lost_during_unlock(proxied, make_client, how):
     lock = make_client(proxied.uris).get_lock("unlock-lost")
     assert lock.try_lock(lease=LEASE)
     token = lock.token
+    # A call returns at a quorum; let the last SETs land before the cut.
+    wait_until(lambda: nodes.holders("unlock-lost", token) == [0, 1, 2, 3, 4], 3,
+               "every node to hold the token")
     lose_connections(proxied, how)
 
     with timed() as took:

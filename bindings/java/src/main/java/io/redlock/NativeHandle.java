@@ -32,6 +32,14 @@ final class NativeHandle {
         client.unlock(ptr);
     }
 
+    java.util.concurrent.CompletableFuture<Void> extendAsync(long leaseMs) {
+        return client.extendAsync(ptr, leaseMs);
+    }
+
+    java.util.concurrent.CompletableFuture<Void> unlockAsync() {
+        return client.unlockAsync(ptr);
+    }
+
     long validityMs() {
         return client.validityMs(ptr);
     }

@@ -3,6 +3,8 @@ package io.redlock;
 import io.redlock.internal.RedlockNativeConstants;
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -62,8 +64,9 @@ public final class RLock implements Lock, AutoCloseable {
     private final Redlock client;
     private final String[] names;
 
-    // Guarded by this.
-    private Thread owner;
+    // Guarded by this. The owner is a thread id (Thread.getId()), or an id given to the async
+    // methods; 0 when not held.
+    private long owner;
     private int holds;
     private NativeHandle handle;
 
@@ -152,7 +155,7 @@ public final class RLock implements Lock, AutoCloseable {
         }
         NativeHandle released = handle;
         handle = null;
-        owner = null;
+        owner = 0;
         try {
             released.unlock();
         } finally {
@@ -180,7 +183,7 @@ public final class RLock implements Lock, AutoCloseable {
 
     /** Whether the current thread owns this lock and its lease has not run out. */
     public synchronized boolean isHeldByCurrentThread() {
-        return owner == Thread.currentThread() && handle.validityMs() > 0;
+        return owner == currentThreadId() && handle.validityMs() > 0;
     }
 
     /**
@@ -194,9 +197,145 @@ public final class RLock implements Lock, AutoCloseable {
     /** Unlocks once when the current thread owns the lock; does nothing otherwise. */
     @Override
     public synchronized void close() {
-        if (owner == Thread.currentThread()) {
+        if (owner == currentThreadId()) {
             unlock();
         }
+    }
+
+    // ---- Asynchronous forms (Redisson's RLockAsync) ----
+    //
+    // They return at once; the waiting is done by the library on the client's one thread (no
+    // thread per call). The owner is the calling thread's id, or the threadId given, as in
+    // Redisson: unlockAsync(threadId) releases what tryLockAsync(..., threadId) took, from any
+    // thread. Futures complete on the common ForkJoinPool. Reentry by the same owner renews the
+    // lease and counts the hold, as the blocking forms do.
+
+    /** {@link #lock()} asynchronously: completes once acquired. */
+    public CompletableFuture<Void> lockAsync() {
+        return lockAsync(DEFAULT_LEASE_MS, TimeUnit.MILLISECONDS, currentThreadId());
+    }
+
+    /** {@link #lock(long, TimeUnit)} asynchronously: completes once acquired. */
+    public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit) {
+        return lockAsync(leaseTime, unit, currentThreadId());
+    }
+
+    /** {@link #lock(long, TimeUnit)} asynchronously, for the owner threadId. */
+    public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit, long threadId) {
+        return acquireAsync(FOREVER_MS, leaseMs(leaseTime, unit), threadId).thenApply(ok -> null);
+    }
+
+    /** {@link #tryLock()} asynchronously: one attempt; true when acquired. */
+    public CompletableFuture<Boolean> tryLockAsync() {
+        return tryLockAsync(currentThreadId());
+    }
+
+    /** {@link #tryLock()} asynchronously, for the owner threadId. */
+    public CompletableFuture<Boolean> tryLockAsync(long threadId) {
+        return acquireAsync(0, DEFAULT_LEASE_MS, threadId);
+    }
+
+    /** {@link #tryLock(long, TimeUnit)} asynchronously. */
+    public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        return acquireAsync(Math.max(0, unit.toMillis(waitTime)), DEFAULT_LEASE_MS,
+                currentThreadId());
+    }
+
+    /** {@link #tryLock(long, long, TimeUnit)} asynchronously. */
+    public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) {
+        return tryLockAsync(waitTime, leaseTime, unit, currentThreadId());
+    }
+
+    /** {@link #tryLock(long, long, TimeUnit)} asynchronously, for the owner threadId. */
+    public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
+            long threadId) {
+        long leaseMs = leaseMs(leaseTime, unit);
+        if (waitTime < 0) {
+            throw new IllegalArgumentException("waitTime must not be negative, got " + waitTime);
+        }
+        return acquireAsync(unit.toMillis(waitTime), leaseMs, threadId);
+    }
+
+    /** {@link #unlock()} asynchronously, by the calling thread. */
+    public CompletableFuture<Void> unlockAsync() {
+        return unlockAsync(currentThreadId());
+    }
+
+    /**
+     * {@link #unlock()} asynchronously, for the owner threadId: fails with
+     * IllegalMonitorStateException when threadId does not hold the lock, with
+     * {@link LockNotHeldException} when its lease had run out (released either way).
+     */
+    public CompletableFuture<Void> unlockAsync(long threadId) {
+        NativeHandle released;
+        synchronized (this) {
+            try {
+                checkOwner("unlock", threadId);
+            } catch (IllegalMonitorStateException notOwner) {
+                return CompletableFuture.failedFuture(notOwner);
+            }
+            if (--holds > 0) {
+                return CompletableFuture.completedFuture(null);
+            }
+            released = handle;
+            handle = null;
+            owner = 0;
+        }
+        return released.unlockAsync().whenComplete((ignored, error) -> released.free());
+    }
+
+    /** {@link #extend(long, TimeUnit)} asynchronously, by the calling thread. */
+    public CompletableFuture<Void> extendAsync(long leaseTime, TimeUnit unit) {
+        return extendAsync(leaseTime, unit, currentThreadId());
+    }
+
+    /**
+     * {@link #extend(long, TimeUnit)} asynchronously, for the owner threadId: fails with
+     * IllegalMonitorStateException when threadId does not hold the lock, with
+     * {@link LockNotHeldException} when its lease had run out.
+     */
+    public CompletableFuture<Void> extendAsync(long leaseTime, TimeUnit unit, long threadId) {
+        long leaseMs = leaseMs(leaseTime, unit);
+        NativeHandle held;
+        synchronized (this) {
+            try {
+                checkOwner("extend", threadId);
+            } catch (IllegalMonitorStateException notOwner) {
+                return CompletableFuture.failedFuture(notOwner);
+            }
+            held = handle;
+        }
+        return held.extendAsync(leaseMs);
+    }
+
+    /** Acquires for ownerId; true when acquired, false when held elsewhere or no quorum. */
+    private CompletableFuture<Boolean> acquireAsync(long waitMs, long leaseMs, long ownerId) {
+        NativeHandle reentered;
+        synchronized (this) {
+            reentered = owner == ownerId && ownerId != 0 ? handle : null;
+        }
+        if (reentered != null) {
+            return reentered.extendAsync(leaseMs).thenApply(ok -> {
+                synchronized (this) {
+                    holds++;
+                }
+                return true;
+            });
+        }
+        return client.nativeClient().lockAsync(this, names, leaseMs, waitMs)
+                .handle((acquired, error) -> {
+                    if (error == null) {
+                        take(acquired, ownerId);
+                        return true;
+                    }
+                    Throwable cause = error instanceof CompletionException ? error.getCause() : error;
+                    if (cause instanceof LockHeldException || cause instanceof NoQuorumException) {
+                        return false;
+                    }
+                    throw cause instanceof RuntimeException ? (RuntimeException) cause
+                            : new CompletionException(cause);
+                });
     }
 
     /** Not supported: a distributed lock has no conditions. */
@@ -271,7 +410,7 @@ public final class RLock implements Lock, AutoCloseable {
 
     /** Acquiring again by the owner: renews the lease and counts the hold. */
     private synchronized boolean reenter(long leaseMs) {
-        if (owner != Thread.currentThread()) {
+        if (owner != currentThreadId()) {
             return false;
         }
         handle.extend(leaseMs);
@@ -279,20 +418,33 @@ public final class RLock implements Lock, AutoCloseable {
         return true;
     }
 
-    private synchronized void take(NativeHandle acquired) {
+    private void take(NativeHandle acquired) {
+        take(acquired, currentThreadId());
+    }
+
+    private synchronized void take(NativeHandle acquired, long ownerId) {
         if (handle != null) {
             handle.free(); // the former owner's lease ran out before it unlocked
         }
         handle = acquired;
-        owner = Thread.currentThread();
+        owner = ownerId;
         holds = 1;
     }
 
     private void checkOwner(String action) {
-        if (owner != Thread.currentThread()) {
-            throw new IllegalMonitorStateException(
-                    "cannot " + action + " " + this + ": the current thread does not hold it");
+        checkOwner(action, currentThreadId());
+    }
+
+    private void checkOwner(String action, long ownerId) {
+        if (owner == 0 || owner != ownerId) {
+            throw new IllegalMonitorStateException("cannot " + action + " " + this
+                    + ": owner " + ownerId + " does not hold it");
         }
+    }
+
+    @SuppressWarnings("deprecation") // Thread.threadId() is Java 19; getId() is the same id
+    private static long currentThreadId() {
+        return Thread.currentThread().getId();
     }
 
     private static long leaseMs(long leaseTime, TimeUnit unit) {

@@ -16,27 +16,12 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
 
-class RLockTest extends FiveNodes {
-    private Redlock client;
-    private Redlock other;
-    private String name;
-
-    @BeforeEach
-    void createClients(TestInfo test) {
-        client = Redlock.create(nodes.uris(), Map.of("key_prefix", "test:"));
-        other = Redlock.create(nodes.uris(), Map.of("key_prefix", "test:"));
-        name = test.getTestMethod().orElseThrow().getName();
-    }
-
-    @AfterEach
-    void closeClients() {
-        client.close();
-        other.close();
+class RLockTest extends TwoClients {
+    @Override
+    String keyPrefix() {
+        return "test:";
     }
 
     @Test
