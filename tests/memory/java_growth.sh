@@ -11,6 +11,7 @@ cycles=${3:-100000}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 
+rm -f "$work"/maven/redlock-*.jar   # one jar: a version bump leaves the old one
 mvn --batch-mode --no-transfer-progress -q -f "$top/bindings/java/pom.xml" package \
   -DskipTests -Dredlock.cmake.skip=true -Dredlock.native.dir="$native_dir" \
   -Dredlock.target.dir="$work/maven"
