@@ -120,7 +120,9 @@ static void release_held(run *r)
 static void thousand_calls_on_fifty_resources_exclude_each_other(void **state)
 {
     nodes *ns = *state;
-    const char *opts[] = {"retry_delay_ms", "5", "retry_jitter_ms", "4", NULL};
+    /* A thousand calls at once: node deadlines far from the test's pace. */
+    const char *opts[] = {"retry_delay_ms", "5", "retry_jitter_ms", "4", "node_timeout_ms", "2000",
+                          "connect_timeout_ms", "2000", NULL};
     run r = {.ctx = ctx_for(ns, opts), .mu = PTHREAD_MUTEX_INITIALIZER};
     size_t before = threads_now();
     size_t most = before;

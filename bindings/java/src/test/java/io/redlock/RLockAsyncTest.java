@@ -29,7 +29,9 @@ class RLockAsyncTest extends TwoClients {
 
     @Override
     Map<String, String> clientOptions() {
-        return Map.of("retry_delay_ms", "5", "retry_jitter_ms", "4");
+        // A thousand calls at once on a small machine: node deadlines far from the test's pace.
+        return Map.of("retry_delay_ms", "5", "retry_jitter_ms", "4", "node_timeout_ms", "2000",
+                "connect_timeout_ms", "2000");
     }
 
     @Test
