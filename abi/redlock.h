@@ -116,6 +116,8 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     restart_guard (default "1"; 0 or 1)
  *         1: a node seen to restart (new run_id) does not count towards a
  *         quorum until the largest lease this client used has passed; 0: off
+ *     watchdog_lease_ms (default "30000"; 3 to 2147483647)
+ *         the lease of a kept lock (no lease given), renewed every third of it
  * options:end
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);
@@ -235,6 +237,40 @@ REDLOCK_API int redlock_lock_async(redlock_ctx *ctx, const char *const *resource
 REDLOCK_API int redlock_extend_async(redlock_handle *h, int64_t ttl_ms, redlock_done_fn done,
                                      void *data);
 REDLOCK_API int redlock_unlock_async(redlock_handle *h, redlock_done_fn done, void *data);
+
+/* ---- 1.2: keeping a lock (automatic renewal) and the lost lock ---- */
+
+/* Called once when a watched lock is lost: status is REDLOCK_ENOTHELD (a
+ * quorum of the nodes says the lock is no longer ours) or REDLOCK_EEXPIRED
+ * (its validity ran out before an extension succeeded: the nodes failed),
+ * message the detail. */
+typedef void (*redlock_lost_fn)(void *data, redlock_handle *handle, int status,
+                                const char *message);
+
+/*
+ * Keeps h held until it is unlocked or freed: the client's thread (the one
+ * of the asynchronous calls) extends it to its lease (that of the lock or
+ * of the last extend) every third of the lease, and again after a failed
+ * extension while validity remains. To keep a lock, acquire it with the
+ * option watchdog_lease_ms as its lease (or any lease) and watch it.
+ *
+ * When renewal fails for good or the validity runs out first, the lock is
+ * lost, no later than its validity reaching 0: redlock_handle_lost(h)
+ * returns 1 from then on, redlock_handle_validity_ms(h) <= 0, and lost(data,
+ * h, status, message) is called once on the client's thread (lost may be
+ * NULL), under the rules of the asynchronous callbacks: it may call
+ * redlock_unlock_async(h, ...) or redlock_handle_free(h), no blocking call.
+ *
+ * redlock_unlock and redlock_unlock_async stop the renewal before their
+ * release is sent (and wait for an extension under way): no extension
+ * follows an unlock. redlock_handle_free stops it too. While h is watched,
+ * its owner may still read it and call redlock_extend (whose lease the
+ * renewals then use). REDLOCK_ENOTHELD when h is not held; REDLOCK_EINVAL
+ * when it is watched already.
+ */
+REDLOCK_API int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data);
+/* 1 once a watched h was lost, else 0 (also for NULL). */
+REDLOCK_API int redlock_handle_lost(const redlock_handle *h);
 
 #ifdef __cplusplus
 }

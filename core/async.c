@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,13 +21,42 @@
 #define MAX_WAIT_MS 1000
 #define LINGER_MS 2000
 
+static void *async_main(void *arg);
+
 typedef struct job {
     rl_op *op;
     bool is_lock;
-    redlock_done_fn done;
+    bool is_unlock;
+    redlock_done_fn done;    /* NULL for a renewal */
     void *data;
+    struct rl_watch *watch;  /* the watch a renewal is for */
     struct job *next;
 } job;
+
+/* The renewal of a watched handle (redlock_handle_watch). Linked in the
+ * client's list and from its handle, under the client's mutex. */
+typedef struct rl_watch {
+    redlock_handle *h;
+    redlock_lost_fn lost;
+    void *data;
+    int64_t next_at;         /* when the next extension starts */
+    bool extending;          /* an extension is under way on the client's thread */
+    bool notifying;          /* its lost callback runs */
+    bool over;               /* lost or stopped: no more extensions */
+    bool free_handle;        /* free the handle once extending and notifying end */
+    job *parked;             /* unlocks held back until the extension ends */
+    struct rl_watch *next;
+} rl_watch;
+
+/* A lost callback to make, outside the mutex. */
+typedef struct notice {
+    rl_watch *w;
+    redlock_lost_fn lost;
+    void *data;
+    int status;
+    char message[256];
+    struct notice *next;
+} notice;
 
 /* A connection taken back from a finished job with replies still owed: it
  * is read until they are in (a late reply may call for a release: an
@@ -46,6 +76,8 @@ struct rl_async {
     int wake[2];             /* a pipe: a byte in it wakes the thread */
     pthread_t thread;
     draining *drains;        /* the thread's own */
+    rl_watch *watches;       /* every watch, over ones too, until dropped */
+    pthread_cond_t changed;  /* a watch's extension or lost callback ended */
 };
 
 struct rl_async *rl_async_new(void)
@@ -58,6 +90,7 @@ struct rl_async *rl_async_new(void)
         return NULL;
     }
     pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->changed, NULL);
     return a;
 }
 
@@ -66,8 +99,16 @@ void rl_async_forget(struct rl_async *a)
     /* In a child after fork(): the parent's thread and its calls are not
      * here (their jobs are the parent's to finish). */
     pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->changed, NULL);
     a->submitted = NULL;
     a->running = a->joinable = false;
+    /* Renewing the parent's locks is the parent's work. */
+    while (a->watches) {
+        rl_watch *w = a->watches;
+        a->watches = w->next;
+        w->h->watch = NULL;
+        free(w);
+    }
 }
 
 static void wake(struct rl_async *a)
@@ -96,10 +137,271 @@ void rl_async_free(redlock_ctx *ctx, struct rl_async *a)
     wake(a);
     if (join)
         pthread_join(a->thread, NULL);
+    /* Handles still watched (they should have been freed first) keep no
+     * pointer into the client. */
+    while (a->watches) {
+        rl_watch *w = a->watches;
+        a->watches = w->next;
+        w->h->watch = NULL;
+        free(w);
+    }
     close(a->wake[0]);
     close(a->wake[1]);
+    pthread_cond_destroy(&a->changed);
     pthread_mutex_destroy(&a->mu);
     free(a);
+}
+
+/* ---- watches: the renewal of kept locks ---- */
+
+/* Whether the caller is the client's thread (under the mutex). */
+static bool on_client_thread(const struct rl_async *a)
+{
+    return a->running && pthread_equal(a->thread, pthread_self());
+}
+
+/* Unlinks w and frees it (under the mutex). */
+static void drop_watch(struct rl_async *a, rl_watch *w)
+{
+    for (rl_watch **pp = &a->watches; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    w->h->watch = NULL;
+    free(w);
+}
+
+/* Marks w lost and queues its callback (under the mutex). */
+static void lose(rl_watch *w, int status, const char *message, notice **notices)
+{
+    w->over = true;
+    w->h->lost = true;
+    notice *n = calloc(1, sizeof *n);
+    if (!n)
+        return;   /* out of memory: the lost state is there to poll */
+    *n = (notice){ .w = w, .lost = w->lost, .data = w->data, .status = status,
+                   .next = *notices };
+    snprintf(n->message, sizeof n->message, "%s", message);
+    w->notifying = true;
+    *notices = n;
+}
+
+/* Makes the lost callbacks, outside the mutex; a handle freed by its own
+ * callback is freed once that returns. */
+static void notify(struct rl_async *a, notice *notices)
+{
+    while (notices) {
+        notice *n = notices;
+        notices = n->next;
+        if (n->lost)
+            n->lost(n->data, n->w->h, n->status, n->message);
+        pthread_mutex_lock(&a->mu);
+        rl_watch *w = n->w;
+        w->notifying = false;
+        redlock_handle *doomed = NULL;
+        if (w->free_handle && !w->extending) {
+            doomed = w->h;
+            drop_watch(a, w);
+        }
+        pthread_cond_broadcast(&a->changed);
+        pthread_mutex_unlock(&a->mu);
+        rl_handle_free(doomed);
+        free(n);
+    }
+}
+
+/* Starts the extensions that are due and marks lost the watches whose
+ * validity ran out, adding renewal jobs to *active. Returns when a watch
+ * next needs the thread (INT64_MAX: no live watch). */
+static int64_t plan_watches(redlock_ctx *ctx, struct rl_async *a, bool stopping, int64_t now,
+                            job **active, size_t *n_active)
+{
+    int64_t first = INT64_MAX;
+    notice *notices = NULL;
+    pthread_mutex_lock(&a->mu);
+    for (rl_watch *w = stopping ? NULL : a->watches; w; w = w->next) {
+        if (w->over)
+            continue;
+        redlock_handle *h = w->h;
+        if (h->expires_at <= now) {
+            char why[160];
+            snprintf(why, sizeof why, "the lock's validity ran out %lld ms ago before an "
+                     "extension succeeded", (long long)(now - h->expires_at));
+            lose(w, REDLOCK_EEXPIRED, why, &notices);
+            continue;
+        }
+        if (!w->extending && now >= w->next_at) {
+            rl_op *op;
+            job *j = malloc(sizeof *j);
+            int rc = j ? rl_op_extend(&op, h, h->lease_ms, now) : REDLOCK_ENOMEM;
+            if (rc == REDLOCK_OK) {
+                *j = (job){ .op = op, .watch = w, .next = *active };
+                *active = j;
+                (*n_active)++;
+                w->extending = true;
+            } else if (rc == REDLOCK_ENOMEM) {
+                w->next_at = now + 10;   /* soon again */
+            } else {
+                lose(w, rc, redlock_errmsg(), &notices);
+            }
+            free(rc == REDLOCK_OK ? NULL : j);
+            if (rc != REDLOCK_OK && rc != REDLOCK_ENOMEM)
+                continue;
+        }
+        if (h->expires_at < first)
+            first = h->expires_at;
+        if (!w->extending && w->next_at < first)
+            first = w->next_at;
+    }
+    pthread_mutex_unlock(&a->mu);
+    notify(a, notices);
+    return first;
+}
+
+/* A renewal ended: the next one is planned, or the lock is lost; unlocks
+ * that waited for it go on. */
+static void renewal_ended(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
+{
+    rl_watch *w = j->watch;
+    int status = rl_op_status(j->op);
+    notice *notices = NULL;
+    redlock_handle *doomed = NULL;
+    pthread_mutex_lock(&a->mu);
+    w->extending = false;
+    if (w->parked) {
+        job *last = w->parked;
+        while (last->next)
+            last = last->next;
+        last->next = a->submitted;
+        a->submitted = w->parked;
+        w->parked = NULL;
+    }
+    if (w->over) {
+        if (w->free_handle && !w->notifying) {
+            doomed = w->h;
+            drop_watch(a, w);
+        }
+    } else if (status == REDLOCK_OK) {
+        w->next_at = now + w->h->lease_ms / 3;
+    } else if (status == REDLOCK_ENOTHELD || status == REDLOCK_EWRONGTYPE) {
+        lose(w, REDLOCK_ENOTHELD, rl_op_message(j->op), &notices);
+    } else {
+        /* The nodes failed: again after a pause, while validity lasts. */
+        int64_t pause = ctx->opt.retry_delay_ms > 0 ? ctx->opt.retry_delay_ms : 10;
+        w->next_at = now + pause;
+    }
+    pthread_cond_broadcast(&a->changed);
+    pthread_mutex_unlock(&a->mu);
+    wake(a);
+    rl_handle_free(doomed);
+    notify(a, notices);
+}
+
+/* No extension of h starts from now on (an unlock is coming); one under way
+ * holds the unlock back until it ends (see park). */
+static void stop_renewals(redlock_handle *h)
+{
+    struct rl_async *a = rl_io_async(h->ctx);
+    pthread_mutex_lock(&a->mu);
+    if (h->watch)
+        h->watch->over = true;
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* An unlock of a watched handle waits for the extension under way, if any,
+ * and ends the watch (on the client's thread). True when j was parked. */
+static bool park(struct rl_async *a, job *j)
+{
+    if (!j->is_unlock)
+        return false;
+    pthread_mutex_lock(&a->mu);
+    rl_watch *w = rl_op_handle(j->op)->watch;   /* the mutex is held */
+    bool parked = w && w->extending;
+    if (parked) {
+        j->next = w->parked;
+        w->parked = j;
+    } else if (w && !w->notifying) {
+        drop_watch(a, w);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return parked;
+}
+
+/* Starts the client's thread if it is not running (under the mutex). */
+static int ensure_running(redlock_ctx *ctx, struct rl_async *a)
+{
+    if (a->running)
+        return REDLOCK_OK;
+    int err = rl_io_start_thread(&a->thread, &a->joinable, async_main, ctx);
+    if (err != 0)
+        return rl_fail(REDLOCK_ESYSTEM, "cannot start the client's thread: error %d", err);
+    a->running = true;
+    return REDLOCK_OK;
+}
+
+int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
+{
+    rl_clear_error();
+    if (!h)
+        return rl_fail(REDLOCK_EINVAL, "handle is NULL");
+    rl_io_check_fork(h->ctx);
+    int64_t now = rl_now_ms();
+    if (!h->held || h->released || h->lost || h->expires_at <= now)
+        return rl_fail(REDLOCK_ENOTHELD, "watch: the lock is not held");
+    struct rl_async *a = rl_io_async(h->ctx);
+    rl_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    *w = (rl_watch){ .h = h, .lost = lost, .data = data, .next_at = now + h->lease_ms / 3 };
+    pthread_mutex_lock(&a->mu);
+    int rc = h->watch ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
+                      : ensure_running(h->ctx, a);
+    if (rc == REDLOCK_OK) {
+        w->next = a->watches;
+        a->watches = w;
+        h->watch = w;
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (rc != REDLOCK_OK) {
+        free(w);
+        return rc;
+    }
+    wake(a);
+    return REDLOCK_OK;
+}
+
+int redlock_handle_lost(const redlock_handle *h)
+{
+    return h && h->lost ? 1 : 0;
+}
+
+bool rl_async_unwatch(redlock_handle *h, bool freeing)
+{
+    struct rl_async *a = rl_io_async(h->ctx);
+    pthread_mutex_lock(&a->mu);
+    rl_watch *w = h->watch;
+    bool now = true;
+    if (w) {
+        w->over = true;
+        if (on_client_thread(a)) {
+            /* From a callback: what runs on this thread cannot be waited
+             * for; the handle is freed when it ends. */
+            if (w->extending || w->notifying) {
+                w->free_handle = w->free_handle || freeing;
+                now = !freeing;
+            } else {
+                drop_watch(a, w);
+            }
+        } else {
+            while (w->extending || w->notifying)
+                pthread_cond_wait(&a->changed, &a->mu);
+            drop_watch(a, w);
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    return now;
 }
 
 /* Whether the op wants a connection to some node. */
@@ -124,8 +426,12 @@ static void finish(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
         *d = (draining){ .c = c, .until = now + ctx->opt.node_timeout_ms, .next = a->drains };
         a->drains = d;
     }
-    redlock_handle *h = rl_op_take_handle(j->op);
-    j->done(j->data, rl_op_status(j->op), h, rl_op_message(j->op));
+    if (j->watch) {
+        renewal_ended(ctx, a, j, now);
+    } else {
+        redlock_handle *h = rl_op_take_handle(j->op);
+        j->done(j->data, rl_op_status(j->op), h, rl_op_message(j->op));
+    }
     rl_op_free(j->op);
     free(j);
     rl_io_service_wake(ctx);
@@ -224,7 +530,9 @@ static void *async_main(void *arg)
             job *j = oldest_first;
             oldest_first = j->next;
             j->next = NULL;
-            if (j->is_lock) {
+            if (park(a, j)) {
+                continue;
+            } else if (j->is_lock) {
                 *queued_end = j;
                 queued_end = &j->next;
             } else {
@@ -244,8 +552,11 @@ static void *async_main(void *arg)
         }
         int64_t now = rl_now_ms();
         int64_t wake_at = advance_drains(ctx, a, now);
+        int64_t watch_at = plan_watches(ctx, a, stopping, now, &active, &n_active);
+        if (watch_at < wake_at)
+            wake_at = watch_at;
         pthread_mutex_lock(&a->mu);
-        bool idle = !active && !a->submitted && !a->drains;
+        bool idle = !active && !a->submitted && !a->drains && watch_at == INT64_MAX;
         if (idle && (stopping || (idle_until != 0 && now >= idle_until))) {
             a->running = false;
             a->joinable = true;
@@ -281,8 +592,17 @@ static void *async_main(void *arg)
                 wake_at = at;
             pp = &j->next;
         }
-        if ((!active && !a->drains) || (queued && n_locks < lock_places(ctx)))
+        if (queued && n_locks < lock_places(ctx))
             continue;
+        if (!active && !a->drains) {
+            /* Only watches: wait for the next one's time, or a call. */
+            struct pollfd p = { .fd = a->wake[0], .events = POLLIN };
+            int64_t timeout = wake_at - now;
+            if (poll(&p, 1, (int)(timeout < 0 ? 0 : timeout > MAX_WAIT_MS ? MAX_WAIT_MS
+                                                                          : timeout)) > 0)
+                empty_pipe(a);
+            continue;
+        }
 
         size_t n_drains = 0;
         for (draining *d = a->drains; d; d = d->next)
@@ -341,7 +661,8 @@ static void *async_main(void *arg)
 }
 
 /* Hands a job to the client's thread, starting it if it is not running. */
-static int submit(redlock_ctx *ctx, rl_op *op, bool is_lock, redlock_done_fn done, void *data)
+static int submit(redlock_ctx *ctx, rl_op *op, bool is_lock, bool is_unlock, redlock_done_fn done,
+                  void *data)
 {
     struct rl_async *a = rl_io_async(ctx);
     job *j = malloc(sizeof *j);
@@ -349,16 +670,9 @@ static int submit(redlock_ctx *ctx, rl_op *op, bool is_lock, redlock_done_fn don
         rl_op_free(op);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     }
-    *j = (job){ .op = op, .is_lock = is_lock, .done = done, .data = data };
-    int rc = REDLOCK_OK;
+    *j = (job){ .op = op, .is_lock = is_lock, .is_unlock = is_unlock, .done = done, .data = data };
     pthread_mutex_lock(&a->mu);
-    if (!a->running) {
-        int err = rl_io_start_thread(&a->thread, &a->joinable, async_main, ctx);
-        if (err != 0)
-            rc = rl_fail(REDLOCK_ESYSTEM, "cannot start the client's thread: error %d", err);
-        else
-            a->running = true;
-    }
+    int rc = ensure_running(ctx, a);
     if (rc == REDLOCK_OK) {
         j->next = a->submitted;
         a->submitted = j;
@@ -385,7 +699,7 @@ int redlock_lock_async(redlock_ctx *ctx, const char *const *resources, size_t n_
     rl_io_check_fork(ctx);
     rl_op *op;
     int rc = rl_op_lock(&op, ctx, resources, n_resources, ttl_ms, wait_ms, rl_now_ms());
-    return rc == REDLOCK_OK ? submit(ctx, op, true, done, data) : rc;
+    return rc == REDLOCK_OK ? submit(ctx, op, true, false, done, data) : rc;
 }
 
 /* An extend or an unlock of h, asynchronously. */
@@ -396,10 +710,12 @@ static int handle_async(redlock_handle *h, int64_t ttl_ms, bool extend, redlock_
     if (!h || !done)
         return rl_fail(REDLOCK_EINVAL, !h ? "handle is NULL" : "done is NULL");
     rl_io_check_fork(h->ctx);
+    if (!extend && h->watch)
+        stop_renewals(h);
     rl_op *op;
     int64_t now = rl_now_ms();
     int rc = extend ? rl_op_extend(&op, h, ttl_ms, now) : rl_op_unlock(&op, h, now);
-    return rc == REDLOCK_OK ? submit(h->ctx, op, false, done, data) : rc;
+    return rc == REDLOCK_OK ? submit(h->ctx, op, false, !extend, done, data) : rc;
 }
 
 int redlock_extend_async(redlock_handle *h, int64_t ttl_ms, redlock_done_fn done, void *data)

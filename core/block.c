@@ -674,6 +674,8 @@ static int handle_call(redlock_handle *h, int64_t ttl_ms, bool extend)
     if (!h)
         return rl_fail(REDLOCK_EINVAL, "handle is NULL");
     rl_io_check_fork(h->ctx);
+    if (!extend && h->watch)
+        rl_async_unwatch(h, false);   /* no extension after the release */
     rl_op *op;
     int64_t now = rl_now_ms();
     int rc = extend ? rl_op_extend(&op, h, ttl_ms, now) : rl_op_unlock(&op, h, now);
@@ -697,12 +699,14 @@ int redlock_unlock(redlock_handle *h)
 
 void redlock_handle_free(redlock_handle *h)
 {
+    if (h && h->watch && !rl_async_unwatch(h, true))
+        return;   /* freed once what runs on the client's thread ends */
     rl_handle_free(h);
 }
 
 int64_t redlock_handle_validity_ms(const redlock_handle *h)
 {
-    if (!h || !h->held)
+    if (!h || !h->held || h->lost)
         return 0;
     return h->expires_at - rl_now_ms();
 }

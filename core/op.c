@@ -285,6 +285,7 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         if (v->rc == REDLOCK_OK) {
             h->held = true;
             h->expires_at = v->expires_at;
+            h->lease_ms = op->ttl_ms;
             h->acquired_by = rl_cmd_ref(op->cmd);
             finish(op, REDLOCK_OK, "");
             return;
@@ -302,9 +303,11 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         finish(op, v->rc, op->msg);
         return;
     case OP_EXTEND:
-        h->held = v->held;
+        h->held = v->held && !h->released;   /* an unlock started meanwhile wins */
         if (v->held || v->expires_at < h->expires_at)
             h->expires_at = v->expires_at;
+        if (v->held)
+            h->lease_ms = op->ttl_ms;
         finish(op, v->rc, op->msg);
         return;
     case OP_UNLOCK:
@@ -624,6 +627,11 @@ int rl_op_status(const rl_op *op)
 const char *rl_op_message(const rl_op *op)
 {
     return op->msg;
+}
+
+redlock_handle *rl_op_handle(const rl_op *op)
+{
+    return op->kind == OP_EXTEND || op->kind == OP_UNLOCK ? op->h : NULL;
 }
 
 redlock_handle *rl_op_take_handle(rl_op *op)

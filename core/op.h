@@ -17,19 +17,29 @@
 #ifndef RL_OP_H
 #define RL_OP_H
 
+#include <stdatomic.h>
+
 #include "cmd.h"
 
 struct redlock_ctx;
 
-/* An acquired lock. */
+struct rl_watch;
+
+/* An acquired lock. Its owner's thread and, while it is watched, the
+ * client's thread (async.c) both use it: what both touch is atomic. */
 struct redlock_handle {
     struct redlock_ctx *ctx;
     rl_keys *keys;
     char token[RL_TOKEN_LEN + 1];
-    int64_t expires_at;        /* the driver's ms at which validity reaches 0 */
-    bool held;                 /* acquired, and not since lost or released */
-    bool released;             /* unlock was called */
-    rl_cmd *acquired_by;       /* the acquire that made it: undone where late */
+    _Atomic int64_t expires_at;   /* the driver's ms at which validity reaches 0 */
+    _Atomic int64_t lease_ms;     /* of the last acquire or extend: renewals use it */
+    _Atomic bool held;            /* acquired, and not since lost or released */
+    _Atomic bool lost;            /* its renewal failed for good, or came too late */
+    _Atomic bool released;        /* unlock was called */
+    rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
+    /* Its renewal, if watched: set and cleared under async.c's mutex; read
+     * without it only to learn whether there is one. */
+    struct rl_watch *_Atomic watch;
 };
 
 typedef struct redlock_op rl_op;
@@ -73,6 +83,8 @@ int rl_op_status(const rl_op *op);
 const char *rl_op_message(const rl_op *op);
 /* A finished lock operation's handle (the caller owns it), or NULL. */
 redlock_handle *rl_op_take_handle(rl_op *op);
+/* The handle an extend or unlock is for (NULL for others). */
+redlock_handle *rl_op_handle(const rl_op *op);
 /* Takes back, one at a time, the connections a finished operation held;
  * NULL when none is left. */
 rl_conn *rl_op_take_conn(rl_op *op);

@@ -19,6 +19,7 @@ typedef struct rl_options {
     size_t key_prefix_len;
     int pool_size;
     bool restart_guard;
+    int64_t watchdog_lease_ms;
 } rl_options;
 
 /* One line of the table, as its text, for documentation and tests: kind is

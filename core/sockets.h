@@ -52,5 +52,10 @@ struct rl_async *rl_async_new(void);
 void rl_async_free(struct redlock_ctx *ctx, struct rl_async *a);
 /* In a child after fork(): the parent's thread is not there. */
 void rl_async_forget(struct rl_async *a);
+/* Stops the renewal of h, if it is watched, waiting for an extension or a
+ * lost callback under way (unless called from the client's own thread).
+ * freeing: h is about to be freed; false is returned when that must wait
+ * for what runs on the client's thread (which then frees it). */
+bool rl_async_unwatch(redlock_handle *h, bool freeing);
 
 #endif /* RL_SOCKETS_H */

@@ -25,11 +25,14 @@
 /* A function pointer is no use to a script: each language file installs its
  * own interrupt check in C (Python: pending signals; Java: Thread.interrupt). */
 %ignore redlock_set_interrupt_check;
-/* Likewise the callbacks of the asynchronous calls: Java has its own glue
- * (java.i); Python's asyncio and OpenResty drive the engine themselves. */
+/* Likewise the callbacks of the asynchronous calls and of lost locks: Java
+ * has its own glue (java.i); Python's asyncio and OpenResty drive the engine
+ * themselves. */
 %ignore redlock_lock_async;
 %ignore redlock_extend_async;
 %ignore redlock_unlock_async;
 %ignore redlock_done_fn;
+%ignore redlock_handle_watch;
+%ignore redlock_lost_fn;
 
 %include "redlock.h"

@@ -5,7 +5,6 @@
  */
 #include "helpers.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -37,18 +36,6 @@ typedef struct call {
     redlock_handle *h;
     struct call *next;
 } call;
-
-static size_t threads_now(void)
-{
-    size_t n = 0;
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
 
 static void note_thread(run *r)
 {

@@ -3,6 +3,7 @@
  */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,4 +112,16 @@ void assert_pttl_on_every_node(nodes *ns, const char *key, long long low, long l
                      high);
         sleep_ms(10);
     }
+}
+
+size_t threads_now(void)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
 }

@@ -57,6 +57,9 @@ void set_options(redlock_ctx *ctx, const char *const *options);
 /* 1 when token is 32 lowercase hex characters. */
 int is_token(const char *token);
 
+/* How many threads this process has now (from /proc/self/task). */
+size_t threads_now(void);
+
 /*
  * Checks of what the nodes hold. A call returns once a quorum has answered, so
  * the other nodes may still be executing it: these wait up to CONVERGE_MS for
