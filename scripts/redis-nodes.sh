@@ -21,11 +21,13 @@ usage() {
   exit 64
 }
 
-# A port nobody listens on now, from the kernel's ephemeral range.
+# A port nobody listens on now, below the kernel's ephemeral range (32768
+# up): a port in it may be the local end of an outgoing connection, and a
+# listener then cannot bind it.
 free_port() {
   local port
   for _ in $(seq 1 200); do
-    port=$(( 20000 + RANDOM % 40000 ))
+    port=$(( 20000 + RANDOM % 12768 ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"
       return 0
