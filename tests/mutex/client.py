@@ -51,6 +51,16 @@ def code_of(error: redlock.LockError) -> str:
     return CODES.get(type(error), "error")
 
 
+def record_error(record: dict, asked: int, error: redlock.LockError) -> None:
+    """A LockError out of `with lock`: raised by the release once the section
+    ran, else the acquisition failed."""
+    if "start_ns" in record:
+        record["unlock"] = code_of(error)
+    else:
+        record.update(start_ns=asked, end_ns=time.time_ns(), validity_ms=0,
+                      ok=False, result=code_of(error))
+
+
 def main() -> int:
     holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms = sys.argv[1:]
     client = redlock.Redlock(nodes.split(","), node_timeout_ms=100)
@@ -77,11 +87,7 @@ def main() -> int:
                     record["end_ns"] = time.time_ns()
                     record.update(ok=True, result="ok", unlock="ok")
             except redlock.LockError as error:
-                if "start_ns" in record:
-                    record["unlock"] = code_of(error)  # raised by the release
-                else:
-                    record.update(start_ns=asked, end_ns=time.time_ns(), validity_ms=0,
-                                  ok=False, result=code_of(error))
+                record_error(record, asked, error)
             out.write(json.dumps(record) + "\n")
     client.close()
     return 1 if failures else 0

@@ -11,7 +11,7 @@ import random
 import sys
 import time
 
-from client import THINK_S, code_of
+from client import THINK_S, record_error
 
 import redlock
 import redlock.asyncio
@@ -68,11 +68,7 @@ async def main() -> int:
                         record["end_ns"] = time.time_ns()
                         record.update(ok=True, result="ok", unlock="ok")
                 except redlock.LockError as error:
-                    if "start_ns" in record:
-                        record["unlock"] = code_of(error)  # raised by the release
-                    else:
-                        record.update(start_ns=asked, end_ns=time.time_ns(), validity_ms=0,
-                                      ok=False, result=code_of(error))
+                    record_error(record, asked, error)
                 out.write(json.dumps(record) + "\n")
     return 1 if failures else 0
 
