@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
@@ -152,9 +152,15 @@ class Toxiproxy:
 
     def __init__(self, binary: str, log: Path) -> None:
         self.api_port = free_port()
+        self._binary = binary
         self._log = open(log, "ab")
+        # name -> (listen port, upstream port), to make them again on a restart.
+        self._proxies: Dict[str, Tuple[int, int]] = {}
+        self._start()
+
+    def _start(self) -> None:
         self._process = subprocess.Popen(
-            [binary, "-host", "127.0.0.1", "-port", str(self.api_port)],
+            [self._binary, "-host", "127.0.0.1", "-port", str(self.api_port)],
             stdout=self._log, stderr=subprocess.STDOUT)
         try:
             wait_until(self._ready, 10, "toxiproxy-server to answer")
@@ -171,22 +177,26 @@ class Toxiproxy:
         except OSError:
             return False
 
-    def stop(self) -> None:
+    def _end(self) -> None:
         self._process.terminate()
         try:
             self._process.wait(10)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+
+    def stop(self) -> None:
+        self._end()
         self._log.close()
 
-    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
+              timeout: float = 10) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{self.api_port}{path}", data=data,
                                          method=method,
                                          headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 text = response.read()
         except urllib.error.HTTPError as exc:
             raise RuntimeError(f"toxiproxy {method} {path}: {exc.code} {exc.read()!r}") from exc
@@ -197,9 +207,8 @@ class Toxiproxy:
         for _ in range(20):
             port = free_port()
             try:
-                self._call("POST", "/proxies", {"name": name, "listen": f"127.0.0.1:{port}",
-                                                "upstream": f"127.0.0.1:{upstream_port}",
-                                                "enabled": True})
+                self._make_proxy(name, port, upstream_port)
+                self._proxies[name] = (port, upstream_port)
                 return port
             except RuntimeError:
                 continue
@@ -209,20 +218,44 @@ class Toxiproxy:
               toxicity: float = 1.0, **attributes: int) -> str:
         """Adds a toxic to proxy; its name (for remove_toxic)."""
         name = f"{kind}_{stream}"
-        self._call("POST", f"/proxies/{proxy}/toxics",
-                   {"name": name, "type": kind, "stream": stream, "toxicity": toxicity,
-                    "attributes": attributes})
+        self._change("POST", f"/proxies/{proxy}/toxics",
+                     {"name": name, "type": kind, "stream": stream, "toxicity": toxicity,
+                      "attributes": attributes})
         return name
 
     def remove_toxic(self, proxy: str, name: str) -> None:
-        self._call("DELETE", f"/proxies/{proxy}/toxics/{name}")
+        self._change("DELETE", f"/proxies/{proxy}/toxics/{name}")
 
     def set_enabled(self, proxy: str, enabled: bool) -> None:
-        self._call("POST", f"/proxies/{proxy}", {"enabled": enabled})
+        self._change("POST", f"/proxies/{proxy}", {"enabled": enabled})
 
     def reset(self) -> None:
         """Every proxy enabled, every toxic removed."""
-        self._call("POST", "/reset")
+        self._change("POST", "/reset")
+
+    def _change(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> None:
+        """A change to toxics or proxies. Such a change can wedge
+        toxiproxy-server's whole API when a link it must interrupt is stuck
+        forwarding to a connection that died (Shopify/toxiproxy#558, open):
+        then the server is restarted, its proxies are made again on the same
+        ports (which closes every proxied connection, as a fault may), and
+        the change is made on the fresh server."""
+        try:
+            self._call(method, path, body, timeout=5)
+            return
+        except (TimeoutError, urllib.error.URLError) as exc:
+            if isinstance(exc, urllib.error.URLError) and not isinstance(exc.reason, TimeoutError):
+                raise
+        self._end()
+        self._start()
+        for name, (port, upstream_port) in self._proxies.items():
+            self._make_proxy(name, port, upstream_port)
+        self._call(method, path, body)
+
+    def _make_proxy(self, name: str, port: int, upstream_port: int) -> None:
+        self._call("POST", "/proxies", {"name": name, "listen": f"127.0.0.1:{port}",
+                                        "upstream": f"127.0.0.1:{upstream_port}",
+                                        "enabled": True})
 
 
 class ProxiedNodes:
