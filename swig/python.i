@@ -181,6 +181,52 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
   }
 %}
 
+/* ---- Kept locks: redlock_handle_watch with a Python dispatch ----
+ *
+ * redlock_py_watch(h, id) watches h; when it is lost, the client's thread
+ * takes the GIL and calls redlock.client._lost(id, status, message). An id,
+ * not a Python object, crosses into C: a loss reported after the Python side
+ * let go of the lock finds no id, and nothing is freed twice. */
+%{
+static void redlock_py_lost(void *data, redlock_handle *h, int status, const char *message)
+{
+  PyGILState_STATE gil;
+  PyObject *client, *result = NULL;
+
+  (void)h;
+  if (message == NULL) {
+    message = "";
+  }
+  gil = PyGILState_Ensure();
+  client = PyImport_ImportModule("redlock.client");
+  if (client != NULL) {
+    result = PyObject_CallMethod(client, "_lost", "KiN", (unsigned long long)(uintptr_t)data,
+                                 status,
+                                 PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message),
+                                                      "replace"));
+    Py_DECREF(client);
+  }
+  if (result == NULL) {
+    PyErr_WriteUnraisable(NULL);
+  }
+  Py_XDECREF(result);
+  PyGILState_Release(gil);
+}
+
+static int redlock_py_watch(redlock_handle *h, unsigned long long id)
+{
+  return redlock_handle_watch(h, redlock_py_lost, (void *)(uintptr_t)id);
+}
+%}
+%typemap(out) int redlock_py_watch {
+  if ($1 < 0) {
+    redlock_py_raise($1);
+    SWIG_fail;
+  }
+  $result = SWIG_Py_Void();
+}
+int redlock_py_watch(redlock_handle *h, unsigned long long id);
+
 %include "redlock.i"
 
 /* ---- The engine (redlock_engine.h, experimental), for redlock.asyncio ----

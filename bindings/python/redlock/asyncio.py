@@ -23,6 +23,11 @@ Cancellation: a cancelled acquire leaves no key behind (what the attempt had
 taken is released, or, when it had already succeeded, the lock is unlocked);
 a cancelled unlock, extend or close goes on to its end in the background.
 
+Kept locks (no lease given) are renewed by a task on the loop, one per
+acquisition, every third of the client's ``watchdog_lease_ms``; a lost one
+sets ``lock.lost``, runs the ``on_lost`` callbacks on the loop and ends
+``await lock.wait_lost()``.
+
 A client belongs to the event loop it is first used on.
 """
 
@@ -32,7 +37,8 @@ import asyncio
 import weakref
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Set, Tuple, Type
+from typing import (Any, AsyncIterator, Callable, Dict, List, Optional, Sequence, Set, Tuple,
+                    Type)
 
 from . import _capi, capi
 from .client import (
@@ -40,11 +46,12 @@ from .client import (
     DEFAULT_LEASE,
     OptionValue,
     _lease_ms,
+    _lease_or_kept,
     _millis,
     _names,
     _new_ctx,
 )
-from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum, error_for
+from .errors import LockError, LockExpired, LockNotAcquired, LockNotHeld, NoQuorum, error_for
 
 __all__ = ["DEFAULT_LEASE", "Lock", "Redlock"]
 
@@ -430,6 +437,79 @@ def _check_status(status: int, message: str) -> None:
         raise error_for(status, message)
 
 
+class _Keeper:
+    """The renewal of one kept acquisition, a task on the loop, under the
+    rules of the C library's own (redlock_handle_watch): the handle is
+    extended every third of its lease after the last success, again after
+    a pause when the nodes failed while validity remains, and the lock is
+    lost when a quorum says it is no longer ours or when its validity runs
+    out first: at that moment, even with an extension under way. stop()
+    ends it after the extension under way, if any, so that no extension
+    follows the release."""
+
+    def __init__(self, lock: Lock, driver: _Driver, handle: Any, lease_ms: int) -> None:
+        self.lock = lock
+        self.handle = handle
+        self.lease_ms = lease_ms
+        self.error: Optional[LockError] = None
+        # Its result: the error when lost, None when stopped first.
+        self.ended: asyncio.Future[Optional[LockError]] = driver.loop.create_future()
+        self._stopping = asyncio.Event()
+        self._pause_ms = max(10, int(capi.redlock_ctx_get_option(driver.ctx, "retry_delay_ms")))
+        self.task = driver.loop.create_task(self._run(driver))
+
+    def stop(self) -> asyncio.Task[None]:
+        """Ends the renewal; the task ends once no extension is under way."""
+        self._stopping.set()
+        if not self.ended.done():
+            self.ended.set_result(None)
+        return self.task
+
+    async def _run(self, driver: _Driver) -> None:
+        next_at = _now() + self.lease_ms // 3
+        while not self._stopping.is_set():
+            now = _now()
+            expires_at = now + capi.redlock_handle_validity_ms(self.handle)
+            if expires_at <= now:
+                self._lose(LockExpired(capi.REDLOCK_EEXPIRED, "the lock's validity ran out "
+                                       "before an extension succeeded"))
+                return
+            if now < next_at:
+                try:
+                    await asyncio.wait_for(self._stopping.wait(),
+                                           (min(next_at, expires_at) - now) / 1000)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            try:
+                op = capi.redlock_op_extend(self.handle, self.lease_ms, now)
+            except LockError as exc:
+                self._lose(exc)
+                return
+            extension = driver.loop.create_task(driver.run(op))
+            done, _ = await asyncio.wait({extension}, timeout=(expires_at - now) / 1000)
+            if not done:
+                self._lose(LockExpired(capi.REDLOCK_EEXPIRED, "the lock's validity ran out "
+                                       "before an extension succeeded"))
+                await asyncio.wait({extension})
+                return
+            status, message, _ = extension.result()
+            if status == capi.REDLOCK_OK:
+                next_at = _now() + self.lease_ms // 3
+            elif status in (capi.REDLOCK_ENOTHELD, capi.REDLOCK_EWRONGTYPE):
+                self._lose(LockNotHeld(capi.REDLOCK_ENOTHELD, message))
+                return
+            else:
+                next_at = _now() + self._pause_ms
+
+    def _lose(self, error: LockError) -> None:
+        if self._stopping.is_set():
+            return
+        self.error = error
+        self.ended.set_result(error)
+        self.lock._tell_lost(error)
+
+
 class Redlock:
     """A client for N independent Redis masters, for asyncio: the same
     nodes and options as redlock.Redlock. Nothing connects until the first
@@ -438,6 +518,7 @@ class Redlock:
 
     def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
         self._ctx = ctx = _new_ctx(nodes, options)
+        self._kept_lease_ms = int(capi.redlock_ctx_get_option(ctx, "watchdog_lease_ms"))
         self._driver: Optional[_Driver] = None
         self._live: Set[Lock] = set()
         self._closed = False
@@ -454,13 +535,13 @@ class Redlock:
         return Lock(self, _names(*names))
 
     @asynccontextmanager
-    async def lock(self, name: str, lease: float = DEFAULT_LEASE,
+    async def lock(self, name: str, lease: Optional[float] = None,
                    wait: float = 0.0) -> AsyncIterator[Lock]:
         """``async with client.lock(name, lease=..., wait=...) as lock:`` runs
-        the block under the lock and releases it after; raises as the sync
-        client's ``lock()`` does."""
+        the block under the lock and releases it after (kept until then
+        without a lease); raises as the sync client's ``lock()`` does."""
         lock = self.get_lock(name)
-        await lock._acquire(_millis(wait, "wait"), _lease_ms(lease))
+        await lock._acquire(_millis(wait, "wait"), *lock._lease(lease))
         try:
             yield lock
         except BaseException:
@@ -508,24 +589,30 @@ class Redlock:
 class Lock:
     """A distributed lock on one or more resources, from Redlock.get_lock()
     or Redlock.get_multi_lock(): redlock.Lock's methods, awaited. Times are
-    seconds. One acquisition at a time per object; not reentrant."""
+    seconds. One acquisition at a time per object; not reentrant. Without a
+    lease a lock is kept (renewed by a task on the loop) until released."""
 
     def __init__(self, client: Redlock, names: Tuple[str, ...]) -> None:
         self._client = client
         self._names = names
         self._handle: Any = None
+        self._keeper: Optional[_Keeper] = None  # while kept
+        self._last_keeper: Optional[_Keeper] = None  # the latest acquisition's, if kept
+        self._on_lost: List[Callable[[Lock, LockError], Any]] = []
 
     @property
     def names(self) -> Tuple[str, ...]:
         """The resources this lock covers."""
         return self._names
 
-    async def try_lock(self, wait: float = 0.0, lease: float = DEFAULT_LEASE) -> bool:
-        """Tries to acquire the lock for ``lease`` seconds, retrying for up to
-        ``wait`` seconds. True when acquired, False when held by someone else
-        or too few nodes answered; other failures raise, as in redlock.Lock."""
+    async def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
+        """Tries to acquire the lock for ``lease`` seconds (None: kept until
+        released), retrying for up to ``wait`` seconds. True when acquired,
+        False when held by someone else or too few nodes answered; other
+        failures raise, as in redlock.Lock."""
+        wait_ms = _millis(wait, "wait")
         try:
-            await self._acquire(_millis(wait, "wait"), _lease_ms(lease))
+            await self._acquire(wait_ms, *self._lease(lease))
         except (LockNotAcquired, NoQuorum):
             return False
         return True
@@ -533,7 +620,7 @@ class Lock:
     async def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         """asyncio.Lock.acquire with redlock.Lock.acquire's arguments: waits
         up to ``timeout`` seconds (-1: as long as it takes; ``blocking=False``:
-        one attempt), with a lease of DEFAULT_LEASE seconds."""
+        one attempt), kept until released."""
         if not blocking:
             if timeout != -1:
                 raise ValueError("can't specify a timeout for a non-blocking call")
@@ -543,7 +630,7 @@ class Lock:
         else:
             wait_ms = _millis(timeout, "timeout")
         try:
-            await self._acquire(wait_ms, _lease_ms(DEFAULT_LEASE))
+            await self._acquire(wait_ms, *self._lease(None))
         except (LockNotAcquired, NoQuorum):
             return False
         return True
@@ -556,6 +643,15 @@ class Lock:
         if handle is None or driver is None:
             raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
         self._client._live.discard(self)
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            # No extension may follow the release: the one under way ends first.
+            renewal = keeper.stop()
+            try:
+                await asyncio.shield(renewal)
+            except asyncio.CancelledError:
+                renewal.add_done_callback(lambda _: driver.release_in_background(handle))
+                raise
         try:
             op = capi.redlock_op_unlock(handle, _now())
         except BaseException:
@@ -576,11 +672,44 @@ class Lock:
         op = capi.redlock_op_extend(self._handle, lease_ms, _now())
         status, message, _ = await self._client._drive().run(op)
         _check_status(status, message)
+        if self._keeper is not None:
+            self._keeper.lease_ms = lease_ms  # the renewals' lease from now on
 
     @property
     def validity(self) -> float:
-        """Seconds of validity left; <= 0 when not held."""
-        return 0.0 if self._handle is None else capi.redlock_handle_validity_ms(self._handle) / 1000
+        """Seconds of validity left; <= 0 when not held or lost."""
+        if self._handle is None or self.lost:
+            return 0.0
+        return capi.redlock_handle_validity_ms(self._handle) / 1000
+
+    @property
+    def lost(self) -> bool:
+        """Whether the latest acquisition, a kept one, was lost (renewal
+        failed for good, or validity ran out first); False again once the
+        lock is acquired anew. A lock with a lease just expires."""
+        keeper = self._last_keeper
+        return keeper is not None and keeper.error is not None
+
+    def on_lost(self, callback: Callable[[Lock, LockError], Any]) -> None:
+        """Calls ``callback(lock, error)`` on the loop when a kept
+        acquisition of this lock is lost, for this and every later one; at
+        once, here, when the current acquisition is lost already. An
+        exception it raises goes to the loop's exception handler."""
+        if not callable(callback):
+            raise TypeError(f"on_lost() needs a callable, not {type(callback).__name__}")
+        self._on_lost.append(callback)
+        keeper = self._keeper
+        if keeper is not None and keeper.error is not None:
+            callback(self, keeper.error)
+
+    async def wait_lost(self) -> Optional[LockError]:
+        """Waits until the current kept acquisition is lost, and returns why
+        (LockNotHeld or LockExpired); None once it is released first, and at
+        once when the lock is not held or has a lease."""
+        keeper = self._keeper
+        if keeper is None:
+            return None
+        return await asyncio.shield(keeper.ended)
 
     @property
     def token(self) -> Optional[str]:
@@ -610,17 +739,36 @@ class Lock:
         state = "held" if self.is_held() else "not held"
         return f"<redlock.asyncio.Lock {', '.join(map(repr, self._names))} {state}>"
 
-    async def _acquire(self, wait_ms: Optional[int], lease_ms: int) -> None:
+    def _lease(self, lease: Optional[float]) -> Tuple[int, bool]:
+        return _lease_or_kept(lease, self._client._kept_lease_ms)
+
+    async def _acquire(self, wait_ms: Optional[int], lease_ms: int, keep: bool) -> None:
         driver = self._client._drive()
         wait = _FOREVER_MS if wait_ms is None else wait_ms
         op = capi.redlock_op_lock(driver.ctx, self._names, lease_ms, wait, _now())
         status, message, handle = await driver.run(op, cancellable=True)
         _check_status(status, message)
         old, self._handle = self._handle, handle
+        old_keeper = self._keeper
+        self._keeper = self._last_keeper = (_Keeper(self, driver, handle, lease_ms) if keep
+                                            else None)
         self._client._live.add(self)
         if old is not None:
-            # The lease of the previous acquisition had run out.
-            driver.release_in_background(old)
+            # The lease of the previous acquisition had run out (or it was lost).
+            if old_keeper is not None:
+                old_keeper.stop().add_done_callback(
+                    lambda _: driver.release_in_background(old))
+            else:
+                driver.release_in_background(old)
+
+    def _tell_lost(self, error: LockError) -> None:
+        for callback in list(self._on_lost):
+            try:
+                callback(self, error)
+            except Exception as exc:  # noqa: BLE001 - the loop's handler reports it
+                asyncio.get_running_loop().call_exception_handler({
+                    "message": "an on_lost callback of a redlock.asyncio.Lock raised",
+                    "exception": exc, "lock": self})
 
     async def _discard(self) -> None:
         """Unlocks, ignoring failures."""

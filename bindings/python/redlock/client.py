@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import weakref
@@ -9,12 +10,14 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from numbers import Real
 from types import TracebackType
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type,
+                    Union)
 
 from . import capi
-from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum
+from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum, error_for
 
-#: The lease, in seconds, of ``with lock:`` and ``acquire()``.
+#: The default of the option ``watchdog_lease_ms``, in seconds: the lease of
+#: a kept lock (one acquired without a lease), renewed every third of it.
 DEFAULT_LEASE = 30.0
 
 # "As long as it takes": the C library saturates a wait this long.
@@ -40,6 +43,28 @@ def _lease_ms(lease: Any) -> int:
         raise ValueError(f"lease must be above 0 and at most {capi.REDLOCK_MAX_TTL_MS / 1000} "
                          f"seconds, not {lease!r}")
     return ms
+
+
+# Kept locks by id, for the C library's report of a lost one (_lost): an id
+# crosses into C, never a Python object.
+_kept: Dict[int, _Held] = {}
+_kept_ids = itertools.count(1)
+
+
+def _lost(ident: int, status: int, message: str) -> None:
+    """Called by redlock.capi, on the client's thread, when the kept lock
+    with this id is lost (renewal failed for good, or its validity ran out)."""
+    held = _kept.get(ident)
+    if held is not None:
+        held.lose(error_for(status, message))
+
+
+def _lease_or_kept(lease: Optional[float], kept_ms: int) -> Tuple[int, bool]:
+    """The lease in milliseconds, and whether the lock is to be kept (no
+    lease given: the client's watchdog_lease_ms, renewed)."""
+    if lease is None:
+        return kept_ms, True
+    return _lease_ms(lease), False
 
 
 def _check_name(name: Any) -> str:
@@ -101,6 +126,7 @@ class Redlock:
 
     def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
         self._ctx = ctx = _new_ctx(nodes, options)
+        self._kept_lease_ms = int(capi.redlock_ctx_get_option(ctx, "watchdog_lease_ms"))
         # Every _Held made through this client and not yet freed.
         self._live: Set[_Held] = set()
         self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
@@ -116,16 +142,18 @@ class Redlock:
         return Lock(self, _names(*names))
 
     @contextmanager
-    def lock(self, name: str, lease: float = DEFAULT_LEASE, wait: float = 0.0) -> Iterator[Lock]:
+    def lock(self, name: str, lease: Optional[float] = None,
+             wait: float = 0.0) -> Iterator[Lock]:
         """``with client.lock(name, lease=..., wait=...) as lock:`` runs the
-        block under the lock and releases it after.
+        block under the lock and releases it after; without a lease the lock
+        is kept (renewed) until then.
 
         Raises LockNotAcquired when someone else still holds it after
         ``wait`` seconds, NoQuorum when too few nodes answered. On leaving the
         block, LockNotHeld if the lock had been lost meanwhile (unless the
         block raised: its exception goes on)."""
         lock = self.get_lock(name)
-        lock._acquire(_millis(wait, "wait"), _lease_ms(lease))
+        lock._acquire(_millis(wait, "wait"), *lock._lease(lease))
         try:
             yield lock
         except BaseException as exc:
@@ -164,8 +192,34 @@ class _Held:
     def __init__(self, owner: Lock, client: Redlock, handle: Any) -> None:
         self.client = client
         self.handle = handle
+        self._owner = weakref.ref(owner)
+        self._id = 0  # in _kept while kept
+        self._lost_error: Optional[LockError] = None
+        self._was_lost = False
         self._finalizer = weakref.finalize(owner, self._free, True)
         client._live.add(self)
+
+    def keep(self) -> None:
+        """Has the client's thread renew the lock until it is released."""
+        self._id = next(_kept_ids)
+        _kept[self._id] = self
+        capi.redlock_py_watch(self.handle, self._id)
+
+    def lose(self, error: LockError) -> None:
+        """The C library's report that this kept lock was lost."""
+        self._lost_error = error
+        owner = self._owner()
+        if owner is not None and owner._held is self:
+            owner._tell_lost(error)
+
+    def lost(self) -> bool:
+        handle = self.handle
+        if handle is None:
+            return self._was_lost
+        return self._lost_error is not None or capi.redlock_handle_lost(handle) == 1
+
+    def lost_error(self) -> LockError:
+        return self._lost_error or LockNotHeld(capi.REDLOCK_ENOTHELD, "the kept lock was lost")
 
     def release(self) -> None:
         """Unlocks on the nodes and frees the handle. LockNotHeld when the
@@ -190,7 +244,7 @@ class _Held:
         return None if self.handle is None else capi.redlock_handle_token(self.handle)
 
     def _free(self, quiet: bool) -> None:
-        handle, self.handle = self.handle, None
+        handle = self.handle
         self.client._live.discard(self)
         try:
             capi.redlock_unlock(handle)
@@ -198,7 +252,11 @@ class _Held:
             if not quiet:
                 raise
         finally:
+            # Once unlocked, the C library reports no loss any more.
+            self._was_lost = capi.redlock_handle_lost(handle) == 1
+            self.handle = None
             capi.redlock_handle_free(handle)
+            _kept.pop(self._id, None)
 
 
 class Lock:
@@ -207,6 +265,14 @@ class Lock:
 
     Times are seconds (float). The lease is how long the lock stays held
     unless extended or released; ``validity`` is what remains of it.
+
+    Without a lease (the default of try_lock(), acquire(), ``with lock:`` and
+    ``client.lock()``) the lock is kept: it is taken for the client's
+    ``watchdog_lease_ms`` and the client's own thread renews it every third
+    of that until it is released. Should renewal fail for good (too few
+    nodes answer) the lock is lost no later than its validity reaching 0:
+    ``lost`` turns True and the callbacks given to on_lost() run. With a
+    lease, nothing renews the lock: it expires when the lease runs out.
 
     The object holds at most one acquisition, and works like
     ``threading.Lock``: ``acquire``/``release``/``locked``, ``with lock:``.
@@ -223,15 +289,17 @@ class Lock:
         self._names = names
         self._mutex = threading.Lock()  # guards _held; never held while waiting for a lock
         self._held: Optional[_Held] = None
+        self._last: Optional[_Held] = None  # the latest acquisition, even once released
+        self._on_lost: List[Callable[[Lock, LockError], Any]] = []
 
     @property
     def names(self) -> Tuple[str, ...]:
         """The resources this lock covers."""
         return self._names
 
-    def try_lock(self, wait: float = 0.0, lease: float = DEFAULT_LEASE) -> bool:
-        """Tries to acquire the lock for ``lease`` seconds, retrying for up to
-        ``wait`` seconds (0: one attempt).
+    def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
+        """Tries to acquire the lock for ``lease`` seconds (None: kept until
+        released), retrying for up to ``wait`` seconds (0: one attempt).
 
         Returns True when acquired, False when it was not within ``wait``:
         held by someone else (LockNotAcquired) or too few nodes answered
@@ -239,8 +307,9 @@ class Lock:
         credentials (AuthError), a key that is not a lock (WrongTypeError),
         a lease used up while acquiring (LockExpired), invalid arguments
         (TypeError, ValueError)."""
+        wait_ms = _millis(wait, "wait")
         try:
-            self._acquire(_millis(wait, "wait"), _lease_ms(lease))
+            self._acquire(wait_ms, *self._lease(lease))
         except (LockNotAcquired, NoQuorum):
             return False
         return True
@@ -248,8 +317,8 @@ class Lock:
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         """threading.Lock.acquire: waits up to ``timeout`` seconds (-1: as
         long as it takes; ``blocking=False``: one attempt) and returns whether
-        it acquired the lock, with a lease of DEFAULT_LEASE seconds. Errors
-        raise as in try_lock()."""
+        it acquired the lock, kept until released. Errors raise as in
+        try_lock()."""
         wait_ms: Optional[int]
         if not blocking:
             if timeout != -1:
@@ -260,7 +329,7 @@ class Lock:
         else:
             wait_ms = _millis(timeout, "timeout")
         try:
-            self._acquire(wait_ms, _lease_ms(DEFAULT_LEASE))
+            self._acquire(wait_ms, *self._lease(None))
         except (LockNotAcquired, NoQuorum):
             return False
         return True
@@ -300,6 +369,32 @@ class Lock:
         with self._mutex:
             return None if self._held is None else self._held.token()
 
+    @property
+    def lost(self) -> bool:
+        """Whether the latest acquisition, a kept one, was lost: True from
+        the moment renewal failed for good or validity ran out, until the
+        lock is acquired again. False for a lock with a lease, which simply
+        expires (``validity`` tells)."""
+        last = self._last
+        return last is not None and last.lost()
+
+    def on_lost(self, callback: Callable[[Lock, LockError], Any]) -> None:
+        """Calls ``callback(lock, error)`` when a kept acquisition of this
+        lock is lost (error: LockNotHeld when a quorum says the lock is no
+        longer ours, LockExpired when the nodes failed until its validity ran
+        out), for this and every later acquisition.
+
+        The callback runs on the client's thread, which renews every kept lock
+        of the client: it must return quickly and not call into the client
+        (hand the news to your own thread or event loop). If the current
+        acquisition is lost already, the callback runs at once, here."""
+        if not callable(callback):
+            raise TypeError(f"on_lost() needs a callable, not {type(callback).__name__}")
+        self._on_lost.append(callback)
+        held = self._held
+        if held is not None and held.lost():
+            callback(self, held.lost_error())
+
     def is_held(self) -> bool:
         """Whether this object holds the lock with validity left: False once
         the lease has run out, even before any release."""
@@ -333,22 +428,46 @@ class Lock:
         if held is not None:
             held.discard()
 
-    def _acquire(self, wait_ms: Optional[int], lease_ms: int) -> None:
+    def _lease(self, lease: Optional[float]) -> Tuple[int, bool]:
+        return _lease_or_kept(lease, self._client._kept_lease_ms)
+
+    def _acquire(self, wait_ms: Optional[int], lease_ms: int, keep: bool) -> None:
         """Acquires, with the C library retrying for wait_ms (None: until it
-        succeeds), or raises the error of the last attempt. Signal handlers
-        run during the wait: Ctrl-C raises KeyboardInterrupt, and the attempt
-        under way is released."""
+        succeeds), or raises the error of the last attempt; keeps the lock
+        when asked. Signal handlers run during the wait: Ctrl-C raises
+        KeyboardInterrupt, and the attempt under way is released."""
         ctx = self._client._context()
         wait = _FOREVER_MS if wait_ms is None else wait_ms
-        self._hold(self._lock_call(ctx, lease_ms, wait))
+        self._hold(self._lock_call(ctx, lease_ms, wait), keep)
 
-    def _hold(self, handle: Any) -> None:
+    def _hold(self, handle: Any, keep: bool) -> None:
         held = _Held(self, self._client, handle)
+        if keep:
+            try:
+                held.keep()
+            except BaseException:
+                held.discard()
+                raise
         with self._mutex:
             old, self._held = self._held, held
+            self._last = held
         if old is not None:
             # The lease of the previous acquisition had run out.
             old.discard()
+
+    def _tell_lost(self, error: LockError) -> None:
+        """Runs the on_lost callbacks (on the client's thread); the first
+        exception one raised is raised after all ran. No _mutex here: its
+        holder may be waiting in C for this very thread."""
+        callbacks = list(self._on_lost)
+        failure: Optional[BaseException] = None
+        for callback in callbacks:
+            try:
+                callback(self, error)
+            except BaseException as exc:  # noqa: B902 - reported once all ran
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def _lock_call(self, ctx: Any, lease_ms: int, wait_ms: int) -> Any:
         if len(self._names) == 1:

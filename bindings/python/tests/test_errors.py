@@ -168,7 +168,7 @@ def test_multi_lock_needs_distinct_names(client):
     ({"lease": 0}, ValueError),
     ({"lease": -1.0}, ValueError),
     ({"lease": 3e9}, ValueError),
-    ({"lease": None}, TypeError),
+    ({"lease": "1"}, TypeError),
     ({"lease": True}, TypeError),
 ])
 def test_bad_times(client, kwargs, error):
