@@ -118,6 +118,10 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         quorum until the largest lease this client used has passed; 0: off
  *     watchdog_lease_ms (default "30000"; 3 to 2147483647)
  *         the lease of a kept lock (no lease given), renewed every third of it
+ *     unavailable_timeout_ms (default "5000"; 0 to 2147483647)
+ *         a wait for a lock ends with REDLOCK_ENOQUORUM once every attempt for
+ *         this long failed for want of nodes answering (an outage, not
+ *         contention); 0: never
  * options:end
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);

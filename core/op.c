@@ -45,6 +45,7 @@ struct redlock_op {
     bool owns_handle;     /* lock: the handle is the op's until taken */
     int64_t ttl_ms;
     int64_t give_up;      /* lock: no attempt starts after this */
+    int64_t unavailable_since;  /* lock: start of the attempts that all lacked answers */
     int64_t round_start;
     int64_t wake_at;      /* pause: when the next attempt starts */
     phase phase;
@@ -261,6 +262,15 @@ static bool retryable(int rc)
         || rc == REDLOCK_EREDIS;
 }
 
+/* Whether a lock's wait is to end for an outage: every attempt for
+ * unavailable_timeout_ms failed for want of answers. */
+static bool unavailable_too_long(const rl_op *op, int64_t now)
+{
+    int64_t limit = op->ctx->opt.unavailable_timeout_ms;
+    return limit > 0 && op->unavailable_since != INT64_MAX
+        && now - op->unavailable_since >= limit;
+}
+
 /* A failed attempt: its release goes wherever the acquire may have run. */
 static void undo_attempt(rl_op *op, int64_t now)
 {
@@ -291,6 +301,18 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
             return;
         }
         undo_attempt(op, now);
+        if (v->rc != REDLOCK_ENOQUORUM)
+            op->unavailable_since = INT64_MAX;
+        else if (op->unavailable_since == INT64_MAX)
+            op->unavailable_since = op->round_start;
+        if (unavailable_too_long(op, now)) {
+            size_t len = strlen(op->msg);
+            snprintf(op->msg + len, sizeof op->msg - len, " (every attempt for %lld ms: the "
+                     "nodes are failing, not refusing; see unavailable_timeout_ms)",
+                     (long long)(now - op->unavailable_since));
+            finish(op, REDLOCK_ENOQUORUM, op->msg);
+            return;
+        }
         if (retryable(v->rc) && now < op->give_up) {
             int64_t pause = retry_pause_ms(op), left = op->give_up - now;
             op->phase = PHASE_PAUSE;
@@ -387,6 +409,7 @@ int rl_op_lock(rl_op **out, redlock_ctx *ctx, const char *const *names, size_t n
     op->owns_handle = true;
     op->ttl_ms = ttl_ms;
     op->give_up = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
+    op->unavailable_since = INT64_MAX;
     describe(op, "lock");
     rl_ctx_note_lease(ctx, ttl_ms);
     if ((rc = start_round(op, RL_CMD_ACQUIRE, now)) != REDLOCK_OK) {

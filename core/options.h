@@ -20,6 +20,7 @@ typedef struct rl_options {
     int pool_size;
     bool restart_guard;
     int64_t watchdog_lease_ms;
+    int64_t unavailable_timeout_ms;
 } rl_options;
 
 /* One line of the table, as its text, for documentation and tests: kind is

@@ -98,6 +98,18 @@ static void three_of_five_down_fails_within_a_deadline(void **state)
     assert_true(elapsed < 5000);
     assert_on_nodes(ns, 3, 5, "faults-three-down", NULL);
 
+    /* A wait as long as it takes ends too: the nodes are failing, not
+     * refusing, for unavailable_timeout_ms. */
+    set_options(ctx, (const char *const[]){"unavailable_timeout_ms", "300", NULL});
+    start = now_ms();
+    assert_fails(redlock_lock(&h, ctx, "faults-three-down", 10000, INT64_MAX),
+                 REDLOCK_ENOQUORUM);
+    elapsed = now_ms() - start;
+    assert_true(elapsed >= 300);
+    assert_true(elapsed < 5000);
+    assert_non_null(strstr(redlock_errmsg(), "unavailable_timeout_ms"));
+    set_options(ctx, (const char *const[]){"unavailable_timeout_ms", "0", NULL});
+
     /* Two nodes back make a quorum again, with the same client (which may
      * wait a little before it tries a node that refused it again). */
     assert_int_equal(nodes_restart(ns, 0), 0);

@@ -18,19 +18,20 @@
 
 typedef enum kind { WHOLE_MS, WHOLE_INT, FLAG, FRACTION, TEXT } kind;
 
+/* Every option of core/options.def, with the kind of its field. */
+#define KIND_INT(size) ((size) == sizeof(int64_t) ? WHOLE_MS : WHOLE_INT)
+#define KIND_BOOL(size) FLAG
+#define KIND_FRACTION(size) FRACTION
+#define KIND_STRING(size) TEXT
 static const struct known {
     const char *name;
     kind kind;
     size_t offset;
 } known[] = {
-    { "node_timeout_ms", WHOLE_MS, offsetof(rl_options, node_timeout_ms) },
-    { "connect_timeout_ms", WHOLE_MS, offsetof(rl_options, connect_timeout_ms) },
-    { "retry_delay_ms", WHOLE_MS, offsetof(rl_options, retry_delay_ms) },
-    { "retry_jitter_ms", WHOLE_MS, offsetof(rl_options, retry_jitter_ms) },
-    { "drift_factor", FRACTION, offsetof(rl_options, drift_factor) },
-    { "key_prefix", TEXT, offsetof(rl_options, key_prefix) },
-    { "pool_size", WHOLE_INT, offsetof(rl_options, pool_size) },
-    { "restart_guard", FLAG, offsetof(rl_options, restart_guard) },
+#define RL_OPTION(name, kind, field, min, max, def, help) \
+    { #name, KIND_##kind(sizeof(((rl_options *)0)->field)), offsetof(rl_options, field) },
+#include "options.def"
+#undef RL_OPTION
 };
 #define N_KNOWN (sizeof known / sizeof known[0])
 

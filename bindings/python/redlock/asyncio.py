@@ -51,7 +51,7 @@ from .client import (
     _names,
     _new_ctx,
 )
-from .errors import LockError, LockExpired, LockNotAcquired, LockNotHeld, NoQuorum, error_for
+from .errors import LockError, LockExpired, LockNotAcquired, LockNotHeld, error_for
 
 __all__ = ["DEFAULT_LEASE", "Lock", "Redlock"]
 
@@ -608,12 +608,12 @@ class Lock:
     async def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
         """Tries to acquire the lock for ``lease`` seconds (None: kept until
         released), retrying for up to ``wait`` seconds. True when acquired,
-        False when held by someone else or too few nodes answered; other
-        failures raise, as in redlock.Lock."""
+        False when held by someone else all along; failures (NoQuorum
+        among them) raise, as in redlock.Lock."""
         wait_ms = _millis(wait, "wait")
         try:
             await self._acquire(wait_ms, *self._lease(lease))
-        except (LockNotAcquired, NoQuorum):
+        except LockNotAcquired:
             return False
         return True
 
@@ -631,7 +631,7 @@ class Lock:
             wait_ms = _millis(timeout, "timeout")
         try:
             await self._acquire(wait_ms, *self._lease(None))
-        except (LockNotAcquired, NoQuorum):
+        except LockNotAcquired:
             return False
         return True
 

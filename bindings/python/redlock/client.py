@@ -14,7 +14,7 @@ from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence, Set
                     Union)
 
 from . import capi
-from .errors import LockError, LockNotAcquired, LockNotHeld, NoQuorum, error_for
+from .errors import LockError, LockNotAcquired, LockNotHeld, error_for
 
 #: The default of the option ``watchdog_lease_ms``, in seconds: the lease of
 #: a kept lock (one acquired without a lease), renewed every third of it.
@@ -301,16 +301,16 @@ class Lock:
         """Tries to acquire the lock for ``lease`` seconds (None: kept until
         released), retrying for up to ``wait`` seconds (0: one attempt).
 
-        Returns True when acquired, False when it was not within ``wait``:
-        held by someone else (LockNotAcquired) or too few nodes answered
-        (NoQuorum), like Redisson's tryLock. Other failures raise: bad
-        credentials (AuthError), a key that is not a lock (WrongTypeError),
-        a lease used up while acquiring (LockExpired), invalid arguments
-        (TypeError, ValueError)."""
+        Returns True when acquired, False when someone else held it all
+        along, like Redisson's tryLock. Failures raise: too few nodes
+        answered (NoQuorum: an outage is not contention), bad credentials
+        (AuthError), a key that is not a lock (WrongTypeError), a lease used
+        up while acquiring (LockExpired), invalid arguments (TypeError,
+        ValueError)."""
         wait_ms = _millis(wait, "wait")
         try:
             self._acquire(wait_ms, *self._lease(lease))
-        except (LockNotAcquired, NoQuorum):
+        except LockNotAcquired:
             return False
         return True
 
@@ -318,7 +318,8 @@ class Lock:
         """threading.Lock.acquire: waits up to ``timeout`` seconds (-1: as
         long as it takes; ``blocking=False``: one attempt) and returns whether
         it acquired the lock, kept until released. Errors raise as in
-        try_lock()."""
+        try_lock(): a wait as long as it takes ends with NoQuorum once the
+        nodes have failed for the client's ``unavailable_timeout_ms``."""
         wait_ms: Optional[int]
         if not blocking:
             if timeout != -1:
@@ -330,7 +331,7 @@ class Lock:
             wait_ms = _millis(timeout, "timeout")
         try:
             self._acquire(wait_ms, *self._lease(None))
-        except (LockNotAcquired, NoQuorum):
+        except LockNotAcquired:
             return False
         return True
 

@@ -121,13 +121,15 @@ async def test_bad_arguments_raise_as_in_the_sync_client(nodes, prefix):
 async def test_too_few_nodes_is_no_quorum(prefix, missing_sockets, nodes):
     async with aredlock.Redlock(missing_sockets, key_prefix=prefix) as client:
         lock = client.get_lock("q")
-        assert not await lock.try_lock(lease=5.0)
+        with pytest.raises(redlock.NoQuorum):
+            await lock.try_lock(lease=5.0)
         with pytest.raises(redlock.NoQuorum) as caught:
             async with client.lock("q", lease=5.0):
                 pass
         assert "missing0.sock" in str(caught.value)
     async with aredlock.Redlock(nodes.uris[:2] + missing_sockets, key_prefix=prefix) as client:
-        assert not await client.get_lock("q").try_lock(lease=5.0)
+        with pytest.raises(redlock.NoQuorum):
+            await client.get_lock("q").try_lock(lease=5.0)
     async with aredlock.Redlock(nodes.uris[:3] + missing_sockets[:2], key_prefix=prefix) as client:
         assert await client.get_lock("q").try_lock(lease=5.0)
 
@@ -153,9 +155,11 @@ async def test_the_loop_is_never_blocked_while_a_majority_is_slow(nodes, prefix)
         await asyncio.sleep(0.05)
         with paused(nodes, [1, 2, 3]):
             started = time.monotonic()
-            assert not await client.get_lock("slow").try_lock(wait=1.0, lease=5.0)
+            with pytest.raises(redlock.NoQuorum):
+                await client.get_lock("slow").try_lock(wait=1.0, lease=5.0)
             assert time.monotonic() - started >= 0.9
-            assert not await client.get_lock("slow2").try_lock(lease=5.0)
+            with pytest.raises(redlock.NoQuorum):
+                await client.get_lock("slow2").try_lock(lease=5.0)
         stop = True
         await ticking
     gaps.sort()

@@ -235,7 +235,8 @@ def test_too_few_nodes_is_no_quorum(nodes, prefix, missing_sockets):
     with redlock.Redlock(nodes.uris[:2] + missing_sockets, key_prefix=prefix) as client:
         lock = client.get_lock("job")
         started = time.monotonic()
-        assert not lock.try_lock()
+        with pytest.raises(redlock.NoQuorum):
+            lock.try_lock()
         # One node deadline (connect 100 ms), with slack for a busy machine.
         assert time.monotonic() - started < 2.0
         with pytest.raises(redlock.NoQuorum) as failed:
@@ -298,3 +299,27 @@ def test_options_read_back(client, prefix):
     assert client.get_option("key_prefix") == prefix
     with pytest.raises(redlock.InvalidArgument):
         client.get_option("no_such_option")
+
+
+def test_an_outage_ends_a_wait_with_no_quorum_and_contention_does_not(nodes, prefix,
+                                                                      missing_sockets):
+    # Every node missing: the wait as long as it takes ends after
+    # unavailable_timeout_ms, with the reason.
+    with redlock.Redlock(missing_sockets, key_prefix=prefix,
+                         unavailable_timeout_ms=300, retry_delay_ms=50) as client:
+        started = time.monotonic()
+        with pytest.raises(redlock.NoQuorum) as failed:
+            with client.get_lock("job"):
+                pytest.fail("entered without a quorum")
+        assert 0.3 <= time.monotonic() - started < 5.0
+        assert "unavailable_timeout_ms" in str(failed.value)
+        with pytest.raises(redlock.NoQuorum):
+            client.get_lock("job").acquire()
+    # Held elsewhere for longer than unavailable_timeout_ms: still waited for.
+    with redlock.Redlock(nodes.uris, key_prefix=prefix, unavailable_timeout_ms=300,
+                         retry_delay_ms=50) as client, \
+            redlock.Redlock(nodes.uris, key_prefix=prefix) as other:
+        assert other.get_lock("job").try_lock(lease=1.0)
+        lock = client.get_lock("job")
+        assert lock.acquire()
+        lock.unlock()
