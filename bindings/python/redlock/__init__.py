@@ -20,7 +20,7 @@ redlock.capi; the classes here are the supported interface.
 """
 
 from . import capi
-from .client import DEFAULT_LEASE, Lock, Redlock
+from .client import DEFAULT_LEASE, Lock, Redlock, RLock
 from .errors import (
     AuthError,
     Cancelled,
@@ -53,6 +53,7 @@ __all__ = [
     "OutOfMemory",
     "RedisError",
     "Redlock",
+    "RLock",
     "SystemCallError",
     "Unsupported",
     "WrongTypeError",

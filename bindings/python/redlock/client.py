@@ -129,6 +129,9 @@ class Redlock:
         self._kept_lease_ms = int(capi.redlock_ctx_get_option(ctx, "watchdog_lease_ms"))
         # Every _Held made through this client and not yet freed.
         self._live: Set[_Held] = set()
+        # The state get_rlock() objects of one name share, while any is alive.
+        self._rlocks: weakref.WeakValueDictionary[str, _Reentrant] = weakref.WeakValueDictionary()
+        self._rlocks_mutex = threading.Lock()
         self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
 
     def get_lock(self, name: str) -> Lock:
@@ -140,6 +143,19 @@ class Redlock:
         """A lock on several resources, acquired all together or not at all."""
         self._context()
         return Lock(self, _names(*names))
+
+    def get_rlock(self, name: str) -> RLock:
+        """A reentrant lock on one resource, like threading.RLock: the
+        thread holding it may acquire it again (through this object or any
+        other get_rlock() of the same name from this client), and holds it
+        until it has released it as many times."""
+        self._context()
+        _check_name(name)
+        with self._rlocks_mutex:
+            shared = self._rlocks.get(name)
+            if shared is None:
+                shared = self._rlocks[name] = _Reentrant(Lock(self, (name,)))
+        return RLock(shared)
 
     @contextmanager
     def lock(self, name: str, lease: Optional[float] = None,
@@ -474,3 +490,94 @@ class Lock:
         if len(self._names) == 1:
             return capi.redlock_lock(ctx, self._names[0], lease_ms, wait_ms)
         return capi.redlock_lock_multi(ctx, self._names, lease_ms, wait_ms)
+
+
+class _Reentrant:
+    """What the RLock objects of one name share: the lock, its owner thread
+    and how many times that thread acquired it."""
+
+    def __init__(self, lock: Lock) -> None:
+        self.lock = lock
+        self.mutex = threading.Lock()  # guards owner and count; never held while waiting
+        self.owner: Optional[int] = None
+        self.count = 0
+
+
+class RLock:
+    """A reentrant distributed lock, from Redlock.get_rlock(): the surface
+    of threading.RLock (``acquire(blocking, timeout)``, ``release()``,
+    ``with``), plus try_lock(wait, lease). The first acquisition by a thread
+    takes the lock on the nodes (kept until released when no lease is
+    given); later ones by the same thread only count, and the last release
+    unlocks it on the nodes."""
+
+    def __init__(self, shared: _Reentrant) -> None:
+        self._shared = shared
+
+    @property
+    def lock(self) -> Lock:
+        """The underlying Lock (lost, on_lost, validity, token)."""
+        return self._shared.lock
+
+    def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
+        """As Lock.try_lock; True at once when this thread holds it already
+        (its lease stays what the first acquisition made it)."""
+        if self._reenter():
+            return True
+        return self._first(self._shared.lock.try_lock(wait, lease))
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """threading.RLock.acquire, for the lock on the nodes."""
+        if self._reenter():
+            return True
+        return self._first(self._shared.lock.acquire(blocking, timeout))
+
+    def release(self) -> None:
+        """Counts one release; the last one unlocks on the nodes (raising
+        LockNotHeld, as Lock.unlock does, if the lock had been lost).
+        RuntimeError when this thread does not hold it."""
+        shared = self._shared
+        with shared.mutex:
+            if shared.owner != threading.get_ident():
+                raise RuntimeError("cannot release un-acquired lock")
+            shared.count -= 1
+            if shared.count:
+                return
+            shared.owner = None
+        shared.lock.unlock()
+
+    unlock = release
+
+    def get_hold_count(self) -> int:
+        """How many times the calling thread holds it (0: not at all)."""
+        shared = self._shared
+        with shared.mutex:
+            return shared.count if shared.owner == threading.get_ident() else 0
+
+    def is_held_by_current_thread(self) -> bool:
+        return self.get_hold_count() > 0
+
+    def __enter__(self) -> RLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<redlock.RLock {self._shared.lock.names[0]!r} held {self.get_hold_count()} times>"
+
+    def _reenter(self) -> bool:
+        shared = self._shared
+        with shared.mutex:
+            if shared.owner == threading.get_ident():
+                shared.count += 1
+                return True
+        return False
+
+    def _first(self, acquired: bool) -> bool:
+        if acquired:
+            shared = self._shared
+            with shared.mutex:
+                shared.owner, shared.count = threading.get_ident(), 1
+        return acquired
