@@ -62,6 +62,7 @@ struct rl_driver {
     pthread_t service;
 
     struct rl_async *async;    /* the asynchronous calls (async.c) */
+    struct rl_waker *waker;    /* lock calls woken by releases (wake.c) */
 };
 
 #define SERVICE_PERIOD_MS 100
@@ -124,6 +125,7 @@ void rl_io_check_fork(redlock_ctx *ctx)
         }
         rl_owed_clear(ctx);
         rl_async_forget(d->async);
+        rl_waker_forget(d->waker);
         /* The parent's service thread does not exist here. */
         pthread_mutex_init(&d->service_mu, NULL);
         pthread_cond_init(&d->service_cv, NULL);
@@ -144,7 +146,8 @@ int rl_driver_new(redlock_ctx *ctx)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     }
     d->n_pools = ctx->n_nodes;
-    if (!(d->async = rl_async_new())) {
+    if (!(d->async = rl_async_new()) || !(d->waker = rl_waker_new(ctx->n_nodes))) {
+        rl_async_free(ctx, d->async);
         free(d->pools);
         free(d);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
@@ -177,6 +180,8 @@ void rl_driver_free(redlock_ctx *ctx)
     rl_io_check_fork(ctx);
     rl_async_free(ctx, d->async);
     d->async = NULL;
+    rl_waker_free(d->waker);
+    d->waker = NULL;
     pthread_mutex_lock(&d->service_mu);
     d->stopping = true;
     bool join = d->service_running || d->service_joinable;
@@ -203,6 +208,11 @@ void rl_driver_free(redlock_ctx *ctx)
 struct rl_async *rl_io_async(redlock_ctx *ctx)
 {
     return ctx->driver->async;
+}
+
+struct rl_waker *rl_io_waker(redlock_ctx *ctx)
+{
+    return ctx->driver->waker;
 }
 
 static rl_conn *pool_take(redlock_ctx *ctx, size_t node)
@@ -269,7 +279,7 @@ static int socket_for(int family)
 
 /* Starts a non-blocking connect: the fd, or -1 with why. IPv4 addresses are
  * tried before IPv6 ones, as hiredis does. */
-static int start_connect(const rl_node_addr *a, char *why, size_t whylen)
+int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen)
 {
     if (a->is_unix) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -333,7 +343,7 @@ void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
             rl_op_no_conn(op, i, REDLOCK_ENOMEM, "out of memory", now);
             continue;
         }
-        int fd = start_connect(&ctx->nodes[i].addr, why, sizeof why);
+        int fd = rl_io_connect(&ctx->nodes[i].addr, why, sizeof why);
         if (fd < 0) {
             rl_node_connect_failed(&ctx->nodes[i], now);
             conn_close(c, why, now);
@@ -454,9 +464,10 @@ size_t rl_io_watch(redlock_ctx *ctx, rl_op *op, bool tail, int64_t now, struct p
 
 /* One poll over the operation's connections (all of them, or when `tail`
  * only those still sending within their deadline), and their events. */
-static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked)
+static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked,
+                      rl_waiter *waiter)
 {
-    struct pollfd pfd[REDLOCK_MAX_NODES];
+    struct pollfd pfd[REDLOCK_MAX_NODES + 1];
     rl_conn *who[REDLOCK_MAX_NODES];
     int64_t wake = tail ? INT64_MAX : rl_op_wake_at(op);
     /* What can be written now is written before waiting: the usual command
@@ -476,9 +487,16 @@ static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int6
     int64_t cap = interrupt_check ? INTERRUPT_CHECK_MS : 1000;
     int64_t timeout = wake == INT64_MAX ? cap : wake - *now;
     timeout = timeout < 0 ? 0 : timeout > cap ? cap : timeout;
-    int r = poll(pfd, k, (int)timeout);
+    /* A release of the keys waited for ends the pause (the last entry). */
+    if (waiter)
+        pfd[k] = (struct pollfd){ .fd = rl_waiter_fd(waiter), .events = POLLIN };
+    int r = poll(pfd, k + (waiter != NULL), (int)timeout);
     int err = r < 0 ? errno : 0;
     *now = rl_now_ms();
+    if (waiter && r > 0 && pfd[k].revents && rl_waiter_told(waiter)) {
+        rl_op_wake(op, *now);
+        r--;
+    }
     if (interrupt_check && !tail && (err == EINTR || *now >= *checked + cap)) {
         *checked = *now;
         if (interrupt_check(interrupt_data) && rl_op_cancel(op, *now))
@@ -525,22 +543,30 @@ bool rl_io_tail_left(redlock_ctx *ctx, rl_op *op, int64_t now)
 static int drive(redlock_ctx *ctx, rl_op *op)
 {
     int64_t now = rl_now_ms(), checked = now;
+    rl_waiter *waiter = NULL;   /* once the lock was found held elsewhere */
     for (;;) {
         rl_io_attach(ctx, op, now);
         rl_op_step(op, now);
         if (rl_op_done(op))
             break;
+        if (!waiter && rl_op_awaits_release(op))
+            waiter = rl_waker_await(ctx, rl_op_keys(op));
         bool wants = false;
         for (size_t i = 0; i < ctx->n_nodes && !wants; i++)
             wants = rl_op_wants_conn(op, i);
         if (!wants)
-            poll_once(ctx, op, false, &now, &checked);
+            poll_once(ctx, op, false, &now, &checked, waiter);
     }
+    char note[256] = "";
+    if (waiter)
+        rl_waker_done(ctx, waiter, note, sizeof note);
     while (rl_io_tail_left(ctx, op, now))
-        poll_once(ctx, op, true, &now, &checked);
+        poll_once(ctx, op, true, &now, &checked, NULL);
 
     int rc = rl_op_status(op);
-    if (rc != REDLOCK_OK)
+    if (rc == REDLOCK_ELOCKED && note[0])
+        rl_fail(rc, "%s; %s", rl_op_message(op), note);
+    else if (rc != REDLOCK_OK)
         rl_fail(rc, "%s", rl_op_message(op));
     rl_io_give_back(ctx, op, now);
     return rc;

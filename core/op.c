@@ -626,6 +626,22 @@ bool rl_op_cancel(rl_op *op, int64_t now)
     return true;
 }
 
+bool rl_op_awaits_release(const rl_op *op)
+{
+    return op->kind == OP_LOCK && op->phase == PHASE_PAUSE && op->rc == REDLOCK_ELOCKED;
+}
+
+const rl_keys *rl_op_keys(const rl_op *op)
+{
+    return op->h ? op->h->keys : NULL;
+}
+
+void rl_op_wake(rl_op *op, int64_t now)
+{
+    if (op->kind == OP_LOCK && op->phase == PHASE_PAUSE && op->wake_at > now)
+        op->wake_at = now;
+}
+
 int64_t rl_op_wake_at(const rl_op *op)
 {
     if (op->phase == PHASE_PAUSE)

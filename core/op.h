@@ -77,6 +77,14 @@ void rl_op_step(rl_op *op, int64_t now);
 bool rl_op_cancel(rl_op *op, int64_t now);
 /* When the operation next needs rl_op_step if nothing else happens. */
 int64_t rl_op_wake_at(const rl_op *op);
+/* Whether a lock operation is pausing between attempts because the last
+ * one found the lock held elsewhere: a release of its keys is worth waiting
+ * for (its keys: rl_op_keys). */
+bool rl_op_awaits_release(const rl_op *op);
+const rl_keys *rl_op_keys(const rl_op *op);
+/* Ends a lock operation's pause now (a release was published): its next
+ * attempt starts at the next rl_op_step. */
+void rl_op_wake(rl_op *op, int64_t now);
 /* Whether it is done; then its status and message. */
 bool rl_op_done(const rl_op *op);
 int rl_op_status(const rl_op *op);

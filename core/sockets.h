@@ -10,11 +10,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cmd.h"
 #include "conn.h"
 #include "op.h"
+#include "uri.h"
 
 struct redlock_ctx;
 struct rl_async;
+struct rl_waker;
 
 /* In a child after fork(): forgets the parent's connections and owed work. */
 void rl_io_check_fork(struct redlock_ctx *ctx);
@@ -57,5 +60,23 @@ void rl_async_forget(struct rl_async *a);
  * freeing: h is about to be freed; false is returned when that must wait
  * for what runs on the client's thread (which then frees it). */
 bool rl_async_unwatch(redlock_handle *h, bool freeing);
+
+/* Starts a non-blocking connect to a node: the fd, or -1 with why. */
+int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen);
+
+/* wake.c: lock calls woken by releases. A lock call waiting for a lock
+ * held elsewhere registers (rl_waker_await) with the keys it waits for; the
+ * client's waker thread makes its eventfd (rl_waiter_fd) readable when it
+ * is to try again; rl_waiter_told consumes that. rl_waker_done ends the
+ * registration, with a note (maybe "") on why waiters are not being woken. */
+typedef struct rl_waiter rl_waiter;
+struct rl_waker *rl_waker_new(size_t n_nodes);
+void rl_waker_free(struct rl_waker *w);
+void rl_waker_forget(struct rl_waker *w);
+struct rl_waker *rl_io_waker(struct redlock_ctx *ctx);
+rl_waiter *rl_waker_await(struct redlock_ctx *ctx, const rl_keys *keys);
+int rl_waiter_fd(const rl_waiter *r);
+bool rl_waiter_told(rl_waiter *r);
+void rl_waker_done(struct redlock_ctx *ctx, rl_waiter *r, char *note, size_t notelen);
 
 #endif /* RL_SOCKETS_H */

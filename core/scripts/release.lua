@@ -1,4 +1,7 @@
--- Deletes each key in KEYS whose value is the token ARGV[1].
+-- Deletes each key in KEYS whose value is the token ARGV[1], and publishes
+-- the token on a channel named after each key it deleted (a wake-up for the
+-- clients waiting for it; pcall: without the channel permission in the ACL
+-- the release still happens, and waiters fall back on their timed retries).
 -- Returns how many keys were deleted; a key of another type is an error.
 -- Keys go to MGET and DEL in chunks, so unpack() stays within Lua's stack.
 local n, chunk, deleted = #KEYS, 1000, 0
@@ -6,7 +9,9 @@ if n == 1 then
   -- One key, the common case, in the fewest calls.
   local value = redis.pcall('get', KEYS[1])
   if value == ARGV[1] then
-    return redis.call('del', KEYS[1])
+    local n = redis.call('del', KEYS[1])
+    redis.pcall('publish', KEYS[1], ARGV[1])
+    return n
   elseif type(value) ~= 'table' then
     return 0
   end
@@ -28,6 +33,9 @@ for first = 1, n, chunk do
   end
   if #ours > 0 then
     deleted = deleted + redis.call('del', unpack(ours))
+    for _, key in ipairs(ours) do
+      redis.pcall('publish', key, ARGV[1])
+    end
   end
 end
 return deleted

@@ -6,13 +6,17 @@
  * database other than 0), SCRIPT LOAD of its three scripts and INFO server
  * (the node's run_id, for the restart guard); then SET, EVALSHA (EVAL when a
  * node has lost its scripts) and TYPE; the scripts call get, set, del, pexpire
- * and type, which Redis 7 checks against the same user. AUTH needs no
- * permission. The test prints the ACL line that the README shows.
+ * and type, which Redis 7 checks against the same user, and publish (a
+ * release's wake-up for waiters, on a channel named after the key); a
+ * waiting client subscribes to those channels. AUTH needs no permission.
+ * The test prints the ACL line that the README shows.
  */
 #include "helpers.h"
 
 #include <stdio.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NODES 3
 #define USER "locker"
@@ -22,7 +26,7 @@
 /* Every permission the library uses; each test user gets them all but one. */
 static const char *const permissions[] = {
     "+set", "+exists", "+mget", "+del", "+pexpire", "+type", "+eval", "+evalsha", "+script|load",
-    "+info",
+    "+info", "+publish", "+subscribe", "+unsubscribe", "&" PREFIX "*",
 };
 #define N_PERMISSIONS (sizeof(permissions) / sizeof(permissions[0]))
 
@@ -38,7 +42,7 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* "ACL SETUSER user reset on >password ~app:* resetchannels -@all +..."
+/* "ACL SETUSER user reset on >password ~app:* resetchannels -@all +... &app:*"
  * with every permission but `without` (NULL: all of them). */
 static void acl_line(char *buf, size_t len, const char *user, const char *password,
                      const char *without)
@@ -243,12 +247,98 @@ static void each_needed_permission_is_needed(void **state)
     }
 }
 
+/* Holds a lock for a while, then releases it and notes when. */
+typedef struct holder {
+    redlock_ctx *ctx;
+    const char *name;
+    int64_t released_at;
+} holder;
+
+static void *hold_then_release(void *arg)
+{
+    holder *hd = arg;
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock(&h, hd->ctx, hd->name, 10000, 0), REDLOCK_OK);
+    usleep(300 * 1000);
+    hd->released_at = now_ms();
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+    return NULL;
+}
+
+/* A waiter, retrying every 2 s, takes the lock within moments of its
+ * release: the release's message woke it. */
+static void a_release_wakes_the_waiter(void **state)
+{
+    nodes *ns = *state;
+    char line[512];
+    acl_line(line, sizeof(line), USER, PASSWORD, NULL);
+    create_user(ns, line);
+    redlock_ctx *ctx = client_as(ns, USER, 0, PREFIX);
+    redlock_ctx *waiting = client_as(ns, USER, 0, PREFIX);
+    set_options(waiting, (const char *const[]){"retry_delay_ms", "2000", "retry_jitter_ms", "0",
+                                               NULL});
+    holder hd = { .ctx = ctx, .name = "acl-wake" };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, hold_then_release, &hd), 0);
+    usleep(100 * 1000);
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock(&h, waiting, "acl-wake", 10000, 10000), REDLOCK_OK);
+    int64_t acquired_at = now_ms();
+    pthread_join(t, NULL);
+    if (acquired_at - hd.released_at >= 1000)
+        fail_msg("acquired %lld ms after the release: not woken by it",
+                 (long long)(acquired_at - hd.released_at));
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+    redlock_ctx_free(waiting);
+    redlock_ctx_free(ctx);
+}
+
+/* Without the channel permission locks still work, by timed retries, and a
+ * wait that ends refused says why it was slower. */
+static void without_channels_waiting_falls_back_on_retries(void **state)
+{
+    nodes *ns = *state;
+    char line[512];
+    acl_line(line, sizeof(line), "nochannels", PASSWORD, "&" PREFIX "*");
+    create_user(ns, line);
+    redlock_ctx *ctx = client_as(ns, "nochannels", 0, PREFIX);
+    redlock_ctx *rival = client_as(ns, "nochannels", 0, PREFIX);
+    const char *step = "";
+    int rc = use_locks(ns, ctx, rival, &step);
+    if (rc != REDLOCK_OK)
+        fail_msg("%s without channels failed: %s; errmsg: %s", step, redlock_strerror(rc),
+                 redlock_errmsg());
+
+    redlock_handle *h = NULL, *other = UNSET_HANDLE;
+    assert_rc(redlock_lock(&h, rival, "acl-nowake", 10000, 0), REDLOCK_OK);
+    assert_fails(redlock_lock(&other, ctx, "acl-nowake", 10000, 500), REDLOCK_ELOCKED);
+    if (!strstr(redlock_errmsg(), "refused SUBSCRIBE"))
+        fail_msg("no word of the refused subscription: %s", redlock_errmsg());
+    holder hd = { .ctx = rival, .name = "acl-nowake-2" };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, hold_then_release, &hd), 0);
+    usleep(100 * 1000);
+    redlock_handle *later = NULL;
+    assert_rc(redlock_lock(&later, ctx, "acl-nowake-2", 10000, 5000), REDLOCK_OK);
+    pthread_join(t, NULL);
+    assert_rc(redlock_unlock(later), REDLOCK_OK);
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(later);
+    redlock_handle_free(h);
+    redlock_ctx_free(rival);
+    redlock_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(least_privilege_user_can_lock_under_its_prefix),
         cmocka_unit_test(keys_outside_the_prefix_are_refused),
         cmocka_unit_test(each_needed_permission_is_needed),
+        cmocka_unit_test(a_release_wakes_the_waiter),
+        cmocka_unit_test(without_channels_waiting_falls_back_on_retries),
     };
     return cmocka_run_group_tests_name("acl", tests, group_setup, group_teardown);
 }

@@ -1,0 +1,130 @@
+/*
+ * sub.c - a subscriber connection's protocol (sub.h): an output buffer and a
+ * hiredis reader, and the meaning of what the node pushes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "proto.h"
+#include "sub.h"
+
+struct rl_sub {
+    char *out;          /* bytes to write */
+    size_t out_len, out_cap;
+    redisReader *reader;
+    bool authing;       /* AUTH's reply is the next one */
+};
+
+static int append(rl_sub *s, int argc, const char **argv)
+{
+    rl_bytes b;
+    if (rl_bytes_format(&b, argc, argv) != REDLOCK_OK)
+        return REDLOCK_ENOMEM;
+    if (s->out_len + b.len > s->out_cap) {
+        size_t cap = (s->out_len + b.len) * 2;
+        char *p = realloc(s->out, cap);
+        if (!p) {
+            rl_bytes_free(&b);
+            return REDLOCK_ENOMEM;
+        }
+        s->out = p;
+        s->out_cap = cap;
+    }
+    memcpy(s->out + s->out_len, b.p, b.len);
+    s->out_len += b.len;
+    rl_bytes_free(&b);
+    return REDLOCK_OK;
+}
+
+rl_sub *rl_sub_new(const rl_node_addr *a)
+{
+    rl_sub *s = calloc(1, sizeof *s);
+    if (!s || !(s->reader = redisReaderCreate())) {
+        free(s);
+        return NULL;
+    }
+    if (a->password) {
+        const char *argv[3] = { "AUTH", a->user ? a->user : a->password, a->password };
+        if (append(s, a->user ? 3 : 2, argv) != REDLOCK_OK) {
+            rl_sub_free(s);
+            return NULL;
+        }
+        s->authing = true;
+    }
+    return s;
+}
+
+void rl_sub_free(rl_sub *s)
+{
+    if (!s)
+        return;
+    redisReaderFree(s->reader);
+    free(s->out);
+    free(s);
+}
+
+int rl_sub_want(rl_sub *s, const char *channel, bool on)
+{
+    const char *argv[2] = { on ? "SUBSCRIBE" : "UNSUBSCRIBE", channel };
+    return append(s, 2, argv);
+}
+
+size_t rl_sub_output(const rl_sub *s, const char **bytes)
+{
+    *bytes = s->out;
+    return s->out_len;
+}
+
+void rl_sub_wrote(rl_sub *s, size_t n)
+{
+    if (n > s->out_len)
+        n = s->out_len;
+    memmove(s->out, s->out + n, s->out_len - n);
+    s->out_len -= n;
+}
+
+/* Whether element i of the array r is a string. */
+static bool text_at(const redisReply *r, size_t i)
+{
+    return r->elements > i && r->element[i]
+        && (r->element[i]->type == REDIS_REPLY_STRING
+            || r->element[i]->type == REDIS_REPLY_STATUS);
+}
+
+/* One reply: AUTH's, or a push of the subscribed connection. */
+static void meaning(rl_sub *s, const redisReply *r, rl_sub_fn fn, void *data)
+{
+    if (r->type == REDIS_REPLY_ERROR) {
+        s->authing = false;
+        fn(data, RL_SUB_REFUSED, NULL, r->str);
+        return;
+    }
+    if (s->authing) {
+        s->authing = false;
+        return;   /* +OK */
+    }
+    if (r->type != REDIS_REPLY_ARRAY || !text_at(r, 0) || !text_at(r, 1))
+        return;
+    const char *kind = r->element[0]->str, *channel = r->element[1]->str;
+    if (strcmp(kind, "subscribe") == 0)
+        fn(data, RL_SUB_SUBSCRIBED, channel, "");
+    else if (strcmp(kind, "message") == 0 && text_at(r, 2))
+        fn(data, RL_SUB_MESSAGE, channel, r->element[2]->str);
+}
+
+int rl_sub_received(rl_sub *s, const char *bytes, size_t len, rl_sub_fn fn, void *data)
+{
+    if (redisReaderFeed(s->reader, bytes, len) != REDIS_OK)
+        return REDLOCK_EREDIS;
+    for (;;) {
+        void *reply = NULL;
+        if (redisReaderGetReply(s->reader, &reply) != REDIS_OK)
+            return REDLOCK_EREDIS;
+        if (!reply)
+            return REDLOCK_OK;
+        meaning(s, reply, fn, data);
+        freeReplyObject(reply);
+    }
+}
