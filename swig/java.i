@@ -17,7 +17,9 @@
  *     caller asked, with an interrupt check that asks the calling thread's
  *     Thread.isInterrupted(): an interrupt ends the wait with
  *     REDLOCK_ECANCELED (CancelledException). What to retry and how long to
- *     pause is the library's business alone.
+ *     pause is the library's business alone;
+ *   - the asynchronous calls and the renewal of kept locks call back into
+ *     Java on the client's thread (below).
  *
  * The conversions never return early: a failed one leaves NULL and a pending
  * Java exception, the C call rejects the NULL without side effects (the ABI
@@ -136,23 +138,41 @@ static void redlock_java_detach(void *unused)
     (*redlock_java_vm)->DetachCurrentThread(redlock_java_vm);
 }
 
+/* The JNIEnv of the calling thread (the client's), attached to the JVM on
+ * first use; NULL when it cannot be attached. */
+static JNIEnv *redlock_java_attach(void)
+{
+    JNIEnv *jenv;
+    if ((*redlock_java_vm)->GetEnv(redlock_java_vm, (void **)&jenv, JNI_VERSION_1_8) == JNI_OK)
+        return jenv;
+    if ((*redlock_java_vm)->AttachCurrentThreadAsDaemon(redlock_java_vm, (void **)&jenv, NULL)
+        != JNI_OK)
+        return NULL;
+    pthread_setspecific(redlock_java_attached, jenv);
+    return jenv;
+}
+
+/* A Java byte[] holding message's bytes (UTF-8), or NULL with an exception pending. */
+static jbyteArray redlock_java_bytes(JNIEnv *jenv, const char *message)
+{
+    jsize len = (jsize)strlen(message);
+    jbyteArray bytes = (*jenv)->NewByteArray(jenv, len);
+    if (bytes != NULL)
+        (*jenv)->SetByteArrayRegion(jenv, bytes, 0, len, (const jbyte *)message);
+    return bytes;
+}
+
 static void redlock_java_async_done(void *data, int status, redlock_handle *handle,
                                     const char *message)
 {
-    JNIEnv *jenv;
     jobject callback = (jobject)data;
-    if ((*redlock_java_vm)->GetEnv(redlock_java_vm, (void **)&jenv, JNI_VERSION_1_8) != JNI_OK) {
-        if ((*redlock_java_vm)->AttachCurrentThreadAsDaemon(redlock_java_vm, (void **)&jenv,
-                                                            NULL) != JNI_OK) {
-            redlock_handle_free(handle);   /* nobody can be told: the key expires */
-            return;
-        }
-        pthread_setspecific(redlock_java_attached, jenv);
+    JNIEnv *jenv = redlock_java_attach();
+    if (jenv == NULL) {
+        redlock_handle_free(handle);   /* nobody can be told: the key expires */
+        return;
     }
-    jsize len = (jsize)strlen(message);
-    jbyteArray bytes = (*jenv)->NewByteArray(jenv, len);
+    jbyteArray bytes = redlock_java_bytes(jenv, message);
     if (bytes != NULL) {
-        (*jenv)->SetByteArrayRegion(jenv, bytes, 0, len, (const jbyte *)message);
         (*jenv)->CallVoidMethod(jenv, callback, redlock_java_done, (jint)status,
                                 (jlong)(intptr_t)handle, bytes);
         (*jenv)->DeleteLocalRef(jenv, bytes);
@@ -223,6 +243,52 @@ JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_unlockAsync(
                                             redlock_java_async_done, ref));
 }
 
+/* ---- Kept locks (redlock_handle_watch) and the lost-lock signal ----
+ *
+ * The library's data for a watched handle is a number, the watch's id, not
+ * a reference: the lost callback calls the static
+ * io.redlock.NativeClient.lost(long id, int status, byte[] message), which
+ * finds the hold by its id and ignores ids it no longer knows. So the
+ * callback never touches a Java object that may have been collected, nor
+ * the handle (which another thread may be freeing: the library waits for
+ * the callback to end before it frees a watched handle). NativeClient.lost
+ * only hands the news to another thread: it takes no lock that a thread
+ * waiting in the library (an unlock or a free, which wait for this
+ * callback) might hold. Ids are at most 2^31 on 32-bit platforms. */
+static jclass redlock_java_native_client;     /* a global reference */
+static jmethodID redlock_java_lost;           /* static void lost(long, int, byte[]) */
+
+static void redlock_java_handle_lost(void *data, redlock_handle *handle, int status,
+                                     const char *message)
+{
+    (void)handle;
+    JNIEnv *jenv = redlock_java_attach();
+    if (jenv == NULL)
+        return;   /* nobody can be told; redlock_handle_lost says it */
+    jbyteArray bytes = redlock_java_bytes(jenv, message);
+    if (bytes != NULL) {
+        (*jenv)->CallStaticVoidMethod(jenv, redlock_java_native_client, redlock_java_lost,
+                                      (jlong)(intptr_t)data, (jint)status, bytes);
+        (*jenv)->DeleteLocalRef(jenv, bytes);
+    }
+    if ((*jenv)->ExceptionCheck(jenv))
+        (*jenv)->ExceptionClear(jenv);   /* lost() never throws; the thread must go on */
+}
+
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_watch(
+    JNIEnv *jenv, jclass cls, jlong handle, jlong id)
+{
+    (void)cls;
+    redlock_handle *h = (redlock_handle *)(intptr_t)handle;
+    if (h == NULL) {
+        SWIG_JavaThrowException(jenv, SWIG_JavaNullPointerException, "null redlock_handle");
+        return;
+    }
+    int rc = redlock_handle_watch(h, redlock_java_handle_lost, (void *)(intptr_t)id);
+    if (rc != REDLOCK_OK)
+        redlock_java_throw(jenv, rc);
+}
+
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
     JNIEnv *jenv;
@@ -252,6 +318,17 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
     (*jenv)->DeleteLocalRef(jenv, done);
     if (redlock_java_done == NULL)
         return JNI_ERR;
+    jclass client = (*jenv)->FindClass(jenv, "io/redlock/NativeClient");
+    if (client == NULL)
+        return JNI_ERR;
+    redlock_java_native_client = (jclass)(*jenv)->NewGlobalRef(jenv, client);
+    (*jenv)->DeleteLocalRef(jenv, client);
+    if (redlock_java_native_client == NULL)
+        return JNI_ERR;
+    redlock_java_lost = (*jenv)->GetStaticMethodID(jenv, redlock_java_native_client, "lost",
+                                                   "(JI[B)V");
+    if (redlock_java_lost == NULL)
+        return JNI_ERR;
     return JNI_VERSION_1_8;
 }
 
@@ -259,9 +336,14 @@ JNIEXPORT void JNICALL JNI_OnUnload(JavaVM *vm, void *reserved)
 {
     JNIEnv *jenv;
     (void)reserved;
-    if ((*vm)->GetEnv(vm, (void **)&jenv, JNI_VERSION_1_8) == JNI_OK && redlock_java_thread_class)
-        (*jenv)->DeleteGlobalRef(jenv, redlock_java_thread_class);
+    if ((*vm)->GetEnv(vm, (void **)&jenv, JNI_VERSION_1_8) == JNI_OK) {
+        if (redlock_java_thread_class)
+            (*jenv)->DeleteGlobalRef(jenv, redlock_java_thread_class);
+        if (redlock_java_native_client)
+            (*jenv)->DeleteGlobalRef(jenv, redlock_java_native_client);
+    }
     redlock_java_thread_class = NULL;
+    redlock_java_native_client = NULL;
 }
 
 /* An option's value, or NULL with this thread's error set. */
@@ -425,6 +507,10 @@ REDLOCK_RETURNS_VOID(redlock_unlock)
   public final static native void extendAsync(long handle, long leaseMs, Object done);
   /** redlock_unlock_async, likewise. */
   public final static native void unlockAsync(long handle, Object done);
+  /** redlock_handle_watch: renews the handle on the client's thread; when the lock is lost,
+   *  io.redlock.NativeClient.lost(id, status, message) is called once, on that thread.
+   *  Throws when the handle is not held or is watched already. */
+  public final static native void watch(long handle, long id);
 %}
 
 %include "redlock.i"

@@ -5,16 +5,20 @@ import io.redlock.internal.RedlockNativeConstants;
 import io.redlock.internal.RedlockNativeJNI;
 import io.redlock.internal.SWIGTYPE_p_redlock_ctx;
 import io.redlock.internal.SWIGTYPE_p_redlock_handle;
+import java.lang.ref.WeakReference;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -27,10 +31,23 @@ import java.util.function.Consumer;
  * (the ctx is thread-safe). {@link #close()} takes the write side: it waits for the calls in
  * progress, then frees every handle still alive and the ctx last, as the ABI requires. It is
  * the Cleaner action of {@link Redlock}, so it must not refer to it.
+ *
+ * <p>Kept locks: a handle acquired with a {@link LostSignal} is watched (redlock_handle_watch):
+ * the library renews it on the client's thread, and tells its loss through {@link #lost} with the
+ * watch's id. Ids are never reused; an id is forgotten when its handle is freed, and news for an
+ * id not known (any more) is ignored, so the callback never reaches a freed handle or a
+ * collected object.
  */
 final class NativeClient {
+    /** The watched holds of every client, by watch id, weakly: see {@link LostSignal}. */
+    private static final Map<Long, WeakReference<LostSignal>> WATCHES = new ConcurrentHashMap<>();
+    private static final AtomicLong WATCH_IDS = new AtomicLong();
+
     private final ReadWriteLock closing = new ReentrantReadWriteLock();
     private final Set<SWIGTYPE_p_redlock_handle> handles = ConcurrentHashMap.newKeySet();
+    // The watch id of each watched handle, until it is freed.
+    private final Map<SWIGTYPE_p_redlock_handle, Long> watched = new ConcurrentHashMap<>();
+    private final long watchdogLeaseMs;
     // Handles with an extend or unlock under way, and how many: the library uses
     // such a handle until the call ends, so a free meanwhile (the Cleaner's, once the owner is
     // gone; close()'s) waits for it. Guarded by busy itself, as is doomed: the handles whose
@@ -45,10 +62,17 @@ final class NativeClient {
             for (Map.Entry<String, String> option : options.entrySet()) {
                 RedlockNative.redlock_ctx_set_option(ctx, option.getKey(), option.getValue());
             }
+            watchdogLeaseMs = Long.parseLong(
+                    RedlockNative.redlock_java_get_option(ctx, "watchdog_lease_ms"));
         } catch (RuntimeException e) {
             RedlockNative.redlock_ctx_free(ctx);
             throw e;
         }
+    }
+
+    /** The lease of kept locks, the option watchdog_lease_ms (options never change later). */
+    long watchdogLeaseMs() {
+        return watchdogLeaseMs;
     }
 
     /**
@@ -56,17 +80,79 @@ final class NativeClient {
      * waits up to waitMs, retrying as the library decides. Throws LockHeldException or
      * NoQuorumException when the lock was not acquired within waitMs, CancelledException when
      * the calling thread was interrupted meanwhile (what the attempt had taken is released).
+     * With keep (not null) the lock is kept: renewed until unlocked, its loss told to keep.
      */
-    NativeHandle lock(Object owner, String[] names, long leaseMs, long waitMs) {
+    NativeHandle lock(Object owner, String[] names, long leaseMs, long waitMs, LostSignal keep) {
         Lock read = openForCall();
         try {
             SWIGTYPE_p_redlock_handle ptr = names.length == 1
                     ? RedlockNative.redlock_lock(ctx, names[0], leaseMs, waitMs)
                     : RedlockNative.redlock_lock_multi(ctx, names, leaseMs, waitMs);
+            long watchId = 0;
+            if (keep != null) {
+                try {
+                    watchId = watch(ptr, keep);
+                } catch (RuntimeException e) {
+                    giveUp(ptr);
+                    throw e;
+                }
+            }
             handles.add(ptr);
-            return new NativeHandle(this, ptr, owner);
+            return new NativeHandle(this, ptr, owner, watchId);
         } finally {
             read.unlock();
+        }
+    }
+
+    /**
+     * Has the library keep ptr (not yet known to anyone else): returns the watch id. A lease
+     * that ran out before the watch began throws LeaseExpiredException, as when it runs out
+     * while acquiring; other failures (no thread, no memory) throw their RedlockException.
+     */
+    private long watch(SWIGTYPE_p_redlock_handle ptr, LostSignal keep) {
+        long id = WATCH_IDS.incrementAndGet();
+        // Known before the watch begins: news of a loss can come at once.
+        WATCHES.put(id, new WeakReference<>(keep));
+        try {
+            RedlockNativeJNI.watch(RedlockNativeJNI.pointer(ptr), id);
+        } catch (LockNotHeldException expired) {
+            WATCHES.remove(id);
+            throw new LeaseExpiredException(RedlockNativeConstants.REDLOCK_EEXPIRED,
+                    "the lease ran out before its renewal began: " + expired.getMessage());
+        } catch (RuntimeException e) {
+            WATCHES.remove(id);
+            throw e;
+        }
+        watched.put(ptr, id);
+        return id;
+    }
+
+    /** Releases and frees a handle that could not be kept (known to nobody else). */
+    private static void giveUp(SWIGTYPE_p_redlock_handle ptr) {
+        try {
+            RedlockNative.redlock_unlock(ptr);
+        } catch (RedlockException ignored) {
+            // What could not be released expires at the end of its lease.
+        } finally {
+            RedlockNative.redlock_handle_free(ptr);
+        }
+    }
+
+    /**
+     * The library's news that a kept lock was lost, on the client's thread (JNI calls it by
+     * name). It must not wait nor throw: threads waiting in the library for this callback to end
+     * (an unlock or a free of the same handle, close()) may hold this client's locks or an
+     * RLock's monitor, so it takes none of them.
+     */
+    static void lost(long watchId, int status, byte[] message) {
+        try {
+            WeakReference<LostSignal> ref = WATCHES.get(watchId);
+            LostSignal signal = ref == null ? null : ref.get();
+            if (signal != null) {
+                signal.lost(watchId, status, new String(message, StandardCharsets.UTF_8));
+            }
+        } catch (Throwable ignored) {
+            // Out of memory or the like: isLost() still says it.
         }
     }
 
@@ -90,21 +176,39 @@ final class NativeClient {
      * acquired after the future was cancelled is released at once.
      */
     CompletableFuture<NativeHandle> lockAsync(Object owner, String[] names, long leaseMs,
-            long waitMs) {
+            long waitMs, LostSignal keep) {
         CompletableFuture<NativeHandle> future = new CompletableFuture<>();
         byte[][] utf8 = Arrays.stream(names).map(n -> n.getBytes(StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);
         Done done = (status, address, message) -> {
             SWIGTYPE_p_redlock_handle ptr = RedlockNativeJNI.handle(address);
+            // Watched at once, on the client's thread, before anyone else knows the handle (a
+            // close() meanwhile frees only the handles it finds in the set).
+            long watchId = 0;
+            RuntimeException notKept = null;
+            if (ptr != null && keep != null) {
+                try {
+                    watchId = watch(ptr, keep);
+                } catch (RuntimeException e) {
+                    notKept = e;
+                }
+            }
             if (ptr != null) {
                 handles.add(ptr);
             }
+            long id = watchId;
+            RuntimeException failure = notKept;
             COMPLETIONS.execute(() -> {
                 if (status != RedlockNativeConstants.REDLOCK_OK) {
                     future.completeExceptionally(RedlockException.fromNative(status, message));
                     return;
                 }
-                NativeHandle handle = new NativeHandle(this, ptr, owner);
+                NativeHandle handle = new NativeHandle(this, ptr, owner, id);
+                if (failure != null) {
+                    unlockAsync(ptr).whenComplete((ignored, error) -> handle.free());
+                    future.completeExceptionally(failure);
+                    return;
+                }
                 if (!future.complete(handle)) {
                     // Cancelled meanwhile: nobody holds it.
                     unlockAsync(ptr).whenComplete((ignored, error) -> handle.free());
@@ -179,7 +283,19 @@ final class NativeClient {
             }
         }
         if (handles.remove(ptr)) {
-            RedlockNative.redlock_handle_free(ptr);
+            freeNative(ptr);
+        }
+    }
+
+    /**
+     * Frees a handle taken out of the set (no other thread uses it), and forgets its watch: the
+     * library ends the renewal first, and tells no loss after that.
+     */
+    private void freeNative(SWIGTYPE_p_redlock_handle ptr) {
+        RedlockNative.redlock_handle_free(ptr);
+        Long id = watched.remove(ptr);
+        if (id != null) {
+            WATCHES.remove(id);
         }
     }
 
@@ -215,6 +331,17 @@ final class NativeClient {
         }
     }
 
+    /** Whether the library lost the kept lock of ptr; false once the handle or client was freed. */
+    boolean isLost(SWIGTYPE_p_redlock_handle ptr) {
+        Lock read = closing.readLock();
+        read.lock();
+        try {
+            return handles.contains(ptr) && RedlockNative.redlock_handle_lost(ptr) != 0;
+        } finally {
+            read.unlock();
+        }
+    }
+
     /** Milliseconds of validity left; 0 once the handle or the client was freed. */
     long validityMs(SWIGTYPE_p_redlock_handle ptr) {
         Lock read = closing.readLock();
@@ -238,7 +365,7 @@ final class NativeClient {
                 }
             }
             if (handles.remove(ptr)) {
-                RedlockNative.redlock_handle_free(ptr);
+                freeNative(ptr);
             }
         } finally {
             read.unlock();
@@ -253,19 +380,26 @@ final class NativeClient {
             if (ctx == null) {
                 return;
             }
+            // The handles no call uses, taken out under busy and freed outside it: freeing a
+            // watched handle waits for its renewal under way on the client's thread, whose
+            // callbacks may meanwhile want busy (release).
+            List<SWIGTYPE_p_redlock_handle> idle = new ArrayList<>();
             synchronized (busy) {
                 for (SWIGTYPE_p_redlock_handle ptr : handles) {
                     if (!busy.containsKey(ptr) && handles.remove(ptr)) {
-                        RedlockNative.redlock_handle_free(ptr);
+                        idle.add(ptr);
                     }
                 }
+            }
+            for (SWIGTYPE_p_redlock_handle ptr : idle) {
+                freeNative(ptr);
             }
             // Waits for the asynchronous calls under way (waiting locks are cancelled); the
             // handles they used or delivered meanwhile are freed after it.
             RedlockNative.redlock_ctx_free(ctx);
             ctx = null;
             for (SWIGTYPE_p_redlock_handle ptr : handles) {
-                RedlockNative.redlock_handle_free(ptr);
+                freeNative(ptr);
             }
             handles.clear();
         } finally {

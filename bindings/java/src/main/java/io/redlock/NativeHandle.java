@@ -6,16 +6,19 @@ import java.lang.ref.Cleaner;
 /**
  * One native handle (one acquisition), freed exactly once: by {@link #free()}, by the Cleaner
  * once its owner became unreachable (a lock still held is then left to expire at the end of its
- * lease), or by {@link NativeClient#close()}.
+ * lease: freeing a kept lock ends its renewal), or by {@link NativeClient#close()}.
  */
 final class NativeHandle {
     private final NativeClient client;
     private final SWIGTYPE_p_redlock_handle ptr;
+    private final long watchId;
     private final Cleaner.Cleanable cleanable;
 
-    NativeHandle(NativeClient client, SWIGTYPE_p_redlock_handle ptr, Object owner) {
+    /** watchId: the id the library tells this kept lock's loss with; 0 when it is not kept. */
+    NativeHandle(NativeClient client, SWIGTYPE_p_redlock_handle ptr, Object owner, long watchId) {
         this.client = client;
         this.ptr = ptr;
+        this.watchId = watchId;
         this.cleanable = Redlock.CLEANER.register(owner, freeAction(client, ptr));
     }
 
@@ -42,6 +45,20 @@ final class NativeHandle {
 
     long validityMs() {
         return client.validityMs(ptr);
+    }
+
+    /** Whether the library keeps this lock (renews it until unlocked). */
+    boolean isKept() {
+        return watchId != 0;
+    }
+
+    long watchId() {
+        return watchId;
+    }
+
+    /** Whether this kept lock was lost (never for a lock that is not kept). */
+    boolean isLost() {
+        return watchId != 0 && client.isLost(ptr);
     }
 
     void free() {

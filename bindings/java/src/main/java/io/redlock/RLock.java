@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -15,18 +16,50 @@ import java.util.concurrent.locks.Lock;
  * lease lasts: the lease is the time after which the nodes forget the lock even when its holder
  * never released it (crashed, paused or partitioned).
  *
- * <p><b>Leases.</b> {@link #lock()}, {@link #lockInterruptibly()}, {@link #tryLock()} and
- * {@link #tryLock(long, TimeUnit)} take a lease of {@link #DEFAULT_LEASE_MS} (30 seconds); the
- * other methods take the lease as an argument. There is no watchdog: a holder that works longer
- * calls {@link #extend}. When the lease has run out, {@link #isHeldByCurrentThread()} is false
- * and {@link #unlock()} throws {@link LockNotHeldException}: the critical section may not have
- * been exclusive.
+ * <p><b>Kept locks and leases.</b> The methods that take no lease keep the lock, as Redisson's
+ * watchdog does: {@link #lock()}, {@link #lockInterruptibly()}, {@link #tryLock()},
+ * {@link #tryLock(long, TimeUnit)}, {@link #lockAsync()}, {@link #tryLockAsync()} and
+ * {@link #tryLockAsync(long, TimeUnit)}. Such a lock is acquired with the client's option
+ * {@code watchdog_lease_ms} as its lease ({@link #DEFAULT_LEASE_MS}, 30 seconds, unless set) and
+ * the library renews it every third of that lease, on the client's own thread, until it is
+ * unlocked (no renewal follows an unlock). Renewal is the library's business: the owner rule
+ * below is unchanged, only the owner unlocks. The methods that take a lease use it and nothing
+ * renews it, as in Redisson: the lock ends with its lease unless the holder calls
+ * {@link #extend}. Such a hold is never "lost" ({@link #isLost()} stays false):
+ * {@link #isHeldByCurrentThread()} and {@link #remainingValidity} tell whether it is still
+ * held. When a lease has run out,
+ * {@link #isHeldByCurrentThread()} is false and {@link #unlock()} throws
+ * {@link LockNotHeldException}: the critical section may not have been exclusive. An RLock that
+ * its program drops while it holds a kept lock is not renewed forever: once it is collected its
+ * renewal ends and the lock expires.
+ *
+ * <p><b>The lost lock.</b> A kept lock is lost when its renewal fails for good (a majority of
+ * the nodes says it is no longer ours) or when its validity runs out before a renewal succeeds
+ * (too few nodes answer). It is marked lost no later than the moment its validity reaches 0:
+ * {@link #isLost()} is true from then on, and the listeners registered with
+ * {@link #onLost(Runnable)} run at once. Listeners belong to this RLock object and stay
+ * registered across holds: each runs once for each kept hold that is lost (not for one that is
+ * unlocked, nor for a lease that just runs out), and one registered while the current hold is
+ * already lost runs at once. They run on a daemon thread of the library ("redlock-lost"), never
+ * on the thread that renews locks, one after another: a listener should return quickly (one that
+ * blocks delays the listeners of other locks, though never their renewal nor
+ * {@link #isLost()}); {@link #onLost(Runnable, Executor)} runs it on an executor of yours
+ * instead. What a listener throws is logged (System.Logger "io.redlock") and goes no further.
+ * A listener does not own the lock: it cannot unlock it (a listener typically tells the owner,
+ * which stops its work and calls {@link #unlock()}, which throws LockNotHeldException). No
+ * renewal covers a whole-process pause (a long GC, SIGSTOP): while the process is stopped the
+ * lock may expire unnoticed, and the loss is told when it runs again.
  *
  * <p><b>Threads.</b> Like a {@link java.util.concurrent.locks.ReentrantLock}, one RLock object
  * may be shared by threads: the thread that acquired it owns it, only that thread may unlock or
  * extend it ({@link IllegalMonitorStateException} otherwise), and it may acquire it again
  * (reentrancy: each acquisition needs its unlock; acquiring again renews the lease to the
- * requested time, as Redisson does). Exclusion between two RLock objects, even for the same name
+ * requested time, or to the watchdog lease when it gives none, as Redisson does). The first
+ * acquisition of a hold decides whether it is kept, and acquiring again leaves that as it is:
+ * a kept hold stays kept until its last unlock (acquiring it again with an explicit lease
+ * renews it now to that lease, and the renewals go on with that lease, as after
+ * {@link #extend}), and a hold with an explicit lease is not renewed automatically, even when
+ * acquired again without a lease. Exclusion between two RLock objects, even for the same name
  * in the same client, is by the nodes alone: a thread holding one waits for the other like any
  * other client. When the owner's lease ran out and another thread acquired this RLock, the
  * former owner's hold is dropped and its {@link #unlock()} throws IllegalMonitorStateException.
@@ -52,17 +85,25 @@ import java.util.concurrent.locks.Lock;
  * <p><b>Release.</b> RLock is AutoCloseable: {@link #close()} unlocks when the current thread
  * owns the lock, so try-with-resources releases it. An RLock that becomes unreachable while held
  * frees its native handle without releasing the lock, which is left to expire at the end of its
- * lease.
+ * lease (a kept lock is no longer renewed). Listeners that refer to their RLock do not keep it
+ * reachable.
  */
 public final class RLock implements Lock, AutoCloseable {
-    /** The lease, in milliseconds, of the methods that take none: 30 seconds. */
+    /**
+     * The lease, in milliseconds, of a kept lock (the methods that take none) when the client's
+     * option {@code watchdog_lease_ms} is not set: 30 seconds, renewed every 10 seconds.
+     */
     public static final long DEFAULT_LEASE_MS = 30_000;
 
     /** A wait "as long as it takes": the library saturates it. */
     private static final long FOREVER_MS = Long.MAX_VALUE / 4;
 
+    /** The lease argument of the methods that take none: the lock is kept. */
+    private static final long KEEP = 0;
+
     private final Redlock client;
     private final String[] names;
+    private final LostSignal lostSignal;
 
     // Guarded by this. The owner is a thread id (Thread.getId()), or an id given to the async
     // methods; 0 when not held.
@@ -73,45 +114,42 @@ public final class RLock implements Lock, AutoCloseable {
     RLock(Redlock client, String[] names) {
         this.client = client;
         this.names = names;
+        this.lostSignal = new LostSignal(toString());
     }
 
-    /** Waits until acquired, with a lease of {@link #DEFAULT_LEASE_MS}. Not interruptible. */
+    /** Waits until acquired, and keeps the lock until unlocked. Not interruptible. */
     @Override
     public void lock() {
-        lock(DEFAULT_LEASE_MS, TimeUnit.MILLISECONDS);
+        lockUninterruptibly(KEEP);
     }
 
     /**
-     * Waits until acquired, with the given lease. Not interruptible: an interrupt does not end
-     * the wait, and the thread's interrupt status is set again once the lock is held.
+     * Waits until acquired, with the given lease (not renewed). Not interruptible: an interrupt
+     * does not end the wait, and the thread's interrupt status is set again once the lock is
+     * held.
      */
     public void lock(long leaseTime, TimeUnit unit) {
-        long leaseMs = leaseMs(leaseTime, unit);
-        if (reenter(leaseMs)) {
-            return;
-        }
-        NativeHandle acquired = attemptThroughInterrupts(leaseMs, FOREVER_MS, true);
-        take(acquired);
+        lockUninterruptibly(leaseMs(leaseTime, unit));
     }
 
-    /** Waits until acquired or interrupted, with a lease of {@link #DEFAULT_LEASE_MS}. */
+    /** Waits until acquired or interrupted, and keeps the lock until unlocked. */
     @Override
     public void lockInterruptibly() throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
-        if (!tryLockMs(FOREVER_MS, DEFAULT_LEASE_MS)) {
+        if (!tryLockMs(FOREVER_MS, KEEP)) {
             throw new IllegalStateException("a wait without end ended"); // cannot happen
         }
     }
 
-    /** One attempt, with a lease of {@link #DEFAULT_LEASE_MS}; false when not acquired. */
+    /** One attempt; false when not acquired. An acquired lock is kept until unlocked. */
     @Override
     public boolean tryLock() {
-        if (reenter(DEFAULT_LEASE_MS)) {
+        if (reenter(KEEP)) {
             return true;
         }
-        NativeHandle acquired = attemptThroughInterrupts(DEFAULT_LEASE_MS, 0, false);
+        NativeHandle acquired = attemptThroughInterrupts(KEEP, 0, false);
         if (acquired == null) {
             return false;
         }
@@ -120,18 +158,18 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Tries until acquired or the time has passed (no wait when it is zero or negative), with a
-     * lease of {@link #DEFAULT_LEASE_MS}; false when not acquired.
+     * Tries until acquired or the time has passed (no wait when it is zero or negative); false
+     * when not acquired. An acquired lock is kept until unlocked.
      */
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
         Objects.requireNonNull(unit, "unit");
-        return tryLockMs(Math.max(0, unit.toMillis(time)), DEFAULT_LEASE_MS);
+        return tryLockMs(Math.max(0, unit.toMillis(time)), KEEP);
     }
 
     /**
-     * Tries until acquired or waitTime has passed (0: one attempt), with a lease of leaseTime;
-     * false when not acquired.
+     * Tries until acquired or waitTime has passed (0: one attempt), with a lease of leaseTime
+     * (not renewed); false when not acquired.
      */
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
             throws InterruptedException {
@@ -143,9 +181,10 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Releases the lock; with reentrant holds, the last unlock releases it. Throws
-     * IllegalMonitorStateException when the current thread does not own it, and
-     * {@link LockNotHeldException} when its lease had run out (it is released either way).
+     * Releases the lock; with reentrant holds, the last unlock releases it (and ends the renewal
+     * of a kept lock before the release is sent). Throws IllegalMonitorStateException when the
+     * current thread does not own it, and {@link LockNotHeldException} when its lease had run
+     * out or the kept lock was lost (it is released either way).
      */
     @Override
     public synchronized void unlock() {
@@ -156,6 +195,7 @@ public final class RLock implements Lock, AutoCloseable {
         NativeHandle released = handle;
         handle = null;
         owner = 0;
+        lostSignal.end();
         try {
             released.unlock();
         } finally {
@@ -164,9 +204,9 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Renews the lease to leaseTime from now. Throws IllegalMonitorStateException when the
-     * current thread does not own the lock, {@link LockNotHeldException} when it expired or was
-     * lost.
+     * Renews the lease to leaseTime from now; a kept lock stays kept, and its renewals use
+     * leaseTime from then on. Throws IllegalMonitorStateException when the current thread does
+     * not own the lock, {@link LockNotHeldException} when it expired or was lost.
      */
     public synchronized void extend(long leaseTime, TimeUnit unit) {
         long leaseMs = leaseMs(leaseTime, unit);
@@ -174,7 +214,10 @@ public final class RLock implements Lock, AutoCloseable {
         handle.extend(leaseMs);
     }
 
-    /** The time left in the lease of the current hold, by any thread; 0 when not held. */
+    /**
+     * The time left in the lease of the current hold, by any thread (for a kept lock, until its
+     * current lease ends unless renewed); 0 when not held, expired or lost.
+     */
     public synchronized long remainingValidity(TimeUnit unit) {
         Objects.requireNonNull(unit, "unit");
         long ms = handle == null ? 0 : Math.max(0, handle.validityMs());
@@ -194,6 +237,44 @@ public final class RLock implements Lock, AutoCloseable {
         return handle != null && handle.validityMs() > 0;
     }
 
+    /**
+     * Whether the current hold is a kept lock that was lost: its renewal failed for good, or its
+     * validity ran out first. True no later than the moment its validity reached 0, and until it
+     * is unlocked. False when not held, for a hold with an explicit lease (which just expires:
+     * see {@link #isHeldByCurrentThread()}) and for a fresh acquisition. Any thread may ask.
+     */
+    public synchronized boolean isLost() {
+        return handle != null && handle.isLost();
+    }
+
+    /**
+     * Registers a listener told when a kept hold of this RLock is lost (see the class comment):
+     * it runs on the library's "redlock-lost" daemon thread, once per lost hold, at once when
+     * the current hold is lost already. It must return quickly; what it throws is logged.
+     */
+    public void onLost(Runnable listener) {
+        addLostListener(Objects.requireNonNull(listener, "listener"), null);
+    }
+
+    /**
+     * {@link #onLost(Runnable)}, run by executor (given the listener by the library's
+     * "redlock-lost" thread; what the executor or the listener throws is logged).
+     */
+    public void onLost(Runnable listener, Executor executor) {
+        addLostListener(Objects.requireNonNull(listener, "listener"),
+                Objects.requireNonNull(executor, "executor"));
+    }
+
+    /** Removes a listener registered with onLost (its first registration); false if none. */
+    public boolean removeOnLost(Runnable listener) {
+        return lostSignal.remove(Objects.requireNonNull(listener, "listener"));
+    }
+
+    private synchronized void addLostListener(Runnable listener, Executor executor) {
+        long watchId = handle == null ? 0 : handle.watchId();
+        lostSignal.add(listener, executor, watchId, handle != null && handle.isLost());
+    }
+
     /** Unlocks once when the current thread owns the lock; does nothing otherwise. */
     @Override
     public synchronized void close() {
@@ -208,11 +289,12 @@ public final class RLock implements Lock, AutoCloseable {
     // thread per call). The owner is the calling thread's id, or the threadId given, as in
     // Redisson: unlockAsync(threadId) releases what tryLockAsync(..., threadId) took, from any
     // thread. Futures complete on the common ForkJoinPool. Reentry by the same owner renews the
-    // lease and counts the hold, as the blocking forms do.
+    // lease and counts the hold, as the blocking forms do. The forms without a lease keep the
+    // lock, as the blocking ones do.
 
-    /** {@link #lock()} asynchronously: completes once acquired. */
+    /** {@link #lock()} asynchronously: completes once acquired; the lock is kept. */
     public CompletableFuture<Void> lockAsync() {
-        return lockAsync(DEFAULT_LEASE_MS, TimeUnit.MILLISECONDS, currentThreadId());
+        return acquireAsync(FOREVER_MS, KEEP, currentThreadId()).thenApply(ok -> null);
     }
 
     /** {@link #lock(long, TimeUnit)} asynchronously: completes once acquired. */
@@ -230,16 +312,15 @@ public final class RLock implements Lock, AutoCloseable {
         return tryLockAsync(currentThreadId());
     }
 
-    /** {@link #tryLock()} asynchronously, for the owner threadId. */
+    /** {@link #tryLock()} asynchronously, for the owner threadId; the lock is kept. */
     public CompletableFuture<Boolean> tryLockAsync(long threadId) {
-        return acquireAsync(0, DEFAULT_LEASE_MS, threadId);
+        return acquireAsync(0, KEEP, threadId);
     }
 
-    /** {@link #tryLock(long, TimeUnit)} asynchronously. */
+    /** {@link #tryLock(long, TimeUnit)} asynchronously; the lock is kept. */
     public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
         Objects.requireNonNull(unit, "unit");
-        return acquireAsync(Math.max(0, unit.toMillis(waitTime)), DEFAULT_LEASE_MS,
-                currentThreadId());
+        return acquireAsync(Math.max(0, unit.toMillis(waitTime)), KEEP, currentThreadId());
     }
 
     /** {@link #tryLock(long, long, TimeUnit)} asynchronously. */
@@ -281,6 +362,7 @@ public final class RLock implements Lock, AutoCloseable {
             released = handle;
             handle = null;
             owner = 0;
+            lostSignal.end();
         }
         return released.unlockAsync().whenComplete((ignored, error) -> released.free());
     }
@@ -309,21 +391,25 @@ public final class RLock implements Lock, AutoCloseable {
         return held.extendAsync(leaseMs);
     }
 
-    /** Acquires for ownerId; true when acquired, false when held elsewhere or no quorum. */
-    private CompletableFuture<Boolean> acquireAsync(long waitMs, long leaseMs, long ownerId) {
+    /**
+     * Acquires for ownerId (lease KEEP: a kept lock); true when acquired, false when held
+     * elsewhere or no quorum.
+     */
+    private CompletableFuture<Boolean> acquireAsync(long waitMs, long lease, long ownerId) {
         NativeHandle reentered;
         synchronized (this) {
             reentered = owner == ownerId && ownerId != 0 ? handle : null;
         }
         if (reentered != null) {
-            return reentered.extendAsync(leaseMs).thenApply(ok -> {
+            return reentered.extendAsync(leaseMsOf(lease)).thenApply(ok -> {
                 synchronized (this) {
                     holds++;
                 }
                 return true;
             });
         }
-        return client.nativeClient().lockAsync(this, names, leaseMs, waitMs)
+        return client.nativeClient().lockAsync(this, names, leaseMsOf(lease), waitMs,
+                        lease == KEEP ? lostSignal : null)
                 .handle((acquired, error) -> {
                     if (error == null) {
                         take(acquired, ownerId);
@@ -349,16 +435,25 @@ public final class RLock implements Lock, AutoCloseable {
         return "RLock" + Arrays.toString(names);
     }
 
-    private boolean tryLockMs(long waitMs, long leaseMs) throws InterruptedException {
+    /** The blocking lock methods: waits until acquired, through interrupts. */
+    private void lockUninterruptibly(long lease) {
+        if (reenter(lease)) {
+            return;
+        }
+        NativeHandle acquired = attemptThroughInterrupts(lease, FOREVER_MS, true);
+        take(acquired);
+    }
+
+    private boolean tryLockMs(long waitMs, long lease) throws InterruptedException {
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
-        if (reenter(leaseMs)) {
+        if (reenter(lease)) {
             return true;
         }
         NativeHandle acquired;
         try {
-            acquired = attempt(leaseMs, waitMs);
+            acquired = attempt(lease, waitMs);
         } catch (CancelledException cancelled) {
             Thread.interrupted();
             throw new InterruptedException("interrupted while waiting for " + this);
@@ -373,10 +468,12 @@ public final class RLock implements Lock, AutoCloseable {
     /**
      * One native call that acquires, retrying for up to waitMs as the library decides; null
      * when not acquired. Throws CancelledException when the thread was interrupted meanwhile.
+     * With lease KEEP the lock is acquired with the watchdog lease and kept.
      */
-    private NativeHandle attempt(long leaseMs, long waitMs) {
+    private NativeHandle attempt(long lease, long waitMs) {
         try {
-            return client.nativeClient().lock(this, names, leaseMs, waitMs);
+            return client.nativeClient().lock(this, names, leaseMsOf(lease), waitMs,
+                    lease == KEEP ? lostSignal : null);
         } catch (LockHeldException | NoQuorumException notAcquired) {
             return null;
         }
@@ -387,13 +484,13 @@ public final class RLock implements Lock, AutoCloseable {
      * cancelled is made again with the interrupt status cleared, and the status is set again at
      * the end, however it ends. With untilAcquired, calls are made until one acquires.
      */
-    private NativeHandle attemptThroughInterrupts(long leaseMs, long waitMs,
+    private NativeHandle attemptThroughInterrupts(long lease, long waitMs,
             boolean untilAcquired) {
         boolean interrupted = false;
         try {
             while (true) {
                 try {
-                    NativeHandle acquired = attempt(leaseMs, waitMs);
+                    NativeHandle acquired = attempt(lease, waitMs);
                     if (acquired != null || !untilAcquired) {
                         return acquired;
                     }
@@ -408,14 +505,22 @@ public final class RLock implements Lock, AutoCloseable {
         }
     }
 
-    /** Acquiring again by the owner: renews the lease and counts the hold. */
-    private synchronized boolean reenter(long leaseMs) {
+    /**
+     * Acquiring again by the owner: renews the lease (KEEP: to the watchdog lease) and counts the
+     * hold. Whether the hold is kept stays as its first acquisition made it.
+     */
+    private synchronized boolean reenter(long lease) {
         if (owner != currentThreadId()) {
             return false;
         }
-        handle.extend(leaseMs);
+        handle.extend(leaseMsOf(lease));
         holds++;
         return true;
+    }
+
+    /** The lease in milliseconds of a lease argument: KEEP is the client's watchdog lease. */
+    private long leaseMsOf(long lease) {
+        return lease == KEEP ? client.nativeClient().watchdogLeaseMs() : lease;
     }
 
     private void take(NativeHandle acquired) {
@@ -429,6 +534,8 @@ public final class RLock implements Lock, AutoCloseable {
         handle = acquired;
         owner = ownerId;
         holds = 1;
+        // A loss told before this hold was published is found here.
+        lostSignal.begin(acquired.watchId(), acquired.isLost());
     }
 
     private void checkOwner(String action) {

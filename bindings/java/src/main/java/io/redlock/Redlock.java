@@ -23,6 +23,13 @@ import java.util.Set;
  *             lock.unlock();
  *         }
  *     }
+ *     lock.onLost(() -> log.warn("lost orders:42"));
+ *     lock.lock(); // no lease: kept (renewed by the library) until unlocked
+ *     try {
+ *         // ... check lock.isLost() before each write that needs the lock
+ *     } finally {
+ *         lock.unlock();
+ *     }
  * }
  * }</pre>
  *
@@ -30,7 +37,9 @@ import java.util.Set;
  * {@code unix://[[user]:password@]/path.sock[?db=N]}; connections are made on first use.
  * Options, by name, with their text values: {@code node_timeout_ms} (50),
  * {@code connect_timeout_ms} (100), {@code retry_delay_ms} (200), {@code retry_jitter_ms} (100),
- * {@code drift_factor} (0.01), {@code key_prefix} (""), {@code pool_size} (16).
+ * {@code drift_factor} (0.01), {@code key_prefix} (""), {@code pool_size} (16),
+ * {@code restart_guard} (1) and {@code watchdog_lease_ms} (30000: the lease of the locks that
+ * {@link RLock} keeps, those taken without a lease, renewed every third of it).
  *
  * <p>A client is thread-safe: any number of threads may use it and its locks at once.
  * {@link #close()} waits for the calls in progress, then frees the native client; locks still

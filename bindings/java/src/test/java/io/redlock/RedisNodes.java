@@ -1,6 +1,12 @@
 package io.redlock;
 
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,6 +68,67 @@ final class RedisNodes implements AutoCloseable {
         List<String> args = new ArrayList<>(List.of("redis-cli", "--raw", "-u", uris.get(i - 1)));
         args.addAll(Arrays.asList(command));
         return run(args.toArray(new String[0])).trim();
+    }
+
+    /**
+     * Sends one command to node i (1-based) on a connection of its own, without a process:
+     * for tests whose timing matters. The reply as text: a status, an integer, a bulk string
+     * ("" for nil); an error reply throws IOException.
+     */
+    String call(int i, String... command) throws IOException {
+        URI uri = URI.create(uris.get(i - 1));
+        try (Socket socket = new Socket(uri.getHost(), uri.getPort())) {
+            socket.setTcpNoDelay(true);
+            socket.setSoTimeout(10_000);
+            ByteArrayOutputStream request = new ByteArrayOutputStream();
+            request.writeBytes(("*" + command.length + "\r\n").getBytes(StandardCharsets.UTF_8));
+            for (String arg : command) {
+                byte[] bytes = arg.getBytes(StandardCharsets.UTF_8);
+                request.writeBytes(("$" + bytes.length + "\r\n").getBytes(StandardCharsets.UTF_8));
+                request.writeBytes(bytes);
+                request.writeBytes("\r\n".getBytes(StandardCharsets.UTF_8));
+            }
+            OutputStream out = socket.getOutputStream();
+            out.write(request.toByteArray());
+            out.flush();
+            InputStream in = new BufferedInputStream(socket.getInputStream());
+            String line = readLine(in);
+            switch (line.isEmpty() ? ' ' : line.charAt(0)) {
+                case '+':
+                case ':':
+                    return line.substring(1);
+                case '$':
+                    int n = Integer.parseInt(line.substring(1));
+                    if (n < 0) {
+                        return "";
+                    }
+                    byte[] data = in.readNBytes(n + 2);
+                    return new String(data, 0, n, StandardCharsets.UTF_8);
+                default:
+                    throw new IOException(String.join(" ", command) + ": " + line);
+            }
+        }
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+        ByteArrayOutputStream line = new ByteArrayOutputStream();
+        int c;
+        while ((c = in.read()) != '\n') {
+            if (c < 0) {
+                throw new IOException("connection closed");
+            }
+            if (c != '\r') {
+                line.write(c);
+            }
+        }
+        return line.toString(StandardCharsets.UTF_8);
+    }
+
+    /** Pauses the nodes (CLIENT PAUSE ms ALL): they answer nobody for ms. */
+    void pause(long ms, int... which) throws IOException {
+        for (int i : which) {
+            call(i, "CLIENT", "PAUSE", Long.toString(ms), "ALL");
+        }
     }
 
     /** Stops node i (1-based); {@link #restartStopped()} starts it again on the same port. */
