@@ -89,6 +89,91 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
 
 %include "redlock.i"
 
+/* ---- Kept locks in the blocking driver ----
+ *
+ * redlock_handle_watch calls its lost callback on the client's own thread,
+ * where a Lua state must never be entered. So the callback here only
+ * records the outcome (status, then message) in a redlock_lua_watch, and
+ * redlock.lua polls it from the Lua thread. The record is written once, by
+ * the client's thread, and read by the Lua thread: status is published last,
+ * with release order, so a status seen non-zero comes with its message.
+ *
+ * redlock_lua_watch_new(h) watches h; it returns the status, then the record
+ * or nil. redlock_lua_watch_status is 0 until the lock is lost, then
+ * REDLOCK_ENOTHELD or REDLOCK_EEXPIRED; redlock_lua_watch_message its detail
+ * ("" before). redlock_lua_watch_free only once h has been unlocked or freed
+ * (either ends the watch, and waits for a callback under way). */
+%{
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct redlock_lua_watch {
+    atomic_int status;      /* 0 until lost */
+    char message[256];
+} redlock_lua_watch;
+
+static void redlock_lua_lost(void *data, redlock_handle *h, int status, const char *message)
+{
+    redlock_lua_watch *w = (redlock_lua_watch *)data;
+    (void)h;
+    snprintf(w->message, sizeof w->message, "%s", message ? message : "");
+    atomic_store_explicit(&w->status, status != 0 ? status : REDLOCK_ENOTHELD,
+                          memory_order_release);
+}
+
+static int redlock_lua_watch_new(redlock_lua_watch **out, redlock_handle *h)
+{
+    redlock_lua_watch *w = (redlock_lua_watch *)calloc(1, sizeof *w);
+    *out = NULL;
+    if (!w)
+        return REDLOCK_ENOMEM;
+    atomic_init(&w->status, 0);
+    int rc = redlock_handle_watch(h, redlock_lua_lost, w);
+    if (rc != REDLOCK_OK) {
+        free(w);
+        return rc;
+    }
+    *out = w;
+    return REDLOCK_OK;
+}
+
+static int redlock_lua_watch_status(const redlock_lua_watch *w)
+{
+    return w ? atomic_load_explicit(&((redlock_lua_watch *)w)->status, memory_order_acquire) : 0;
+}
+
+static const char *redlock_lua_watch_message(const redlock_lua_watch *w)
+{
+    return redlock_lua_watch_status(w) != 0 ? w->message : "";
+}
+
+static void redlock_lua_watch_free(redlock_lua_watch *w)
+{
+    free(w);
+}
+%}
+
+typedef struct redlock_lua_watch redlock_lua_watch;
+%nodefaultctor redlock_lua_watch;
+%nodefaultdtor redlock_lua_watch;
+
+%typemap(in, numinputs=0) redlock_lua_watch **out (redlock_lua_watch *temp = NULL)
+%{ $1 = &temp; %}
+%typemap(argout) redlock_lua_watch **out {
+  if (*$1) {
+    SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
+  } else {
+    lua_pushnil(L);
+  }
+  SWIG_arg++;
+}
+
+int redlock_lua_watch_new(redlock_lua_watch **out, redlock_handle *h);
+int redlock_lua_watch_status(const redlock_lua_watch *w);
+const char *redlock_lua_watch_message(const redlock_lua_watch *w);
+void redlock_lua_watch_free(redlock_lua_watch *w);
+
 /* ---- The engine (redlock_engine.h, experimental), for the cosocket driver
  * in redlock.lua ----
  *

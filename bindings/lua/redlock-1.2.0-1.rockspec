@@ -12,7 +12,8 @@ description = {
   detailed = [[
     Lua binding of libredlock, for Lua 5.1 to 5.4, LuaJIT and OpenResty:
     locks taken on a quorum of independent Redis masters, with leases,
-    extension, multi-resource locks and nil, err returns.
+    extension, kept locks (renewed until unlock, with a lost-lock signal),
+    multi-resource locks and nil, err returns.
   ]],
   labels = { "redis", "lock", "distributed" },
 }

@@ -10,6 +10,10 @@
 --     local ok, err = lock:try_lock(1000, 10000)   -- wait up to 1 s, hold for 10 s
 --     if ok then ... lock:unlock() elseif err.name == "locked" then ... end
 --
+-- With no lease, try_lock keeps the lock: the library renews it until
+-- unlock, and lock:lost() and lock:on_lost(fn) tell when it was lost (see
+-- "Kept locks" below).
+--
 -- Times are whole milliseconds. Failures the caller must expect return
 -- `nil, err`, err being a table { code = <C status>, name = "locked" |
 -- "noquorum" | "notheld" | ..., message = <description and node detail> }
@@ -137,9 +141,21 @@ local function release_ctx(ctx)
   ctx.ptr = nil
 end
 
+-- Frees the lock's C handle. A kept lock's renewal ends with it: outside
+-- nginx redlock_handle_free stops the C thread's renewal (waiting for an
+-- extension under way), after which its lost record can go; inside nginx
+-- no extension is under way here (see let_go).
 local function drop_handle(state)
   if state.handle then
+    local hold = state.hold
+    if hold then
+      hold.kept, hold.handle = false, nil
+    end
     core.redlock_handle_free(state.handle)
+    if hold and hold.watch then
+      core.redlock_lua_watch_free(hold.watch)
+      hold.watch = nil
+    end
     state.handle = nil
     state.ctx.handles = state.ctx.handles - 1
     release_ctx(state.ctx)
@@ -209,6 +225,8 @@ local function driver_of(ctx)
     d.connect_timeout = tonumber(text)
     _, text = core.redlock_ctx_get_option(ctx.ptr, "node_timeout_ms")
     d.node_timeout = tonumber(text)
+    _, text = core.redlock_ctx_get_option(ctx.ptr, "retry_delay_ms")
+    d.retry_delay = tonumber(text)
     for i = 0, n - 1 do
       d.idle[i] = {}
       local host = core.redlock_ctx_node_host(ctx.ptr, i)
@@ -586,6 +604,359 @@ local function handle_call(ctx, what, handle, lease_ms)
 end
 
 ---------------------------------------------------------------------------
+-- Kept locks: renewed until unlocked, and the loss told.
+--
+-- A lock taken with no lease is kept: its lease is the client's option
+-- watchdog_lease_ms, and it is extended every third of the lease (the lease
+-- of the lock, or of the last extend) until it is unlocked. A failed
+-- extension is tried again after retry_delay_ms while validity remains.
+-- When an extension finds the lock gone, or the validity runs out first,
+-- the lock is lost: lost() is true from the moment its validity reaches 0
+-- at the latest, and its on_lost callback runs once.
+--
+-- Outside nginx the C library keeps it (redlock_handle_watch: the client's
+-- own thread renews it). A Lua state cannot be entered from that thread, so
+-- its lost callback only writes a record (swig/lua.i) that poll_lost reads:
+-- callbacks run on the Lua thread, at the start of the next call into the
+-- client or any of its locks.
+--
+-- Inside nginx the keeper does it: one ngx.timer per client in each worker,
+-- running while the client has kept locks, which extends each one when due
+-- (a light thread per extension, over the cosocket driver), marks it lost
+-- when its validity runs out, and runs the callbacks (a light thread each).
+-- One timer rather than one per lock: a timer that waits between renewals
+-- counts against lua_max_running_timers (256 by default) for as long as its
+-- lock is kept, and one loop can watch every deadline, as the C thread does.
+--
+-- One kept acquisition is a `hold`:
+--   lock, ctx, handle  the Lock (the callback gets it), its client, its handle
+--   kept               renewal goes on (false once unlocked, lost or let go)
+--   lost, err, detail  latched once lost; err is what the callback gets
+--   told               the callback was run (or there was none)
+--   watch              outside nginx: the C record of the loss
+--   lease, next_at     inside nginx: the renewals' lease and when the next is due
+--   expires_at         inside nginx: when validity reaches 0, as known before
+--                      the extension under way (one that succeeds after it
+--                      does not bring the lock back)
+--   busy               inside nginx: a semaphore while an extension is under
+--                      way, posted when it ends
+
+local WATCH_WAIT = 1    -- the keeper looks at its locks at least this often (s)
+
+local function lost_error(code, detail)
+  return setmetatable({ code = code, name = error_names[code] or "unknown",
+                        message = "the kept lock was lost: " .. detail }, Error)
+end
+
+local function keeper_of(ctx)
+  local d = driver_of(ctx)
+  local k = d.keeper
+  if not k then
+    k = { holds = {}, sem = semaphore.new(), running = false }
+    d.keeper = k
+  end
+  return k
+end
+
+-- Marks hold lost (once) with the error its callback gets.
+local function lose(hold, code, detail)
+  if not hold.lost then
+    hold.lost, hold.kept = true, false
+    hold.err, hold.detail = lost_error(code, detail), detail
+    if hold.ctx.drv and hold.ctx.drv.keeper then
+      hold.ctx.drv.keeper.sem:post(1)   -- the keeper tells it now
+    end
+  end
+end
+
+local function expired_detail(late_ms)
+  return ("its validity ran out %d ms ago before an extension succeeded"):format(late_ms)
+end
+
+-- Whether hold was lost; latches it when it is found lost now: outside
+-- nginx when the C thread recorded it, or while kept when its validity has
+-- run out (the C thread marks it too, a moment later); inside nginx when
+-- its validity has run out while kept.
+local function check_hold(hold)
+  if hold.lost then
+    return true
+  end
+  if hold.watch then
+    local status = core.redlock_lua_watch_status(hold.watch)
+    if status ~= 0 then
+      lose(hold, status, core.redlock_lua_watch_message(hold.watch))
+    elseif hold.kept and core.redlock_handle_validity_ms(hold.handle) <= 0 then
+      lose(hold, core.REDLOCK_EEXPIRED, expired_detail(0))
+    end
+  elseif hold.kept then
+    local now = now_ms()
+    if now >= hold.expires_at then
+      lose(hold, core.REDLOCK_EEXPIRED, expired_detail(now - hold.expires_at))
+    end
+  end
+  return hold.lost
+end
+
+local function report(problem)
+  if ngx then
+    ngx.log(ngx.ERR, "redlock: an on_lost callback failed: ", problem)
+  else
+    io.stderr:write("redlock: an on_lost callback failed: ", tostring(problem), "\n")
+  end
+end
+
+-- Runs hold's callback, if its lock has one, protected: an error in it is
+-- logged (nginx's error log, or stderr), never raised into other code.
+local function tell(hold)
+  hold.told = true
+  local fn = hold.lock._state.on_lost
+  if fn then
+    local ok, problem = xpcall(function() fn(hold.lock, hold.err) end, debug.traceback)
+    if not ok then
+      report(problem)
+    end
+  end
+end
+
+-- Outside nginx: runs the callbacks of the client's kept locks found lost.
+local function poll_lost(ctx)
+  local kept = ctx.kept
+  if not kept or ctx.telling then
+    return
+  end
+  local due
+  for hold in pairs(kept) do
+    if check_hold(hold) then
+      kept[hold] = nil
+      if not hold.told then
+        due = due or {}
+        due[#due + 1] = hold
+      end
+    elseif not hold.kept then
+      kept[hold] = nil
+    end
+  end
+  if due then
+    -- A callback may call into the client again: no telling inside it.
+    ctx.telling = true
+    for _, hold in ipairs(due) do
+      tell(hold)
+    end
+    ctx.telling = false
+  end
+end
+
+-- Inside nginx: wakes every coroutine waiting on sem.
+local function post_all(sem)
+  local waiting = -sem:count()
+  if waiting > 0 then
+    sem:post(waiting)
+  end
+end
+
+-- Inside nginx: waits until no extension of hold is under way.
+local function wait_idle(hold)
+  while hold.busy do
+    hold.busy:wait(WATCH_WAIT)
+  end
+end
+
+-- Inside nginx: extends a kept lock (a renewal, or the owner's extend) over
+-- the cosocket driver, and updates its hold. Returns the status and, when
+-- it failed, the error. Nothing else extends it meanwhile (busy).
+local function extend_kept(ctx, hold, lease_ms)
+  wait_idle(hold)
+  if not hold.kept then
+    return core.REDLOCK_ENOTHELD, make_error(core.REDLOCK_ENOTHELD, hold.err and hold.err.message
+                                             or "the lock was released")
+  end
+  local busy = semaphore.new()
+  hold.busy = busy
+  local now = now_ms()
+  local rc, op = core.redlock_op_extend(hold.handle, lease_ms, now)
+  local status, message = rc, nil
+  if rc == core.REDLOCK_OK then
+    -- A node may apply the new lease at once: the lock lasts no longer than
+    -- that whatever the outcome (the engine shortened the handle's too).
+    local left = core.redlock_handle_validity_ms(hold.handle)
+    if now + left < hold.expires_at then
+      hold.expires_at = now + left
+    end
+    -- Whatever happens, busy ends: unlock waits for it.
+    local ok, drove, detail = pcall(drive, ctx, op)
+    if ok then
+      status, message = drove, detail
+    else
+      status, message = core.REDLOCK_ESYSTEM, "the extension failed: " .. tostring(drove)
+    end
+  else
+    message = core.redlock_errmsg()
+  end
+  hold.busy = nil
+  local ended = now_ms()
+  if hold.kept then
+    if ended >= hold.expires_at then
+      lose(hold, core.REDLOCK_EEXPIRED, expired_detail(ended - hold.expires_at))
+    elseif status == core.REDLOCK_OK then
+      hold.lease = lease_ms
+      hold.expires_at = ended + core.redlock_handle_validity_ms(hold.handle)
+      hold.next_at = ended + math.floor(lease_ms / 3)
+    elseif status == core.REDLOCK_ENOTHELD or status == core.REDLOCK_EWRONGTYPE then
+      lose(hold, core.REDLOCK_ENOTHELD, message)
+    else
+      -- The nodes failed: again after a pause, while validity lasts.
+      local pause = ctx.drv.retry_delay > 0 and ctx.drv.retry_delay or 10
+      hold.next_at = ended + pause
+      hold.expires_at = math.min(hold.expires_at,
+                                 ended + core.redlock_handle_validity_ms(hold.handle))
+    end
+  end
+  post_all(busy)
+  ctx.drv.keeper.sem:post(1)
+  if hold.lost then
+    return core.REDLOCK_ENOTHELD, make_error(core.REDLOCK_ENOTHELD, hold.err.message)
+  elseif status ~= core.REDLOCK_OK then
+    return status, make_error(status, message)
+  end
+  return status
+end
+
+local function renew(ctx, hold)
+  extend_kept(ctx, hold, hold.lease)
+end
+
+local function run_callback(hold)
+  tell(hold)
+end
+
+-- The keeper: one timer per client in each worker, while it has kept locks.
+-- Once the client is closed or the worker exits, it renews no more; it
+-- still tells the losses when the validity runs out, then ends.
+local function keep_watching(premature, ctx)
+  local k = ctx.drv.keeper
+  while true do
+    local now = now_ms()
+    local stopping = premature or ctx.closed or ngx.worker.exiting()
+    local first = now + WATCH_WAIT * 1000
+    local renewals, lost = {}, {}
+    for hold in pairs(k.holds) do
+      if hold.kept and now >= hold.expires_at then
+        lose(hold, core.REDLOCK_EEXPIRED, expired_detail(now - hold.expires_at))
+      end
+      if hold.lost then
+        k.holds[hold] = nil
+        if not hold.told then
+          lost[#lost + 1] = hold
+        end
+      elseif not hold.kept then
+        k.holds[hold] = nil
+      else
+        first = math.min(first, hold.expires_at)
+        if not stopping and not hold.busy then
+          if now >= hold.next_at then
+            renewals[#renewals + 1] = hold
+          else
+            first = math.min(first, hold.next_at)
+          end
+        end
+      end
+    end
+    -- Light threads run at once until they first wait, so they start after
+    -- the walk over k.holds (a callback may take a new kept lock).
+    for _, hold in ipairs(renewals) do
+      ngx.thread.spawn(renew, ctx, hold)
+    end
+    for _, hold in ipairs(lost) do
+      hold.told = true
+      ngx.thread.spawn(run_callback, hold)
+    end
+    if next(k.holds) == nil then
+      break
+    end
+    k.sem:wait(math.max(1, first - now_ms()) / 1000)
+  end
+end
+
+local function keep_loop(premature, ctx)
+  local ok, problem = xpcall(function() keep_watching(premature, ctx) end,
+                              debug.traceback)
+  ctx.drv.keeper.running = false
+  if not ok then
+    -- The next kept lock starts the keeper again, for all of them.
+    ngx.log(ngx.ERR, "redlock: the renewal timer failed: ", problem)
+  end
+end
+
+-- Inside nginx: hands a kept lock to the keeper (starting its timer).
+-- A worker that exits keeps no new lock: nothing would renew it.
+local function start_keeping(ctx, hold)
+  if ngx.worker.exiting() then
+    return nil, "process exiting"
+  end
+  local k = keeper_of(ctx)
+  k.holds[hold] = true
+  if k.running then
+    k.sem:post(1)
+    return true
+  end
+  local ok, err = ngx.timer.at(0, keep_loop, ctx)
+  if not ok then
+    k.holds[hold] = nil
+    return nil, err
+  end
+  k.running = true
+  return true
+end
+
+-- Makes the lock just acquired (state.handle) kept. Returns true, or nil and
+-- an error, the lock then released again.
+local function keep_lock(lock, state, lease_ms, blocking)
+  local ctx, handle = state.ctx, state.handle
+  local hold = { lock = lock, ctx = ctx, handle = handle, kept = true, lost = false }
+  local rc, problem
+  if blocking then
+    rc, hold.watch = core.redlock_lua_watch_new(handle)
+    if rc == core.REDLOCK_OK then
+      ctx.kept[hold] = true
+    else
+      problem = make_error(rc)
+    end
+  else
+    local now = now_ms()
+    hold.lease = lease_ms
+    hold.next_at = now + math.floor(lease_ms / 3)
+    hold.expires_at = now + core.redlock_handle_validity_ms(handle)
+    local ok, err = start_keeping(ctx, hold)
+    if not ok then
+      problem = make_error(core.REDLOCK_ESYSTEM, "cannot start the renewal timer: "
+                           .. tostring(err))
+    end
+  end
+  if problem then
+    hold.kept = false
+    handle_call(ctx, "unlock", handle)
+    return nil, problem
+  end
+  state.hold = hold
+  return true
+end
+
+-- Stops the renewal of the lock's kept hold before its release, and waits
+-- for an extension under way (inside nginx): no extension follows.
+local function stop_keeping(state)
+  local hold = state.hold
+  if hold and hold.kept then
+    hold.kept = false
+    if not hold.watch then
+      hold.ctx.drv.keeper.sem:post(1)
+    end
+  end
+  if hold and not hold.watch then
+    wait_idle(hold)
+  end
+end
+
+---------------------------------------------------------------------------
 -- Lock: one resource, or several taken together.
 
 local Lock = { __name = "redlock lock" }
@@ -593,79 +964,177 @@ Lock.__index = Lock
 
 local function new_lock(ctx, names)
   local state = { ctx = ctx }
-  return setmetatable({ _state = state, _names = names,
-                        _finalizer = finalizer(function() drop_handle(state) end) }, Lock)
+  -- A collected lock's loss is told to nobody: its callback would get a
+  -- lock that is gone.
+  return setmetatable({ _state = state, _names = names, _finalizer = finalizer(function()
+    if state.hold then
+      state.hold.told = true
+    end
+    drop_handle(state)
+  end) }, Lock)
+end
+
+-- Milliseconds of validity left (0 or less when not held); a lost kept
+-- lock has none, even if an extension under way succeeds after the loss.
+local function validity_of(state)
+  local left = core.redlock_handle_validity_ms(state.handle)
+  if left > 0 and state.hold and check_hold(state.hold) then
+    return 0
+  end
+  return left
+end
+
+-- Lets go of the lock's handle before it is taken again or released:
+-- renewal stops first (inside nginx an extension under way ends first).
+local function let_go(state)
+  stop_keeping(state)
+  drop_handle(state)
 end
 
 --- Tries to acquire the lock, waiting up to wait_ms (0: one attempt), for a
--- lease of lease_ms. Returns true, or nil and an error ("locked" when someone
--- else holds it).
+-- lease of lease_ms. With no lease_ms the lock is kept: its lease is the
+-- client's watchdog_lease_ms and it is renewed until unlock. Returns true,
+-- or nil and an error ("locked" when someone else holds it).
 function Lock:try_lock(wait_ms, lease_ms)
   check_self(self, Lock, "try_lock")
   check_wait(1, "try_lock", wait_ms)
-  check_lease(2, "try_lock", lease_ms)
+  local kept = lease_ms == nil
+  if not kept then
+    check_lease(2, "try_lock", lease_ms)
+  end
   local state = self._state
   if state.ctx.closed then
     error("try_lock: the client is closed", 2)
   end
+  poll_lost(state.ctx)
   if state.handle then
-    if core.redlock_handle_validity_ms(state.handle) > 0 then
+    if validity_of(state) > 0 then
       error("try_lock: the lock is already held; unlock it first", 2)
     end
-    drop_handle(state)
+    if blocking_allowed() == false then
+      return nil, no_cosockets_error("try_lock")
+    end
+    let_go(state)
   end
-  local rc, handle, err = acquire(state.ctx, self._names, lease_ms, wait_ms)
+  state.hold = nil
+  local lease = kept and state.ctx.watchdog_lease or lease_ms
+  local rc, handle, err = acquire(state.ctx, self._names, lease, wait_ms)
   if rc ~= core.REDLOCK_OK then
     return nil, err or make_error(rc)
   end
   state.handle = handle
   state.ctx.handles = state.ctx.handles + 1
+  if kept then
+    local ok, keep_err = keep_lock(self, state, lease, blocking_allowed())
+    if not ok then
+      drop_handle(state)
+      return nil, keep_err
+    end
+  end
   return true
 end
 
 --- Releases the lock. Returns true, or nil and an error: "notheld" when it
 -- had expired or been lost (the critical section may not have been
 -- exclusive) or was never taken. The lock is not held afterwards either way.
+-- A kept lock's renewal stops before the release is sent.
 function Lock:unlock()
   check_self(self, Lock, "unlock")
   local state = self._state
+  poll_lost(state.ctx)
   if not state.handle then
     return nil, make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired")
   end
+  if blocking_allowed() == false then
+    return nil, no_cosockets_error("unlock")
+  end
+  local hold = state.hold
+  if hold then
+    check_hold(hold)
+    stop_keeping(state)
+  end
   local _, err = handle_call(state.ctx, "unlock", state.handle)
+  if hold and hold.watch then
+    -- Lost on the C thread between the check and the unlock: told now.
+    poll_lost(state.ctx)
+  end
   drop_handle(state)
-  if err then
+  if hold and hold.lost then
+    return nil, make_error(core.REDLOCK_ENOTHELD, "the kept lock had been lost before unlock: "
+                           .. hold.detail)
+  elseif err then
     return nil, err
   end
   return true
 end
 
---- Renews the lease to lease_ms from now. Returns true, or nil and an error
--- ("notheld" when the lock has expired, was lost or was released).
+--- Renews the lease to lease_ms from now (a kept lock's renewals use it
+-- from then on). Returns true, or nil and an error ("notheld" when the lock
+-- has expired, was lost or was released).
 function Lock:extend(lease_ms)
   check_self(self, Lock, "extend")
   check_lease(1, "extend", lease_ms)
-  local handle = self._state.handle
+  local state = self._state
+  poll_lost(state.ctx)
+  local handle = state.handle
   if not handle then
     return nil, make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired")
   end
-  local _, err = handle_call(self._state.ctx, "extend", handle, lease_ms)
+  local hold = state.hold
+  if hold and check_hold(hold) then
+    return nil, make_error(core.REDLOCK_ENOTHELD, hold.err.message)
+  end
+  local _, err
+  if hold and hold.kept and not hold.watch and blocking_allowed() == nil then
+    _, err = extend_kept(state.ctx, hold, lease_ms)
+  else
+    _, err = handle_call(state.ctx, "extend", handle, lease_ms)
+  end
   if err then
     return nil, err
   end
   return true
 end
 
---- Milliseconds of validity left; 0 or less when not held.
+--- Milliseconds of validity left; 0 or less when not held (or lost).
 function Lock:validity_ms()
   check_self(self, Lock, "validity_ms")
-  return core.redlock_handle_validity_ms(self._state.handle)
+  poll_lost(self._state.ctx)
+  return validity_of(self._state)
+end
+
+--- Whether this lock, kept (taken with no lease), was lost: renewal failed
+-- for good, or its validity ran out. True from the moment its validity
+-- reaches 0 at the latest, until it is taken again. Always false for a lock
+-- taken with a lease (validity_ms tells about those).
+function Lock:lost()
+  check_self(self, Lock, "lost")
+  local state = self._state
+  poll_lost(state.ctx)
+  return state.hold ~= nil and check_hold(state.hold)
+end
+
+--- Sets the function called when a kept lock of this object is lost, as
+-- fn(lock, err) (err.name "notheld": the nodes say it is no longer ours;
+-- "expired": its validity ran out before an extension succeeded). It runs
+-- once per loss: inside nginx from the renewal timer, at once; outside
+-- nginx at the start of the next call into the client or any of its locks.
+-- nil removes it. An error in fn is logged, not raised.
+function Lock:on_lost(fn)
+  check_self(self, Lock, "on_lost")
+  if fn ~= nil and type(fn) ~= "function" then
+    argerror(1, "on_lost", "function or nil expected, got " .. type(fn))
+  end
+  self._state.on_lost = fn
+  poll_lost(self._state.ctx)
+  return true
 end
 
 --- The token stored in the Redis keys (32 hex characters), or nil when the
 -- lock has not been acquired or has been released.
 function Lock:token()
   check_self(self, Lock, "token")
+  poll_lost(self._state.ctx)
   local handle = self._state.handle
   return handle and core.redlock_handle_token(handle) or nil
 end
@@ -715,7 +1184,10 @@ function redlock.new(nodes, options)
   if rc ~= core.REDLOCK_OK then
     return nil, make_error(rc)
   end
-  local ctx = { ptr = ptr, handles = 0, closed = false }
+  -- kept: outside nginx, the kept locks whose loss poll_lost looks for
+  -- (weak: a lock collected while kept stops being renewed).
+  local ctx = { ptr = ptr, handles = 0, closed = false,
+                kept = not ngx and setmetatable({}, { __mode = "k" }) or nil }
   for name, text in pairs(texts) do
     rc = core.redlock_ctx_set_option(ptr, name, text)
     if rc ~= core.REDLOCK_OK then
@@ -724,6 +1196,8 @@ function redlock.new(nodes, options)
       return nil, err
     end
   end
+  local _, lease = core.redlock_ctx_get_option(ptr, "watchdog_lease_ms")
+  ctx.watchdog_lease = tonumber(lease)
   return setmetatable({ _ctx = ctx, _finalizer = finalizer(function()
     ctx.closed = true
     release_ctx(ctx)
@@ -734,6 +1208,7 @@ local function check_open(self, fname)
   if self._ctx.closed then
     error(fname .. ": the client is closed", 3)
   end
+  poll_lost(self._ctx)
 end
 
 --- The current value of a library option, as a string; or nil and an error.
@@ -785,19 +1260,22 @@ end
 
 --- Runs fn(...) while holding the lock on `name`, waiting up to lease_ms for
 -- it, and releases it afterwards, also when fn raises an error (which is
--- raised again). Returns fn's results, or nil and an error when the lock
--- could not be taken, or when it was lost before the release (then fn did
--- run, but perhaps not alone).
+-- raised again). With lease_ms nil the lock is kept (renewed while fn runs),
+-- and the wait is watchdog_lease_ms. Returns fn's results, or nil and an
+-- error when the lock could not be taken, or when it was lost before the
+-- release (then fn did run, but perhaps not alone).
 function Client:with_lock(name, lease_ms, fn, ...)
   check_self(self, Client, "with_lock")
   check_open(self, "with_lock")
   check_name(1, "with_lock", name)
-  check_lease(2, "with_lock", lease_ms)
+  if lease_ms ~= nil then
+    check_lease(2, "with_lock", lease_ms)
+  end
   if type(fn) ~= "function" then
     argerror(3, "with_lock", "function expected, got " .. type(fn))
   end
   local lock = new_lock(self._ctx, { name })
-  local ok, err = lock:try_lock(lease_ms, lease_ms)
+  local ok, err = lock:try_lock(lease_ms or self._ctx.watchdog_lease, lease_ms)
   if not ok then
     return nil, err
   end
@@ -814,11 +1292,18 @@ end
 
 --- Closes the client: no new locks can be made or taken. Locks still held
 -- stay usable until they are unlocked or collected; the connections close
--- with the last of them.
+-- with the last of them. Kept locks: outside nginx the C thread renews them
+-- still, until they are unlocked or collected; inside nginx their renewal
+-- stops (they are lost, and told, when their validity runs out).
 function Client:close()
   check_self(self, Client, "close")
-  self._ctx.closed = true
-  release_ctx(self._ctx)
+  local ctx = self._ctx
+  poll_lost(ctx)
+  ctx.closed = true
+  if ctx.drv and ctx.drv.keeper then
+    ctx.drv.keeper.sem:post(1)
+  end
+  release_ctx(ctx)
 end
 
 return redlock

@@ -83,6 +83,16 @@ function runner.start_nodes(script, n)
   --- The key's remaining time to live on node i, in ms (-2 when absent).
   function nodes.pttl(i, key) return tonumber(cli(i, "PTTL", key)) end
   function nodes.set(i, key, value) return cli(i, "SET", key, value) end
+  --- How many times node i ran `command` (lowercase), from INFO commandstats.
+  function nodes.calls(i, command)
+    local stats = cli(i, "INFO", "commandstats")
+    return tonumber(stats:match("cmdstat_" .. command .. ":calls=(%d+)")) or 0
+  end
+  --- CLIENT PAUSE ms ALL on node i: it accepts connections and answers
+  -- nothing (its keys do not expire) until ms have passed.
+  function nodes.pause(i, ms)
+    assert(cli(i, "CLIENT", "PAUSE", tostring(ms), "ALL") == "OK", "CLIENT PAUSE")
+  end
   return nodes
 end
 

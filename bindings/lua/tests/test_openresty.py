@@ -1,7 +1,9 @@
 """The Lua binding inside a real nginx (Debian's lua module, OpenResty's
 runtime), driving the engine over cosockets: a worker is never blocked by a
 lock call, concurrent requests exclude each other, nothing grows over many
-requests, multi-locks work, and a phase without cosockets gets an error.
+requests, multi-locks work, a phase without cosockets gets an error, and
+kept locks are renewed by the worker's timer until unlock, never after, and
+their loss is told from the timer by the time their validity runs out.
 
 Run by CTest with REDLOCK_NGINX, REDLOCK_NGINX_NDK_MODULE,
 REDLOCK_NGINX_LUA_MODULE and REDLOCK_LUA_DIR (redlock.lua and redlock_core.so built for LuaJIT) in the
@@ -22,26 +24,39 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
+KEPT_LEASE_MS = 900    # watchdog_lease_ms of the kept locks' client: renewed every 300 ms
 
 APP = r"""
 local redlock = require "redlock"
+local now_ms = require("redlock_core").redlock_now_ms   -- the library's clock
 local state = ngx.shared.state
 local app = {}
-local client
+local client, keeping
+
+local function new_client(extra)
+  local uris = {}
+  for uri in io.lines(NODES_FILE) do
+    uris[#uris + 1] = uri
+  end
+  local options = { node_timeout_ms = 500, connect_timeout_ms = 500, retry_delay_ms = 20,
+                    retry_jitter_ms = 10, key_prefix = "openresty:" }
+  for k, v in pairs(extra or {}) do
+    options[k] = v
+  end
+  return assert(redlock.new(uris, options))
+end
 
 local function get_client()
-  if not client then
-    local uris = {}
-    for uri in io.lines(NODES_FILE) do
-      uris[#uris + 1] = uri
-    end
-    client = assert(redlock.new(uris, { node_timeout_ms = 500, connect_timeout_ms = 500,
-                                        retry_delay_ms = 20, retry_jitter_ms = 10,
-                                        key_prefix = "openresty:" }))
-  end
+  client = client or new_client()
   return client
 end
 app.get_client = get_client
+
+-- The client of the kept locks (another client than the one of /try).
+local function get_keeping()
+  keeping = keeping or new_client({ watchdog_lease_ms = KEPT_LEASE_MS })
+  return keeping
+end
 
 -- Takes the lock, counts the holders in a shared dict around a pause.
 function app.work()
@@ -89,6 +104,93 @@ function app.multi()
   assert(other:unlock())
 end
 
+-- Kept locks, by name, across requests.
+local kept = {}
+
+-- A kept lock whose on_lost records, in the shared dict, when and where it ran.
+local function kept_lock(name)
+  local lock = get_keeping():get_lock(name)
+  lock:on_lost(function(l, err)
+    state:set("lost_at:" .. name, now_ms())
+    state:set("lost_how:" .. name, ("%s %s %s"):format(err.name, ngx.get_phase(),
+                                                       tostring(l == lock)))
+  end)
+  return lock
+end
+
+-- Takes a kept lock, holds it for ?ms in this request, then unlocks it.
+function app.hold()
+  local name = ngx.var.arg_name
+  local lock = kept_lock(name)
+  assert(lock:try_lock(0))
+  local lease = lock:validity_ms()
+  ngx.sleep(tonumber(ngx.var.arg_ms) / 1000)
+  local left, lost = lock:validity_ms(), lock:lost()
+  local ok, err = lock:unlock()
+  ngx.say(lease, " ", left, " ", tostring(lost), " ", tostring(ok), " ", err and err.name or "")
+end
+
+-- Takes a kept lock and keeps it after this request ends.
+function app.keep()
+  local name = ngx.var.arg_name
+  local lock = kept_lock(name)
+  local ok, err = lock:try_lock(0)
+  if not ok then
+    ngx.status = 409
+    ngx.say(tostring(err))
+    return
+  end
+  kept[name] = lock
+  ngx.say("kept ", lock:validity_ms())
+end
+
+-- The library's time, the kept lock's validity, and whether it was lost.
+function app.status()
+  local lock = kept[ngx.var.arg_name]
+  local now = now_ms()
+  ngx.say(now, " ", lock:validity_ms(), " ", tostring(lock:lost()))
+end
+
+-- Unlocks a kept lock; with ?busy, first waits for a renewal under way and
+-- unlocks while it is.
+function app.release()
+  local name = ngx.var.arg_name
+  local lock = kept[name]
+  kept[name] = nil
+  local busy = false
+  if ngx.var.arg_busy then
+    local deadline = now_ms() + 3000
+    while not lock._state.hold.busy and now_ms() < deadline do
+      ngx.sleep(0.002)
+    end
+    busy = lock._state.hold.busy ~= nil
+  end
+  local started = now_ms()
+  local ok, err = lock:unlock()
+  ngx.say(tostring(ok), " ", err and err.name or "-", " ", tostring(busy), " ",
+          now_ms() - started, " ", tostring(lock._state.hold.busy == nil))
+end
+
+-- What the on_lost callback recorded.
+function app.lost()
+  local name = ngx.var.arg_name
+  ngx.say(state:get("lost_at:" .. name) or "-", " ", state:get("lost_how:" .. name) or "-")
+end
+
+-- Another client's attempt with no wait; a success records when, and releases.
+function app.try()
+  local name = ngx.var.arg_name
+  local lock = get_client():get_lock(name)
+  local ok, err = lock:try_lock(0, 1000)
+  if not ok then
+    ngx.say(err.name)
+    return
+  end
+  state:add("taken_at:" .. name, now_ms())
+  assert(lock:unlock())
+  ngx.say("taken ", state:get("taken_at:" .. name))
+end
+
 function app.stats()
   collectgarbage()
   collectgarbage()
@@ -117,7 +219,7 @@ http {{
   lua_package_path "{module}/?.lua;{tmp}/?.lua;;";
   lua_package_cpath "{module}/?.so;;";
   lua_shared_dict state 1m;
-  init_worker_by_lua_block {{ NODES_FILE = "{nodes}" }}
+  init_worker_by_lua_block {{ NODES_FILE = "{nodes}"; KEPT_LEASE_MS = {kept_lease} }}
   server {{
     listen 127.0.0.1:{port};
     keepalive_requests 100000;
@@ -125,6 +227,12 @@ http {{
     location = /multi {{ content_by_lua_block {{ require("app").multi() }} }}
     location = /stats {{ content_by_lua_block {{ require("app").stats() }} }}
     location = /ping {{ content_by_lua_block {{ ngx.say("pong") }} }}
+    location = /hold {{ content_by_lua_block {{ require("app").hold() }} }}
+    location = /keep {{ content_by_lua_block {{ require("app").keep() }} }}
+    location = /status {{ content_by_lua_block {{ require("app").status() }} }}
+    location = /release {{ content_by_lua_block {{ require("app").release() }} }}
+    location = /lost {{ content_by_lua_block {{ require("app").lost() }} }}
+    location = /try {{ content_by_lua_block {{ require("app").try() }} }}
     location = /filter {{
       content_by_lua_block {{ ngx.say("body") }}
       header_filter_by_lua_block {{
@@ -153,7 +261,8 @@ class Nginx:
         (tmp / "nginx.conf").write_text(CONF.format(
             ndk=env["REDLOCK_NGINX_NDK_MODULE"], lua=env["REDLOCK_NGINX_LUA_MODULE"],
             user="user root;" if os.getuid() == 0 else "", workers=workers, tmp=tmp,
-            module=env["REDLOCK_LUA_DIR"], nodes=nodes_file, port=self.port))
+            module=env["REDLOCK_LUA_DIR"], nodes=nodes_file, port=self.port,
+            kept_lease=KEPT_LEASE_MS))
         self.process = subprocess.Popen(
             [env["REDLOCK_NGINX"], "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e",
              str(tmp / "error.log"), "-g", "daemon off;"])
@@ -326,3 +435,161 @@ def test_a_phase_without_cosockets_gets_an_error_that_says_so(nginx_factory):
     header = response.getheader("X-Lock")
     assert header.startswith("nil unsupported: "), header
     assert "header_filter" in header and "ngx.timer.at" in header, header
+
+
+def cli(nodes, i, *args):
+    uri = (nodes / "uris").read_text().split()[i - 1]
+    return subprocess.run(["redis-cli", "-u", uri, *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def script_calls(nodes):
+    """EVALSHA calls on all five nodes: the library's extends and releases
+    (a single-key acquire is a SET)."""
+    total = 0
+    for i in range(1, 6):
+        for line in cli(nodes, i, "INFO", "commandstats").splitlines():
+            if line.startswith("cmdstat_evalsha:"):
+                total += int(line.split("calls=")[1].split(",")[0])
+    return total
+
+
+def holders(nodes, name):
+    return [i for i in range(1, 6) if cli(nodes, i, "GET", "openresty:" + name) != ""]
+
+
+def assert_never_extended_after(nodes, name):
+    """No extension (no script call) for two renewal periods and more, and no key."""
+    time.sleep(0.2)
+    calls = script_calls(nodes)
+    time.sleep(2 * KEPT_LEASE_MS / 3 / 1000 + 0.3)
+    assert script_calls(nodes) == calls
+    assert holders(nodes, name) == []
+
+
+def test_a_kept_lock_is_renewed_past_three_leases_and_never_after_unlock(nginx_factory, nodes):
+    nginx = nginx_factory(workers=1)
+    hold_ms = int(3.6 * KEPT_LEASE_MS)
+    result = {}
+
+    def holder():
+        result["status"], result["body"], _ = nginx.get(f"/hold?name=k1&ms={hold_ms}")
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    time.sleep(0.05)
+    refusals = []
+    while thread.is_alive():
+        refusals.append(nginx.get("/try?name=k1")[1].strip())
+        time.sleep(0.05)
+    thread.join()
+    assert result["status"] == 200, result
+    lease, left, lost, unlocked, err = (result["body"].split() + [""])[:5]
+    assert 0 < int(lease) <= KEPT_LEASE_MS, result
+    assert int(left) > 0 and lost == "false", result
+    assert unlocked == "true", result
+    # Refused throughout (the last try may come after the unlock).
+    assert len(refusals) >= 3 * KEPT_LEASE_MS / 100, refusals
+    assert set(refusals[:-1]) == {"locked"}, refusals
+    assert nginx.get("/try?name=k1")[1].startswith("taken"), "free at once after unlock"
+    assert_never_extended_after(nodes, "k1")
+    assert nginx.get("/lost?name=k1")[1].strip() == "- -"
+
+
+def test_unlock_waits_for_a_renewal_under_way_and_nothing_follows(nginx_factory, nodes):
+    nginx = nginx_factory(workers=1)
+    nginx.timeouts_expected = True
+    status, body, _ = nginx.get("/keep?name=k2")
+    assert status == 200, body
+    # The request ended; the lock is renewed by the timer (its extensions
+    # show in the nodes' script calls).
+    calls = script_calls(nodes)
+    time.sleep(1.5 * KEPT_LEASE_MS / 1000)
+    assert script_calls(nodes) - calls >= 3 * 3
+    _, left, lost = nginx.get("/status?name=k2")[1].split()
+    assert int(left) > KEPT_LEASE_MS / 3 and lost == "false"
+    # A majority paused for less than the node timeout: the next renewal
+    # waits for them, and unlock is called while it does.
+    for i in (1, 2, 3):
+        assert cli(nodes, i, "CLIENT", "PAUSE", "400", "ALL") == "OK"
+    ok, err, busy, took, idle = nginx.get("/release?name=k2&busy=1")[1].split()
+    assert busy == "true", "unlock was called while a renewal was under way"
+    assert idle == "true" and int(took) >= 20, "it waited for the renewal to end"
+    assert ok == "true" and err == "-"
+    time.sleep(0.5)
+    assert_never_extended_after(nodes, "k2")
+    assert nginx.get("/try?name=k2")[1].startswith("taken")
+    assert nginx.get("/lost?name=k2")[1].strip() == "- -"
+
+
+def test_a_kept_lock_lost_to_a_paused_majority_is_told_from_the_timer_in_time(nginx_factory,
+                                                                               nodes):
+    nginx = nginx_factory(workers=1)
+    nginx.timeouts_expected = True
+    pause_ms = 2500
+    status, body, _ = nginx.get("/keep?name=k3")
+    assert status == 200, body
+    time.sleep(KEPT_LEASE_MS / 2 / 1000)
+    paused = time.monotonic()
+    for i in (1, 2, 3):
+        assert cli(nodes, i, "CLIENT", "PAUSE", str(pause_ms), "ALL") == "OK"
+    # Another client tries without waiting until it takes the lock.
+    rival = {}
+
+    def rival_loop():
+        while time.monotonic() - paused < pause_ms / 1000 + 3:
+            if nginx.get("/try?name=k3")[1].startswith("taken"):
+                rival["taken"] = True
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=rival_loop)
+    thread.start()
+    # Its validity once the pause holds (no extension can succeed now): the
+    # lock is looked at for 200 ms only, so that only the timer can find the
+    # loss when validity runs out.
+    conn = nginx.connection()
+    time.sleep(0.05)
+    expiries = []
+    while time.monotonic() - paused < 0.25:
+        now, left, lost = nginx.get("/status?name=k3", conn)[1].split()
+        assert int(left) > 0 and lost == "false"
+        expiries.append(int(now) + int(left))
+        time.sleep(0.01)
+    expiry = expiries[-1]
+    assert len(expiries) >= 5 and expiry - min(expiries) <= 2, expiries
+    while nginx.get("/lost?name=k3", conn)[1].startswith("-"):
+        assert time.monotonic() - paused < pause_ms / 1000, "told while the pause lasts"
+        time.sleep(0.005)
+    lost_at, how = nginx.get("/lost?name=k3", conn)[1].split(" ", 1)
+    thread.join()
+    assert how.strip() == "expired timer true", how
+    # Told from the timer when validity reached 0, not before, not later
+    # than 100 ms after.
+    assert expiry - 5 <= int(lost_at) <= expiry + 100, (int(lost_at) - expiry)
+    now, left, lost = nginx.get("/status?name=k3", conn)[1].split()
+    assert int(left) <= 0 and lost == "true"
+    # Before anyone else could take it.
+    assert rival.get("taken"), "the rival never took it"
+    status, taken_at, _ = nginx.get("/try?name=k3", conn)
+    assert int(lost_at) < int(taken_at.split()[1])
+    ok, err, *_ = nginx.get("/release?name=k3", conn)[1].split()
+    assert (ok, err) == ("nil", "notheld")
+
+
+def test_a_kept_lock_whose_keys_are_gone_is_lost_at_the_next_renewal(nginx_factory, nodes):
+    nginx = nginx_factory(workers=1)
+    status, body, _ = nginx.get("/keep?name=k4")
+    assert status == 200, body
+    for i in range(1, 6):
+        cli(nodes, i, "DEL", "openresty:k4")
+    deleted = time.monotonic()
+    while nginx.get("/lost?name=k4")[1].startswith("-"):
+        assert time.monotonic() - deleted < KEPT_LEASE_MS / 1000, "lost within a lease"
+        time.sleep(0.01)
+    lost_at, how = nginx.get("/lost?name=k4")[1].split(" ", 1)
+    assert how.strip() == "notheld timer true", how
+    _, left, lost = nginx.get("/status?name=k4")[1].split()
+    assert int(left) <= 0 and lost == "true"
+    ok, err, *_ = nginx.get("/release?name=k4")[1].split()
+    assert (ok, err) == ("nil", "notheld")

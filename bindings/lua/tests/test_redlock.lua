@@ -389,4 +389,214 @@ t.test("a wait is one C call: Redis errors on a majority are retried while it la
   assert(ok, problem)
 end)
 
+---------------------------------------------------------------------------
+-- Kept locks: try_lock with no lease.
+
+local now_ms = core.redlock_now_ms   -- the library's clock
+
+-- EVALSHA calls on every node: the library's extends and releases (a
+-- single-key acquire is a SET; a refused one is followed by releases too).
+local function script_calls()
+  local total = 0
+  for i = 1, #nodes.uris do
+    total = total + nodes.calls(i, "evalsha")
+  end
+  return total
+end
+
+t.test("kept: held past three leases, free at once after unlock, never extended after", function()
+  local LEASE = 750
+  local c, rival = client({ watchdog_lease_ms = LEASE }), client()
+  t.eq(c:get_option("watchdog_lease_ms"), "750", "the option")
+  local name = fresh("kept")
+  local lock = c:get_lock(name)
+  local told = 0
+  lock:on_lost(function() told = told + 1 end)
+  t.eq(lock:try_lock(0), true, "try_lock with no lease")
+  local validity = lock:validity_ms()
+  t.ok(validity > 0 and validity <= LEASE, "the lease is watchdog_lease_ms: " .. validity)
+  t.ok(ttl_over(name, 0) >= QUORUM and ttl_over(name, LEASE) == 0, "the keys' ttl is the lease")
+  local until_ms, checks = now_ms() + 3 * LEASE + math.floor(LEASE / 2), 0
+  while now_ms() < until_ms do
+    t.sleep_ms(math.floor(LEASE / 5))
+    t.ok(lock:validity_ms() > 0, "validity stays above 0")
+    t.eq(lock:lost(), false, "not lost")
+    t.fails("locked", rival:get_lock(name):try_lock(0, 1000))
+    checks = checks + 1
+  end
+  t.ok(checks >= 10, "checked throughout: " .. checks)
+  t.ok(ttl_over(name, math.floor(LEASE / 3)) >= QUORUM, "the keys' ttl renewed on a quorum")
+  -- The renewals show in the nodes' script calls.
+  local calls = script_calls()
+  t.sleep_ms(LEASE)
+  t.ok(script_calls() - calls >= 2 * QUORUM, "renewals seen in the script calls")
+  t.eq(lock:unlock(), true, "unlock")
+  t.eq(lock:lost(), false, "an unlocked lock is not lost")
+  local theirs = rival:get_lock(name)
+  t.eq(theirs:try_lock(0, 1000), true, "another client gets it at once")
+  assert(theirs:unlock())
+  -- Nothing extends it after the unlock: no script call, no key, for more
+  -- than two renewal periods.
+  t.sleep_ms(100)
+  local after = script_calls()
+  t.sleep_ms(LEASE)
+  t.eq(script_calls(), after, "script calls after unlock")
+  t.eq(holders(name), 0, "no key came back")
+  t.eq(told, 0, "no loss told")
+end)
+
+t.test("an explicit lease is not renewed", function()
+  local c = client({ watchdog_lease_ms = 600 })
+  local name = fresh("leased")
+  local lock = c:get_lock(name)
+  local told = false
+  lock:on_lost(function() told = true end)
+  t.eq(lock:try_lock(0, 500), true, "try_lock with a lease")
+  t.eq(lock:lost(), false, "not lost")
+  t.sleep_ms(700)
+  t.ok(lock:validity_ms() <= 0, "validity ran out: " .. lock:validity_ms())
+  t.eq(lock:lost(), false, "still not 'lost': validity_ms tells")
+  t.eq(told, false, "no callback")
+  t.eq(holders(name), 0, "the keys expired")
+  local other = client():get_lock(name)
+  t.eq(other:try_lock(0, 1000), true, "free for others")
+  assert(other:unlock())
+end)
+
+t.test("kept: a majority paused, lost when validity runs out, told on the next call", function()
+  local LEASE, PAUSE = 800, 2500
+  local c = client({ watchdog_lease_ms = LEASE, retry_delay_ms = 50, retry_jitter_ms = 20 })
+  local name = fresh("kept-paused")
+  local lock = c:get_lock(name)
+  local calls = {}
+  lock:on_lost(function(l, err)
+    calls[#calls + 1] = { lock = l, err = err, at = now_ms() }
+  end)
+  assert(lock:try_lock(0))
+  t.sleep_ms(math.floor(LEASE / 2))   -- one renewal done
+  local paused_at = now_ms()
+  for i = 1, 3 do
+    nodes.pause(i, PAUSE)
+  end
+  local expiry, lost_at, polls = nil, nil, 0
+  while not lost_at do
+    local now = now_ms()
+    t.ok(now - paused_at < PAUSE - 200, "lost before the pause ends")
+    local left = lock:validity_ms()
+    if lock:lost() then
+      lost_at = now_ms()
+    else
+      t.eq(#calls, 0, "no callback while not lost")
+      t.ok(left > 0, "validity left while not lost: " .. left)
+      expiry = now + left
+      polls = polls + 1
+      t.sleep_ms(10)
+    end
+  end
+  t.ok(expiry and polls >= 5, "held for a while once paused: " .. polls .. " polls")
+  t.ok(lost_at >= expiry - 5, ("not lost before validity ran out (%d ms early)"):format(
+    expiry - lost_at))
+  t.ok(lost_at <= expiry + 100, ("lost within 100 ms of validity reaching 0 (%d ms after)"):format(
+    lost_at - expiry))
+  t.ok(lost_at - paused_at <= LEASE + 100, "lost within a lease of the pause")
+  t.eq(#calls, 1, "the callback ran once")
+  t.ok(calls[1].at <= lost_at, "on the call that saw the loss")
+  t.eq(calls[1].lock, lock, "the callback's lock")
+  t.eq(calls[1].err.name, "expired", "the callback's error")
+  t.eq(calls[1].err.code, redlock.EEXPIRED, "err.code")
+  t.ok(calls[1].err.message:find("validity ran out", 1, true), "message: " .. calls[1].err.message)
+  t.ok(lock:validity_ms() <= 0, "no validity once lost")
+  local err = t.fails("notheld", lock:extend(1000))
+  err = t.fails("notheld", lock:unlock())
+  t.ok(err.message:find("lost", 1, true), "unlock's message: " .. err.message)
+  t.eq(lock:lost(), true, "still lost after unlock")
+  t.eq(#calls, 1, "told once")
+  -- Once the pause is over the lock is free for others.
+  t.sleep_ms(math.max(0, paused_at + PAUSE - now_ms()) + 50)
+  local other = client():get_lock(name)
+  t.eq(other:try_lock(2000, 1000), true, "free once the nodes answer")
+  assert(other:unlock())
+end)
+
+t.test("kept: its keys deleted, lost at the next renewal with 'notheld'", function()
+  local LEASE = 900
+  local c = client({ watchdog_lease_ms = LEASE })
+  local name = fresh("kept-deleted")
+  local lock = c:get_lock(name)
+  local seen
+  lock:on_lost(function(_, err) seen = err end)
+  assert(lock:try_lock(0))
+  for i = 1, #nodes.uris do
+    nodes.cli(i, "DEL", name)
+  end
+  local deadline = now_ms() + LEASE
+  while not lock:lost() do
+    t.ok(now_ms() < deadline, "lost within a lease")
+    t.sleep_ms(20)
+  end
+  t.ok(seen, "the callback ran")
+  t.eq(seen.name, "notheld", "the callback's error")
+  t.ok(lock:validity_ms() <= 0, "no validity once lost")
+  t.fails("notheld", lock:unlock())
+  -- The lock object can be taken again, and kept again.
+  local told = seen
+  t.eq(lock:try_lock(0), true, "taken again")
+  t.eq(lock:lost(), false, "not lost once taken again")
+  t.eq(seen, told, "no new callback")
+  assert(lock:unlock())
+end)
+
+t.test("with_lock with no lease keeps the lock while fn runs", function()
+  local LEASE = 600
+  local c, rival = client({ watchdog_lease_ms = LEASE }), client()
+  local name = fresh("kept-with")
+  local refused = {}
+  local r = c:with_lock(name, nil, function(x)
+    for _ = 1, 3 do
+      t.sleep_ms(math.floor(LEASE / 2))
+      refused[#refused + 1] = select(2, rival:get_lock(name):try_lock(0, 1000))
+    end
+    return x * 2
+  end, 21)
+  t.eq(r, 42, "fn's result: the lock was not lost")
+  t.eq(#refused, 3, "checks")
+  for _, err in ipairs(refused) do
+    t.eq(err and err.name, "locked", "refused to others while fn ran, past its lease")
+  end
+  t.ok(holders(name) < QUORUM, "released after fn returned")
+end)
+
+t.test("kept: a lock collected while kept is no longer renewed", function()
+  local LEASE = 600
+  local name = fresh("kept-collected")
+  do
+    local c = client({ watchdog_lease_ms = LEASE })
+    local lock = c:get_lock(name)
+    assert(lock:try_lock(0))
+  end
+  collectgarbage()
+  collectgarbage()
+  local other = client({ retry_delay_ms = 50, retry_jitter_ms = 20 }):get_lock(name)
+  t.fails("locked", other:try_lock(0, 1000))
+  local started = now_ms()
+  t.eq(other:try_lock(2 * LEASE, 1000), true, "taken once its lease ran out")
+  t.ok(now_ms() - started < LEASE + 300, "within about a lease")
+  assert(other:unlock())
+end)
+
+t.test("kept: bad arguments", function()
+  local c = client()
+  local lock = c:get_lock(fresh())
+  t.raises("bad argument #1 to 'on_lost' (function or nil expected, got string)",
+           lock.on_lost, lock, "f")
+  t.raises("calling 'lost' on bad self", lock.lost, nil)
+  t.eq(lock:on_lost(nil), true, "nil removes the callback")
+  t.eq(lock:lost(), false, "a lock never taken is not lost")
+  t.raises("bad argument #1 to 'try_lock' (number expected, got nil)", lock.try_lock, lock)
+  t.eq(c:get_option("watchdog_lease_ms"), "30000", "the default lease of kept locks")
+  t.eq(lock:try_lock(0), true, "kept with the default lease")
+  t.ok(lock:validity_ms() > 29000, "validity of 30 s")
+  assert(lock:unlock())
+end)
+
 t.run(nodes.stop)
