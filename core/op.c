@@ -325,6 +325,13 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         finish(op, v->rc, op->msg);
         return;
     case OP_EXTEND:
+        if (h->lost) {
+            /* Declared lost (its validity ran out) while this extension was
+             * out: a late success does not bring it back. */
+            h->held = false;
+            finish(op, REDLOCK_ENOTHELD, "the lock was lost while it was being extended");
+            return;
+        }
         h->held = v->held && !h->released;   /* an unlock started meanwhile wins */
         if (v->held || v->expires_at < h->expires_at)
             h->expires_at = v->expires_at;

@@ -69,8 +69,10 @@ import java.util.concurrent.locks.Lock;
  * worth another (held by someone else, too few nodes answered, the lease ran out while
  * acquiring, nodes answered with Redis errors) and how long to pause between them (the
  * retry_delay_ms and retry_jitter_ms options); this class makes no such decision. When the wait
- * ends without the lock, "held by someone else" and "too few nodes answered" give false (or,
- * for {@link #lock()}, another wait); other outcomes throw {@link RedlockException}
+ * ends without the lock, "held by someone else" gives false (or, for {@link #lock()}, another
+ * wait); an outage is not contention: "too few nodes answered" throws
+ * {@link NoQuorumException}, from a wait without end too once the nodes have failed for the
+ * option unavailable_timeout_ms (5 s by default). Other outcomes throw {@link RedlockException}
  * ({@link AuthException}, {@link LeaseExpiredException}, {@link RedisErrorException}, ...).
  *
  * <p><b>Interrupts.</b> While a call waits, the library asks at least every 100 ms whether the
@@ -393,7 +395,7 @@ public final class RLock implements Lock, AutoCloseable {
 
     /**
      * Acquires for ownerId (lease KEEP: a kept lock); true when acquired, false when held
-     * elsewhere or no quorum.
+     * elsewhere (no quorum completes it with NoQuorumException).
      */
     private CompletableFuture<Boolean> acquireAsync(long waitMs, long lease, long ownerId) {
         NativeHandle reentered;
@@ -416,7 +418,7 @@ public final class RLock implements Lock, AutoCloseable {
                         return true;
                     }
                     Throwable cause = error instanceof CompletionException ? error.getCause() : error;
-                    if (cause instanceof LockHeldException || cause instanceof NoQuorumException) {
+                    if (cause instanceof LockHeldException) {
                         return false;
                     }
                     throw cause instanceof RuntimeException ? (RuntimeException) cause
@@ -467,14 +469,16 @@ public final class RLock implements Lock, AutoCloseable {
 
     /**
      * One native call that acquires, retrying for up to waitMs as the library decides; null
-     * when not acquired. Throws CancelledException when the thread was interrupted meanwhile.
+     * when someone else held the lock all along. Throws NoQuorumException when too few nodes
+     * answered (an outage is not contention: a wait without end gives up after the option
+     * unavailable_timeout_ms), CancelledException when the thread was interrupted meanwhile.
      * With lease KEEP the lock is acquired with the watchdog lease and kept.
      */
     private NativeHandle attempt(long lease, long waitMs) {
         try {
             return client.nativeClient().lock(this, names, leaseMsOf(lease), waitMs,
                     lease == KEEP ? lostSignal : null);
-        } catch (LockHeldException | NoQuorumException notAcquired) {
+        } catch (LockHeldException notAcquired) {
             return null;
         }
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.redlock.internal.RedlockNativeConstants;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -51,16 +52,34 @@ class NoQuorumTest {
     }
 
     @Test
-    void tryLockIsFalseWithoutMajority() throws Exception {
+    void tryLockThrowsNoQuorumWithoutMajority() throws Exception {
         nodes.stopNode(2);
         nodes.stopNode(3);
         RLock lock = client.getLock("no-majority");
-        assertFalse(lock.tryLock());
+        assertThrows(NoQuorumException.class, lock::tryLock);
         long start = System.nanoTime();
-        assertFalse(lock.tryLock(700, TimeUnit.MILLISECONDS));
+        assertThrows(NoQuorumException.class, () -> lock.tryLock(700, TimeUnit.MILLISECONDS));
         long elapsed = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         assertTrue(elapsed >= 600 && elapsed < 10_000, "took " + elapsed + " ms");
         assertFalse(lock.isLocked());
+        CompletionException async = assertThrows(CompletionException.class,
+                () -> lock.tryLockAsync(0, 5, TimeUnit.SECONDS).join());
+        assertTrue(async.getCause() instanceof NoQuorumException, async.toString());
+    }
+
+    @Test
+    void lockGivesUpAfterAnOutageOfUnavailableTimeout() throws Exception {
+        nodes.stopNode(2);
+        nodes.stopNode(3);
+        try (Redlock impatient = Redlock.create(nodes.uris(),
+                Map.of("unavailable_timeout_ms", "300", "retry_delay_ms", "50"))) {
+            RLock lock = impatient.getLock("no-majority");
+            long start = System.nanoTime();
+            NoQuorumException e = assertThrows(NoQuorumException.class, lock::lock);
+            long elapsed = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(elapsed >= 300 && elapsed < 10_000, "took " + elapsed + " ms");
+            assertTrue(e.getMessage().contains("unavailable_timeout_ms"), e.getMessage());
+        }
     }
 
     @Test
