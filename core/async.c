@@ -30,6 +30,7 @@ typedef struct job {
     redlock_done_fn done;    /* NULL for a renewal */
     void *data;
     struct rl_watch *watch;  /* the watch a renewal is for */
+    rl_waiter *waiter;       /* a lock waiting for a release (wake.c) */
     struct job *next;
 } job;
 
@@ -416,6 +417,10 @@ static bool wants_any(const redlock_ctx *ctx, const rl_op *op)
 /* Ends a job: its connections back, its callback, its op freed. */
 static void finish(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
 {
+    if (j->waiter) {
+        char note[8];
+        rl_waker_done(ctx, j->waiter, note, sizeof note);
+    }
     rl_conn *c;
     while ((c = rl_op_take_conn(j->op)) != NULL) {
         draining *d = c->state == RL_CONN_OPEN && rl_conn_owed(c) > 0 ? malloc(sizeof *d) : NULL;
@@ -455,8 +460,11 @@ static int64_t advance(redlock_ctx *ctx, struct rl_async *a, job *j, bool stoppi
         if (c && c->state == RL_CONN_OPEN && !rl_io_flush(c, now))
             rl_io_bury(ctx, c, now);
     }
-    if (!rl_op_done(op))
+    if (!rl_op_done(op)) {
+        if (j->is_lock && !j->waiter && rl_op_awaits_release(op))
+            j->waiter = rl_waker_await(ctx, rl_op_keys(op));
         return rl_op_wake_at(op);
+    }
     if (!rl_io_tail_left(ctx, op, now)) {
         finish(ctx, a, j, now);
         return INT64_MIN;
@@ -511,6 +519,7 @@ static void *async_main(void *arg)
     int64_t idle_until = 0;   /* when an idle thread ends (0: not idle) */
     struct pollfd *pfd = NULL;
     rl_conn **who = NULL;
+    job **waiting = NULL;   /* by poll entry, for the locks' waiter entries */
     size_t cap = 0;
     for (;;) {
         pthread_mutex_lock(&a->mu);
@@ -607,18 +616,21 @@ static void *async_main(void *arg)
         size_t n_drains = 0;
         for (draining *d = a->drains; d; d = d->next)
             n_drains++;
-        size_t need = 1 + n_active * ctx->n_nodes + n_drains;
+        size_t need = 1 + n_active * (ctx->n_nodes + 1) + n_drains;
         if (need > cap) {
             struct pollfd *p = realloc(pfd, need * sizeof *p);
             rl_conn **w = p ? realloc(who, need * sizeof *w) : NULL;
+            job **wj = w ? realloc(waiting, need * sizeof *wj) : NULL;
             if (p)
                 pfd = p;
-            if (!w) {
+            if (w)
+                who = w;
+            if (!wj) {
                 /* Out of memory: wait a little, then try again. */
                 poll(NULL, 0, 10);
                 continue;
             }
-            who = w;
+            waiting = wj;
             cap = need;
         }
         pfd[0] = (struct pollfd){ .fd = a->wake[0], .events = POLLIN };
@@ -632,6 +644,14 @@ static void *async_main(void *arg)
                                                                   ? POLLOUT : 0)) };
             who[k++] = d->c;
         }
+        /* Then the locks that wait for a release: told, they try again. */
+        size_t n_conns = k;
+        for (job *j = active; j; j = j->next) {
+            if (j->waiter) {
+                pfd[k] = (struct pollfd){ .fd = rl_waiter_fd(j->waiter), .events = POLLIN };
+                waiting[k++] = j;
+            }
+        }
         int64_t timeout = wake_at - now;
         timeout = timeout < 0 ? 0 : timeout > MAX_WAIT_MS ? MAX_WAIT_MS : timeout;
         int r = poll(pfd, k, (int)timeout);
@@ -640,7 +660,10 @@ static void *async_main(void *arg)
             continue;
         if (pfd[0].revents)
             empty_pipe(a);
-        for (size_t i = 1; i < k; i++) {
+        for (size_t i = n_conns; i < k; i++)
+            if (pfd[i].revents && rl_waiter_told(waiting[i]->waiter))
+                rl_op_wake(waiting[i]->op, now);
+        for (size_t i = 1; i < n_conns; i++) {
             if (!pfd[i].revents || rl_io_service(who[i], pfd[i].revents, now))
                 continue;
             /* A draining connection that broke leaves the list first. */
@@ -657,6 +680,7 @@ static void *async_main(void *arg)
     }
     free(pfd);
     free(who);
+    free(waiting);
     return NULL;
 }
 

@@ -2,8 +2,9 @@
  * test_wake.c - waiters woken by releases: a lock call that found the lock
  * held elsewhere is woken by the release itself (its timed retry is far
  * off), the one of a client that has waited longest first; a multi-lock is
- * woken by the release of the key it waited for; and a holder that does not
- * publish (another library) is still caught by the timed retries.
+ * woken by the release of the key it waited for, and so is an asynchronous
+ * call; and a holder that does not publish (another library) is still caught
+ * by the timed retries.
  */
 #include "helpers.h"
 
@@ -138,6 +139,48 @@ static void a_multi_lock_is_woken_by_the_key_it_waits_for(void **state)
     redlock_ctx_free(holder);
 }
 
+typedef struct async_result {
+    atomic_int done;
+    int status;
+    redlock_handle *h;
+    _Atomic long long at;
+} async_result;
+
+static void on_done(void *data, int status, redlock_handle *h, const char *message)
+{
+    async_result *r = data;
+    (void)message;
+    r->status = status;
+    r->h = h;
+    r->at = now_ms();
+    r->done = 1;
+}
+
+static void an_asynchronous_lock_is_woken_too(void **state)
+{
+    nodes *ns = *state;
+    redlock_ctx *holder = ctx_for(ns, NULL), *ctx = ctx_for(ns, slow_retries);
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock(&h, holder, "wake-async", 10000, 0), REDLOCK_OK);
+    const char *names[] = {"wake-async"};
+    async_result r = {0};
+    assert_rc(redlock_lock_async(ctx, names, 1, 10000, 10000, on_done, &r), REDLOCK_OK);
+    let_it_wait();
+    long long released_at = now_ms();
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    while (!r.done && now_ms() < released_at + 10000)
+        sleep_ms(5);
+    assert_int_equal(r.done, 1);
+    assert_rc(r.status, REDLOCK_OK);
+    if (r.at - released_at >= 1000)
+        fail_msg("acquired %lld ms after the release", (long long)(r.at - released_at));
+    assert_rc(redlock_unlock(r.h), REDLOCK_OK);
+    redlock_handle_free(r.h);
+    redlock_handle_free(h);
+    redlock_ctx_free(ctx);
+    redlock_ctx_free(holder);
+}
+
 static void a_holder_that_does_not_publish_is_caught_by_the_timed_retry(void **state)
 {
     nodes *ns = *state;
@@ -165,6 +208,7 @@ int main(void)
         cmocka_unit_test(a_release_wakes_a_waiter_of_another_client),
         cmocka_unit_test(the_longest_waiter_goes_first),
         cmocka_unit_test(a_multi_lock_is_woken_by_the_key_it_waits_for),
+        cmocka_unit_test(an_asynchronous_lock_is_woken_too),
         cmocka_unit_test(a_holder_that_does_not_publish_is_caught_by_the_timed_retry),
     };
     return cmocka_run_group_tests_name("wake", tests, five_nodes_setup, nodes_teardown);
