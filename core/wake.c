@@ -4,9 +4,12 @@
  * subscriber connection per node (sub.h) subscribed to the channels of the
  * keys waited for. When a node confirms a channel, every waiter for it tries
  * again (the release may have come before the subscription); when a release
- * is published, the waiter for its key that has waited longest tries again
- * (the same release comes from every node: its token is told once). The
- * waiters' timed retries stay: messages only shorten a wait.
+ * is published, the waiter for its key that has waited longest tries again.
+ * The same release comes from every node, and each message tells that
+ * waiter again (its eventfd keeps one wake-up however many come): an attempt
+ * woken by the first node's message, before the release reached a quorum,
+ * is tried again on the next. The waiters' timed retries stay: messages
+ * only shorten a wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +27,6 @@
 #include "ctx.h"
 #include "sockets.h"
 #include "sub.h"
-#include "token.h"
 
 #define LINGER_MS 2000      /* the thread stays this long after the last waiter */
 #define RECONNECT_MS 1000   /* a lost subscriber connection is made again after this */
@@ -42,7 +44,6 @@ typedef struct channel {
     char *name;
     uint64_t sent;          /* nodes it was subscribed on (bit per node) */
     bool wanted;
-    char last[RL_TOKEN_LEN + 1];   /* the release last told */
     struct channel *next;
 } channel;
 
@@ -312,11 +313,6 @@ static void on_event(void *data, rl_sub_event event, const char *name, const cha
     channel *c = find(w, name);
     if (!c)
         return;
-    if (event == RL_SUB_MESSAGE) {
-        if (strncmp(c->last, text, RL_TOKEN_LEN) == 0)
-            return;   /* the same release, from another node */
-        snprintf(c->last, sizeof c->last, "%s", text);
-    }
     pthread_mutex_lock(&w->mu);
     for (rl_waiter *r = w->waiters; r; r = r->next) {
         if (!waits_for(r, name))
