@@ -55,6 +55,9 @@ def test_three_of_five_impaired_fail_fast_and_leave_nothing(proxied, make_client
         # quorum yet. A client that never saw their old run_ids cannot tell.
         detail = expect_failure(client, "majority", redlock.NoQuorum, lease=30, wait=1.0)
         assert "restart_guard" in detail, detail
+        # Its attempts were released everywhere (a release may still be in
+        # flight: a SET arriving before it would be refused there).
+        wait_until(lambda: nodes.having("majority") == [], 3, "the attempts to be released")
         client = make_client(proxied.uris)
     lock = client.get_lock("majority")
     assert lock.try_lock(lease=30, wait=10)
