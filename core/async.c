@@ -417,10 +417,8 @@ static bool wants_any(const redlock_ctx *ctx, const rl_op *op)
 /* Ends a job: its connections back, its callback, its op freed. */
 static void finish(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
 {
-    if (j->waiter) {
-        char note[8];
-        rl_waker_done(ctx, j->waiter, note, sizeof note);
-    }
+    if (j->waiter)
+        rl_waker_done(ctx, j->waiter, NULL, 0);
     rl_conn *c;
     while ((c = rl_op_take_conn(j->op)) != NULL) {
         draining *d = c->state == RL_CONN_OPEN && rl_conn_owed(c) > 0 ? malloc(sizeof *d) : NULL;

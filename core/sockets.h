@@ -68,7 +68,8 @@ int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen);
  * held elsewhere registers (rl_waker_await) with the keys it waits for; the
  * client's waker thread makes its eventfd (rl_waiter_fd) readable when it
  * is to try again; rl_waiter_told consumes that. rl_waker_done ends the
- * registration, with a note (maybe "") on why waiters are not being woken. */
+ * registration, with a note (maybe ""; note may be NULL) on why waiters are
+ * not being woken. */
 typedef struct rl_waiter rl_waiter;
 struct rl_waker *rl_waker_new(size_t n_nodes);
 void rl_waker_free(struct rl_waker *w);

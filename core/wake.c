@@ -198,7 +198,8 @@ void rl_waker_done(redlock_ctx *ctx, rl_waiter *r, char *note, size_t notelen)
             break;
         }
     }
-    snprintf(note, notelen, "%s", w->refused);
+    if (note)
+        snprintf(note, notelen, "%s", w->refused);
     pthread_mutex_unlock(&w->mu);
     poke(w);
     close(r->fd);
@@ -294,7 +295,6 @@ static void lost_sub(struct rl_waker *w, size_t i, int64_t retry_at)
 
 typedef struct event_ctx {
     struct rl_waker *w;
-    size_t node;
     bool refused;
 } event_ctx;
 
@@ -359,7 +359,7 @@ static void service(struct rl_waker *w, size_t i, short revents, int64_t now)
     ssize_t got = recv(s->fd, buf, sizeof buf, 0);
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
-    event_ctx e = { .w = w, .node = i };
+    event_ctx e = { .w = w };
     if (got <= 0 || rl_sub_received(s->sub, buf, (size_t)got, on_event, &e) != REDLOCK_OK
         || e.refused)
         lost_sub(w, i, now + (e.refused ? REFUSED_MS : RECONNECT_MS));

@@ -59,6 +59,28 @@ static void taken_soon_after(long long released_at, long long acquired_at, const
         fail_msg("%s acquired %lld ms after the release", who, acquired_at - released_at);
 }
 
+/* A client holding name, for the waiters to wait for. */
+static redlock_handle *held_by(redlock_ctx *holder, const char *name)
+{
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock(&h, holder, name, 10000, 0), REDLOCK_OK);
+    return h;
+}
+
+/* Starts w, releases h once w waits, and checks that w took the lock soon
+ * after: woken by the release. */
+static void release_to(waiter *w, redlock_handle *h, const char *who)
+{
+    pthread_t t;
+    start(&t, w);
+    let_it_wait();
+    long long released_at = now_ms();
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    pthread_join(t, NULL);
+    assert_rc(w->rc, REDLOCK_OK);
+    taken_soon_after(released_at, w->acquired_at, who);
+}
+
 /* Unlocks what the waiter took; frees it, the holder's handle and both clients. */
 static void finish(redlock_handle *taken, redlock_handle *held, redlock_ctx *ctx,
                    redlock_ctx *holder)
@@ -74,18 +96,10 @@ static void a_release_wakes_a_waiter_of_another_client(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *holder = ctx_for(ns, NULL), *ctx = ctx_for(ns, slow_retries);
-    redlock_handle *h = NULL;
-    assert_rc(redlock_lock(&h, holder, "wake-one", 10000, 0), REDLOCK_OK);
+    redlock_handle *h = held_by(holder, "wake-one");
     const char *names[] = {"wake-one"};
     waiter w = { .ctx = ctx, .names = names, .n = 1, .wait_ms = 10000 };
-    pthread_t t;
-    start(&t, &w);
-    let_it_wait();
-    long long released_at = now_ms();
-    assert_rc(redlock_unlock(h), REDLOCK_OK);
-    pthread_join(t, NULL);
-    assert_rc(w.rc, REDLOCK_OK);
-    taken_soon_after(released_at, w.acquired_at, "the waiter");
+    release_to(&w, h, "the waiter");
     /* Held by the waiter on a quorum (a node the release reached late may
      * have refused it): the old holder is refused now. */
     redlock_handle *again = UNSET_HANDLE;
@@ -97,8 +111,7 @@ static void the_longest_waiter_goes_first(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *holder = ctx_for(ns, NULL), *ctx = ctx_for(ns, slow_retries);
-    redlock_handle *h = NULL;
-    assert_rc(redlock_lock(&h, holder, "wake-order", 10000, 0), REDLOCK_OK);
+    redlock_handle *h = held_by(holder, "wake-order");
     const char *names[] = {"wake-order"};
     waiter first = { .ctx = ctx, .names = names, .n = 1, .wait_ms = 10000 };
     waiter second = first;
@@ -128,18 +141,10 @@ static void a_multi_lock_is_woken_by_the_key_it_waits_for(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *holder = ctx_for(ns, NULL), *ctx = ctx_for(ns, slow_retries);
-    redlock_handle *h = NULL;
-    assert_rc(redlock_lock(&h, holder, "wake-b", 10000, 0), REDLOCK_OK);
+    redlock_handle *h = held_by(holder, "wake-b");
     const char *names[] = {"wake-a", "wake-b", "wake-c"};
     waiter w = { .ctx = ctx, .names = names, .n = 3, .wait_ms = 10000 };
-    pthread_t t;
-    start(&t, &w);
-    let_it_wait();
-    long long released_at = now_ms();
-    assert_rc(redlock_unlock(h), REDLOCK_OK);
-    pthread_join(t, NULL);
-    assert_rc(w.rc, REDLOCK_OK);
-    taken_soon_after(released_at, w.acquired_at, "the multi-lock");
+    release_to(&w, h, "the multi-lock");
     finish(w.h, h, ctx, holder);
 }
 
@@ -164,8 +169,7 @@ static void an_asynchronous_lock_is_woken_too(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *holder = ctx_for(ns, NULL), *ctx = ctx_for(ns, slow_retries);
-    redlock_handle *h = NULL;
-    assert_rc(redlock_lock(&h, holder, "wake-async", 10000, 0), REDLOCK_OK);
+    redlock_handle *h = held_by(holder, "wake-async");
     const char *names[] = {"wake-async"};
     async_result r = {0};
     assert_rc(redlock_lock_async(ctx, names, 1, 10000, 10000, on_done, &r), REDLOCK_OK);
