@@ -3,13 +3,13 @@
  * lock call of the client waits for a lock held elsewhere, keeps one
  * subscriber connection per node (sub.h) subscribed to the channels of the
  * keys waited for. When a node confirms a channel, every waiter for it tries
- * again (the release may have come before the subscription); when a release
- * is published, the waiter for its key that has waited longest tries again.
- * The same release comes from every node, and each message tells that
- * waiter again (its eventfd keeps one wake-up however many come): an attempt
- * woken by the first node's message, before the release reached a quorum,
- * is tried again on the next. The waiters' timed retries stay: messages
- * only shorten a wait.
+ * again (the release may have come before the subscription). A release is
+ * published by every node it reaches, with its token: once a quorum of the
+ * nodes told it, the waiter for its key that has waited longest tries again
+ * (before that, an attempt would find the lock still held on too many
+ * nodes), and again on each later message of it, should its attempt have
+ * raced the release on some node (its eventfd keeps one wake-up however
+ * many come). The waiters' timed retries stay: messages only shorten a wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,9 @@
 #include "cmd.h"
 #include "ctx.h"
 #include "sockets.h"
+#include "quorum.h"
 #include "sub.h"
+#include "token.h"
 
 #define LINGER_MS 2000      /* the thread stays this long after the last waiter */
 #define RECONNECT_MS 1000   /* a lost subscriber connection is made again after this */
@@ -44,6 +46,8 @@ typedef struct channel {
     char *name;
     uint64_t sent;          /* nodes it was subscribed on (bit per node) */
     bool wanted;
+    char release[RL_TOKEN_LEN + 1];   /* the token of the release being told */
+    uint64_t told_by;       /* the nodes that told it (bit per node) */
     struct channel *next;
 } channel;
 
@@ -295,8 +299,22 @@ static void lost_sub(struct rl_waker *w, size_t i, int64_t retry_at)
 
 typedef struct event_ctx {
     struct rl_waker *w;
+    size_t node;
+    size_t quorum;
     bool refused;
 } event_ctx;
+
+/* Whether a message of a release on c makes a waiter try again: once a
+ * quorum of the nodes has told the release. */
+static bool release_reached_quorum(channel *c, const event_ctx *e, const char *token)
+{
+    if (strncmp(c->release, token, RL_TOKEN_LEN) != 0) {
+        snprintf(c->release, sizeof c->release, "%s", token);
+        c->told_by = 0;
+    }
+    c->told_by |= (uint64_t)1 << e->node;
+    return (size_t)__builtin_popcountll(c->told_by) >= e->quorum;
+}
 
 static void on_event(void *data, rl_sub_event event, const char *name, const char *text)
 {
@@ -311,7 +329,7 @@ static void on_event(void *data, rl_sub_event event, const char *name, const cha
         return;
     }
     channel *c = find(w, name);
-    if (!c)
+    if (!c || (event == RL_SUB_MESSAGE && !release_reached_quorum(c, e, text)))
         return;
     pthread_mutex_lock(&w->mu);
     for (rl_waiter *r = w->waiters; r; r = r->next) {
@@ -330,7 +348,7 @@ static void on_event(void *data, rl_sub_event event, const char *name, const cha
 }
 
 /* Services node i's subscriber connection after poll. */
-static void service(struct rl_waker *w, size_t i, short revents, int64_t now)
+static void service(struct rl_waker *w, size_t i, size_t quorum, short revents, int64_t now)
 {
     subscriber *s = &w->subs[i];
     if (s->connecting) {
@@ -359,7 +377,7 @@ static void service(struct rl_waker *w, size_t i, short revents, int64_t now)
     ssize_t got = recv(s->fd, buf, sizeof buf, 0);
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
-    event_ctx e = { .w = w };
+    event_ctx e = { .w = w, .node = i, .quorum = quorum };
     if (got <= 0 || rl_sub_received(s->sub, buf, (size_t)got, on_event, &e) != REDLOCK_OK
         || e.refused)
         lost_sub(w, i, now + (e.refused ? REFUSED_MS : RECONNECT_MS));
@@ -441,7 +459,7 @@ static void *waker_main(void *arg)
         now = rl_now_ms();
         for (size_t j = 1; j < k; j++)
             if (pfd[j].revents)
-                service(w, who[j], pfd[j].revents, now);
+                service(w, who[j], rl_quorum(ctx->n_nodes), pfd[j].revents, now);
     }
     return NULL;
 }

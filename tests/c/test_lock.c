@@ -325,7 +325,8 @@ static void waiting_acquires_once_released(void **state)
     assert_true(elapsed >= 500);
     /* ...and took it soon after, long before wait_ms ran out. */
     assert_true(elapsed < 20000);
-    assert_on_every_node(ns, "lock-wait", redlock_handle_token(h));
+    /* Woken by the release, it may have raced it on a node or two. */
+    assert_on_a_quorum(ns, "lock-wait", redlock_handle_token(h));
     assert_rc(redlock_unlock(h), REDLOCK_OK);
     redlock_handle_free(h);
     redlock_ctx_free(ctx);

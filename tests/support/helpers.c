@@ -92,6 +92,28 @@ void assert_on_every_node(nodes *ns, const char *key, const char *value)
     assert_on_nodes_db(ns, 0, nodes_count(ns), 0, key, value);
 }
 
+void assert_on_a_quorum(nodes *ns, const char *key, const char *value)
+{
+    long long deadline = now_ms() + CONVERGE_MS;
+    for (;;) {
+        size_t n = nodes_count(ns), holding = 0, other = n;
+        for (size_t i = 0; i < n; i++) {
+            if (node_holds(ns, i, 0, key, value))
+                holding++;
+            else if (!node_holds(ns, i, 0, key, NULL))
+                other = i;
+        }
+        if (holding >= n / 2 + 1 && other == n)
+            return;
+        if (now_ms() > deadline) {
+            if (other < n)
+                fail_msg("node %zu: key %s holds another value than %s", other, key, value);
+            fail_msg("key %s holds %s on %zu of %zu nodes only", key, value, holding, n);
+        }
+        sleep_ms(10);
+    }
+}
+
 void assert_on_every_node_db(nodes *ns, int db, const char *key, const char *value)
 {
     assert_on_nodes_db(ns, 0, nodes_count(ns), db, key, value);

@@ -71,6 +71,9 @@ size_t threads_now(void);
 void assert_on_nodes(nodes *ns, size_t first, size_t end, const char *key, const char *value);
 /* The same on every node, in database 0 or db. */
 void assert_on_every_node(nodes *ns, const char *key, const char *value);
+/* A quorum of the nodes holds value under key, and no node another value
+ * (a node a release reached late may have refused the new holder). */
+void assert_on_a_quorum(nodes *ns, const char *key, const char *value);
 void assert_on_every_node_db(nodes *ns, int db, const char *key, const char *value);
 /* Asserts that key's PTTL is within [low, high] on every node. */
 void assert_pttl_on_every_node(nodes *ns, const char *key, long long low, long long high);
