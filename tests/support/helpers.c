@@ -74,8 +74,11 @@ static void assert_on_nodes_db(nodes *ns, size_t first, size_t end, int db, cons
             continue;
         }
         if (now_ms() > deadline) {
-            if (value == NULL)
-                fail_msg("node %zu, db %d: key %s exists, expected no key", i, db, key);
+            if (value == NULL) {
+                char *found = nodes_get_db(ns, i, db, key);
+                fail_msg("node %zu, db %d: key %s exists (%s, pttl %lld), expected no key", i, db,
+                         key, found ? found : "not a string", nodes_pttl(ns, i, key));
+            }
             fail_msg("node %zu, db %d: key %s does not hold %s", i, db, key, value);
         }
         sleep_ms(10);
