@@ -276,6 +276,35 @@ REDLOCK_API int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, vo
 /* 1 once a watched h was lost, else 0 (also for NULL). */
 REDLOCK_API int redlock_handle_lost(const redlock_handle *h);
 
+/* ---- 1.2: asking the nodes about a lock, and forcing it open ---- */
+
+/*
+ * Asks the nodes whether resource is locked, by anyone (as Redisson's
+ * isLocked and remainTimeToLive): *locked is 1 when a quorum of the nodes
+ * has its key with one token, and *ttl_ms then how long a quorum still has
+ * it (the quorum-th longest of their remaining leases, in ms; -1 when the
+ * key has no expiry); *locked 0 and *ttl_ms -2 when no holder can have a
+ * quorum. One round to every node at once, decided as soon as the answers
+ * allow. REDLOCK_ENOQUORUM when too few nodes answered to tell (then *locked
+ * is 0 and *ttl_ms -2). The answer may be stale as soon as it is returned:
+ * it is for display and diagnosis; to hold the lock, take it. locked and
+ * ttl_ms may be NULL.
+ */
+REDLOCK_API int redlock_inspect(redlock_ctx *ctx, const char *resource, int *locked,
+                                int64_t *ttl_ms);
+
+/*
+ * Deletes resource's key on every node whatever its token, and wakes the
+ * clients waiting for it: for an operator clearing a lock whose holder is
+ * known to be gone. DANGEROUS: a holder still alive keeps running its
+ * critical section while another client takes the lock. *deleted (may be
+ * NULL) is the number of nodes on which a lock was deleted. REDLOCK_OK when
+ * a quorum of the nodes answered (the lock is no longer held);
+ * REDLOCK_ENOQUORUM when too few did; REDLOCK_EWRONGTYPE when the key is not
+ * a lock (it is left alone).
+ */
+REDLOCK_API int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int *deleted);
+
 #ifdef __cplusplus
 }
 #endif

@@ -108,6 +108,44 @@ int redlock_op_deliver(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
     return rl_op_deliver(out, ctx, now_ms);
 }
 
+static int query(redlock_op **out, redlock_ctx *ctx, const char *resource, bool force,
+                 int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    if (!resource)
+        return rl_fail(REDLOCK_EINVAL, "resource is NULL");
+    return rl_op_query(out, ctx, resource, force, now_ms);
+}
+
+int redlock_op_inspect(redlock_op **out, redlock_ctx *ctx, const char *resource, int64_t now_ms)
+{
+    return query(out, ctx, resource, false, now_ms);
+}
+
+int redlock_op_force_unlock(redlock_op **out, redlock_ctx *ctx, const char *resource,
+                            int64_t now_ms)
+{
+    return query(out, ctx, resource, true, now_ms);
+}
+
+int redlock_op_answer(const redlock_op *op, int64_t *ttl_ms, int *deleted)
+{
+    size_t n = 0;
+    int64_t ttl = -2;
+    bool held = op && rl_op_done(op) && rl_op_status(op) == REDLOCK_OK
+             && rl_op_answer(op, &ttl, &n);
+    if (ttl_ms)
+        *ttl_ms = held ? ttl : -2;
+    if (deleted)
+        *deleted = op && rl_op_done(op) ? (int)n : 0;
+    return held;
+}
+
 void redlock_op_free(redlock_op *op)
 {
     rl_op_free(op);

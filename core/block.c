@@ -693,6 +693,49 @@ int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const
     return lock_resources(out, ctx, resources, n_resources, ttl_ms, wait_ms);
 }
 
+/* Runs a query or a forced unlock of resource. */
+static int query(redlock_ctx *ctx, const char *resource, bool force, int64_t *ttl_ms,
+                 size_t *deleted, bool *held)
+{
+    rl_clear_error();
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    if (!resource)
+        return rl_fail(REDLOCK_EINVAL, "resource is NULL");
+    rl_io_check_fork(ctx);
+    rl_op *op;
+    int rc = rl_op_query(&op, ctx, resource, force, rl_now_ms());
+    if (rc != REDLOCK_OK)
+        return rc;
+    rc = drive(ctx, op);
+    *held = rl_op_answer(op, ttl_ms, deleted);
+    rl_op_free(op);
+    rl_io_service_wake(ctx);
+    return rc;
+}
+
+int redlock_inspect(redlock_ctx *ctx, const char *resource, int *locked, int64_t *ttl_ms)
+{
+    int64_t ttl = -2;
+    bool held = false;
+    int rc = query(ctx, resource, false, &ttl, NULL, &held);
+    if (locked)
+        *locked = rc == REDLOCK_OK && held;
+    if (ttl_ms)
+        *ttl_ms = rc == REDLOCK_OK ? ttl : -2;
+    return rc;
+}
+
+int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int *deleted)
+{
+    size_t n = 0;
+    bool held;
+    int rc = query(ctx, resource, true, NULL, &n, &held);
+    if (deleted)
+        *deleted = (int)n;
+    return rc;
+}
+
 /* Runs an extend or an unlock of h. */
 static int handle_call(redlock_handle *h, int64_t ttl_ms, bool extend)
 {

@@ -79,6 +79,8 @@ static const rl_script *script_of(const rl_cmd *cmd)
     switch (cmd->kind) {
     case RL_CMD_ACQUIRE: return &rl_script_acquire;
     case RL_CMD_EXTEND:  return &rl_script_extend;
+    case RL_CMD_INSPECT: return &rl_script_inspect;
+    case RL_CMD_FORCE:   return &rl_script_force;
     default:             return &rl_script_release;
     }
 }
@@ -94,7 +96,7 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
         return rl_bytes_format(out, 7, argv);
     }
     const rl_script *script = script_of(cmd);
-    bool with_ttl = cmd->kind != RL_CMD_RELEASE;
+    bool with_ttl = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND;
     size_t n = cmd->keys->n;
     size_t argc = 4 + n + (with_ttl ? 1 : 0);
     const char **argv = malloc(argc * sizeof *argv);
@@ -146,11 +148,41 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
 
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
 {
-    rl_form form = eval ? RL_FORM_EVAL : RL_FORM_EVALSHA;
+    bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE;   /* not loaded */
+    rl_form form = eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA;
     if (!eval && cmd->kind == RL_CMD_ACQUIRE && cmd->keys->n == 1
         && rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
         form = RL_FORM_SET;
     return send_form(cmd, c, form, cmd->cacheable);
+}
+
+/* FNV-1a: holders are told apart by a hash of their token. */
+static uint64_t hash_of(const char *p, size_t len)
+{
+    uint64_t h = 14695981039346656037u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211u;
+    return h ? h : 1;
+}
+
+/* An inspect's reply: { value or nil, pttl }. */
+static void classify_inspect(const redisReply *r, rl_result *out)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[1]->type != REDIS_REPLY_INTEGER) {
+        rl_result_from_bad_reply(out, r);
+        return;
+    }
+    const redisReply *value = r->element[0];
+    if (value->type == REDIS_REPLY_NIL) {
+        out->vote = RL_VOTE_NO;
+    } else if (value->type == REDIS_REPLY_STRING) {
+        out->vote = RL_VOTE_YES;
+        out->holder = hash_of(value->str, value->len);
+        out->pttl = r->element[1]->integer;
+    } else {
+        rl_result_from_bad_reply(out, value);
+    }
 }
 
 void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
@@ -167,13 +199,18 @@ void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
             rl_result_from_bad_reply(out, r);
         return;
     }
+    if (cmd->kind == RL_CMD_INSPECT) {
+        classify_inspect(r, out);
+        return;
+    }
     if (r->type != REDIS_REPLY_INTEGER || r->integer < 0) {
         rl_result_from_bad_reply(out, r);
         return;
     }
     if (cmd->kind == RL_CMD_RELEASE)     /* how many keys it deleted: all of them is a yes */
         out->vote = (size_t)r->integer == cmd->keys->n ? RL_VOTE_YES : RL_VOTE_NO;
-    else if (r->integer <= 1)            /* acquire, extend: 1 done, 0 not ours */
+    else if (r->integer <= 1)            /* acquire, extend: 1 done, 0 not ours; force:
+                                          * 1 deleted, 0 none was there */
         out->vote = r->integer == 1 ? RL_VOTE_YES : RL_VOTE_NO;
     else
         rl_result_from_bad_reply(out, r);

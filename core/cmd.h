@@ -17,6 +17,8 @@
  *     same connection (the entry is covered), which undoes it in order.
  *     NOSCRIPT means it never ran.
  *   - extend: nothing; the handle already assumes the shorter lease.
+ *   - inspect, force: nothing; a query changes nothing, and a forced unlock
+ *     is its caller's to repeat.
  */
 #ifndef RL_CMD_H
 #define RL_CMD_H
@@ -34,7 +36,9 @@ struct redlock_op;
 typedef enum rl_cmd_kind {
     RL_CMD_ACQUIRE,
     RL_CMD_EXTEND,
-    RL_CMD_RELEASE
+    RL_CMD_RELEASE,
+    RL_CMD_INSPECT,     /* a query: read the key and its PTTL */
+    RL_CMD_FORCE        /* delete the key whatever its token */
 } rl_cmd_kind;
 
 /* How a command was written on one connection. */

@@ -35,7 +35,9 @@ typedef enum op_kind {
     OP_LOCK,
     OP_EXTEND,
     OP_UNLOCK,
-    OP_DELIVER      /* releases owed to nodes, and nothing else */
+    OP_DELIVER,     /* releases owed to nodes, and nothing else */
+    OP_INSPECT,     /* a query: is the lock held, by anyone, and how long */
+    OP_FORCE        /* a forced unlock: the key deleted whatever its token */
 } op_kind;
 
 struct redlock_op {
@@ -53,6 +55,7 @@ struct redlock_op {
     bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
     bool was_held;        /* unlock: the lock as it was when unlock began */
     int64_t old_expires_at;
+    rl_verdict answer;    /* inspect, force: what the nodes said */
     int rc;
     char what[300];
     char msg[RL_ERRMSG_MAX];
@@ -65,8 +68,13 @@ struct redlock_op {
 
 static rl_verb verb_of(const rl_op *op)
 {
-    return op->kind == OP_LOCK ? RL_VERB_ACQUIRE
-         : op->kind == OP_EXTEND ? RL_VERB_EXTEND : RL_VERB_RELEASE;
+    switch (op->kind) {
+    case OP_LOCK:    return RL_VERB_ACQUIRE;
+    case OP_EXTEND:  return RL_VERB_EXTEND;
+    case OP_INSPECT: return RL_VERB_INSPECT;
+    case OP_FORCE:   return RL_VERB_FORCE;
+    default:         return RL_VERB_RELEASE;
+    }
 }
 
 /* ---- handles ---- */
@@ -343,6 +351,11 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         h->held = false;
         finish(op, v->rc, op->msg);
         return;
+    case OP_INSPECT:
+    case OP_FORCE:
+        op->answer = *v;
+        finish(op, v->rc, op->msg);
+        return;
     case OP_DELIVER:   /* decided by step_deliver, never by a verdict */
         return;
     }
@@ -366,7 +379,10 @@ static void try_decide(rl_op *op, int64_t now)
         .expires_at = op->old_expires_at, .old_expires_at = op->old_expires_at,
     };
     rl_verdict v;
-    rl_quorum_decide(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
+    if (op->kind == OP_INSPECT || op->kind == OP_FORCE)
+        rl_quorum_query(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
+    else
+        rl_quorum_decide(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
     if (v.decided)
         end_round(op, &v, now);
 }
@@ -479,6 +495,28 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
         atomic_store(&h->acquired_by->undo, true);
     int rc = start_round(op, RL_CMD_RELEASE, now);
     if (rc != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_query(rl_op **out, redlock_ctx *ctx, const char *name, bool force, int64_t now)
+{
+    redlock_handle *h = NULL;
+    int rc = handle_new(&h, ctx, &name, 1);
+    if (rc != REDLOCK_OK)
+        return rc;
+    rl_op *op = op_new(ctx, force ? OP_FORCE : OP_INSPECT);
+    if (!op) {
+        rl_handle_free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->h = h;   /* the key, for the commands; never anyone's lock */
+    op->owns_handle = true;
+    describe(op, force ? "force unlock" : "inspect");
+    if ((rc = start_round(op, force ? RL_CMD_FORCE : RL_CMD_INSPECT, now)) != REDLOCK_OK) {
         rl_op_free(op);
         return rc;
     }
@@ -673,6 +711,15 @@ int rl_op_status(const rl_op *op)
 const char *rl_op_message(const rl_op *op)
 {
     return op->msg;
+}
+
+bool rl_op_answer(const rl_op *op, int64_t *ttl_ms, size_t *deleted)
+{
+    if (ttl_ms)
+        *ttl_ms = op->answer.held ? op->answer.ttl_ms : -2;
+    if (deleted)
+        *deleted = op->answer.deleted;
+    return op->answer.held;
 }
 
 redlock_handle *rl_op_handle(const rl_op *op)

@@ -50,6 +50,12 @@ int rl_op_lock(rl_op **out, struct redlock_ctx *ctx, const char *const *names, s
                int64_t ttl_ms, int64_t wait_ms, int64_t now);
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
 int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
+/* A query of one resource's lock (is it held, by anyone, and for how
+ * long), or with force a forced unlock (its key deleted on every node
+ * whatever its token): one round, decided by rl_quorum_query; then
+ * rl_op_answer. */
+int rl_op_query(rl_op **out, struct redlock_ctx *ctx, const char *name, bool force,
+                int64_t now);
 /* An operation that delivers the releases owed to nodes (cmd.h): it asks
  * for a connection to each node owed one that is due, and ends when they are answered
  * or the nodes' deadlines pass; what is still owed stays owed. */
@@ -89,6 +95,10 @@ void rl_op_wake(rl_op *op, int64_t now);
 bool rl_op_done(const rl_op *op);
 int rl_op_status(const rl_op *op);
 const char *rl_op_message(const rl_op *op);
+/* A finished query's answer: whether a quorum has the lock (returned), its
+ * PTTL on a quorum (-1: no expiry; -2: not held), and for a forced unlock
+ * on how many nodes a lock was deleted. Either out may be NULL. */
+bool rl_op_answer(const rl_op *op, int64_t *ttl_ms, size_t *deleted);
 /* A finished lock operation's handle (the caller owns it), or NULL. */
 redlock_handle *rl_op_take_handle(rl_op *op);
 /* The handle an extend or unlock is for (NULL for others). */

@@ -23,8 +23,10 @@ void rl_bytes_free(rl_bytes *b);
 /* What one node said, reduced to what the quorum rule needs. */
 typedef enum rl_vote {
     RL_VOTE_PENDING = 0,
-    RL_VOTE_YES,       /* did what was asked (set, extended, released) */
-    RL_VOTE_NO,        /* answered, and refused: the key is someone else's */
+    RL_VOTE_YES,       /* did what was asked (set, extended, released); inspect:
+                        * the key is there; force: it was deleted */
+    RL_VOTE_NO,        /* answered, and refused: the key is someone else's;
+                        * inspect, force: there is no key */
     RL_VOTE_FAILED     /* no usable answer: down, timed out, or an error reply */
 } rl_vote;
 
@@ -32,6 +34,8 @@ typedef struct rl_result {
     rl_vote vote;
     int code;          /* for RL_VOTE_FAILED: the REDLOCK_E* that describes it */
     char why[160];     /* for RL_VOTE_FAILED: printable reason */
+    uint64_t holder;   /* inspect, RL_VOTE_YES: a hash of the key's value (its token) */
+    int64_t pttl;      /* inspect, RL_VOTE_YES: the key's PTTL in ms (-1: no expiry) */
 } rl_result;
 
 /* Marks r failed with code and a printf-style reason. */

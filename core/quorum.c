@@ -23,7 +23,7 @@ int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor)
 
 void rl_quorum_admit(redlock_ctx *ctx, size_t node, rl_verb verb, rl_result *r, int64_t now)
 {
-    if (r->vote != RL_VOTE_YES || verb == RL_VERB_RELEASE)
+    if (r->vote != RL_VOTE_YES || verb == RL_VERB_RELEASE || verb == RL_VERB_FORCE)
         return;
     int same = rl_node_same_as(&ctx->nodes[node]);
     if (same >= 0) {
@@ -31,7 +31,7 @@ void rl_quorum_admit(redlock_ctx *ctx, size_t node, rl_verb verb, rl_result *r, 
                        same + 1, ctx->nodes[same].addr.label);
         return;
     }
-    if (!ctx->opt.restart_guard)
+    if (!ctx->opt.restart_guard || verb == RL_VERB_INSPECT)
         return;
     int64_t left = rl_node_guard_left(&ctx->nodes[node], rl_ctx_max_lease(ctx), now);
     if (left > 0)
@@ -180,4 +180,108 @@ void rl_quorum_decide(const redlock_ctx *ctx, const rl_round *r, const char *wha
         decide_release(ctx, r, &t, what, out, msg, msglen);
     else
         decide_acquire(ctx, r, &t, what, out, msg, msglen);
+}
+
+/* The holder (a hash of its token) that most nodes have, and on how many. */
+static size_t most_held(const rl_result *results, size_t n, uint64_t *holder)
+{
+    size_t best = 0;
+    *holder = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (results[i].vote != RL_VOTE_YES)
+            continue;
+        size_t same = 0;
+        for (size_t j = 0; j < n; j++)
+            same += results[j].vote == RL_VOTE_YES && results[j].holder == results[i].holder;
+        if (same > best) {
+            best = same;
+            *holder = results[i].holder;
+        }
+    }
+    return best;
+}
+
+/* The q-th longest PTTL among the nodes that have holder (-1, no expiry,
+ * being the longest): a quorum has the key at least that long. */
+static int64_t quorum_pttl(const rl_result *results, size_t n, uint64_t holder, size_t q)
+{
+    int64_t best = INT64_MAX;   /* the q-th is the least of the q longest */
+    bool taken[REDLOCK_MAX_NODES] = { false };
+    for (size_t k = 0; k < q; k++) {
+        size_t pick = n;
+        int64_t longest = INT64_MIN;
+        for (size_t i = 0; i < n; i++) {
+            if (taken[i] || results[i].vote != RL_VOTE_YES || results[i].holder != holder)
+                continue;
+            int64_t t = results[i].pttl < 0 ? INT64_MAX : results[i].pttl;
+            if (t > longest) {
+                longest = t;
+                pick = i;
+            }
+        }
+        if (pick == n)
+            break;
+        taken[pick] = true;
+        best = longest;
+    }
+    return best == INT64_MAX ? -1 : best;
+}
+
+static void decide_inspect(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+                           const char *what, rl_verdict *out, char *msg, size_t msglen)
+{
+    size_t q = rl_quorum(ctx->n_nodes);
+    uint64_t holder;
+    size_t most = most_held(r->results, ctx->n_nodes, &holder);
+    if (most >= q) {
+        out->decided = true;
+        out->rc = REDLOCK_OK;
+        out->held = true;
+        out->ttl_ms = quorum_pttl(r->results, ctx->n_nodes, holder, q);
+        return;
+    }
+    if (most + t->pending + t->failed < q) {
+        out->decided = true;
+        out->rc = REDLOCK_OK;
+        return;
+    }
+    if (!r->final)
+        return;
+    out->decided = true;
+    out->rc = outcome(ctx, r->results, what, REDLOCK_ENOQUORUM, msg, msglen);
+    snprintf(msg, msglen, "%s: too few nodes answered to tell whether a quorum has it "
+             "(%zu have one holder, %zu have none, %zu failed, %zu needed)", what, most,
+             t->no, t->failed, q);
+    describe_failures(ctx, r->results, false, msg, msglen);
+}
+
+static void decide_force(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+                         const char *what, rl_verdict *out, char *msg, size_t msglen)
+{
+    size_t q = rl_quorum(ctx->n_nodes);
+    if (!r->final)
+        return;
+    out->decided = true;
+    out->deleted = t->yes;
+    if (t->yes + t->no >= q) {
+        out->rc = REDLOCK_OK;
+        return;
+    }
+    out->rc = outcome(ctx, r->results, what, REDLOCK_ENOQUORUM, msg, msglen);
+    snprintf(msg, msglen, "%s: %zu of %zu nodes answered, %zu needed to be sure the lock is "
+             "gone", what, t->yes + t->no, t->n, q);
+    describe_failures(ctx, r->results, false, msg, msglen);
+}
+
+void rl_quorum_query(const redlock_ctx *ctx, const rl_round *r, const char *what,
+                     rl_verdict *out, char *msg, size_t msglen)
+{
+    tally t;
+    count(&t, r->results, ctx->n_nodes);
+    memset(out, 0, sizeof *out);
+    msg[0] = '\0';
+    if (r->verb == RL_VERB_INSPECT)
+        decide_inspect(ctx, r, &t, what, out, msg, msglen);
+    else
+        decide_force(ctx, r, &t, what, out, msg, msglen);
 }

@@ -14,7 +14,9 @@ struct redlock_ctx;
 typedef enum rl_verb {
     RL_VERB_ACQUIRE,
     RL_VERB_EXTEND,
-    RL_VERB_RELEASE
+    RL_VERB_RELEASE,
+    RL_VERB_INSPECT,    /* is the lock held, by anyone, and for how long */
+    RL_VERB_FORCE       /* delete the key whatever its token */
 } rl_verb;
 
 size_t rl_quorum(size_t n_nodes);
@@ -23,8 +25,9 @@ int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor);
 
 /* Whether node's yes may count for verb: not for acquire or extend from a
  * node that restarted less than the largest lease ago (it may have lost a
- * key it granted: the restart guard), nor from a second name of a server
- * already counted. Turns such a yes into a failure that says why. */
+ * key it granted: the restart guard), nor, for those and inspect, from a
+ * second name of a server already counted. Turns such a yes into a failure
+ * that says why. */
 void rl_quorum_admit(struct redlock_ctx *ctx, size_t node, rl_verb verb, rl_result *r,
                      int64_t now);
 
@@ -46,8 +49,10 @@ typedef struct rl_round {
 typedef struct rl_verdict {
     bool decided;
     int rc;                     /* REDLOCK_OK, or why not */
-    bool held;                  /* the lock is (still) held afterwards */
+    bool held;                  /* the lock is (still) held afterwards; inspect: by anyone */
     int64_t expires_at;         /* when held: when its validity ends */
+    int64_t ttl_ms;             /* inspect, when held: its PTTL on a quorum (-1: no expiry) */
+    size_t deleted;             /* force: the nodes that deleted a lock */
 } rl_verdict;
 
 /*
@@ -65,6 +70,20 @@ typedef struct rl_verdict {
  *   release: REDLOCK_OK when the lock was held until now and a quorum
  *            confirmed; never held afterwards.
  */
+/*
+ * Decides a query or a forced unlock (verb inspect or force).
+ *   inspect: held when a quorum of the nodes has the key with one value
+ *            (one holder), its ttl_ms then the quorum-th longest of their
+ *            PTTLs (the time a quorum still has it); not held once no value
+ *            can reach a quorum even counting every node that failed or has
+ *            not answered; REDLOCK_ENOQUORUM when too few answered to tell.
+ *   force:   decided when every node answered or its deadline passed:
+ *            REDLOCK_OK when a quorum answered (the key is gone from a
+ *            quorum: the lock is not held), deleted the nodes that had it.
+ */
+void rl_quorum_query(const struct redlock_ctx *ctx, const rl_round *round, const char *what,
+                     rl_verdict *out, char *msg, size_t msglen);
+
 void rl_quorum_decide(const struct redlock_ctx *ctx, const rl_round *round, const char *what,
                       rl_verdict *out, char *msg, size_t msglen);
 

@@ -12,6 +12,12 @@ extern const rl_script rl_script_acquire;   /* SET NX PX on all KEYS or none */
 extern const rl_script rl_script_release;   /* DEL each KEY whose value is ARGV[1] */
 extern const rl_script rl_script_extend;    /* PEXPIRE all KEYS if all are ARGV[1] */
 
+/* Queries and forced unlocks are rare: these go in full (EVAL), and are not
+ * loaded on every connection as the three above are. */
+extern const rl_script rl_script_inspect;   /* GET and PTTL of KEYS[1] */
+extern const rl_script rl_script_force;     /* DEL KEYS[1] whatever its token */
+
+/* The scripts loaded on every connection (SCRIPT LOAD in its handshake). */
 #define RL_N_SCRIPTS 3
 extern const rl_script *const rl_scripts[RL_N_SCRIPTS];
 

@@ -481,6 +481,8 @@ REDLOCK_RETURNS_OUT(redlock_lock_multi, redlock_handle)
 REDLOCK_RETURNS_VOID(redlock_ctx_set_option)
 REDLOCK_RETURNS_VOID(redlock_extend)
 REDLOCK_RETURNS_VOID(redlock_unlock)
+REDLOCK_RETURNS_VOID(redlock_inspect)
+REDLOCK_RETURNS_VOID(redlock_force_unlock)
 
 /* The library is loaded by the class that declares the native methods. */
 %pragma(java) jniclasscode=%{

@@ -94,7 +94,8 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
 /* Every function returning a status: raise on failure, else return None. A
  * wait cancelled by a signal handler raises what the handler raised. */
 %typemap(out) int redlock_ctx_new, int redlock_ctx_set_option, int redlock_lock,
-              int redlock_lock_multi, int redlock_extend, int redlock_unlock {
+              int redlock_lock_multi, int redlock_extend, int redlock_unlock,
+              int redlock_inspect, int redlock_force_unlock {
   if ($1 < 0) {
     if ($1 != REDLOCK_ECANCELED || !PyErr_Occurred())
       redlock_py_raise($1);
@@ -249,7 +250,8 @@ int redlock_py_watch(redlock_handle *h, unsigned long long id);
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 %typemap(out) int redlock_op_lock, int redlock_op_extend, int redlock_op_unlock,
-              int redlock_op_deliver, int redlock_conn_new {
+              int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
+              int redlock_conn_new {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;

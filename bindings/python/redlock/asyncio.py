@@ -50,6 +50,7 @@ from .client import (
     _millis,
     _names,
     _new_ctx,
+    _time_to_live,
 )
 from .errors import LockError, LockExpired, LockNotAcquired, LockNotHeld, error_for
 
@@ -143,10 +144,11 @@ class _Run:
     """One engine operation driven to its end by the loop's callbacks. The
     caller awaits `future`: (status, message, handle)."""
 
-    def __init__(self, driver: _Driver, op: Any, handle: Any) -> None:
+    def __init__(self, driver: _Driver, op: Any, handle: Any, query: bool = False) -> None:
         self.driver = driver
         self.op = op
         self.handle = handle  # an unlock's handle, freed when the run ends
+        self.query = query    # an inspect or force unlock: its answer is the result
         self.conns: Dict[int, _Conn] = {}
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = 0
@@ -236,6 +238,7 @@ class _Run:
         status = capi.redlock_op_status(op)
         message = capi.redlock_op_message(op)
         handle = capi.redlock_op_take_handle(op)
+        answer = tuple(capi.redlock_op_answer(op)) if self.query else None
         while True:
             c = capi.redlock_op_take_conn(op)
             if c is None:
@@ -253,7 +256,7 @@ class _Run:
                 self.driver.release_in_background(handle)
             self.future.cancel()
         else:
-            self.future.set_result((status, message, handle))
+            self.future.set_result((status, message, answer if self.query else handle))
         self.driver.after_run()
 
 
@@ -282,11 +285,12 @@ class _Driver:
     # -- operations
 
     async def run(self, op: Any, cancellable: bool = False,
-                  handle: Any = None) -> Tuple[int, str, Any]:
+                  handle: Any = None, query: bool = False) -> Tuple[int, str, Any]:
         """Drives op to its end; an unlock's handle is freed then. When the
         caller is cancelled, a lock gives up: what it took is released, and a
-        lock it had gained already is unlocked. Other operations go on."""
-        run = _Run(self, op, handle)
+        lock it had gained already is unlocked. Other operations go on. A
+        query's result is its answer (redlock_op_answer), not a handle."""
+        run = _Run(self, op, handle, query)
         self.runs.add(run)
         run.step()
         try:
@@ -720,9 +724,33 @@ class Lock:
         """Whether this object holds the lock with validity left."""
         return self.validity > 0
 
-    def locked(self) -> bool:
-        """asyncio.Lock.locked: whether this object holds the lock."""
-        return self.is_held()
+    async def locked(self) -> bool:
+        """Whether the lock is held, by anyone: asks the nodes, as redis-py's
+        asyncio Lock.locked() does (redlock.Lock.locked). is_held() is this
+        object's own hold."""
+        return any([(await self._inspect(name, False))[0] for name in self._names])
+
+    async def remain_time_to_live(self) -> Optional[float]:
+        """redlock.Lock.remain_time_to_live: seconds a quorum still has the
+        lock, whoever holds it; None when nobody does, math.inf without
+        expiry."""
+        return _time_to_live([(await self._inspect(name, False))[:2] for name in self._names])
+
+    async def force_unlock(self) -> bool:
+        """redlock.Lock.force_unlock: deletes the lock on every node whatever
+        its token (dangerous: read it there). True when a lock was deleted."""
+        deleted = [(await self._inspect(name, True))[2] for name in self._names]
+        return sum(deleted) > 0
+
+    async def _inspect(self, name: str, force: bool) -> Tuple[int, int, int]:
+        """Asks the nodes about name, or forces it open: (locked, ttl_ms,
+        deleted), as the engine's redlock_op_answer."""
+        driver = self._client._drive()
+        make = capi.redlock_op_force_unlock if force else capi.redlock_op_inspect
+        status, message, answer = await driver.run(make(driver.ctx, name, _now()), query=True)
+        _check_status(status, message)
+        locked, ttl_ms, deleted = answer
+        return locked, ttl_ms, deleted
 
     async def __aenter__(self) -> Lock:
         await self.acquire()

@@ -67,6 +67,14 @@ def _lease_or_kept(lease: Optional[float], kept_ms: int) -> Tuple[int, bool]:
     return _lease_ms(lease), False
 
 
+def _time_to_live(answers: Iterable[Sequence[int]]) -> Optional[float]:
+    """The longest time to live, in seconds, among redlock_inspect answers
+    (locked, ttl_ms) of a lock's resources: None when none is locked,
+    math.inf when one has no expiry."""
+    left = [math.inf if ttl_ms < 0 else ttl_ms / 1000 for locked, ttl_ms in answers if locked]
+    return max(left) if left else None
+
+
 def _check_name(name: Any) -> str:
     if not isinstance(name, str):
         raise TypeError(f"a lock name must be str, not {type(name).__name__}")
@@ -418,9 +426,32 @@ class Lock:
         return self.validity > 0
 
     def locked(self) -> bool:
-        """threading.Lock.locked: whether this object holds the lock, with
-        validity left (the lease is honoured)."""
-        return self.is_held()
+        """Whether the lock is held, by anyone: asks the nodes (a quorum of
+        them has it under one token), as redis-py's Lock.locked() does. A
+        multi-lock is locked when any of its resources is. Raises NoQuorum
+        when too few nodes answer to tell. is_held() is this object's own
+        hold."""
+        ctx = self._client._context()
+        return any(capi.redlock_inspect(ctx, name)[0] for name in self._names)
+
+    def remain_time_to_live(self) -> Optional[float]:
+        """Seconds for which a quorum of the nodes still has the lock,
+        whoever holds it (Redisson's remainTimeToLive); None when nobody
+        holds it, math.inf when its key has no expiry. For a multi-lock, the
+        longest of its resources'. Raises NoQuorum when too few nodes answer
+        to tell."""
+        ctx = self._client._context()
+        return _time_to_live(capi.redlock_inspect(ctx, name) for name in self._names)
+
+    def force_unlock(self) -> bool:
+        """Deletes the lock on every node whatever its token, and wakes the
+        clients waiting for it: for an operator whose lock holder is known
+        to be gone. Dangerous: a holder still alive goes on as if it held
+        the lock while another takes it. True when a lock was deleted on
+        some node. Raises NoQuorum when too few nodes answered to be sure it
+        is gone."""
+        ctx = self._client._context()
+        return sum(capi.redlock_force_unlock(ctx, name) for name in self._names) > 0
 
     def __enter__(self) -> Lock:
         self.acquire()
@@ -556,6 +587,20 @@ class RLock:
 
     def is_held_by_current_thread(self) -> bool:
         return self.get_hold_count() > 0
+
+    def locked(self) -> bool:
+        """Whether the lock is held, by anyone: asks the nodes (Lock.locked)."""
+        return self._shared.lock.locked()
+
+    def remain_time_to_live(self) -> Optional[float]:
+        """Lock.remain_time_to_live: the lock's time left on the nodes."""
+        return self._shared.lock.remain_time_to_live()
+
+    def force_unlock(self) -> bool:
+        """Lock.force_unlock (dangerous: read it there). A thread's holds of
+        this lock still count; its last release finds the lock gone and
+        raises LockNotHeld."""
+        return self._shared.lock.force_unlock()
 
     def __enter__(self) -> RLock:
         self.acquire()

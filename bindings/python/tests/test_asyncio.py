@@ -50,12 +50,12 @@ def paused(nodes, which) -> Iterator[None]:
 async def test_try_lock_holds_on_every_node_and_unlock_releases(nodes, prefix):
     async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as client:
         lock = client.get_lock("job")
-        assert not lock.locked() and lock.token is None
+        assert not lock.is_held() and lock.token is None
         assert await lock.try_lock(lease=10.0)
-        assert 9.0 < lock.validity <= 10.0 and lock.locked()
+        assert 9.0 < lock.validity <= 10.0 and lock.is_held()
         assert keys_on_nodes(nodes, prefix + "job") == [lock.token] * 5
         await lock.unlock()
-        assert not lock.locked()
+        assert not lock.is_held()
         assert await eventually(lambda: keys_on_nodes(nodes, prefix + "job") == [""] * 5)
         with pytest.raises(redlock.LockNotHeld):
             await lock.unlock()
@@ -91,9 +91,9 @@ async def test_extend_multi_lock_and_the_context_managers(nodes, prefix):
         with pytest.raises(redlock.LockNotHeld):
             await multi.extend(5.0)
         async with client.lock("c", lease=5.0) as held:
-            assert held.locked()
+            assert held.is_held()
             assert keys_on_nodes(nodes, prefix + "c") == [held.token] * 5
-        assert not held.locked()
+        assert not held.is_held()
         async with client.get_lock("d") as plain:
             assert 29.0 < plain.validity <= 30.0
         with pytest.raises(ZeroDivisionError):
@@ -207,7 +207,7 @@ async def test_a_cancelled_unlock_still_releases(nodes, prefix):
             releasing.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await releasing
-            assert not lock.locked()
+            assert not lock.is_held()
         # The release reaches the stopped nodes once they run again.
         assert await eventually(lambda: keys_on_nodes(nodes, prefix + "u") == [""] * 5)
 
