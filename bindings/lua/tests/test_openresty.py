@@ -699,3 +699,30 @@ def test_waits_leave_no_subscriber_timer_or_socket_behind(nginx_factory, nodes):
     assert fds() <= fds0 + 2, (fds0, fds())
     done, overlaps, _ = nginx.get("/stats")[1].split()
     assert int(done) == 400 and int(overlaps) == 0
+
+
+def test_subscribers_lost_are_made_again_after_a_pause(nginx_factory, nodes):
+    nginx = nginx_factory(workers=1)
+    holder, waiter = {}, {}
+
+    def hold():
+        holder["status"], holder["body"], _ = nginx.get("/hold_then_release?name=lost&ms=2500")
+
+    def wait():
+        waiter["status"], waiter["body"], _ = nginx.get("/wait_for_release?name=lost")
+
+    threads = [threading.Thread(target=hold), threading.Thread(target=wait)]
+    threads[0].start()
+    time.sleep(0.2)
+    threads[1].start()
+    assert eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+    for i in range(1, 6):
+        cli(nodes, i, "CLIENT", "KILL", "TYPE", "pubsub")
+    time.sleep(0.5)
+    assert subscriber_connections(nodes) == [0] * 5   # not at once: after 1 s
+    assert eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+    for thread in threads:
+        thread.join()
+    assert holder["status"] == 200, holder
+    assert waiter["status"] == 200, waiter
+    assert int(waiter["body"]) < 1000, f"taken {waiter['body']} ms after the release"

@@ -381,3 +381,22 @@ async def test_without_channel_permission_waiters_still_get_the_lock_by_retrying
         assert subscriber_connections(extra) == [0] * 3
         took = await released_then_taken(holder.unlock, client.get_lock("acl"))
         assert took < 1.0
+
+
+async def test_subscriber_connections_lost_are_made_again_after_a_pause(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as holder_client, \
+            aredlock.Redlock(nodes.uris, key_prefix=prefix, **SLOW_RETRIES) as client:
+        holder = holder_client.get_lock("lost")
+        assert await holder.try_lock(lease=10.0)
+        waiting = asyncio.ensure_future(client.get_lock("lost").try_lock(wait=10.0, lease=10.0))
+        assert await eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+        on_every_node(nodes, "CLIENT", "KILL", "TYPE", "pubsub")
+        killed = time.monotonic()
+        await asyncio.sleep(0.5)
+        assert subscriber_connections(nodes) == [0] * 5   # not at once: after 1 s
+        assert await eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+        assert time.monotonic() - killed >= 1.0
+        released = time.monotonic()
+        await holder.unlock()
+        assert await waiting
+        assert time.monotonic() - released < 1.0, "not woken by the release"
