@@ -608,7 +608,9 @@ end
 -- Ends a subscriber: its reader, its socket, its state. failed: it broke or
 -- was refused (a new one comes after the library's pause).
 local function drop_sub(w, sub, failed)
-  ngx.thread.kill(sub.reader)
+  if sub.reader then
+    ngx.thread.kill(sub.reader)
+  end
   sub.sock:close()
   core.redlock_sub_free(sub.sub)
   w.subs[sub.node] = nil
