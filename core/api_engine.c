@@ -12,6 +12,8 @@
 #include "ctx.h"
 #include "engine.h"
 #include "op.h"
+#include "sub.h"
+#include "waiters.h"
 
 int64_t redlock_now_ms(void)
 {
@@ -314,4 +316,152 @@ int redlock_conn_poolable(const redlock_conn *c)
 int redlock_conn_broken(const redlock_conn *c)
 {
     return !c || c->state == RL_CONN_BROKEN;
+}
+
+/* ---- wake-ups ---- */
+
+int redlock_op_awaits_release(const redlock_op *op)
+{
+    return op && rl_op_awaits_release(op);
+}
+
+size_t redlock_op_key_count(const redlock_op *op)
+{
+    const rl_keys *keys = op ? rl_op_keys(op) : NULL;
+    return keys ? keys->n : 0;
+}
+
+const char *redlock_op_key(const redlock_op *op, size_t i)
+{
+    const rl_keys *keys = op ? rl_op_keys(op) : NULL;
+    return keys && i < keys->n ? keys->k[i] : NULL;
+}
+
+void redlock_op_wake(redlock_op *op, int64_t now_ms)
+{
+    if (op)
+        rl_op_wake(op, now_ms);
+}
+
+int redlock_sub_new(redlock_sub **out, redlock_ctx *ctx, size_t node)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!ctx || node >= ctx->n_nodes)
+        return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "no node %zu", node);
+    if (!(*out = rl_sub_new(&ctx->nodes[node].addr)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    return REDLOCK_OK;
+}
+
+void redlock_sub_free(redlock_sub *s)
+{
+    rl_sub_free(s);
+}
+
+int redlock_sub_want(redlock_sub *s, const char *channel, int on)
+{
+    return s && channel ? rl_sub_want(s, channel, on != 0) : REDLOCK_EINVAL;
+}
+
+size_t redlock_sub_output(const redlock_sub *s, const char **bytes)
+{
+    return s && bytes ? rl_sub_output(s, bytes) : 0;
+}
+
+void redlock_sub_wrote(redlock_sub *s, size_t n)
+{
+    if (s)
+        rl_sub_wrote(s, n);
+}
+
+int redlock_sub_received(redlock_sub *s, const char *bytes, size_t len)
+{
+    if (!s || (!bytes && len > 0))
+        return REDLOCK_EINVAL;
+    return rl_sub_received(s, bytes, len);
+}
+
+int redlock_sub_next(redlock_sub *s)
+{
+    return s ? rl_sub_next(s) : REDLOCK_EINVAL;
+}
+
+const char *redlock_sub_channel(const redlock_sub *s)
+{
+    return s ? rl_sub_channel(s) : "";
+}
+
+const char *redlock_sub_text(const redlock_sub *s)
+{
+    return s ? rl_sub_text(s) : "";
+}
+
+int redlock_waiters_new(redlock_waiters **out, const redlock_ctx *ctx)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    if (!(*out = rl_waiters_new(ctx->n_nodes)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    return REDLOCK_OK;
+}
+
+void redlock_waiters_free(redlock_waiters *w)
+{
+    rl_waiters_free(w);
+}
+
+int redlock_waiters_add(redlock_waiters *w, uint64_t id, const redlock_op *op)
+{
+    const rl_keys *keys = op ? rl_op_keys(op) : NULL;
+    if (!w || id == 0 || !keys)
+        return REDLOCK_EINVAL;
+    return rl_waiters_add(w, id, (const char *const *)keys->k, keys->n);
+}
+
+void redlock_waiters_remove(redlock_waiters *w, uint64_t id, redlock_op *op, int64_t now_ms)
+{
+    if (!w)
+        return;
+    rl_waiters_remove(w, id, now_ms);
+    if (op)
+        rl_op_note(op, rl_waiters_note(w));
+}
+
+int64_t redlock_waiters_idle_at(const redlock_waiters *w)
+{
+    return w ? rl_waiters_idle_at(w) : INT64_MIN;
+}
+
+int64_t redlock_waiters_connect_at(const redlock_waiters *w, size_t node)
+{
+    return w ? rl_waiters_connect_at(w, node) : INT64_MAX;
+}
+
+void redlock_waiters_closed(redlock_waiters *w, size_t node, int failed, int64_t now_ms)
+{
+    if (w)
+        rl_waiters_closed(w, node, failed != 0, now_ms);
+}
+
+int redlock_waiters_match(redlock_waiters *w, size_t node, redlock_sub *s)
+{
+    return w && s ? rl_waiters_match(w, node, s) : REDLOCK_EINVAL;
+}
+
+int redlock_waiters_event(redlock_waiters *w, size_t node, int event, const char *channel,
+                          const char *text)
+{
+    return w && rl_waiters_event(w, node, event, channel, text);
+}
+
+uint64_t redlock_waiters_next(redlock_waiters *w)
+{
+    return w ? rl_waiters_next(w) : 0;
 }

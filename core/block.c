@@ -563,10 +563,9 @@ static int drive(redlock_ctx *ctx, rl_op *op)
     while (rl_io_tail_left(ctx, op, now))
         poll_once(ctx, op, true, &now, &checked, NULL);
 
+    rl_op_note(op, note);
     int rc = rl_op_status(op);
-    if (rc == REDLOCK_ELOCKED && note[0])
-        rl_fail(rc, "%s; %s", rl_op_message(op), note);
-    else if (rc != REDLOCK_OK)
+    if (rc != REDLOCK_OK)
         rl_fail(rc, "%s", rl_op_message(op));
     rl_io_give_back(ctx, op, now);
     return rc;

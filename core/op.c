@@ -687,6 +687,14 @@ void rl_op_wake(rl_op *op, int64_t now)
         op->wake_at = now;
 }
 
+void rl_op_note(rl_op *op, const char *note)
+{
+    if (op->phase == PHASE_DONE && op->rc == REDLOCK_ELOCKED && note && note[0]) {
+        size_t len = strlen(op->msg);
+        snprintf(op->msg + len, sizeof op->msg - len, "; %s", note);
+    }
+}
+
 int64_t rl_op_wake_at(const rl_op *op)
 {
     if (op->phase == PHASE_PAUSE)

@@ -91,6 +91,9 @@ const rl_keys *rl_op_keys(const rl_op *op);
 /* Ends a lock operation's pause now (a release was published): its next
  * attempt starts at the next rl_op_step. */
 void rl_op_wake(rl_op *op, int64_t now);
+/* Adds note (when not "") to the message of a lock that ended
+ * REDLOCK_ELOCKED: why it was not woken by a release (waiters.h). */
+void rl_op_note(rl_op *op, const char *note);
 /* Whether it is done; then its status and message. */
 bool rl_op_done(const rl_op *op);
 int rl_op_status(const rl_op *op);

@@ -10,11 +10,14 @@
 #include "proto.h"
 #include "sub.h"
 
-struct rl_sub {
+struct redlock_sub {
     char *out;          /* bytes to write */
     size_t out_len, out_cap;
     redisReader *reader;
     bool authing;       /* AUTH's reply is the next one */
+    bool broken;        /* the stream was not Redis protocol */
+    redisReply *event;  /* the reply of the last event read, or NULL */
+    const char *channel, *text;   /* the last event's, inside event (or "") */
 };
 
 static int append(rl_sub *s, int argc, const char **argv)
@@ -45,6 +48,7 @@ rl_sub *rl_sub_new(const rl_node_addr *a)
         free(s);
         return NULL;
     }
+    s->channel = s->text = "";
     if (a->password) {
         const char *argv[3] = { "AUTH", a->user ? a->user : a->password, a->password };
         if (append(s, a->user ? 3 : 2, argv) != REDLOCK_OK) {
@@ -60,6 +64,8 @@ void rl_sub_free(rl_sub *s)
 {
     if (!s)
         return;
+    if (s->event)
+        freeReplyObject(s->event);
     redisReaderFree(s->reader);
     free(s->out);
     free(s);
@@ -93,38 +99,70 @@ static bool text_at(const redisReply *r, size_t i)
             || r->element[i]->type == REDIS_REPLY_STATUS);
 }
 
-/* One reply: AUTH's, or a push of the subscribed connection. */
-static void meaning(rl_sub *s, const redisReply *r, rl_sub_fn fn, void *data)
+/* The event a reply means (AUTH's, or a push of the subscribed connection),
+ * with its channel and text set; RL_SUB_NONE for one that means nothing. */
+static int meaning(rl_sub *s, const redisReply *r)
 {
+    s->channel = s->text = "";
     if (r->type == REDIS_REPLY_ERROR) {
         s->authing = false;
-        fn(data, RL_SUB_REFUSED, NULL, r->str);
-        return;
+        s->text = r->str;
+        return RL_SUB_REFUSED;
     }
     if (s->authing) {
         s->authing = false;
-        return;   /* +OK */
+        return RL_SUB_NONE;   /* +OK */
     }
     if (r->type != REDIS_REPLY_ARRAY || !text_at(r, 0) || !text_at(r, 1))
-        return;
-    const char *kind = r->element[0]->str, *channel = r->element[1]->str;
+        return RL_SUB_NONE;
+    const char *kind = r->element[0]->str;
+    s->channel = r->element[1]->str;
     if (strcmp(kind, "subscribe") == 0)
-        fn(data, RL_SUB_SUBSCRIBED, channel, "");
-    else if (strcmp(kind, "message") == 0 && text_at(r, 2))
-        fn(data, RL_SUB_MESSAGE, channel, r->element[2]->str);
+        return RL_SUB_SUBSCRIBED;
+    if (strcmp(kind, "message") == 0 && text_at(r, 2)) {
+        s->text = r->element[2]->str;
+        return RL_SUB_MESSAGE;
+    }
+    s->channel = "";
+    return RL_SUB_NONE;
 }
 
-int rl_sub_received(rl_sub *s, const char *bytes, size_t len, rl_sub_fn fn, void *data)
+int rl_sub_received(rl_sub *s, const char *bytes, size_t len)
 {
-    if (redisReaderFeed(s->reader, bytes, len) != REDIS_OK)
+    if (s->broken || redisReaderFeed(s->reader, bytes, len) != REDIS_OK) {
+        s->broken = true;
         return REDLOCK_EREDIS;
-    for (;;) {
-        void *reply = NULL;
-        if (redisReaderGetReply(s->reader, &reply) != REDIS_OK)
-            return REDLOCK_EREDIS;
-        if (!reply)
-            return REDLOCK_OK;
-        meaning(s, reply, fn, data);
-        freeReplyObject(reply);
     }
+    return REDLOCK_OK;
+}
+
+int rl_sub_next(rl_sub *s)
+{
+    for (;;) {
+        if (s->event)
+            freeReplyObject(s->event);
+        s->event = NULL;
+        s->channel = s->text = "";
+        void *reply = NULL;
+        if (s->broken || redisReaderGetReply(s->reader, &reply) != REDIS_OK) {
+            s->broken = true;
+            return REDLOCK_EREDIS;
+        }
+        if (!reply)
+            return RL_SUB_NONE;
+        s->event = reply;
+        int event = meaning(s, s->event);
+        if (event != RL_SUB_NONE)
+            return event;
+    }
+}
+
+const char *rl_sub_channel(const rl_sub *s)
+{
+    return s->channel;
+}
+
+const char *rl_sub_text(const rl_sub *s)
+{
+    return s->text;
 }

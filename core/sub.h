@@ -1,9 +1,10 @@
 /*
  * sub.h - a subscriber connection to one node, as the engine sees it: bytes
- * out (AUTH, then SUBSCRIBE and UNSUBSCRIBE), bytes in, and what they meant.
- * No I/O. Releases publish on a channel named after each key they delete,
- * with the released token as the message; a client waiting for a lock
- * subscribes to its keys' channels to try again as soon as one is released.
+ * out (AUTH, then SUBSCRIBE and UNSUBSCRIBE), bytes in, and what they meant,
+ * read one event at a time. No I/O. Releases publish on a channel named
+ * after each key they delete, with the released token as the message; a
+ * client waiting for a lock subscribes to its keys' channels to try again as
+ * soon as one is released (waiters.h decides who).
  *
  * Nothing on this connection is a reply to a lock command: it carries no
  * lock command at all, so no reply of it can be credited to one. Messages
@@ -12,21 +13,24 @@
 #ifndef RL_SUB_H
 #define RL_SUB_H
 
+#include "redlock_engine.h"
+
 #include "base.h"
 #include "uri.h"
 
-typedef struct rl_sub rl_sub;
+typedef struct redlock_sub rl_sub;
 
+/* The events, numbered as in redlock_engine.h. */
 typedef enum rl_sub_event {
-    RL_SUB_SUBSCRIBED,   /* the node confirmed a channel: messages flow from now */
-    RL_SUB_MESSAGE,      /* a release on the channel; text: the released token */
-    RL_SUB_REFUSED       /* AUTH or SUBSCRIBE refused (say, no channel permission in
-                          * the node's ACL): channel NULL, text the node's error */
+    RL_SUB_NONE = 0,                           /* no complete event yet */
+    RL_SUB_SUBSCRIBED = REDLOCK_SUB_SUBSCRIBED, /* the node confirmed a channel: messages
+                                                 * flow from now */
+    RL_SUB_MESSAGE = REDLOCK_SUB_MESSAGE,       /* a release on the channel; text: the
+                                                 * released token */
+    RL_SUB_REFUSED = REDLOCK_SUB_REFUSED        /* AUTH or SUBSCRIBE refused (say, no channel
+                                                 * permission in the node's ACL): channel "",
+                                                 * text the node's error */
 } rl_sub_event;
-
-/* Called by rl_sub_received for each event, in order. */
-typedef void (*rl_sub_fn)(void *data, rl_sub_event event, const char *channel,
-                          const char *text);
 
 /* A subscriber for the node at a (AUTH queued when it has credentials), or
  * NULL when out of memory. */
@@ -41,9 +45,15 @@ int rl_sub_want(rl_sub *s, const char *channel, bool on);
 size_t rl_sub_output(const rl_sub *s, const char **bytes);
 void rl_sub_wrote(rl_sub *s, size_t n);
 
-/* Bytes read from the node: their events go to fn. REDLOCK_OK, or
- * REDLOCK_EREDIS when the stream is not Redis protocol (the connection is
- * then to be closed). */
-int rl_sub_received(rl_sub *s, const char *bytes, size_t len, rl_sub_fn fn, void *data);
+/* Bytes read from the node, kept until their events are read. REDLOCK_OK,
+ * or REDLOCK_EREDIS when the stream is broken already. */
+int rl_sub_received(rl_sub *s, const char *bytes, size_t len);
+/* The next event of the bytes received (an rl_sub_event), RL_SUB_NONE when
+ * no further one is complete, or REDLOCK_EREDIS when the stream is not
+ * Redis protocol (the connection is then to be closed). The event's channel
+ * and text stay valid until the next call, and are "" for none. */
+int rl_sub_next(rl_sub *s);
+const char *rl_sub_channel(const rl_sub *s);
+const char *rl_sub_text(const rl_sub *s);
 
 #endif /* RL_SUB_H */

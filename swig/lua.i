@@ -177,18 +177,26 @@ void redlock_lua_watch_free(redlock_lua_watch *w);
 /* ---- The engine (redlock_engine.h, experimental), for the cosocket driver
  * in redlock.lua ----
  *
- * An operation is a SWIG pointer; a connection is a light userdata, so that
- * the driver can key its own state by it (the same pointer is the same Lua
- * value). Constructors return the status, then the object or nil. The
- * connection's bytes go out and come in as Lua strings. */
+ * An operation, a subscriber and a waiters object are SWIG pointers; a
+ * connection is a light userdata, so that the driver can key its own state
+ * by it (the same pointer is the same Lua value). Constructors return the
+ * status, then the object or nil. The bytes of connections and subscribers
+ * go out and come in as Lua strings; the waiters' ids are integers. */
 %{
 #include "redlock_engine.h"
 %}
 %nodefaultctor redlock_op;
 %nodefaultdtor redlock_op;
+%nodefaultctor redlock_sub;
+%nodefaultdtor redlock_sub;
+%nodefaultctor redlock_waiters;
+%nodefaultdtor redlock_waiters;
 
-%typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL) %{ $1 = &temp; %}
-%typemap(argout) redlock_op **out {
+%typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
+                          redlock_sub **out (redlock_sub *temp = NULL),
+                          redlock_waiters **out (redlock_waiters *temp = NULL)
+%{ $1 = &temp; %}
+%typemap(argout) redlock_op **out, redlock_sub **out, redlock_waiters **out {
   if (*$1) {
     SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
   } else {
@@ -219,9 +227,21 @@ void redlock_lua_watch_free(redlock_lua_watch *w);
 
 %typemap(out) size_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 
-/* redlock_conn_output returns the bytes to write ("" when none). */
+/* A waiter's id: a whole number from 1 to 2^53, as a Lua number holds it
+ * exactly (0 from redlock_waiters_next: none). */
+%typemap(in, checkfn="lua_isnumber") uint64_t id {
+  lua_Number id = lua_tonumber(L, $input);
+  if (!(id >= 1 && id <= 9007199254740992.0) || (lua_Number)(uint64_t)id != id) {
+    return luaL_error(L, "bad argument #%d to '$symname' (whole number from 1 to 2^53 expected)",
+                      $input);
+  }
+  $1 = (uint64_t)id;
+}
+%typemap(out) uint64_t redlock_waiters_next %{ lua_pushnumber(L, (lua_Number)$1); SWIG_arg++; %}
+
+/* redlock_conn_output and redlock_sub_output return the bytes to write ("" when none). */
 %typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}
-%typemap(out) size_t redlock_conn_output %{
+%typemap(out) size_t redlock_conn_output, size_t redlock_sub_output %{
   lua_pushlstring(L, temp2 ? temp2 : "", (size_t)$1);
   SWIG_arg++;
 %}

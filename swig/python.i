@@ -242,16 +242,22 @@ int redlock_py_watch(redlock_handle *h, unsigned long long id);
 %nodefaultdtor redlock_op;
 %nodefaultctor redlock_conn;
 %nodefaultdtor redlock_conn;
+%nodefaultctor redlock_sub;
+%nodefaultdtor redlock_sub;
+%nodefaultctor redlock_waiters;
+%nodefaultdtor redlock_waiters;
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
-                          redlock_conn **out (redlock_conn *temp = NULL)
+                          redlock_conn **out (redlock_conn *temp = NULL),
+                          redlock_sub **out (redlock_sub *temp = NULL),
+                          redlock_waiters **out (redlock_waiters *temp = NULL)
 %{ $1 = &temp; %}
-%typemap(argout) redlock_op **out, redlock_conn **out
+%typemap(argout) redlock_op **out, redlock_conn **out, redlock_sub **out, redlock_waiters **out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 %typemap(out) int redlock_op_lock, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
-              int redlock_conn_new {
+              int redlock_conn_new, int redlock_sub_new, int redlock_waiters_new {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;
@@ -259,9 +265,11 @@ int redlock_py_watch(redlock_handle *h, unsigned long long id);
   $result = SWIG_Py_Void();
 }
 
-/* redlock_conn_output returns the bytes to write (b"" when none). */
+/* redlock_conn_output and redlock_sub_output return the bytes to write
+ * (b"" when none). */
 %typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}
-%typemap(out) size_t redlock_conn_output %{ $result = PyBytes_FromStringAndSize(temp2, (Py_ssize_t)$1); %}
+%typemap(out) size_t redlock_conn_output, size_t redlock_sub_output
+%{ $result = PyBytes_FromStringAndSize(temp2, (Py_ssize_t)$1); %}
 
 /* redlock_conn_received takes what was read, as any bytes-like object. */
 %typemap(in) (const char *bytes, size_t len) (Py_buffer view, int got = 0) {
@@ -278,7 +286,9 @@ int redlock_py_watch(redlock_handle *h, unsigned long long id);
   }
 %}
 
-%typemap(check) redlock_op *op, const redlock_op *op, redlock_conn *c, const redlock_conn *c %{
+%typemap(check) redlock_op *op, const redlock_op *op, redlock_conn *c, const redlock_conn *c,
+                redlock_sub *s, const redlock_sub *s, redlock_waiters *w,
+                const redlock_waiters *w %{
   if ($1 == NULL) {
     PyErr_SetString(PyExc_TypeError, "$symname: $1_name must not be None");
     SWIG_fail;

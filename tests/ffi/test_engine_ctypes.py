@@ -1,14 +1,17 @@
 """The engine's interface (redlock_engine.h) through ctypes: a driver of its
 own, written here in a few lines of Python with plain non-blocking sockets
-and `selectors`, takes and releases locks on real nodes. It is what an event
-loop's driver does (asyncio, OpenResty cosockets): the library does no I/O
-for it. REDLOCK_LIB names the built library, as for test_ctypes.py.
+and `selectors`, takes and releases locks on real nodes, and with a
+subscriber per node has its waiting lock woken by the release. It is what
+an event loop's driver does (asyncio, OpenResty cosockets): the library does
+no I/O for it, and calls nothing back. REDLOCK_LIB names the built library,
+as for test_ctypes.py.
 """
 
 import ctypes
 import os
 import selectors
 import socket
+import threading
 import time
 
 import pytest
@@ -18,6 +21,7 @@ OK, ELOCKED = 0, -1
 
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
+U64 = ctypes.c_uint64
 SIZE = ctypes.c_size_t
 
 SIGNATURES = {
@@ -58,6 +62,25 @@ SIGNATURES = {
     "redlock_handle_token": (ctypes.c_char_p, [P]),
     "redlock_handle_validity_ms": (I64, [P]),
     "redlock_handle_free": (None, [P]),
+    "redlock_ctx_set_option": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_char_p]),
+    "redlock_op_awaits_release": (ctypes.c_int, [P]),
+    "redlock_op_wake": (None, [P, I64]),
+    "redlock_sub_new": (ctypes.c_int, [ctypes.POINTER(P), P, SIZE]),
+    "redlock_sub_free": (None, [P]),
+    "redlock_sub_output": (SIZE, [P, ctypes.POINTER(ctypes.c_void_p)]),
+    "redlock_sub_wrote": (None, [P, SIZE]),
+    "redlock_sub_received": (ctypes.c_int, [P, ctypes.c_char_p, SIZE]),
+    "redlock_sub_next": (ctypes.c_int, [P]),
+    "redlock_sub_channel": (ctypes.c_char_p, [P]),
+    "redlock_sub_text": (ctypes.c_char_p, [P]),
+    "redlock_waiters_new": (ctypes.c_int, [ctypes.POINTER(P), P]),
+    "redlock_waiters_free": (None, [P]),
+    "redlock_waiters_add": (ctypes.c_int, [P, U64, P]),
+    "redlock_waiters_remove": (None, [P, U64, P, I64]),
+    "redlock_waiters_match": (ctypes.c_int, [P, SIZE, P]),
+    "redlock_waiters_event": (ctypes.c_int, [P, SIZE, ctypes.c_int, ctypes.c_char_p,
+                                             ctypes.c_char_p]),
+    "redlock_waiters_next": (U64, [P]),
 }
 
 
@@ -174,6 +197,72 @@ class Driver:
                 self.close(conn, b"broken", now)
 
 
+class WakingDriver(Driver):
+    """The same driver, its waiting lock woken by releases: the library's
+    redlock_waiters says whom to wake, over one subscriber socket per node
+    (connected at once, for brevity). The lock that waits is waiter 1."""
+
+    def __init__(self, lib, ctx):
+        super().__init__(lib, ctx)
+        self.waiters = P()
+        assert lib.redlock_waiters_new(ctypes.byref(self.waiters), ctx) == OK
+        self.subs = {}      # node -> (subscriber pointer, socket)
+        self.waiting = None
+
+    def run(self, op):
+        rc = super().run(op)
+        if self.waiting:
+            self.lib.redlock_waiters_remove(self.waiters, 1, op, self.lib.redlock_now_ms())
+            self.waiting = None
+        return rc
+
+    def wait(self, op, now):
+        lib = self.lib
+        if not self.waiting and lib.redlock_op_awaits_release(op):
+            assert lib.redlock_waiters_add(self.waiters, 1, op) == OK
+            self.waiting = op
+        for node in range(lib.redlock_ctx_node_count(self.ctx)):
+            if self.waiting and node not in self.subs:
+                sub = P()
+                assert lib.redlock_sub_new(ctypes.byref(sub), self.ctx, node) == OK
+                address = (lib.redlock_ctx_node_host(self.ctx, node).decode(),
+                           lib.redlock_ctx_node_port(self.ctx, node))
+                self.subs[node] = (sub.value, socket.create_connection(address))
+            if node in self.subs:
+                sub, sock = self.subs[node]
+                lib.redlock_waiters_match(self.waiters, node, sub)
+                out = ctypes.c_void_p()
+                n = lib.redlock_sub_output(sub, ctypes.byref(out))
+                if n:
+                    lib.redlock_sub_wrote(sub, sock.send(ctypes.string_at(out, n)))
+                self.sel.register(sock, selectors.EVENT_READ, ("sub", node))
+        super().wait(op, now)
+
+    def service(self, conn, sock, events):
+        if not isinstance(conn, tuple):
+            super().service(conn, sock, events)
+            return
+        lib, node = self.lib, conn[1]
+        sub = self.subs[node][0]
+        data = sock.recv(65536)
+        assert data and lib.redlock_sub_received(sub, data, len(data)) == OK
+        while True:
+            event = lib.redlock_sub_next(sub)
+            if event == 0:
+                break
+            assert event > 0
+            lib.redlock_waiters_event(self.waiters, node, event, lib.redlock_sub_channel(sub),
+                                      lib.redlock_sub_text(sub))
+        while lib.redlock_waiters_next(self.waiters) == 1:
+            lib.redlock_op_wake(self.waiting, lib.redlock_now_ms())
+
+    def close_all(self):
+        for sub, sock in self.subs.values():
+            sock.close()
+            self.lib.redlock_sub_free(sub)
+        self.lib.redlock_waiters_free(self.waiters)
+
+
 def new_ctx(lib, uris):
     ctx = P()
     arr = (ctypes.c_char_p * len(uris))(*[u.encode() for u in uris])
@@ -227,3 +316,36 @@ def test_a_python_driver_locks_and_unlocks_through_the_engine(lib, uris):
                 d.close(conn, b"done", lib.redlock_now_ms())
     lib.redlock_ctx_free(ctx)
     lib.redlock_ctx_free(other_ctx)
+
+
+def test_a_python_driver_has_its_waiting_lock_woken_by_the_release(lib, uris):
+    ctx, holder_ctx = new_ctx(lib, uris), new_ctx(lib, uris)
+    # Its next attempt 5 s away: taken sooner, it was woken.
+    for name, value in ((b"retry_delay_ms", b"5000"), (b"retry_jitter_ms", b"0")):
+        assert lib.redlock_ctx_set_option(ctx, name, value) == OK
+    driver, holder = WakingDriver(lib, ctx), Driver(lib, holder_ctx)
+    rc, held, message = lock(lib, holder, holder_ctx, "engine-wake")
+    assert rc == OK, message
+    released = {}
+
+    def release():
+        time.sleep(0.3)
+        released["at"] = time.monotonic()
+        released["rc"] = unlock(lib, holder, held)
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    rc, handle, message = lock(lib, driver, ctx, "engine-wake", wait_ms=10000)
+    taken = time.monotonic()
+    thread.join()
+    assert rc == OK and released["rc"] == OK, message
+    assert taken - released["at"] < 1.0, "not woken by the release"
+    assert unlock(lib, driver, handle) == OK
+    for h in (handle, held):
+        lib.redlock_handle_free(h)
+    driver.close_all()
+    for d, c in ((driver, ctx), (holder, holder_ctx)):
+        for conns in d.idle.values():
+            for conn in conns:
+                d.close(conn, b"done", lib.redlock_now_ms())
+        lib.redlock_ctx_free(c)

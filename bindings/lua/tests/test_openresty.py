@@ -1,9 +1,11 @@
 """The Lua binding inside a real nginx (Debian's lua module, OpenResty's
 runtime), driving the engine over cosockets: a worker is never blocked by a
 lock call, concurrent requests exclude each other, nothing grows over many
-requests, multi-locks work, a phase without cosockets gets an error, and
-kept locks are renewed by the worker's timer until unlock, never after, and
-their loss is told from the timer by the time their validity runs out.
+requests, multi-locks work, a phase without cosockets gets an error, kept
+locks are renewed by the worker's timer until unlock, never after, and
+their loss is told from the timer by the time their validity runs out; a
+waiting request is woken by the release, and the worker's subscribers and
+their timer go once nobody waits.
 
 Run by CTest with REDLOCK_NGINX, REDLOCK_NGINX_NDK_MODULE,
 REDLOCK_NGINX_LUA_MODULE and REDLOCK_LUA_DIR (redlock.lua and redlock_core.so built for LuaJIT) in the
@@ -191,6 +193,46 @@ function app.try()
   ngx.say("taken ", state:get("taken_at:" .. name))
 end
 
+-- A client whose waits pause 5 s between attempts: only a release can end
+-- one sooner.
+local slow
+local function get_slow()
+  slow = slow or new_client({ retry_delay_ms = 5000, retry_jitter_ms = 0 })
+  return slow
+end
+
+-- Holds ?name for ?ms, records when it lets go, and unlocks.
+function app.hold_then_release()
+  local name = ngx.var.arg_name
+  local lock = get_client():get_lock(name)
+  assert(lock:try_lock(0, 10000))
+  ngx.sleep(tonumber(ngx.var.arg_ms) / 1000)
+  state:set("released_at:" .. name, now_ms())
+  assert(lock:unlock())
+  ngx.say("released")
+end
+
+-- Waits for ?name with the slow client; says how many ms after the release
+-- it had the lock.
+function app.wait_for_release()
+  local name = ngx.var.arg_name
+  local lock = get_slow():get_lock(name)
+  local ok, err = lock:try_lock(10000, 10000)
+  local taken_at = now_ms()
+  if not ok then
+    ngx.status = 409
+    ngx.say(tostring(err))
+    return
+  end
+  assert(lock:unlock())
+  ngx.say(taken_at - state:get("released_at:" .. name))
+end
+
+-- The worker's timers: running, then pending.
+function app.timers()
+  ngx.say(ngx.timer.running_count(), " ", ngx.timer.pending_count())
+end
+
 function app.stats()
   collectgarbage()
   collectgarbage()
@@ -233,6 +275,9 @@ http {{
     location = /release {{ content_by_lua_block {{ require("app").release() }} }}
     location = /lost {{ content_by_lua_block {{ require("app").lost() }} }}
     location = /try {{ content_by_lua_block {{ require("app").try() }} }}
+    location = /hold_then_release {{ content_by_lua_block {{ require("app").hold_then_release() }} }}
+    location = /wait_for_release {{ content_by_lua_block {{ require("app").wait_for_release() }} }}
+    location = /timers {{ content_by_lua_block {{ require("app").timers() }} }}
     location = /filter {{
       content_by_lua_block {{ ngx.say("body") }}
       header_filter_by_lua_block {{
@@ -593,3 +638,91 @@ def test_a_kept_lock_whose_keys_are_gone_is_lost_at_the_next_renewal(nginx_facto
     assert int(left) <= 0 and lost == "true"
     ok, err, *_ = nginx.get("/release?name=k4")[1].split()
     assert (ok, err) == ("nil", "notheld")
+
+
+def subscriber_connections(nodes):
+    """Subscriber connections on each node: those whose last command was
+    SUBSCRIBE or UNSUBSCRIBE (lock connections run SET, EVALSHA, INFO)."""
+    return [sum(" cmd=subscribe " in line or " cmd=unsubscribe " in line
+                for line in cli(nodes, i, "CLIENT", "LIST").splitlines()) for i in range(1, 6)]
+
+
+def eventually(condition, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_waiting_request_is_woken_by_the_release_not_by_its_timed_retry(nginx_factory):
+    nginx = nginx_factory(workers=1)
+    holder = {}
+
+    def hold():
+        holder["status"], holder["body"], _ = nginx.get("/hold_then_release?name=handoff&ms=800")
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    time.sleep(0.2)
+    # Its first attempt finds the lock held, and its next is 5 s away.
+    status, body, _ = nginx.get("/wait_for_release?name=handoff")
+    thread.join()
+    assert holder["status"] == 200, holder
+    assert status == 200, body
+    assert int(body) < 1000, f"taken {body} ms after the release: not woken by it"
+
+
+def test_waits_leave_no_subscriber_timer_or_socket_behind(nginx_factory, nodes):
+    nginx = nginx_factory(workers=1)
+    worker = nginx.workers()[0]
+
+    def contend():
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            answers = list(pool.map(lambda _: nginx.get("/work?name=waited&pause=0.01"),
+                                    range(100)))
+        assert [status for status, _, _ in answers] == [200] * 100, answers[:3]
+        # The requests waited for each other: the worker subscribed, and its
+        # subscribers linger (2 s) after the last wait, then go with their timer.
+        assert subscriber_connections(nodes) == [1] * 5
+        assert eventually(lambda: subscriber_connections(nodes) == [0] * 5)
+        assert eventually(lambda: nginx.get("/timers")[1].split() == ["0", "0"])
+
+    def fds():
+        return len(os.listdir(f"/proc/{worker}/fd"))
+
+    contend()
+    fds0 = fds()
+    for _ in range(3):
+        contend()
+    assert fds() <= fds0 + 2, (fds0, fds())
+    done, overlaps, _ = nginx.get("/stats")[1].split()
+    assert int(done) == 400 and int(overlaps) == 0
+
+
+def test_subscribers_lost_are_made_again_after_a_pause(nginx_factory, nodes):
+    nginx = nginx_factory(workers=1)
+    holder, waiter = {}, {}
+
+    def hold():
+        holder["status"], holder["body"], _ = nginx.get("/hold_then_release?name=lost&ms=2500")
+
+    def wait():
+        waiter["status"], waiter["body"], _ = nginx.get("/wait_for_release?name=lost")
+
+    threads = [threading.Thread(target=hold), threading.Thread(target=wait)]
+    threads[0].start()
+    time.sleep(0.2)
+    threads[1].start()
+    assert eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+    for i in range(1, 6):
+        cli(nodes, i, "CLIENT", "KILL", "TYPE", "pubsub")
+    time.sleep(0.5)
+    assert subscriber_connections(nodes) == [0] * 5   # not at once: after 1 s
+    assert eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+    for thread in threads:
+        thread.join()
+    assert holder["status"] == 200, holder
+    assert waiter["status"] == 200, waiter
+    assert int(waiter["body"]) < 1000, f"taken {waiter['body']} ms after the release"

@@ -19,6 +19,12 @@ late reply means); this module only moves its bytes over the running loop's
 own connections (asyncio protocols), and wakes it when it asked to be woken.
 No thread is used and no call blocks the loop.
 
+A lock that waits for one held elsewhere is also woken by the release
+itself: while any lock of the client waits, one subscriber connection per
+node listens to the releases of the keys waited for, and the library says
+which waiter tries again when (the rule of its blocking calls). Its timed
+retries stay: a release only shortens the wait.
+
 Cancellation: a cancelled acquire leaves no key behind (what the attempt had
 taken is released, or, when it had already succeeded, the lock is unlocked);
 a cancelled unlock, extend or close goes on to its end in the background.
@@ -66,10 +72,14 @@ _op_done = _capi.redlock_op_done
 _op_step = _capi.redlock_op_step
 _op_wants_conn = _capi.redlock_op_wants_conn
 _op_wake_at = _capi.redlock_op_wake_at
+_op_awaits_release = _capi.redlock_op_awaits_release
 
 # While releases are owed to nodes that did not answer, they are tried again
 # this often (the blocking driver's service thread does the same).
 _DELIVER_PERIOD = 0.1
+
+# The engine's "never" (INT64_MAX), and anything beyond.
+_NEVER = 2**62
 
 
 class _Conn(asyncio.BufferedProtocol):
@@ -157,6 +167,8 @@ class _Run:
         self.abandoned = False  # the caller was cancelled: a lock gained is given back
         self.stepping = False
         self.again = False
+        self.wait_id = 0  # registered with the driver's _Wakes while not 0
+        self.may_wait = True  # a lock not yet registered (nor refused registration)
 
     def step(self) -> None:
         # Events may arrive while stepping (a connect that fails at once):
@@ -192,6 +204,9 @@ class _Run:
                         conn.transport.write(out)
                         _wrote(conn.conn, len(out))
             if not _op_done(op):
+                if self.may_wait and _op_awaits_release(op):
+                    self.may_wait = False
+                    driver.wakes.add(self)
                 self._wake(_op_wake_at(op), now)
                 return
         # Decided. Every node reachable within its deadline still gets the
@@ -222,7 +237,7 @@ class _Run:
                 return
             self.timer.cancel()
             self.timer = None
-        if at < 2**62:
+        if at < _NEVER:
             self.timer_at = at
             self.timer = self.driver.loop.call_later(max(0, at - now) / 1000, self._timer)
 
@@ -230,11 +245,20 @@ class _Run:
         self.timer = None
         self.step()
 
+    def woken(self) -> None:
+        """A release of its keys: the pause ends, and a new attempt starts."""
+        if self.op is not None:
+            capi.redlock_op_wake(self.op, _now())
+            self.may_want = True
+            self.step()
+
     def _finish(self, now: int) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         op, self.op = self.op, None
+        if self.wait_id:
+            self.driver.wakes.remove(self, op)
         status = capi.redlock_op_status(op)
         message = capi.redlock_op_message(op)
         handle = capi.redlock_op_take_handle(op)
@@ -278,6 +302,7 @@ class _Driver:
         self.deliver_timer: Optional[asyncio.TimerHandle] = None
         self.closed = False
         self.view = memoryview(bytearray(16384))
+        self.wakes = _Wakes(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.view
@@ -332,21 +357,28 @@ class _Driver:
     def _connect(self, node: int) -> _Conn:
         conn = _Conn(self, node, capi.redlock_conn_new(self.ctx, node))
         self.by_ptr[int(conn.conn)] = conn
-        host = capi.redlock_ctx_node_host(self.ctx, node)
-        if host is not None:
-            coro = self.loop.create_connection(lambda: conn, host,
-                                               capi.redlock_ctx_node_port(self.ctx, node))
-        else:
-            coro = self.loop.create_unix_connection(lambda: conn,
-                                                    capi.redlock_ctx_node_path(self.ctx, node))
-        conn.connecting = self.loop.create_task(coro)
-        conn.connecting.add_done_callback(lambda task: self._connected(conn, task))
+        conn.connecting = self.open(node, conn)
         return conn
 
-    def _connected(self, conn: _Conn, task: asyncio.Task[Any]) -> None:
-        conn.connecting = None
-        if not task.cancelled() and task.exception() is not None:
-            conn.ended(f"cannot connect: {task.exception()}")
+    def open(self, node: int, protocol: Any) -> asyncio.Task[Any]:
+        """Connects protocol to node: the task that does it. When it fails,
+        protocol.ended(why) is called."""
+        host = capi.redlock_ctx_node_host(self.ctx, node)
+        if host is not None:
+            coro = self.loop.create_connection(lambda: protocol, host,
+                                               capi.redlock_ctx_node_port(self.ctx, node))
+        else:
+            coro = self.loop.create_unix_connection(lambda: protocol,
+                                                    capi.redlock_ctx_node_path(self.ctx, node))
+        task = self.loop.create_task(coro)
+
+        def connected(task: asyncio.Task[Any]) -> None:
+            protocol.connecting = None
+            if not task.cancelled() and task.exception() is not None:
+                protocol.ended(f"cannot connect: {task.exception()}")
+
+        task.add_done_callback(connected)
+        return task
 
     def give_back(self, node: int, c: Any) -> None:
         conn = self.by_ptr.get(int(c))
@@ -434,6 +466,167 @@ class _Driver:
             for conn in pool:
                 self.close(conn, "the client was closed")
             pool.clear()
+        self.wakes.close()
+
+
+class _Sub(asyncio.Protocol):
+    """A subscriber connection to one node (the engine's redlock_sub): it
+    hears the releases of the keys waited for, and passes what it hears to
+    the client's _Wakes."""
+
+    def __init__(self, wakes: _Wakes, node: int) -> None:
+        self.wakes = wakes
+        self.node = node
+        self.sub = capi.redlock_sub_new(wakes.driver.ctx, node)
+        self.transport: Optional[asyncio.Transport] = None
+        self.connecting: Optional[asyncio.Task[Any]] = None
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if self.closed:
+            transport.close()
+            return
+        self.wakes.tend()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        sub, waiters = self.sub, self.wakes.waiters
+        broken = _capi.redlock_sub_received(sub, data) != 0
+        while not broken:
+            event = _capi.redlock_sub_next(sub)
+            if event == 0:
+                break
+            broken = event < 0 or capi.redlock_waiters_event(
+                waiters, self.node, event, capi.redlock_sub_channel(sub),
+                capi.redlock_sub_text(sub)) != 0
+        self.wakes.wake_woken()
+        if broken:
+            self.ended("broken or refused")
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.transport = None
+        self.ended("connection lost")
+
+    def ended(self, why: str) -> None:
+        """The connection failed: it is made again after a pause."""
+        if not self.closed:
+            self.wakes.lost(self)
+
+    def flush(self) -> None:
+        if self.transport is not None and not self.closed:
+            out = _capi.redlock_sub_output(self.sub)
+            if out:
+                self.transport.write(out)
+                _capi.redlock_sub_wrote(self.sub, len(out))
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+        if self.connecting is not None:
+            self.connecting.cancel()
+        capi.redlock_sub_free(self.sub)
+
+
+class _Wakes:
+    """Waiting locks woken by releases (redlock_engine.h's wake-ups): the
+    client's redlock_waiters, with the lock runs registered in it, and while
+    any waits (and for a while after, as the library says) one subscriber
+    connection per node. Who is woken when is the library's rule; this
+    class moves bytes and keeps the connections as it says."""
+
+    def __init__(self, driver: _Driver) -> None:
+        self.driver = driver
+        self.waiters = capi.redlock_waiters_new(driver.ctx)
+        self.runs: Dict[int, _Run] = {}
+        self.last_id = 0
+        self.subs: List[Optional[_Sub]] = [None] * driver.n_nodes
+        self.timer: Optional[asyncio.TimerHandle] = None  # when tend() is due again
+        self.closed = False
+
+    def add(self, run: _Run) -> None:
+        """Registers a lock run that waits for a release of its keys; one
+        the library cannot register keeps its timed retries only."""
+        if self.closed:
+            return
+        self.last_id += 1
+        if capi.redlock_waiters_add(self.waiters, self.last_id, run.op) == capi.REDLOCK_OK:
+            run.wait_id = self.last_id
+            self.runs[run.wait_id] = run
+            self.tend()
+
+    def remove(self, run: _Run, op: Any) -> None:
+        """Ends the registration of a run whose op is done (its message
+        says so if a node refused the subscription)."""
+        capi.redlock_waiters_remove(self.waiters, run.wait_id, op, _now())
+        del self.runs[run.wait_id]
+        run.wait_id = 0
+        self.tend()
+
+    def wake_woken(self) -> None:
+        while True:
+            wait_id = _capi.redlock_waiters_next(self.waiters)
+            if not wait_id:
+                return
+            run = self.runs.get(wait_id)
+            if run is not None:
+                run.woken()
+
+    def lost(self, sub: _Sub) -> None:
+        """A subscriber connection failed (or the node refused it)."""
+        self.subs[sub.node] = None
+        sub.close()
+        capi.redlock_waiters_closed(self.waiters, sub.node, 1, _now())
+        self.tend()
+
+    def tend(self) -> None:
+        """Makes the subscriber connections what the waiters need now: made
+        when due, subscribed to what they wait for, closed once idle; and
+        comes back when that changes with time."""
+        if self.closed:
+            return
+        now = _now()
+        idle_at = capi.redlock_waiters_idle_at(self.waiters)
+        if now >= idle_at:
+            self._close_subs(now)
+            return
+        next_at = idle_at
+        for node, sub in enumerate(self.subs):
+            if sub is None:
+                if idle_at < _NEVER:
+                    continue  # nobody waits: none is made
+                at = capi.redlock_waiters_connect_at(self.waiters, node)
+                if now >= at:
+                    sub = self.subs[node] = _Sub(self, node)
+                    sub.connecting = self.driver.open(node, sub)
+                else:
+                    next_at = min(next_at, at)
+            elif sub.transport is not None:
+                capi.redlock_waiters_match(self.waiters, node, sub.sub)
+                sub.flush()
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = (self.driver.loop.call_later((next_at - now) / 1000, self.tend)
+                      if next_at < _NEVER else None)
+
+    def _close_subs(self, now: int) -> None:
+        for node, sub in enumerate(self.subs):
+            if sub is not None:
+                self.subs[node] = None
+                sub.close()
+                capi.redlock_waiters_closed(self.waiters, node, 0, now)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def close(self) -> None:
+        """The client is closed (no run is left): the connections go."""
+        if not self.closed:
+            self._close_subs(_now())
+            self.closed = True
+            capi.redlock_waiters_free(self.waiters)
 
 
 def _check_status(status: int, message: str) -> None:

@@ -272,3 +272,131 @@ async def test_a_node_restart_is_survived(nodes, prefix, extra_node):
                         "normal"], check=True, capture_output=True)
         assert await lock.try_lock(lease=5.0)
         await lock.unlock()
+
+
+# Wake-ups: a waiter whose timed retry is this far off can only have taken
+# the lock within a second of the release by being woken by it.
+SLOW_RETRIES = {"retry_delay_ms": 5000, "retry_jitter_ms": 0}
+
+
+def subscriber_connections(nodes) -> List[int]:
+    """Subscriber connections on each node: those whose last command was
+    SUBSCRIBE or UNSUBSCRIBE (lock connections run SET, EVALSHA, INFO).
+    nodes: the session's, or a list of ExtraNode."""
+    lists = (on_every_node(nodes, "CLIENT", "LIST") if hasattr(nodes, "uris") else
+             [subprocess.run(["redis-cli", "-s", str(node.socket), "CLIENT", "LIST"], check=True,
+                             capture_output=True, text=True).stdout for node in nodes])
+    return [sum(" cmd=subscribe " in line or " cmd=unsubscribe " in line
+                for line in text.splitlines()) for text in lists]
+
+
+async def released_then_taken(release, waiter: aredlock.Lock) -> float:
+    """Starts waiter's wait, releases once it waits, and returns how long
+    after the release it took the lock."""
+    waiting = asyncio.ensure_future(waiter.try_lock(wait=10.0, lease=10.0))
+    await asyncio.sleep(0.3)
+    assert not waiting.done()
+    released = time.monotonic()
+    await release()
+    assert await waiting
+    return time.monotonic() - released
+
+
+async def test_a_waiter_is_woken_by_the_release_not_by_its_timed_retry(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as holder_client, \
+            aredlock.Redlock(nodes.uris, key_prefix=prefix, **SLOW_RETRIES) as client:
+        holder = holder_client.get_lock("w")
+        assert await holder.try_lock(lease=10.0)
+        waiter = client.get_lock("w")
+        took = await released_then_taken(holder.unlock, waiter)
+        assert took < 1.0, f"taken {took:.3f} s after the release: not woken by it"
+        # Held by the waiter now: the old holder is refused.
+        assert not await holder.try_lock(lease=1.0)
+        await waiter.unlock()
+
+
+async def test_a_release_by_the_sync_client_wakes_a_waiter_on_the_loop(nodes, prefix):
+    with redlock.Redlock(nodes.uris, key_prefix=prefix) as sync_client:
+        async with aredlock.Redlock(nodes.uris, key_prefix=prefix, **SLOW_RETRIES) as client:
+            holder = sync_client.get_lock("cross")
+            assert holder.try_lock(lease=10.0)
+
+            async def release() -> None:
+                holder.unlock()
+
+            took = await released_then_taken(release, client.get_multi_lock("other", "cross"))
+            assert took < 1.0, f"taken {took:.3f} s after the release: not woken by it"
+
+
+async def test_subscriber_connections_last_while_locks_wait_and_a_linger_after(nodes, prefix):
+    channel = prefix + "idle"
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as holder_client, \
+            aredlock.Redlock(nodes.uris, key_prefix=prefix, **SLOW_RETRIES) as client:
+        assert await eventually(lambda: subscriber_connections(nodes) == [0] * 5)
+        holder = holder_client.get_lock("idle")
+        assert await holder.try_lock(lease=10.0)
+        # A waiter cancelled while it waits: one subscriber per node until
+        # then, subscribed to its key.
+        waiting = asyncio.ensure_future(client.get_lock("idle").try_lock(wait=10.0, lease=1.0))
+        assert await eventually(lambda: on_every_node(nodes, "PUBSUB", "NUMSUB", channel)
+                                == [f"{channel}\n1"] * 5)
+        assert subscriber_connections(nodes) == [1] * 5
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        # Unsubscribed at once, the connections kept for the linger (2 s) in
+        # case another lock waits, then closed.
+        assert await eventually(lambda: on_every_node(nodes, "PUBSUB", "NUMSUB", channel)
+                                == [f"{channel}\n0"] * 5)
+        cancelled = time.monotonic()
+        assert subscriber_connections(nodes) == [1] * 5
+        assert await eventually(lambda: subscriber_connections(nodes) == [0] * 5)
+        assert time.monotonic() - cancelled > 1.5
+        # Closing the client closes them without waiting for the linger.
+        took = await released_then_taken(holder.unlock, client.get_lock("idle"))
+        assert took < 1.0
+        assert subscriber_connections(nodes) == [1] * 5
+        await client.close()
+        assert await eventually(lambda: subscriber_connections(nodes) == [0] * 5,
+                                timeout=0.5)
+
+
+async def test_without_channel_permission_waiters_still_get_the_lock_by_retrying(prefix,
+                                                                                  extra_node):
+    extra = [extra_node() for _ in range(3)]
+    for node in extra:
+        # The default user may run every command, but on no channel.
+        subprocess.run(["redis-cli", "-s", str(node.socket), "ACL", "SETUSER", "default",
+                        "resetchannels"], check=True, capture_output=True)
+    uris = [node.uri() for node in extra]
+    async with aredlock.Redlock(uris, key_prefix=prefix) as holder_client, \
+            aredlock.Redlock(uris, key_prefix=prefix, retry_delay_ms=100,
+                             retry_jitter_ms=0) as client:
+        holder = holder_client.get_lock("acl")
+        assert await holder.try_lock(lease=10.0)
+        with pytest.raises(redlock.LockNotAcquired) as caught:
+            async with client.lock("acl", lease=1.0, wait=0.5):
+                pass
+        assert "refused SUBSCRIBE" in str(caught.value), str(caught.value)
+        assert subscriber_connections(extra) == [0] * 3
+        took = await released_then_taken(holder.unlock, client.get_lock("acl"))
+        assert took < 1.0
+
+
+async def test_subscriber_connections_lost_are_made_again_after_a_pause(nodes, prefix):
+    async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as holder_client, \
+            aredlock.Redlock(nodes.uris, key_prefix=prefix, **SLOW_RETRIES) as client:
+        holder = holder_client.get_lock("lost")
+        assert await holder.try_lock(lease=10.0)
+        waiting = asyncio.ensure_future(client.get_lock("lost").try_lock(wait=10.0, lease=10.0))
+        assert await eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+        on_every_node(nodes, "CLIENT", "KILL", "TYPE", "pubsub")
+        killed = time.monotonic()
+        await asyncio.sleep(0.5)
+        assert subscriber_connections(nodes) == [0] * 5   # not at once: after 1 s
+        assert await eventually(lambda: subscriber_connections(nodes) == [1] * 5)
+        assert time.monotonic() - killed >= 1.0
+        released = time.monotonic()
+        await holder.unlock()
+        assert await waiting
+        assert time.monotonic() - released < 1.0, "not woken by the release"
