@@ -201,12 +201,14 @@ def test_closed_client(nodes, prefix):
     client.close()
     # close() released the lock it held.
     assert on_every_node(nodes, "EXISTS", prefix + "job") == ["0"] * 5
-    assert not lock.locked()
+    assert not lock.is_held()
     assert lock.token is None
     with pytest.raises(redlock.LockNotHeld):
         lock.unlock()
     with pytest.raises(ValueError, match="closed"):
         lock.try_lock()
+    with pytest.raises(ValueError, match="closed"):
+        lock.locked()  # it asks the nodes
     with pytest.raises(ValueError, match="closed"):
         client.get_lock("job")
 
