@@ -31,7 +31,6 @@ STRAGGLER_MS = 50
 HANDOFF_HOLD_MS = 20     # the waiter has surely started waiting by then
 FAIR_THREADS = 16
 FAIR_HOLD_MS = 1         # each holds the resource this long per acquisition
-SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness")
 
 
 def client_table(build):
@@ -91,13 +90,13 @@ class Runner:
 
     def __init__(self, build):
         self.clients = client_table(build)
-        self.missing = {}
+        self.missing = {}   # what each unavailable client lacks, as the report shows it
         for name, (_, _, needs) in self.clients.items():
             absent = [p for p in needs if not os.path.exists(p)]
             if name == "pottery" and not _importable("pottery"):
                 absent.append("the pottery package (bench/setup.sh)")
             if absent:
-                self.missing[name] = absent
+                self.missing[name] = [shown(p, build) for p in absent]
                 print(f"bench: {name}: not available (missing {', '.join(absent)})", flush=True)
 
     def available(self, name):
@@ -118,6 +117,15 @@ class Runner:
         res = json.loads(proc.stdout.strip().splitlines()[-1])
         res["machine_busy"] = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
         return res
+
+
+def shown(path, build):
+    """A path as the report shows it: from the build directory or the repository,
+    not where they are on this machine."""
+    for base, label in ((build, "<build>"), (ROOT, "")):
+        if path.startswith(base + os.sep):
+            return os.path.join(label, os.path.relpath(path, base))
+    return path
 
 
 def machine_busy():
@@ -312,13 +320,13 @@ def main():
     p.add_argument("--repeat", type=int, default=3, help="rounds; figures are their medians")
     p.add_argument("--cycles", type=int, default=1000)
     p.add_argument("--out", default=os.path.join(BENCH, "results"))
-    p.add_argument("--only", default=",".join(SCENARIOS),
-                   help="the scenarios to run, comma-separated: " + ", ".join(SCENARIOS))
+    p.add_argument("--only", default=",".join(report.SCENARIOS),
+                   help="the scenarios to run, comma-separated: " + ", ".join(report.SCENARIOS))
     args = p.parse_args()
     args.only = args.only.split(",")
-    unknown = [s for s in args.only if s not in SCENARIOS]
+    unknown = [s for s in args.only if s not in report.SCENARIOS]
     if unknown:
-        p.error(f"--only: unknown scenario {', '.join(unknown)} (of {', '.join(SCENARIOS)})")
+        p.error(f"--only: unknown scenario {', '.join(unknown)} (of {', '.join(report.SCENARIOS)})")
     if args.quick:
         args.repeat, args.cycles = 1, 30
     args.warmup = max(10, args.cycles // 5)
@@ -347,7 +355,9 @@ def main():
         stop_nodes(os.path.join(workdir, "nodes"))
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
-    report.write(args.out, results, runner.missing, vars(args), time.time() - started)
+    # The settings of the run, without this machine's paths.
+    settings = {k: v for k, v in vars(args).items() if k not in ("build", "out", "toxiproxy")}
+    report.write(args.out, results, runner.missing, settings, time.time() - started)
     print(f"bench: wrote {os.path.join(args.out, 'REPORT.md')}", flush=True)
     # The issue's handoff and fairness targets, said here too when missed.
     note = " (a --quick run: too few samples to judge)" if args.quick else ""

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
+SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness")
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
@@ -394,10 +395,13 @@ def write(out_dir, res, missing, settings, seconds):
         f"{settings['repeat']} round(s); {settings['cycles']} measured cycles per latency run "
         f"after {settings['warmup']} warm-up cycles ({settings['multi_cycles']} for multi-lock and "
         f"{settings['straggler_cycles']} for the straggler); lease {settings['lease']} ms; every client one "
-        "attempt per lock, no retries; all nodes local `redis-server` processes on loopback, the "
+        "attempt per lock, no retries (but in the handoff and fairness scenarios, which are "
+        "about waiting); all nodes local `redis-server` processes on loopback, the "
         "same nodes and resource names for every client.\n\n",
         table(["", ""], machine()) + "\n",
     ]
+    if settings.get("only") and len(settings["only"]) < len(SCENARIOS):
+        parts.append(f"Only these scenarios ran (`--only`): {', '.join(settings['only'])}.\n\n")
     if missing:
         parts.append("Not available in this run: "
                      + "; ".join(f"{k} (missing {', '.join(v)})" for k, v in missing.items())
