@@ -28,6 +28,9 @@ NODE_COUNTS = (1, 3, 5, 7, 9)
 MULTI_KEYS = (1, 10, 100)
 THREADS = (1, 4, 16, 64)
 STRAGGLER_MS = 50
+HANDOFF_HOLD_MS = 20     # the waiter has surely started waiting by then
+FAIR_THREADS = 16
+FAIR_HOLD_MS = 1         # each holds the resource this long per acquisition
 
 
 def client_table(build):
@@ -68,6 +71,8 @@ def client_table(build):
                            [os.path.join(lua_dir, "redlock_core.so"), "/usr/sbin/nginx"]),
         "redisson-redlock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant", "redlock"],
                              {}, [os.path.join(BENCH, "peers/redisson/target/classes")]),
+        "redisson-rlock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant", "rlock"],
+                           {}, [os.path.join(BENCH, "peers/redisson/target/classes")]),
         "redisson-multilock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant",
                                 "multilock"], {}, [os.path.join(BENCH, "peers/redisson/target/classes")]),
         "redsync": ([os.path.join(tools, "redsync-bench")], {}, [os.path.join(tools, "redsync-bench")]),
@@ -85,13 +90,13 @@ class Runner:
 
     def __init__(self, build):
         self.clients = client_table(build)
-        self.missing = {}
+        self.missing = {}   # what each unavailable client lacks, as the report shows it
         for name, (_, _, needs) in self.clients.items():
             absent = [p for p in needs if not os.path.exists(p)]
             if name == "pottery" and not _importable("pottery"):
                 absent.append("the pottery package (bench/setup.sh)")
             if absent:
-                self.missing[name] = absent
+                self.missing[name] = [shown(p, build) for p in absent]
                 print(f"bench: {name}: not available (missing {', '.join(absent)})", flush=True)
 
     def available(self, name):
@@ -112,6 +117,15 @@ class Runner:
         res = json.loads(proc.stdout.strip().splitlines()[-1])
         res["machine_busy"] = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
         return res
+
+
+def shown(path, build):
+    """A path as the report shows it: from the build directory or the repository,
+    not where they are on this machine."""
+    for base, label in ((build, "<build>"), (ROOT, "")):
+        if path.startswith(base + os.sep):
+            return os.path.join(label, os.path.relpath(path, base))
+    return path
 
 
 def machine_busy():
@@ -146,7 +160,7 @@ def summarize(res):
         return None
     out = {"ok": res["ok"], "failed": res["failed"], "wall_s": res["wall_s"],
            "machine_busy": res["machine_busy"]}
-    for kind in ("lock", "cycle"):
+    for kind in ("lock", "cycle", "handoff"):
         xs = sorted(res.get(kind + "_ns", []))
         if xs:
             out[kind + "_median_us"] = statistics.median(xs) / 1000
@@ -156,6 +170,7 @@ def summarize(res):
     out["sys_us"] = res["cpu_sys_us"] / res["ok"]
     if "per_thread" in res:
         counts = res["per_thread"]
+        out["per_thread"] = counts
         out["per_s"] = res["ok"] / res["wall_s"]
         out["min"], out["max"] = min(counts), max(counts)
         total = sum(counts)
@@ -231,6 +246,9 @@ LATENCY_CLIENTS = ("floor", "floor-all", "ours-c", "ours-python", "ours-python-a
 MULTI_CLIENTS = ("ours-c", "redisson-multilock", "node-redlock")
 STRAGGLER_CLIENTS = ("floor", "floor-all", "ours-c", "redisson-redlock", "redsync",
                      "redsync-failfast", "node-redlock", "pottery")
+# (client, nodes): Redisson's RLock is a single master, the first node.
+HANDOFF_CLIENTS = (("ours-c", 5), ("ours-c", 1), ("redisson-rlock", 1), ("redisson-redlock", 5))
+FAIR_CLIENTS = (("ours-c", 5), ("redisson-rlock", 1), ("redisson-redlock", 5))
 
 
 def run_all(args, runner, nodes, workdir):
@@ -238,7 +256,7 @@ def run_all(args, runner, nodes, workdir):
     cycles = str(args.cycles)
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
-               "contend": {}}
+               "contend": {}, "handoff": {}, "fairness": {}}
 
     def keep(scenario, key, res):
         fig = summarize(res)
@@ -247,18 +265,18 @@ def run_all(args, runner, nodes, workdir):
 
     for rep in range(args.repeat):
         print(f"bench: round {rep + 1} of {args.repeat}", flush=True)
-        for n in NODE_COUNTS:
+        for n in NODE_COUNTS if "latency" in args.only else ():
             for name in LATENCY_CLIENTS:
                 if runner.available(name):
                     keep("latency", f"{name}|{n}", runner.run(
                         name, nodes[:n], "bench:lat", ["--cycles", cycles, "--warmup", warmup]))
-        for k in MULTI_KEYS:
+        for k in MULTI_KEYS if "multi" in args.only else ():
             for name in MULTI_CLIENTS:
                 if runner.available(name):
                     keep("multi", f"{name}|{k}", runner.run(
                         name, nodes[:5], "bench:multi",
                         ["--cycles", args.multi_cycles, "--warmup", args.multi_warmup, "--keys", k]))
-        if args.toxiproxy:
+        if args.toxiproxy and "straggler" in args.only:
             # The no-fault baseline goes through the same proxy, without the delay.
             proxy = Toxiproxy(args.toxiproxy, nodes[4], workdir)
             try:
@@ -273,12 +291,25 @@ def run_all(args, runner, nodes, workdir):
                                 ["--cycles", args.straggler_cycles, "--warmup", args.straggler_warmup]))
             finally:
                 proxy.stop()
-        if runner.available("ours-c"):
+        if runner.available("ours-c") and "threads" in args.only:
             for mode in ("threads", "contend"):
                 for t in THREADS:
                     keep(mode, str(t), runner.run(
                         "ours-c", nodes[:5], f"bench:{mode}",
                         ["--mode", mode, "--threads", t, "--seconds", args.seconds]))
+        for name, n in HANDOFF_CLIENTS if "handoff" in args.only else ():
+            if runner.available(name):
+                keep("handoff", f"{name}|{n}", runner.run(
+                    name, nodes[:n], "bench:handoff",
+                    ["--mode", "handoff", "--cycles", args.handoff_cycles,
+                     "--warmup", args.handoff_warmup, "--hold-ms", args.handoff_hold_ms]))
+        for name, n in FAIR_CLIENTS if "fairness" in args.only else ():
+            # --quick: ours only (a JVM's start would take longer than the run).
+            if runner.available(name) and (name == "ours-c" or not args.quick):
+                keep("fairness", f"{name}|{n}", runner.run(
+                    name, nodes[:n], "bench:fair",
+                    ["--mode", "contend", "--threads", args.fair_threads,
+                     "--seconds", args.fair_seconds, "--hold-ms", args.fair_hold_ms]))
     return results
 
 
@@ -289,7 +320,13 @@ def main():
     p.add_argument("--repeat", type=int, default=3, help="rounds; figures are their medians")
     p.add_argument("--cycles", type=int, default=1000)
     p.add_argument("--out", default=os.path.join(BENCH, "results"))
+    p.add_argument("--only", default=",".join(report.SCENARIOS),
+                   help="the scenarios to run, comma-separated: " + ", ".join(report.SCENARIOS))
     args = p.parse_args()
+    args.only = args.only.split(",")
+    unknown = [s for s in args.only if s not in report.SCENARIOS]
+    if unknown:
+        p.error(f"--only: unknown scenario {', '.join(unknown)} (of {', '.join(report.SCENARIOS)})")
     if args.quick:
         args.repeat, args.cycles = 1, 30
     args.warmup = max(10, args.cycles // 5)
@@ -298,9 +335,14 @@ def main():
     args.straggler_cycles = max(5, args.cycles // 20)
     args.straggler_warmup = max(5, args.straggler_cycles // 5)
     args.seconds = 0.3 if args.quick else 2.0
+    args.handoff_cycles = 20 if args.quick else 200
+    args.handoff_warmup = 3 if args.quick else 10
+    args.handoff_hold_ms = HANDOFF_HOLD_MS
+    args.fair_threads, args.fair_hold_ms = FAIR_THREADS, FAIR_HOLD_MS
+    args.fair_seconds = 1.0 if args.quick else 5.0
     args.lease = LEASE_MS
     args.toxiproxy = shutil.which("toxiproxy-server", path=os.path.join(BENCH, ".tools"))
-    if not args.toxiproxy:
+    if not args.toxiproxy and "straggler" in args.only:
         print("bench: straggler: not available (toxiproxy-server: run bench/setup.sh)", flush=True)
 
     runner = Runner(os.path.abspath(args.build))
@@ -313,8 +355,15 @@ def main():
         stop_nodes(os.path.join(workdir, "nodes"))
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
-    report.write(args.out, results, runner.missing, vars(args), time.time() - started)
+    # The settings of the run, without this machine's paths.
+    settings = {k: v for k, v in vars(args).items() if k not in ("build", "out", "toxiproxy")}
+    report.write(args.out, results, runner.missing, settings, time.time() - started)
     print(f"bench: wrote {os.path.join(args.out, 'REPORT.md')}", flush=True)
+    # The issue's handoff and fairness targets, said here too when missed.
+    note = " (a --quick run: too few samples to judge)" if args.quick else ""
+    for target, measured, verdict in report.handoff_targets(results):
+        if verdict == "missed":
+            print(f"bench: TARGET MISSED{note}: {target}: measured {measured}", flush=True)
 
 
 if __name__ == "__main__":

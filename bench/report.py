@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
+SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness")
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
@@ -207,12 +208,49 @@ def section_threads(threads, contend):
             + table(["threads", "acquisitions/s", "vs 1 thread", "client CPU/cycle (us)",
                      "machine CPU busy"], rows)
             + "\n### Contention: T threads on one resource\n\n"
-            "Each thread waits for the resource with the library's own retries (random pauses "
-            "of 200 +- 100 ms, the defaults), unlocks at once and asks again. Acquisitions per "
-            "second, the least and most one thread got, and Jain's fairness index "
-            "(1 = every thread got the same).\n\n"
+            "Each thread waits for the resource (woken by its release, else retried after the "
+            "library's random pauses of 200 +- 100 ms, the defaults), unlocks at once and asks "
+            "again. Acquisitions per second, the least and most one thread got, and Jain's "
+            "fairness index (1 = every thread got the same).\n\n"
             + table(["threads", "acquisitions/s", "fewest per thread", "most per thread",
                      "Jain's index"], crows))
+
+
+def section_handoff(handoff, settings):
+    rows = []
+    for key, figs in handoff.items():
+        name, n = key.split("|")
+        rows.append([name, n, fmt(ms(figs, "handoff_median_us"), 2), fmt(ms(figs, "handoff_p99_us"), 2),
+                     fmt(med(figs, "ok"), 0), fmt(med(figs, "failed"), 0)])
+    return ("## Handoff: from unlock to the waiter's acquisition\n\n"
+            "Two clients of one resource in one process, each on its own thread (ours: two "
+            "`redlock_ctx`; Redisson: two sets of clients, so the release reaches the waiter "
+            "through the nodes): the holder locks, the waiter starts waiting for the lock "
+            f"(up to the lease), and {settings['handoff_hold_ms']} ms later the holder "
+            "unlocks; the handoff is the time from the unlock call to the waiter's lock "
+            f"returning, over {settings['handoff_cycles']} rounds, in milliseconds. Redisson's "
+            "RLock is a single master (the first node); RedissonRedLock takes the RLock of "
+            "each node.\n\n"
+            + table(["client", "nodes", "median (ms)", "p99 (ms)", "handoffs", "failed"], rows))
+
+
+def section_fairness(fair, settings):
+    rows = []
+    for key, figs in fair.items():
+        name, n = key.split("|")
+        rows.append([name, n, fmt(med(figs, "jain"), 3), fmt(med(figs, "ok"), 0),
+                     fmt(med(figs, "per_s"), 0), fmt(med(figs, "min"), 0), fmt(med(figs, "max"), 0)])
+    return (f"## Fairness: {settings['fair_threads']} threads on one resource, each holding it "
+            f"{settings['fair_hold_ms']} ms\n\n"
+            f"For {settings['fair_seconds']:g} s the threads contend for one resource: each "
+            "waits for it (up to the end of the run), holds it "
+            f"{settings['fair_hold_ms']} ms, unlocks and at once asks again. Ours: the threads "
+            "share one `redlock_ctx`; Redisson: one set of clients and one lock object (its "
+            "locks belong to a thread). Jain's index (sum x)^2 / (n sum x^2) of the "
+            "acquisitions per thread x is 1 when every thread got as many; the counts of each "
+            "thread are in summary.json.\n\n"
+            + table(["client", "nodes", "Jain's index", "acquisitions", "acquisitions/s",
+                     "fewest per thread", "most per thread"], rows))
 
 
 def section_bindings(lat):
@@ -231,6 +269,19 @@ def verdict(x, limit, at_most=True):
         return "n/a"
     ok = x <= limit if at_most else x >= limit
     return "met" if ok else "missed"
+
+
+def handoff_targets(res):
+    """(target, measured, verdict) for the handoff and fairness targets of the issue."""
+    ours = res["handoff"].get("ours-c|5")
+    median = ms(ours, "handoff_median_us")
+    r = ratio(ours, res["handoff"].get("redisson-rlock|1"), "handoff_median_us")
+    jain = med(res["fairness"].get("ours-c|5"), "jain")
+    return [("handoff, N=5: median under 2 ms", "n/a" if median is None else f"{median:.2f} ms",
+             verdict(median, 2.0)),
+            ("handoff, N=5: median at most Redisson RLock's", fmt_ratio(r), verdict(r, 1.0)),
+            ("fairness, 16 threads holding 1 ms: Jain's index >= 0.9", fmt(jain, 3),
+             verdict(jain, 0.9, at_most=False))]
 
 
 def targets(res):
@@ -279,7 +330,7 @@ def targets(res):
     for loop, blocking in EVENT_LOOP:
         r = ratio(lat.get(f"{loop}|5"), lat.get(f"{blocking}|5"), "cycle_median_us")
         out.append((f"{loop} within 1.5x of {blocking}", fmt_ratio(r), verdict(r, 1.5)))
-    return out
+    return out + handoff_targets(res)
 
 
 def charts(out_dir, res):
@@ -344,10 +395,13 @@ def write(out_dir, res, missing, settings, seconds):
         f"{settings['repeat']} round(s); {settings['cycles']} measured cycles per latency run "
         f"after {settings['warmup']} warm-up cycles ({settings['multi_cycles']} for multi-lock and "
         f"{settings['straggler_cycles']} for the straggler); lease {settings['lease']} ms; every client one "
-        "attempt per lock, no retries; all nodes local `redis-server` processes on loopback, the "
+        "attempt per lock, no retries (but in the handoff and fairness scenarios, which are "
+        "about waiting); all nodes local `redis-server` processes on loopback, the "
         "same nodes and resource names for every client.\n\n",
         table(["", ""], machine()) + "\n",
     ]
+    if settings.get("only") and len(settings["only"]) < len(SCENARIOS):
+        parts.append(f"Only these scenarios ran (`--only`): {', '.join(settings['only'])}.\n\n")
     if missing:
         parts.append("Not available in this run: "
                      + "; ".join(f"{k} (missing {', '.join(v)})" for k, v in missing.items())
@@ -364,6 +418,10 @@ def write(out_dir, res, missing, settings, seconds):
     if res["threads"]:
         parts += [section_threads(res["threads"], res["contend"]),
                   "\n![throughput](throughput.png)\n\n"]
+    if res["handoff"]:
+        parts += [section_handoff(res["handoff"], settings), "\n"]
+    if res["fairness"]:
+        parts += [section_fairness(res["fairness"], settings), "\n"]
     if lat:
         parts.append(section_bindings(lat))
     with open(os.path.join(out_dir, "REPORT.md"), "w") as f:

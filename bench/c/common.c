@@ -12,8 +12,8 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s --nodes URI[,URI...] [--cycles N] [--warmup N] [--lease MS] [--keys K]\n"
-            "          [--threads T] [--seconds S] [--mode cycle|threads|contend]\n"
-            "          [--prefix NAME] [--wait-all]\n",
+            "          [--threads T] [--seconds S] [--hold-ms MS]\n"
+            "          [--mode cycle|threads|contend|handoff] [--prefix NAME] [--wait-all]\n",
             prog);
     exit(64);
 }
@@ -64,6 +64,8 @@ void bench_parse(bench_args *a, int argc, char **argv)
             a->threads = number(argv[0], val, 1);
         else if (strcmp(opt, "--seconds") == 0)
             a->seconds = atof(val);
+        else if (strcmp(opt, "--hold-ms") == 0)
+            a->hold_ms = number(argv[0], val, 0);
         else if (strcmp(opt, "--mode") == 0)
             a->mode = val;
         else if (strcmp(opt, "--prefix") == 0)
@@ -127,6 +129,8 @@ void bench_print(const bench_result *r)
         print_array("lock_ns", r->samples->lock_ns, r->samples->n);
         print_array("cycle_ns", r->samples->cycle_ns, r->samples->n);
     }
+    if (r->handoff_ns)
+        print_array("handoff_ns", r->handoff_ns, r->ok);
     if (r->per_thread) {
         printf(", \"per_thread\": [");
         for (long i = 0; i < a->threads; i++)

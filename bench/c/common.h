@@ -20,7 +20,10 @@ typedef struct bench_args {
     long keys;            /* resources per lock (multi-lock when > 1) */
     long threads;
     double seconds;       /* duration of the "threads" and "contend" modes */
-    const char *mode;     /* "cycle", "threads" or "contend" */
+    long hold_ms;         /* "contend": how long each acquisition is held before the
+                             unlock; "handoff": how long the holder holds while
+                             the waiter waits */
+    const char *mode;     /* "cycle", "threads", "contend" or "handoff" */
     const char *prefix;   /* resource names start with this */
     int wait_all;         /* floor only: wait for every node's reply */
 } bench_args;
@@ -47,8 +50,9 @@ void bench_samples_free(bench_samples *s);
 typedef struct bench_result {
     const char *client;
     const bench_args *args;
-    const bench_samples *samples;   /* NULL in "threads" and "contend" modes */
-    long ok, failed;
+    const bench_samples *samples;   /* lock and cycle times ("cycle" mode), or NULL */
+    const int64_t *handoff_ns;      /* "handoff" mode: unlock to the waiter's lock, or NULL */
+    long ok, failed;                /* ok is also the number of handoff_ns */
     const long *per_thread;         /* acquisitions of each thread, or NULL */
     int64_t cpu_user_us, cpu_sys_us;
     double wall_s;

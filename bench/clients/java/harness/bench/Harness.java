@@ -9,6 +9,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * What the Java bench clients share: the bench command line, the timed loop,
@@ -20,6 +22,17 @@ public final class Harness {
         long[] run() throws Exception;
     }
 
+    /**
+     * One client's hold on a lock (handoff and contend modes): acquire, waiting
+     * up to waitMs (false when it was not acquired by then), and release. The
+     * calls of one acquisition come from the same thread.
+     */
+    public interface Actor {
+        boolean lock(long waitMs) throws Exception;
+
+        void unlock() throws Exception;
+    }
+
     private final Map<String, String> opts = new HashMap<>();
 
     public Harness(String[] args) {
@@ -29,6 +42,10 @@ public final class Harness {
         opts.put("keys", "1");
         opts.put("prefix", "bench");
         opts.put("variant", "");
+        opts.put("mode", "cycle");
+        opts.put("threads", "1");
+        opts.put("seconds", "2");
+        opts.put("hold-ms", "0");
         for (int i = 0; i + 1 < args.length; i += 2) {
             if (!args[i].startsWith("--")) {
                 throw new IllegalArgumentException("unexpected argument " + args[i]);
@@ -97,12 +114,125 @@ public final class Harness {
             lock.append(sep).append(t[0]);
             total.append(sep).append(t[1]);
         }
+        print(client, 1, ok, failed, cpu0, w0,
+                ", \"lock_ns\": [" + lock + "], \"cycle_ns\": [" + total + "]");
+    }
+
+    /**
+     * The handoff mode: holder and waiter (each its own client) on one
+     * resource, the waiter on a thread of its own. Each round the holder locks,
+     * the waiter starts waiting (up to the lease), the holder unlocks after
+     * --hold-ms; the time from the unlock call to the waiter's lock returning,
+     * over --warmup + --cycles rounds, is printed as handoff_ns.
+     */
+    public void handoff(String client, Actor holder, Actor waiter) throws Exception {
+        int warmup = number("warmup");
+        int rounds = warmup + number("cycles");
+        long lease = number("lease");
+        Semaphore go = new Semaphore(0);
+        Semaphore done = new Semaphore(0);
+        AtomicLong acquiredAt = new AtomicLong();
+        Thread waiting = new Thread(() -> {
+            for (int i = 0; i < rounds; i++) {
+                go.acquireUninterruptibly();
+                long t1 = -1;
+                try {
+                    if (waiter.lock(lease)) {
+                        t1 = System.nanoTime();
+                        waiter.unlock();
+                    }
+                } catch (Exception e) {
+                    t1 = -1;
+                }
+                acquiredAt.set(t1);
+                done.release();
+            }
+        });
+        waiting.setDaemon(true);   // not left waiting should the holder fail
+        waiting.start();
+        StringBuilder handoffs = new StringBuilder();
+        int ok = 0;
+        int failed = 0;
+        long[] cpu0 = null;
+        long w0 = 0;
+        for (int i = 0; i < rounds; i++) {
+            if (i == warmup) {
+                cpu0 = cpuMicros();
+                w0 = System.nanoTime();
+            }
+            // The lease as the wait: the waiter's release may still be on its way.
+            if (!holder.lock(lease)) {
+                throw new IllegalStateException("the holder did not get the lock");
+            }
+            go.release();
+            Thread.sleep(number("hold-ms"));
+            long t0 = System.nanoTime();
+            holder.unlock();
+            done.acquire();
+            long t1 = acquiredAt.get();
+            if (i < warmup) {
+                continue;
+            }
+            if (t1 < 0) {
+                failed++;
+            } else {
+                handoffs.append(ok++ == 0 ? "" : ",").append(t1 - t0);
+            }
+        }
+        print(client, 1, ok, failed, cpu0, w0, ", \"handoff_ns\": [" + handoffs + "]");
+    }
+
+    /**
+     * The contend mode: --threads threads share one lock for --seconds, each
+     * waiting for it, holding it --hold-ms, releasing it and asking again;
+     * acquisitions per thread are printed as per_thread.
+     */
+    public void contend(String client, Actor shared) throws Exception {
+        int threads = number("threads");
+        long hold = number("hold-ms");
+        long[] counts = new long[threads];
+        long[] failures = new long[threads];
+        long[] cpu0 = cpuMicros();
+        long w0 = System.nanoTime();
+        long stop = w0 + (long) (Double.parseDouble(text("seconds")) * 1e9);
+        List<Thread> running = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int me = t;
+            Thread thread = new Thread(() -> {
+                long now;
+                while ((now = System.nanoTime()) < stop) {
+                    try {
+                        if (shared.lock((stop - now) / 1_000_000)) {
+                            counts[me]++;
+                            Thread.sleep(hold);
+                            shared.unlock();
+                        }
+                    } catch (Exception e) {
+                        failures[me]++;
+                    }
+                }
+            });
+            thread.start();
+            running.add(thread);
+        }
+        for (Thread thread : running) {
+            thread.join();
+        }
+        int ok = (int) Arrays.stream(counts).sum();
+        int failed = (int) Arrays.stream(failures).sum();
+        print(client, threads, ok, failed, cpu0, w0,
+                ", \"per_thread\": " + Arrays.toString(counts).replace(" ", ""));
+    }
+
+    /** Prints the figures of a run measured from w0 and cpu0, with its samples (extra). */
+    private void print(String client, int threads, int ok, int failed, long[] cpu0, long w0,
+            String extra) throws IOException {
         double wall = (System.nanoTime() - w0) / 1e9;
         long[] cpu1 = cpuMicros();
-        System.out.printf(Locale.ROOT, "{\"client\": \"%s\", \"mode\": \"cycle\", \"n\": %d, \"keys\": %d, "
-                + "\"threads\": 1, \"ok\": %d, \"failed\": %d, \"cpu_user_us\": %d, "
-                + "\"cpu_sys_us\": %d, \"wall_s\": %.6f, \"lock_ns\": [%s], \"cycle_ns\": [%s]}%n",
-                client, nodes().size(), number("keys"), ok, failed, cpu1[0] - cpu0[0],
-                cpu1[1] - cpu0[1], wall, lock, total);
+        System.out.printf(Locale.ROOT, "{\"client\": \"%s\", \"mode\": \"%s\", \"n\": %d, \"keys\": %d, "
+                + "\"threads\": %d, \"ok\": %d, \"failed\": %d, \"cpu_user_us\": %d, "
+                + "\"cpu_sys_us\": %d, \"wall_s\": %.6f%s}%n",
+                client, text("mode"), nodes().size(), number("keys"), threads, ok, failed,
+                cpu1[0] - cpu0[0], cpu1[1] - cpu0[1], wall, extra);
     }
 }
