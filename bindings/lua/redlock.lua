@@ -694,7 +694,8 @@ local function attach_wanted(d, run, now)
 end
 
 -- Drives op to its end in this coroutine; returns its status, its message
--- and (a lock's) handle.
+-- and a lock's handle, or, from an operation that gives none, its answer
+-- (redlock_op_answer): { locked, ttl_ms, deleted }.
 local function drive(ctx, op)
   local d = driver_of(ctx)
   local run = { d = d, op = op, sem = semaphore.new(), ios = {}, may_want = true,
@@ -733,7 +734,7 @@ local function drive(ctx, op)
     at = tail(run, now_ms())
   end
   local status, message = core.redlock_op_status(op), core.redlock_op_message(op)
-  local handle = core.redlock_op_take_handle(op)
+  local handle = core.redlock_op_take_handle(op) or { core.redlock_op_answer(op) }
   while core.redlock_op_take_conn(op) do
   end
   core.redlock_op_free(op)
@@ -818,6 +819,34 @@ local function handle_call(ctx, what, handle, lease_ms)
     return rc, err or make_error(rc)
   end
   return rc
+end
+
+-- Asks the nodes about one resource (force: forces it open): status, then
+-- locked, ttl_ms and deleted as redlock_inspect and redlock_force_unlock
+-- give them, or the error.
+local function query_call(ctx, name, force, what)
+  local blocking = blocking_allowed()
+  local rc, locked, ttl, deleted, err
+  if blocking then
+    if force then
+      rc, deleted = core.redlock_force_unlock(ctx.ptr, name)
+    else
+      rc, locked, ttl = core.redlock_inspect(ctx.ptr, name)
+    end
+  elseif blocking == false then
+    return core.REDLOCK_EUNSUPPORTED, no_cosockets_error(what)
+  else
+    local make = force and core.redlock_op_force_unlock or core.redlock_op_inspect
+    local answer
+    rc, answer, err = engine_call(ctx, make, ctx.ptr, name, now_ms())
+    if answer then
+      locked, ttl, deleted = answer[1], answer[2], answer[3]
+    end
+  end
+  if rc ~= core.REDLOCK_OK then
+    return rc, err or make_error(rc)
+  end
+  return rc, nil, locked == 1, math.floor(ttl or -2), math.floor(deleted or 0)
 end
 
 ---------------------------------------------------------------------------
@@ -1345,6 +1374,76 @@ function Lock:on_lost(fn)
   self._state.on_lost = fn
   poll_lost(self._state.ctx)
   return true
+end
+
+-- Runs query_call for each of the lock's resources; fn(locked, ttl_ms,
+-- deleted) sees each answer. true, or nil and the first error.
+local function each_resource(self, force, what, fn)
+  local state = self._state
+  if state.ctx.closed then
+    error(what .. ": the client is closed", 3)
+  end
+  poll_lost(state.ctx)
+  for _, name in ipairs(self._names) do
+    local rc, err, locked, ttl, deleted = query_call(state.ctx, name, force, what)
+    if rc ~= core.REDLOCK_OK then
+      return nil, err
+    end
+    fn(locked, ttl, deleted)
+  end
+  return true
+end
+
+--- Whether the lock is held, by anyone: asks the nodes (a quorum of them
+-- has it under one token). A multi-lock is locked when any of its
+-- resources is. Returns true or false, or nil and an error ("noquorum" when
+-- too few nodes answer to tell).
+function Lock:is_locked()
+  check_self(self, Lock, "is_locked")
+  local any = false
+  local ok, err = each_resource(self, false, "is_locked", function(locked)
+    any = any or locked
+  end)
+  if not ok then
+    return nil, err
+  end
+  return any
+end
+
+--- Milliseconds for which a quorum of the nodes still has the lock,
+-- whoever holds it (Redisson's remainTimeToLive): -2 when nobody holds it,
+-- -1 when its key has no expiry; for a multi-lock the longest of its
+-- resources'. Or nil and an error.
+function Lock:remain_time_to_live()
+  check_self(self, Lock, "remain_time_to_live")
+  local longest = -2
+  local ok, err = each_resource(self, false, "remain_time_to_live", function(locked, ttl)
+    if locked and longest ~= -1 and (ttl == -1 or ttl > longest) then
+      longest = ttl
+    end
+  end)
+  if not ok then
+    return nil, err
+  end
+  return longest
+end
+
+--- Deletes the lock on every node whatever its token, and wakes the clients
+-- waiting for it: for an operator whose lock holder is known to be gone.
+-- DANGEROUS: a holder still alive goes on as if it held the lock while
+-- another takes it. Returns true when a lock was deleted on some node, false
+-- when there was none, or nil and an error ("noquorum" when too few nodes
+-- answered to be sure it is gone).
+function Lock:force_unlock()
+  check_self(self, Lock, "force_unlock")
+  local deleted = 0
+  local ok, err = each_resource(self, true, "force_unlock", function(_, _, n)
+    deleted = deleted + n
+  end)
+  if not ok then
+    return nil, err
+  end
+  return deleted > 0
 end
 
 --- The token stored in the Redis keys (32 hex characters), or nil when the

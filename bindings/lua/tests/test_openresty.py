@@ -106,6 +106,23 @@ function app.multi()
   assert(other:unlock())
 end
 
+-- The queries over cosockets: another client's lock seen from the nodes,
+-- its time left, and forced open.
+function app.inspect()
+  local name = "inspected"
+  local holder = get_client():get_lock(name)
+  assert(holder:try_lock(0, 10000))
+  local client = new_client({})
+  local other = client:get_lock(name)
+  local left = other:remain_time_to_live()
+  ngx.say("locked ", tostring(other:is_locked()), " ", tostring(left > 8000 and left <= 10000))
+  ngx.say("forced ", tostring(other:force_unlock()), " ", tostring(other:is_locked()), " ",
+          other:remain_time_to_live())
+  local ok, err = holder:unlock()
+  ngx.say("holder ", tostring(ok), " ", err and err.name or "")
+  client:close()
+end
+
 -- Kept locks, by name, across requests.
 local kept = {}
 
@@ -267,6 +284,7 @@ http {{
     keepalive_requests 100000;
     location = /work {{ content_by_lua_block {{ require("app").work() }} }}
     location = /multi {{ content_by_lua_block {{ require("app").multi() }} }}
+    location = /inspect {{ content_by_lua_block {{ require("app").inspect() }} }}
     location = /stats {{ content_by_lua_block {{ require("app").stats() }} }}
     location = /ping {{ content_by_lua_block {{ ngx.say("pong") }} }}
     location = /hold {{ content_by_lua_block {{ require("app").hold() }} }}
@@ -471,6 +489,13 @@ def test_a_location_takes_a_multi_lock(nginx_factory):
     assert lines[1] == "m2 alone: nil locked"
     assert lines[2] == "validity true"
     assert lines[3] == "m2 after: true"
+
+
+def test_a_location_asks_the_nodes_and_forces_a_lock_open(nginx_factory):
+    nginx = nginx_factory(workers=1)
+    status, body, _ = nginx.get("/inspect")
+    assert status == 200, body
+    assert body.splitlines() == ["locked true true", "forced true false -2", "holder nil notheld"]
 
 
 def test_a_phase_without_cosockets_gets_an_error_that_says_so(nginx_factory):
