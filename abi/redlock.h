@@ -62,7 +62,7 @@ extern "C" {
 #define REDLOCK_ENOTHELD     -3   /* not held: expired, lost or already released */
 #define REDLOCK_EINVAL       -4   /* invalid argument */
 #define REDLOCK_ENOMEM       -5   /* out of memory */
-#define REDLOCK_EEXPIRED     -6   /* a quorum agreed, but the lease ran out while acquiring */
+#define REDLOCK_EEXPIRED     -6   /* the lease ran out: while acquiring, or before a renewal */
 #define REDLOCK_EUNSUPPORTED -7   /* not supported by this build (TLS) */
 #define REDLOCK_EAUTH        -8   /* a node refused the credentials */
 #define REDLOCK_EWRONGTYPE   -9   /* the key exists and is not a lock (wrong Redis type) */

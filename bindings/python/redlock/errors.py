@@ -43,7 +43,7 @@ class OutOfMemory(LockError, MemoryError):
 
 
 class LockExpired(LockError):
-    """A quorum agreed, but the lease ran out while acquiring."""
+    """The lease ran out: while acquiring, or before a kept lock's renewal succeeded."""
 
 
 class Unsupported(LockError):
