@@ -3,8 +3,12 @@
  * across machines.
  *
  *     redlock --nodes URI[,URI...] --ttl 30s --wait 10s NAME -- COMMAND [ARGS]
+ *     redlock --nodes URI[,URI...] --nonblock NAME -c 'COMMAND STRING'
  *
- * The tool takes the lock, runs COMMAND in a child process, extends the lock
+ * Its options follow flock(1)'s where they mean the same: -n (one attempt),
+ * -w (how long to wait), -E (status when held) and -c (a shell string);
+ * without -n or -w it waits until the lock is free or the nodes stop
+ * answering. The tool takes the lock, runs COMMAND in a child process, extends the lock
  * every third of its ttl while the child runs, forwards SIGINT, SIGTERM and
  * SIGHUP to it, and releases the lock when it exits. If the lock is lost
  * meanwhile, the child is sent SIGTERM and the tool exits with EX_IOERR.
@@ -36,6 +40,8 @@
 #define EXIT_NOT_FOUND 127      /* as in the shell */
 
 #define DEFAULT_TTL_MS 30000
+#define WAIT_UNTIL_FREE (-1) /* no -n or -w: wait as long as the lock is held */
+#define SHELL "/bin/sh"      /* runs -c's string */
 #define PASSWORD_MAX_BYTES 1024
 
 /* Verbosity levels. */
@@ -53,10 +59,13 @@ struct config {
     struct setting *settings; /* in command-line order: a later one wins */
     size_t n_settings;
     int64_t ttl_ms;
-    int64_t wait_ms;
+    int64_t wait_ms; /* WAIT_UNTIL_FREE unless -w */
+    bool nonblock;   /* -n: one attempt, whatever -w says (as in flock) */
     const char *password_file;
     int conflict_exit;
     const char *name;
+    const char *shell_command; /* -c STRING */
+    char *shell_argv[4];       /* sh -c STRING, when -c is given */
     char **command;
 };
 
@@ -74,21 +83,30 @@ struct run {
 /* --help: usage_head, the library's options, then usage_tail. */
 static const char usage_head[] =
     "Usage: redlock [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
+    "       redlock [OPTIONS] NAME -c STRING\n"
     "\n"
     "Run COMMAND while holding the distributed lock NAME, taken on a majority of\n"
-    "independent Redis masters (the Redlock algorithm): flock(1) across machines.\n"
-    "The lock is kept extended while COMMAND runs and released when it exits.\n"
-    "Options come before NAME.\n"
+    "independent Redis masters (the Redlock algorithm): flock(1) across machines,\n"
+    "with NAME in place of flock's file. The lock is kept extended while COMMAND\n"
+    "runs and released when it exits. Options come before NAME (-c also after it).\n"
+    "Without -n or -w, redlock waits until the lock is free.\n"
     "\n"
     "Options:\n"
-    "  -n, --nodes URI[,URI...]     the Redis masters, comma separated; may be\n"
+    "  -n, --nonblock, --nb         make one attempt: fail at once (see -E) when\n"
+    "                               someone else holds the lock; wins over -w\n"
+    "  -w, --wait, --timeout DURATION\n"
+    "                               give up after DURATION (fractions allowed:\n"
+    "                               -w 0.5); -w 0 makes one attempt, as -n does\n"
+    "  -E, --conflict-exit-code N   exit status when someone else holds the lock\n"
+    "                               (default 75)\n"
+    "  -c, --command STRING         run STRING with " SHELL " -c, in place of\n"
+    "                               COMMAND [ARGS...]\n"
+    "      --nodes URI[,URI...]     the Redis masters, comma separated; may be\n"
     "                               repeated (default: $REDLOCK_NODES). URIs:\n"
     "                                 redis://[[user]:password@]host[:port][/db]\n"
     "                                 unix://[[user]:password@]/path.sock[?db=N]\n"
     "  -t, --ttl DURATION           lease of the lock, extended every third of it\n"
     "                               while COMMAND runs (default 30s)\n"
-    "  -w, --wait DURATION          how long to keep trying while someone else\n"
-    "                               holds the lock (default 0: one attempt)\n"
     "      --key-prefix PREFIX      prepended to NAME to form the Redis key\n"
     "      --node-timeout DURATION  deadline for one node's reply (default 50ms)\n"
     "      --connect-timeout DURATION\n"
@@ -98,8 +116,6 @@ static const char usage_head[] =
     "                               repeated\n"
     "      --password-file FILE     password for the nodes whose URI has none,\n"
     "                               from the first line of FILE\n"
-    "  -E, --conflict-exit-code N   exit status when someone else holds the lock\n"
-    "                               (default 75)\n"
     "  -q, --quiet                  print no messages, usage errors aside\n"
     "  -v, --verbose                print the token, validity, extensions and\n"
     "                               release on stderr\n"
@@ -108,8 +124,14 @@ static const char usage_head[] =
 
 static const char usage_tail[] =
     "\n"
-    "Durations are whole numbers with a unit: ms, s, m or h (500ms, 30s, 2m, 1h).\n"
-    "A bare number counts seconds. At most 596h (2147483647ms).\n"
+    "Durations: numbers with a unit, ms, s, m or h (500ms, 30s, 2m, 1h);\n"
+    "a bare number counts seconds. Fractions are allowed down to the\n"
+    "millisecond (0.5, 1.25s, 0.1m). At most 596h (2147483647ms).\n"
+    "\n"
+    "Waiting: without -n or -w, redlock retries for as long as someone else holds\n"
+    "the lock, but not through an outage: the wait ends with status 69 once every\n"
+    "attempt for unavailable_timeout_ms (default 5s) lacked answers from enough\n"
+    "nodes (-o unavailable_timeout_ms=0 waits through outages too).\n"
     "\n"
     "Environment:\n"
     "  REDLOCK_NODES     the nodes, when no --nodes is given\n"
@@ -121,6 +143,9 @@ static const char usage_tail[] =
     "Signals: SIGINT, SIGTERM and SIGHUP are forwarded to COMMAND, and the lock is\n"
     "released when COMMAND exits. When the lock is lost (it could not be extended\n"
     "before its validity ran out) or redlock itself dies, COMMAND gets SIGTERM.\n"
+    "While redlock waits for the lock, these signals end the wait: it releases\n"
+    "what it had taken and dies of the signal. SIGPIPE is ignored (a closed\n"
+    "stderr loses the messages, not the lock); COMMAND gets it back as it was.\n"
     "\n"
     "Exit status:\n"
     "  the status of COMMAND, or 128+N when a signal N killed it; otherwise:\n"
@@ -130,14 +155,18 @@ static const char usage_tail[] =
     "  70   other error\n"
     "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM if it\n"
     "       was still running)\n"
-    "  75   someone else holds the lock (see --conflict-exit-code)\n"
+    "  75   someone else holds the lock: with -n, or when -w ran out (see -E)\n"
     "  77   a node refused the credentials\n"
     "  126  COMMAND cannot be executed\n"
     "  127  COMMAND not found\n"
     "\n"
+    "Changed after 1.2: -n means --nonblock, as in flock(1), not --nodes; and\n"
+    "without -n or -w, redlock waits instead of making one attempt.\n"
+    "\n"
     "Example:\n"
     "  export REDLOCK_NODES=redis://10.0.0.1,redis://10.0.0.2,redis://10.0.0.3\n"
-    "  redlock --ttl 30s --wait 10s nightly-report -- ./make-report --full\n";
+    "  redlock --ttl 30s --wait 10s nightly-report -- ./make-report --full\n"
+    "  redlock -n -E 0 backup -c 'pg_dump app > /backups/app.sql'\n";
 
 /* library_options_help: the library's options, written at build time by
  * tools/gen_options from their one table (core/options.def). */
@@ -215,8 +244,9 @@ static int64_t now_ms(void)
 }
 
 /*
- * Parses a duration: a whole number followed by ms, s, m or h; a bare number
- * counts seconds. Returns false for anything else or above REDLOCK_MAX_TTL_MS.
+ * Parses a duration: a number, with a fraction or not (1, 0.5, .5), followed
+ * by ms, s, m or h; a bare number counts seconds. Returns false for anything
+ * else, finer than a millisecond, or above REDLOCK_MAX_TTL_MS.
  */
 static bool parse_duration(const char *text, int64_t *out_ms)
 {
@@ -224,21 +254,37 @@ static bool parse_duration(const char *text, int64_t *out_ms)
         const char *suffix;
         int64_t ms;
     } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-    int64_t value = 0;
+    int64_t whole = 0, fraction = 0, scale = 1; /* the number is whole + fraction / scale */
+    bool digits = isdigit((unsigned char)*text);
     const char *p = text;
 
-    if (!isdigit((unsigned char)*p))
-        return false;
     for (; isdigit((unsigned char)*p); p++) {
-        value = value * 10 + (*p - '0');
-        if (value > REDLOCK_MAX_TTL_MS)
+        whole = whole * 10 + (*p - '0');
+        if (whole > REDLOCK_MAX_TTL_MS)
             return false;
     }
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(p, units[i].suffix) == 0 && value <= REDLOCK_MAX_TTL_MS / units[i].ms) {
-            *out_ms = value * units[i].ms;
-            return true;
+    if (*p == '.') {
+        if (!isdigit((unsigned char)p[1]))
+            return false;
+        for (p++; isdigit((unsigned char)*p); p++) {
+            if (scale == 1000000000) /* far below a millisecond in any unit */
+                return false;
+            fraction = fraction * 10 + (*p - '0');
+            scale *= 10;
         }
+        digits = true;
+    }
+    if (!digits)
+        return false;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        int64_t unit = units[i].ms;
+
+        if (strcmp(p, units[i].suffix) != 0)
+            continue;
+        if (whole > REDLOCK_MAX_TTL_MS / unit || fraction * unit % scale != 0)
+            return false;
+        *out_ms = whole * unit + fraction * unit / scale;
+        return *out_ms <= REDLOCK_MAX_TTL_MS;
     }
     return false;
 }
@@ -248,7 +294,7 @@ static int64_t duration_arg(const char *option, const char *text)
     int64_t ms;
 
     if (!parse_duration(text, &ms))
-        usage_error("invalid duration for --%s: '%s' (use e.g. 500ms, 30s, 2m, 1h)", option,
+        usage_error("invalid duration for --%s: '%s' (use e.g. 0.5, 500ms, 30s, 2m, 1h)", option,
                     text);
     return ms;
 }
@@ -295,10 +341,44 @@ static int exit_code_arg(const char *text)
     return (int)value;
 }
 
+/* Whether NAME looks like the list of nodes that "-n URI" used to give. */
+static bool looks_like_nodes(const char *name)
+{
+    return strncmp(name, "redis://", 8) == 0 || strncmp(name, "unix://", 7) == 0;
+}
+
+/* The command after NAME: "-c STRING" (as flock takes it), or [--] COMMAND [ARGS...]. */
+static void parse_command(struct config *cfg, int argc, char **argv, int next)
+{
+    if (next < argc && cfg->shell_command == NULL &&
+        (strcmp(argv[next], "-c") == 0 || strcmp(argv[next], "--command") == 0)) {
+        if (next + 1 >= argc)
+            usage_error("option '%s' needs a value", argv[next]);
+        cfg->shell_command = argv[next + 1];
+        next += 2;
+    } else if (next < argc && strcmp(argv[next], "--") == 0) {
+        next++;
+    }
+    if (cfg->shell_command != NULL) {
+        if (next < argc)
+            usage_error("-c takes the whole command as one STRING; unexpected '%s'", argv[next]);
+        cfg->shell_argv[0] = (char *)SHELL;
+        cfg->shell_argv[1] = "-c";
+        cfg->shell_argv[2] = (char *)cfg->shell_command;
+        cfg->shell_argv[3] = NULL;
+        cfg->command = cfg->shell_argv;
+        return;
+    }
+    if (next >= argc)
+        usage_error("missing the COMMAND to run under '%s'", cfg->name);
+    cfg->command = &argv[next];
+}
+
 static void parse_args(struct config *cfg, int argc, char **argv)
 {
     enum {
-        OPT_KEY_PREFIX = 256,
+        OPT_NODES = 256,
+        OPT_KEY_PREFIX,
         OPT_NODE_TIMEOUT,
         OPT_CONNECT_TIMEOUT,
         OPT_RETRY_DELAY,
@@ -306,26 +386,32 @@ static void parse_args(struct config *cfg, int argc, char **argv)
     };
     /* One option a line: tests/cli checks that --help documents each of them. */
     static const struct option long_options[] = {
-        {"nodes", required_argument, NULL, 'n'},
-        {"ttl", required_argument, NULL, 't'},
+        {"nonblock", no_argument, NULL, 'n'},
+        {"nb", no_argument, NULL, 'n'},
         {"wait", required_argument, NULL, 'w'},
+        {"timeout", required_argument, NULL, 'w'},
+        {"conflict-exit-code", required_argument, NULL, 'E'},
+        {"command", required_argument, NULL, 'c'},
+        {"nodes", required_argument, NULL, OPT_NODES},
+        {"ttl", required_argument, NULL, 't'},
         {"key-prefix", required_argument, NULL, OPT_KEY_PREFIX},
         {"node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT},
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
         {"retry-delay", required_argument, NULL, OPT_RETRY_DELAY},
         {"option", required_argument, NULL, 'o'},
         {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
-        {"conflict-exit-code", required_argument, NULL, 'E'},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    int opt;
+    bool short_n = false; /* -n, for the hint when NAME is a node URI */
+    int opt, long_index = -1;
 
     memset(cfg, 0, sizeof *cfg);
     cfg->ttl_ms = DEFAULT_TTL_MS;
+    cfg->wait_ms = WAIT_UNTIL_FREE;
     cfg->conflict_exit = EX_TEMPFAIL;
     /* Each argument adds at most one entry to either array. */
     cfg->node_lists = xmalloc(sizeof *cfg->node_lists * (size_t)argc);
@@ -333,9 +419,16 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 
     /* "+": stop at NAME, so that COMMAND's own options are left alone. */
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "+:n:t:w:o:E:qvhV", long_options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:nw:E:c:t:o:qvhV", long_options, &long_index)) != -1) {
         switch (opt) {
         case 'n':
+            cfg->nonblock = true;
+            short_n = short_n || long_index < 0;
+            break;
+        case 'c':
+            cfg->shell_command = optarg;
+            break;
+        case OPT_NODES:
             cfg->node_lists[cfg->n_node_lists++] = optarg;
             break;
         case 't':
@@ -387,17 +480,17 @@ static void parse_args(struct config *cfg, int argc, char **argv)
                 usage_error("unknown option '-%c'", optopt);
             usage_error("unknown option '%s'", argv[optind - 1]);
         }
+        long_index = -1;
     }
     if (optind >= argc)
         usage_error("missing the lock NAME and the COMMAND to run");
     cfg->name = argv[optind++];
     if (*cfg->name == '\0')
         usage_error("the lock NAME must not be empty");
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
-    if (optind >= argc)
-        usage_error("missing the COMMAND to run under '%s'", cfg->name);
-    cfg->command = &argv[optind];
+    if (short_n && looks_like_nodes(cfg->name))
+        usage_error("-n means --nonblock (as in flock); name the nodes with --nodes '%s'",
+                    cfg->name);
+    parse_command(cfg, argc, argv, optind);
 }
 
 /* Reads the password: the first line of FILE, else $REDLOCK_PASSWORD. NULL if neither. */
@@ -606,6 +699,10 @@ static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
 /* The dispositions and signal mask redlock started with, for the command. */
 static struct sigaction saved_actions[NSIG];
 static sigset_t saved_mask;
+/* Set (signals blocked) just before the command is forked. */
+static volatile sig_atomic_t command_started;
+/* The forwarded signal that ended the wait for the lock, 0 if none. */
+static int wait_interrupted_by;
 
 static void on_signal(int signo, siginfo_t *info, void *context)
 {
@@ -615,8 +712,8 @@ static void on_signal(int signo, siginfo_t *info, void *context)
 
     /* A signal that the kernel sent to the whole foreground process group
      * (Ctrl-C, terminal hangup) has reached the command already: forwarding
-     * it would deliver it twice. */
-    if (signo != SIGCHLD && info->si_code == SI_KERNEL)
+     * it would deliver it twice. Before the command starts, it is for us. */
+    if (signo != SIGCHLD && info->si_code == SI_KERNEL && command_started)
         return;
     written = write(signal_pipe[1], &byte, 1);
     (void)written; /* a full pipe already has wake-ups pending */
@@ -651,6 +748,59 @@ static int install_signal_handlers(void)
     return 0;
 }
 
+/* The interrupt check while redlock_lock waits: a forwarded signal in the
+ * self-pipe cancels the wait (REDLOCK_ECANCELED). No command runs yet. */
+static int wait_interrupted(void *data)
+{
+    unsigned char signals[64];
+    ssize_t n;
+
+    (void)data;
+    while ((n = read(signal_pipe[0], signals, sizeof signals)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            if (signals[i] != SIGCHLD)
+                wait_interrupted_by = signals[i];
+        }
+    }
+    return wait_interrupted_by != 0;
+}
+
+/* Ends redlock by the signal that interrupted its wait, as if uncaught. */
+static int die_of_signal(int signo)
+{
+    sigset_t set;
+
+    signal(signo, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(signo);
+    return 128 + signo;
+}
+
+/* SIGPIPE is ignored: a reader of stderr that goes away must not kill redlock
+ * while it holds the lock (writes then fail, and the messages are lost). The
+ * command gets the disposition redlock started with. */
+static void ignore_sigpipe(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, &saved_actions[SIGPIPE]);
+}
+
+/* Opens /dev/null on whichever of stdin, stdout and stderr is closed, so
+ * that no socket or pipe of redlock's takes its number and gets messages. */
+static void keep_std_fds_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF && open("/dev/null", O_RDWR) != fd)
+            exit(EX_OSERR);
+    }
+}
+
 /* Blocks the caught signals around fork, so that the child cannot run the
  * handler before it has restored the original dispositions. */
 static void block_signals(void)
@@ -676,6 +826,7 @@ __attribute__((noreturn)) static void exec_command(char **command, int error_fd,
     ssize_t written;
 
     sigaction(SIGCHLD, &saved_actions[SIGCHLD], NULL);
+    sigaction(SIGPIPE, &saved_actions[SIGPIPE], NULL);
     for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
         sigaction(forwarded_signals[i], &saved_actions[forwarded_signals[i]], NULL);
     unblock_signals();
@@ -703,10 +854,13 @@ static bool start_command(struct run *run)
         return false;
     }
     block_signals();
+    command_started = 1;
     run->child = fork();
     if (run->child == 0)
         exec_command(run->cfg->command, exec_pipe[1], parent);
     err = errno;
+    if (run->child < 0)
+        command_started = 0;
     unblock_signals();
     close(exec_pipe[1]);
     if (run->child < 0) {
@@ -849,8 +1003,7 @@ static int run_locked(redlock_handle *lock, const struct config *cfg)
     struct run run = {.cfg = cfg, .lock = lock};
 
     if (setenv("REDLOCK_NAME", cfg->name, 1) != 0 ||
-        setenv("REDLOCK_TOKEN", redlock_handle_token(lock), 1) != 0 ||
-        install_signal_handlers() != 0) {
+        setenv("REDLOCK_TOKEN", redlock_handle_token(lock), 1) != 0) {
         say("cannot prepare the command: %s", strerror(errno));
         redlock_unlock(lock);
         return EX_SOFTWARE;
@@ -863,12 +1016,37 @@ static int run_locked(redlock_handle *lock, const struct config *cfg)
     return release(&run);
 }
 
+/* How long redlock_lock may retry: -n wins over -w, as in flock. */
+static int64_t wait_for(const struct config *cfg)
+{
+    if (cfg->nonblock)
+        return 0;
+    return cfg->wait_ms == WAIT_UNTIL_FREE ? INT64_MAX : cfg->wait_ms;
+}
+
 static int acquire_and_run(redlock_ctx *ctx, const struct config *cfg)
 {
     redlock_handle *lock;
-    int rc = redlock_lock(&lock, ctx, cfg->name, cfg->ttl_ms, cfg->wait_ms);
-    int status;
+    int rc, status;
 
+    /* Caught from here on: while waiting, a signal ends the wait. */
+    if (install_signal_handlers() != 0) {
+        say("cannot prepare for signals: %s", strerror(errno));
+        return EX_SOFTWARE;
+    }
+    redlock_set_interrupt_check(wait_interrupted, NULL);
+    rc = redlock_lock(&lock, ctx, cfg->name, cfg->ttl_ms, wait_for(cfg));
+    redlock_set_interrupt_check(NULL, NULL);
+    if (wait_interrupted_by != 0) {
+        if (rc == REDLOCK_OK) { /* taken as the signal came: give it back */
+            redlock_unlock(lock);
+            redlock_handle_free(lock);
+        }
+        if (verbosity == VERBOSE)
+            say("stopped waiting for '%s' on SIG%s", cfg->name,
+                sigabbrev_np(wait_interrupted_by));
+        return 128 + wait_interrupted_by;
+    }
     if (rc != REDLOCK_OK) {
         say_failure("cannot acquire", cfg->name, rc);
         return acquire_failure_status(rc, cfg);
@@ -897,11 +1075,15 @@ int main(int argc, char **argv)
     redlock_ctx *ctx = NULL;
     int status;
 
+    keep_std_fds_open();
+    ignore_sigpipe();
     parse_args(&cfg, argc, argv);
     status = open_ctx(&ctx, &cfg);
     if (status == EX_OK)
         status = acquire_and_run(ctx, &cfg);
     redlock_ctx_free(ctx);
     free_config(&cfg);
+    if (wait_interrupted_by != 0)
+        return die_of_signal(wait_interrupted_by);
     return status;
 }

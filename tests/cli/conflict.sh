@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# While one invocation holds the lock, another with --wait 0 is refused with
-# 75 (or --conflict-exit-code) and its command does not run; one with a long
-# enough --wait runs its command after the first has finished.
+# While one invocation holds the lock, another with --wait 0 or -n is refused
+# with 75 (or --conflict-exit-code) and its command does not run; one with a
+# long enough --wait runs its command after the first has finished.
 . "$(dirname "$0")/lib.sh"
 start_nodes 5
 
@@ -18,13 +18,13 @@ expect_eq 75 "$status" "status while someone else holds the lock"
 grep -q "^redlock: cannot acquire 'job': .*held by someone else" "$work/err" ||
   fail "no message for the refusal: $(cat "$work/err")"
 
-run redlock --nodes "$NODES" --conflict-exit-code 3 job -- true
+run redlock --nodes "$NODES" -n --conflict-exit-code 3 job -- true
 expect_eq 3 "$status" "status with --conflict-exit-code 3"
-run redlock --nodes "$NODES" -E 0 job -- touch "$work/b-ran"
+run redlock --nodes "$NODES" --nonblock -E 0 job -- touch "$work/b-ran"
 expect_eq 0 "$status" "status with -E 0"
 [ ! -e "$work/b-ran" ] || fail "the refused command ran with -E 0"
 
-run redlock --quiet --nodes "$NODES" job -- true 2> "$work/err"
+run redlock --quiet --nb --nodes "$NODES" job -- true 2> "$work/err"
 expect_eq 75 "$status" "status with --quiet"
 [ ! -s "$work/err" ] || fail "--quiet printed: $(cat "$work/err")"
 

@@ -17,13 +17,20 @@ for option in $options; do
   grep -q -- "--$option\b" "$work/help" || fail "--help does not mention --$option"
 done
 for text in REDLOCK_NODES REDLOCK_PASSWORD REDLOCK_NAME REDLOCK_TOKEN \
-            ms '30s' '2m' '1h' 'bare number' 'redis://' 'unix://' 'Example' \
-            SIGINT SIGTERM SIGHUP 128+N; do
+            ms '30s' '2m' '1h' 'bare number' 'Fractions' '0.5' 'redis://' 'unix://' 'Example' \
+            SIGINT SIGTERM SIGHUP SIGPIPE 128+N 'Waiting' unavailable_timeout_ms '/bin/sh -c' \
+            'NAME -c STRING' 'default 75'; do
   grep -q -- "$text" "$work/help" || fail "--help does not mention $text"
 done
 for code in 64 69 70 74 75 77 126 127; do
   grep -q "^  $code " "$work/help" || fail "--help does not document exit status $code"
 done
+# flock's short options keep flock's meaning; --nodes has no short option.
+for text in '-n, --nonblock, --nb ' '-w, --wait, --timeout DURATION' \
+            '-E, --conflict-exit-code N ' '-c, --command STRING '; do
+  grep -q -- "^  $text" "$work/help" || fail "--help does not list: $text"
+done
+! grep -q -- '-[A-Za-z], --nodes' "$work/help" || fail "--nodes has a short option"
 # The example must not carry a password.
 sed -n '/^Example/,$p' "$work/help" > "$work/example"
 [ -s "$work/example" ] && ! grep -q '@' "$work/example" || fail "--help's example has a password"

@@ -22,7 +22,7 @@ expect_eq 0 "$status" "status with unix sockets"
 [[ "$(cat "$work/out")" =~ ^[0-9a-f]{32}$ ]] || fail "no key on node 3 with unix sockets"
 
 # --nodes may be repeated.
-run redlock -n "${URIS[0]},${URIS[1]}" -n "${URIS[2]}" --nodes "${URIS[3]},${URIS[4]}" \
+run redlock --nodes "${URIS[0]},${URIS[1]}" --nodes "${URIS[2]}" --nodes "${URIS[3]},${URIS[4]}" \
   split-job -- sh -c 'redis-cli -s "$0" EXISTS split-job' "$work/nodes/5/redis.sock" > "$work/out"
 expect_eq "0 1" "$status $(cat "$work/out")" "repeated --nodes"
 
@@ -40,15 +40,28 @@ expect_eq "0 1" "$status $(cat "$work/out")" "key with --option key_prefix"
 run redlock --nodes "$NODES" quorum-job -- true 2> /dev/null
 expect_eq 0 "$status" "status with 2 of 5 nodes down"
 
-# Three of five down: no quorum, exit 69 within about a node deadline
-# (refused connections fail at once; the slack is for a busy machine).
+# Three of five down: no quorum, exit 69 within about a node deadline with
+# one attempt (refused connections fail at once; the slack is for a busy
+# machine).
 "$REDIS_NODES_SH" stop-node "$work/nodes" 3
 start=$(date +%s%N)
-run "$REDLOCK_BIN" --nodes "$NODES" quorum-job -- touch "$work/ran" 2> "$work/err"
+run "$REDLOCK_BIN" -n --nodes "$NODES" quorum-job -- touch "$work/ran" 2> "$work/err"
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 expect_eq 69 "$status" "status with 3 of 5 nodes down"
 [ ! -e "$work/ran" ] || fail "the command ran without a quorum"
 [ "$elapsed_ms" -lt 3000 ] || fail "no quorum took $elapsed_ms ms"
 grep -q "^redlock: cannot acquire 'quorum-job': .*127.0.0.1:" "$work/err" ||
   fail "the message does not name the nodes: $(cat "$work/err")"
+
+# Waiting (no -n, no -w) does not outlast an outage: 69 once every attempt
+# for unavailable_timeout_ms lacked answers.
+start=$(date +%s%N)
+run "$REDLOCK_BIN" --nodes "$NODES" -o unavailable_timeout_ms=1000 quorum-job -- \
+  touch "$work/ran" 2> "$work/err"
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq 69 "$status" "status of a default wait with 3 of 5 nodes down"
+[ ! -e "$work/ran" ] || fail "the command ran without a quorum"
+[ "$elapsed_ms" -ge 1000 ] && [ "$elapsed_ms" -lt 6000 ] ||
+  fail "a default wait through an outage took $elapsed_ms ms, not about 1000"
+grep -q "unavailable_timeout_ms" "$work/err" || fail "no outage message: $(cat "$work/err")"
 echo "ok"

@@ -13,7 +13,8 @@ expect_usage_error() {
   [ ! -e "$work/ran" ] || fail "the command ran for: redlock $*"
 }
 
-for duration in 10x -5s "" s 1.5s 10sec " 10s" 99999999999999999999 2147483648ms 597h; do
+for duration in 10x -5s "" s 10sec " 10s" 99999999999999999999 2147483648ms 597h \
+                . 1. 1.5.0 1,5 1e3 0.5ms 0.0005 1.0000000001 -0.5 2147483.6475; do
   expect_usage_error --nodes "$nodes" --ttl "$duration" job -- touch "$work/ran"
   expect_usage_error --nodes "$nodes" --wait "$duration" job -- touch "$work/ran"
   expect_usage_error --nodes "$nodes" --node-timeout "$duration" job -- touch "$work/ran"
@@ -46,6 +47,17 @@ expect_usage_error --nodes "$nodes" --conflict-exit-code x job -- touch "$work/r
 expect_usage_error --nodes "$nodes" --password-file "$work/no-such-file" job -- touch "$work/ran"
 : > "$work/empty"
 expect_usage_error --nodes "$nodes" --password-file "$work/empty" job -- touch "$work/ran"
+# -c takes one STRING, after NAME as in flock or among the options.
+expect_usage_error --nodes "$nodes" job -c
+expect_usage_error --nodes "$nodes" job -c "touch $work/ran" extra
+expect_usage_error --nodes "$nodes" job --command "touch $work/ran" -- extra
+expect_usage_error --nodes "$nodes" -c "touch $work/ran" job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" -c "touch $work/ran" job -c "touch $work/ran"
+expect_usage_error --nodes "$nodes" --command
+# -n used to name the nodes: a node URI in place of NAME says so.
+expect_usage_error -n "$nodes" job -- touch "$work/ran"
+grep -q -- "--nodes" "$work/err" || fail "no hint for the old -n: $(cat "$work/err")"
+expect_usage_error -qn "unix:///tmp/x.sock" job -- touch "$work/ran"
 # Usage errors are reported even with --quiet.
 expect_usage_error --quiet --nodes "$nodes" --ttl soon job -- touch "$work/ran"
 echo "ok"
