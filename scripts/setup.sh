@@ -9,6 +9,7 @@ packages=(
   libcmocka-dev abigail-tools valgrind           # C tests, ABI check, memcheck
   clang libclang-rt-14-dev                       # sanitizers and fuzzing with clang
   swig                                           # bindings
+  groff-base                                     # the check of the tool's man page
   lua5.4 liblua5.4-dev luarocks                  # Lua 5.4 binding
   luajit2 libluajit2-5.1-dev                     # LuaJIT binding (OpenResty's branch,
   nginx libnginx-mod-http-lua                    #   the one nginx's Lua module uses)
