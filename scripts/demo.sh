@@ -50,9 +50,9 @@ while [ ! -e "$work/a-working" ]; do
   sleep 0.05
 done
 
-say "B: redlock --wait 0 demo-job -- echo ...  (while A holds the lock)"
+say "B: redlock -n demo-job -- echo ...  (one attempt, while A holds the lock)"
 status=0
-"$redlock" --wait 0 demo-job -- echo "[B] this must not run" || status=$?
+"$redlock" -n demo-job -- echo "[B] this must not run" || status=$?
 echo "B's exit status: $status (75 = held by someone else)"
 
 say "C: redlock --wait 10s demo-job -- echo ...  (waits for A)"
