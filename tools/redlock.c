@@ -160,7 +160,7 @@ static const char usage_tail[] =
     "  126  COMMAND cannot be executed\n"
     "  127  COMMAND not found\n"
     "\n"
-    "Changed after 1.2: -n means --nonblock, as in flock(1), not --nodes; and\n"
+    "Changed in 1.2: -n means --nonblock, as in flock(1), not --nodes; and\n"
     "without -n or -w, redlock waits instead of making one attempt.\n"
     "\n"
     "Example:\n"
