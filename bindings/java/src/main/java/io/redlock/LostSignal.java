@@ -9,14 +9,16 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The onLost listeners of one {@link RLock}, and which of its holds is the current kept one.
+ * The onLost listeners of one {@link RLock}, and the kept hold they are told of: the current
+ * one, when it was taken or acquired again through that RLock (see {@link LockState}).
  *
  * <p>The library tells a lost lock on the client's thread (NativeClient.lost, by the watch id of
- * the hold): {@link #lost} only queues the news for the notifier thread, so that thread never
- * waits for a lock, never runs a listener, and never waits for one. Neither refers to the RLock:
- * NativeClient reaches this object through a weak reference only, so a listener that refers to
- * its RLock does not keep an RLock that its program dropped alive (its Cleaner frees the handle,
- * which ends the renewal).
+ * the hold, to the LockState, which passes it on to the signals following the hold):
+ * {@link #lost} only queues the news for the notifier thread, so that thread never waits for a
+ * lock, never runs a listener, and never waits for one. Neither refers to the RLock:
+ * NativeClient reaches the LockState, and so this object, through a weak reference only, so a
+ * listener that refers to its RLock does not keep an RLock that its program dropped alive (once
+ * the lock's RLocks are collected, the Cleaner frees the handle, which ends the renewal).
  *
  * <p>Each listener runs once per lost kept hold: when the notifier gets the news (if that hold
  * is still the current one), or at once when it is registered after the loss, or when the hold

@@ -32,16 +32,21 @@ import java.util.function.Consumer;
  * progress, then frees every handle still alive and the ctx last, as the ABI requires. It is
  * the Cleaner action of {@link Redlock}, so it must not refer to it.
  *
- * <p>Kept locks: a handle acquired with a {@link LostSignal} is watched (redlock_handle_watch):
- * the library renews it on the client's thread, and tells its loss through {@link #lost} with the
+ * <p>Kept locks: a handle acquired with a {@link Watcher} is watched (redlock_handle_watch): the
+ * library renews it on the client's thread, and tells its loss through {@link #lost} with the
  * watch's id. Ids are never reused; an id is forgotten when its handle is freed, and news for an
  * id not known (any more) is ignored, so the callback never reaches a freed handle or a
  * collected object.
  */
 final class NativeClient {
-    /** The watched holds of every client, by watch id, weakly: see {@link LostSignal}. */
-    private static final Map<Long, WeakReference<LostSignal>> WATCHES = new ConcurrentHashMap<>();
+    /** The watchers of the kept holds of every client, by watch id, weakly: see LockState. */
+    private static final Map<Long, WeakReference<Watcher>> WATCHES = new ConcurrentHashMap<>();
     private static final AtomicLong WATCH_IDS = new AtomicLong();
+
+    /** {@link #timeToLive} of a lock nobody holds, as Redis's PTTL of a missing key. */
+    static final long NOT_LOCKED = -2;
+    /** {@link #timeToLive} of a key without expiry, as Redis's PTTL. */
+    static final long NO_EXPIRY = -1;
 
     private final ReadWriteLock closing = new ReentrantReadWriteLock();
     private final Set<SWIGTYPE_p_redlock_handle> handles = ConcurrentHashMap.newKeySet();
@@ -82,7 +87,7 @@ final class NativeClient {
      * the calling thread was interrupted meanwhile (what the attempt had taken is released).
      * With keep (not null) the lock is kept: renewed until unlocked, its loss told to keep.
      */
-    NativeHandle lock(Object owner, String[] names, long leaseMs, long waitMs, LostSignal keep) {
+    NativeHandle lock(Object owner, String[] names, long leaseMs, long waitMs, Watcher keep) {
         Lock read = openForCall();
         try {
             SWIGTYPE_p_redlock_handle ptr = names.length == 1
@@ -109,7 +114,7 @@ final class NativeClient {
      * that ran out before the watch began throws LeaseExpiredException, as when it runs out
      * while acquiring; other failures (no thread, no memory) throw their RedlockException.
      */
-    private long watch(SWIGTYPE_p_redlock_handle ptr, LostSignal keep) {
+    private long watch(SWIGTYPE_p_redlock_handle ptr, Watcher keep) {
         long id = WATCH_IDS.incrementAndGet();
         // Known before the watch begins: news of a loss can come at once.
         WATCHES.put(id, new WeakReference<>(keep));
@@ -139,6 +144,14 @@ final class NativeClient {
     }
 
     /**
+     * Told that a kept hold was lost, on the client's thread: it must not wait (take no lock
+     * that an RLock method may hold) nor throw.
+     */
+    interface Watcher {
+        void lost(long watchId, int status, String message);
+    }
+
+    /**
      * The library's news that a kept lock was lost, on the client's thread (JNI calls it by
      * name). It must not wait nor throw: threads waiting in the library for this callback to end
      * (an unlock or a free of the same handle, close()) may hold this client's locks or an
@@ -146,10 +159,10 @@ final class NativeClient {
      */
     static void lost(long watchId, int status, byte[] message) {
         try {
-            WeakReference<LostSignal> ref = WATCHES.get(watchId);
-            LostSignal signal = ref == null ? null : ref.get();
-            if (signal != null) {
-                signal.lost(watchId, status, new String(message, StandardCharsets.UTF_8));
+            WeakReference<Watcher> ref = WATCHES.get(watchId);
+            Watcher watcher = ref == null ? null : ref.get();
+            if (watcher != null) {
+                watcher.lost(watchId, status, new String(message, StandardCharsets.UTF_8));
             }
         } catch (Throwable ignored) {
             // Out of memory or the like: isLost() still says it.
@@ -176,7 +189,7 @@ final class NativeClient {
      * acquired after the future was cancelled is released at once.
      */
     CompletableFuture<NativeHandle> lockAsync(Object owner, String[] names, long leaseMs,
-            long waitMs, LostSignal keep) {
+            long waitMs, Watcher keep) {
         CompletableFuture<NativeHandle> future = new CompletableFuture<>();
         byte[][] utf8 = Arrays.stream(names).map(n -> n.getBytes(StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);
@@ -307,6 +320,40 @@ final class NativeClient {
         } finally {
             read.unlock();
         }
+    }
+
+    /**
+     * What the nodes say of name's lock, held by anyone (redlock_inspect): the milliseconds for
+     * which a quorum of them still has it, {@link #NO_EXPIRY} when its key has no expiry,
+     * {@link #NOT_LOCKED} when nobody holds it. One round to the nodes; NoQuorumException when
+     * too few answer, WrongTypeException when the key is not a lock.
+     */
+    long timeToLive(String name) {
+        int[] locked = new int[1];
+        long[] ttlMs = new long[1];
+        Lock read = openForCall();
+        try {
+            RedlockNative.redlock_inspect(ctx, name, locked, ttlMs);
+        } finally {
+            read.unlock();
+        }
+        return locked[0] != 0 ? ttlMs[0] : NOT_LOCKED;
+    }
+
+    /**
+     * Deletes name's lock on every node whatever its token, and wakes its waiters
+     * (redlock_force_unlock): the number of nodes on which a lock was deleted. NoQuorumException
+     * when too few nodes answer, WrongTypeException (the key left alone) when it is not a lock.
+     */
+    int forceUnlock(String name) {
+        int[] deleted = new int[1];
+        Lock read = openForCall();
+        try {
+            RedlockNative.redlock_force_unlock(ctx, name, deleted);
+        } finally {
+            read.unlock();
+        }
+        return deleted[0];
     }
 
     void extend(SWIGTYPE_p_redlock_handle ptr, long leaseMs) {

@@ -29,22 +29,25 @@ import java.util.concurrent.locks.Lock;
  * {@link #isHeldByCurrentThread()} and {@link #remainingValidity} tell whether it is still
  * held. When a lease has run out,
  * {@link #isHeldByCurrentThread()} is false and {@link #unlock()} throws
- * {@link LockNotHeldException}: the critical section may not have been exclusive. An RLock that
- * its program drops while it holds a kept lock is not renewed forever: once it is collected its
- * renewal ends and the lock expires.
+ * {@link LockNotHeldException}: the critical section may not have been exclusive. A kept lock
+ * whose program drops its RLocks is not renewed forever: once they are collected (this one and
+ * the other RLocks of its name from the client) its renewal ends and the lock expires. The
+ * renewal belongs to the acquisition, whichever RLock of the name made it: it goes on until
+ * the hold's last unlock, through any of them.
  *
  * <p><b>The lost lock.</b> A kept lock is lost when its renewal fails for good (a majority of
  * the nodes says it is no longer ours) or when its validity runs out before a renewal succeeds
  * (too few nodes answer). It is marked lost no later than the moment its validity reaches 0:
  * {@link #isLost()} is true from then on, and the listeners registered with
  * {@link #onLost(Runnable)} run at once. Listeners belong to this RLock object and stay
- * registered across holds: each runs once for each kept hold that is lost (not for one that is
- * unlocked, nor for a lease that just runs out), and one registered while the current hold is
- * already lost runs at once. They run on a daemon thread of the library ("redlock-lost"), never
- * on the thread that renews locks, one after another: a listener should return quickly (one that
- * blocks delays the listeners of other locks, though never their renewal nor
- * {@link #isLost()}); {@link #onLost(Runnable, Executor)} runs it on an executor of yours
- * instead. What a listener throws is logged (System.Logger "io.redlock") and goes no further.
+ * registered across holds: each runs once for each kept hold taken or acquired again through
+ * this object that is lost (not for one that is unlocked, nor for a lease that just runs out,
+ * nor for a hold taken only through another RLock of the name), and one registered while such a
+ * hold is already lost runs at once. They run on a daemon thread of the library
+ * ("redlock-lost"), never on the thread that renews locks, one after another: a listener should
+ * return quickly (one that blocks delays the listeners of other locks, though never their
+ * renewal nor {@link #isLost()}); {@link #onLost(Runnable, Executor)} runs it on an executor of
+ * yours instead. What a listener throws is logged (System.Logger "io.redlock") and goes no further.
  * A listener does not own the lock: it cannot unlock it (a listener typically tells the owner,
  * which stops its work and calls {@link #unlock()}, which throws LockNotHeldException). No
  * renewal covers a whole-process pause (a long GC, SIGSTOP): while the process is stopped the
@@ -54,15 +57,27 @@ import java.util.concurrent.locks.Lock;
  * may be shared by threads: the thread that acquired it owns it, only that thread may unlock or
  * extend it ({@link IllegalMonitorStateException} otherwise), and it may acquire it again
  * (reentrancy: each acquisition needs its unlock; acquiring again renews the lease to the
- * requested time, or to the watchdog lease when it gives none, as Redisson does). The first
+ * requested time, or to the watchdog lease when it gives none, as Redisson does;
+ * {@link #getHoldCount()} counts them). As in Redisson, the holds are per client, name and
+ * owner: the RLocks that {@link Redlock#getLock} gives for one name share them, so a thread
+ * holding the lock through one acquires it again at once through another, and the last unlock,
+ * through any of them, releases it on the nodes; the other threads of the client wait for it
+ * like any other client. A multi-lock ({@link Redlock#getMultiLock}) shares its holds with no
+ * other RLock: it is reentrant through its own object only. The first
  * acquisition of a hold decides whether it is kept, and acquiring again leaves that as it is:
  * a kept hold stays kept until its last unlock (acquiring it again with an explicit lease
  * renews it now to that lease, and the renewals go on with that lease, as after
  * {@link #extend}), and a hold with an explicit lease is not renewed automatically, even when
- * acquired again without a lease. Exclusion between two RLock objects, even for the same name
- * in the same client, is by the nodes alone: a thread holding one waits for the other like any
- * other client. When the owner's lease ran out and another thread acquired this RLock, the
- * former owner's hold is dropped and its {@link #unlock()} throws IllegalMonitorStateException.
+ * acquired again without a lease. When the owner's lease ran out and another thread acquired
+ * this lock (through any RLock of its name), the former owner's hold is dropped and its
+ * {@link #unlock()} throws IllegalMonitorStateException.
+ *
+ * <p><b>Asking the nodes.</b> {@link #isLocked()} and {@link #remainTimeToLive()} ask the nodes
+ * whether the lock is held by anyone, and for how long (one round to every node; the answer may
+ * be stale as soon as it is returned). {@link #isHeldByCurrentThread()},
+ * {@link #isHeldByThread(long)}, {@link #getHoldCount()} and {@link #remainingValidity} answer
+ * from this client's own hold, without a call. {@link #forceUnlock()} deletes the lock whoever
+ * holds it: dangerous (see there).
  *
  * <p><b>Waiting.</b> Each acquiring method makes one call into the library with its whole wait
  * ({@link #lock()}: as long as it takes). The library alone decides which failed attempts are
@@ -84,11 +99,11 @@ import java.util.concurrent.locks.Lock;
  * as java.util.concurrent's locks do. {@link #tryLock()} ignores interrupts the same way (an
  * attempt cancelled by one is made again).
  *
- * <p><b>Release.</b> RLock is AutoCloseable: {@link #close()} unlocks when the current thread
- * owns the lock, so try-with-resources releases it. An RLock that becomes unreachable while held
- * frees its native handle without releasing the lock, which is left to expire at the end of its
- * lease (a kept lock is no longer renewed). Listeners that refer to their RLock do not keep it
- * reachable.
+ * <p><b>Release.</b> RLock is AutoCloseable: {@link #close()} unlocks once when the current
+ * thread owns the lock, so try-with-resources releases it. A lock whose RLocks all become
+ * unreachable while it is held has its native handle freed without releasing it: it is left to
+ * expire at the end of its lease (a kept lock is no longer renewed). Listeners that refer to
+ * their RLock do not keep it reachable.
  */
 public final class RLock implements Lock, AutoCloseable {
     /**
@@ -96,6 +111,12 @@ public final class RLock implements Lock, AutoCloseable {
      * option {@code watchdog_lease_ms} is not set: 30 seconds, renewed every 10 seconds.
      */
     public static final long DEFAULT_LEASE_MS = 30_000;
+
+    /** {@link #remainTimeToLive()} when the lock is not held, as Redisson's (and PTTL's). */
+    public static final long NOT_LOCKED = NativeClient.NOT_LOCKED;
+
+    /** {@link #remainTimeToLive()} of a lock whose key has no expiry, as Redisson's. */
+    public static final long NO_EXPIRY = NativeClient.NO_EXPIRY;
 
     /** A wait "as long as it takes": the library saturates it. */
     private static final long FOREVER_MS = Long.MAX_VALUE / 4;
@@ -105,17 +126,16 @@ public final class RLock implements Lock, AutoCloseable {
 
     private final Redlock client;
     private final String[] names;
+    // Shared with the other RLocks of the name from the client (a multi-lock's is its own):
+    // every access to the hold is under its monitor.
+    private final LockState state;
+    // This object's onLost listeners.
     private final LostSignal lostSignal;
 
-    // Guarded by this. The owner is a thread id (Thread.getId()), or an id given to the async
-    // methods; 0 when not held.
-    private long owner;
-    private int holds;
-    private NativeHandle handle;
-
-    RLock(Redlock client, String[] names) {
+    RLock(Redlock client, LockState state) {
         this.client = client;
-        this.names = names;
+        this.names = state.names;
+        this.state = state;
         this.lostSignal = new LostSignal(toString());
     }
 
@@ -183,25 +203,25 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Releases the lock; with reentrant holds, the last unlock releases it (and ends the renewal
-     * of a kept lock before the release is sent). Throws IllegalMonitorStateException when the
-     * current thread does not own it, and {@link LockNotHeldException} when its lease had run
-     * out or the kept lock was lost (it is released either way).
+     * Releases the lock; with reentrant holds, the last unlock (through any RLock of the name)
+     * releases it, and ends the renewal of a kept lock before the release is sent. Throws
+     * IllegalMonitorStateException when the current thread does not own it, and
+     * {@link LockNotHeldException} when its lease had run out, the kept lock was lost or the
+     * nodes no longer had it (a {@link #forceUnlock()}): it is released either way.
      */
     @Override
-    public synchronized void unlock() {
-        checkOwner("unlock");
-        if (--holds > 0) {
-            return;
-        }
-        NativeHandle released = handle;
-        handle = null;
-        owner = 0;
-        lostSignal.end();
-        try {
-            released.unlock();
-        } finally {
-            released.free();
+    public void unlock() {
+        synchronized (state) {
+            state.checkOwner("unlock", currentThreadId(), this);
+            if (--state.holds > 0) {
+                return;
+            }
+            NativeHandle released = state.detach();
+            try {
+                released.unlock();
+            } finally {
+                released.free();
+            }
         }
     }
 
@@ -210,33 +230,113 @@ public final class RLock implements Lock, AutoCloseable {
      * leaseTime from then on. Throws IllegalMonitorStateException when the current thread does
      * not own the lock, {@link LockNotHeldException} when it expired or was lost.
      */
-    public synchronized void extend(long leaseTime, TimeUnit unit) {
+    public void extend(long leaseTime, TimeUnit unit) {
         long leaseMs = leaseMs(leaseTime, unit);
-        checkOwner("extend");
-        handle.extend(leaseMs);
+        synchronized (state) {
+            state.checkOwner("extend", currentThreadId(), this);
+            state.handle.extend(leaseMs);
+        }
     }
 
     /**
      * The time left in the lease of the current hold, by any thread (for a kept lock, until its
      * current lease ends unless renewed); 0 when not held, expired or lost.
      */
-    public synchronized long remainingValidity(TimeUnit unit) {
+    public long remainingValidity(TimeUnit unit) {
         Objects.requireNonNull(unit, "unit");
-        long ms = handle == null ? 0 : Math.max(0, handle.validityMs());
+        long ms;
+        synchronized (state) {
+            ms = state.handle == null ? 0 : Math.max(0, state.handle.validityMs());
+        }
         return unit.convert(ms, TimeUnit.MILLISECONDS);
     }
 
-    /** Whether the current thread owns this lock and its lease has not run out. */
-    public synchronized boolean isHeldByCurrentThread() {
-        return owner == currentThreadId() && handle.validityMs() > 0;
+    /**
+     * Whether the current thread owns this lock (through this RLock or another of its name from
+     * the client) and its lease has not run out. It does not ask the nodes.
+     */
+    public boolean isHeldByCurrentThread() {
+        return isHeldByThread(currentThreadId());
     }
 
     /**
-     * Whether some thread holds the lock through this RLock and its lease has not run out. It
-     * does not ask the nodes, so it says nothing of holders elsewhere.
+     * Whether the owner threadId (a thread's id, or an id given to the asynchronous methods)
+     * holds this lock and its lease has not run out. It does not ask the nodes.
      */
-    public synchronized boolean isLocked() {
-        return handle != null && handle.validityMs() > 0;
+    public boolean isHeldByThread(long threadId) {
+        synchronized (state) {
+            return state.isHeldBy(threadId);
+        }
+    }
+
+    /**
+     * How many times the current thread holds this lock: its acquisitions through this RLock and
+     * the other RLocks of its name from the client, less its unlocks; 0 when it does not hold it
+     * or its lease has run out (as {@link #isHeldByCurrentThread()} says). It does not ask the
+     * nodes.
+     */
+    public int getHoldCount() {
+        synchronized (state) {
+            return state.isHeldBy(currentThreadId()) ? state.holds : 0;
+        }
+    }
+
+    /**
+     * Whether the lock is held, by anyone (this client or another, or a key of that name set by
+     * other means): asks the nodes, and is true when a quorum of them has its key under one
+     * token. A multi-lock is locked when any of its resources is. The answer may be stale as
+     * soon as it is returned: it is for display and diagnosis; to hold the lock, take it.
+     * Throws {@link NoQuorumException} when too few nodes answer to tell,
+     * {@link WrongTypeException} when the key is not a lock.
+     */
+    public boolean isLocked() {
+        for (String name : names) {
+            if (client.nativeClient().timeToLive(name) != NOT_LOCKED) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The milliseconds for which the lock is still held, by anyone, as Redisson's
+     * remainTimeToLive: asks the nodes, and answers how long a quorum of them still has the key
+     * (its lease as they count it, which may outlast the holder's validity). {@link #NOT_LOCKED}
+     * (-2) when it is not held, {@link #NO_EXPIRY} (-1) when its key has no expiry. For a
+     * multi-lock, the longest among its resources that are held. Throws
+     * {@link NoQuorumException} when too few nodes answer to tell, {@link WrongTypeException}
+     * when the key is not a lock.
+     */
+    public long remainTimeToLive() {
+        long longest = NOT_LOCKED;
+        for (String name : names) {
+            long ttl = client.nativeClient().timeToLive(name);
+            longest = ttl == NO_EXPIRY || longest == NO_EXPIRY ? NO_EXPIRY
+                    : Math.max(longest, ttl);
+        }
+        return longest;
+    }
+
+    /**
+     * Deletes the lock on every node whatever its holder, and wakes the clients waiting for it;
+     * for a multi-lock, each of its resources. True when a lock was deleted on some node.
+     *
+     * <p><b>Dangerous</b>: it is for an operator whose holder is known to be gone. A holder
+     * still alive is not told at once and goes on with its critical section while another
+     * client takes the lock: two holders at once. A kept lock finds it lost at its next renewal
+     * ({@link #isLost()}, {@link #onLost}); any holder's {@link #unlock()} then throws
+     * {@link LockNotHeldException}, as for a lost lock. Holds of this client are not dropped by
+     * this call: their owner still unlocks them, and learns it that way.
+     *
+     * <p>Throws {@link NoQuorumException} when too few nodes answered to be sure it is gone,
+     * {@link WrongTypeException} when the key is not a lock (it is left alone).
+     */
+    public boolean forceUnlock() {
+        boolean deleted = false;
+        for (String name : names) {
+            deleted |= client.nativeClient().forceUnlock(name) > 0;
+        }
+        return deleted;
     }
 
     /**
@@ -245,8 +345,10 @@ public final class RLock implements Lock, AutoCloseable {
      * is unlocked. False when not held, for a hold with an explicit lease (which just expires:
      * see {@link #isHeldByCurrentThread()}) and for a fresh acquisition. Any thread may ask.
      */
-    public synchronized boolean isLost() {
-        return handle != null && handle.isLost();
+    public boolean isLost() {
+        synchronized (state) {
+            return state.handle != null && state.handle.isLost();
+        }
     }
 
     /**
@@ -272,16 +374,24 @@ public final class RLock implements Lock, AutoCloseable {
         return lostSignal.remove(Objects.requireNonNull(listener, "listener"));
     }
 
-    private synchronized void addLostListener(Runnable listener, Executor executor) {
-        long watchId = handle == null ? 0 : handle.watchId();
-        lostSignal.add(listener, executor, watchId, handle != null && handle.isLost());
+    private void addLostListener(Runnable listener, Executor executor) {
+        synchronized (state) {
+            NativeHandle handle = state.handle;
+            long watchId = handle == null ? 0 : handle.watchId();
+            lostSignal.add(listener, executor, watchId, handle != null && handle.isLost());
+        }
     }
 
-    /** Unlocks once when the current thread owns the lock; does nothing otherwise. */
+    /**
+     * Unlocks once when the current thread owns the lock (through any RLock of its name from
+     * the client); does nothing otherwise.
+     */
     @Override
-    public synchronized void close() {
-        if (owner == currentThreadId()) {
-            unlock();
+    public void close() {
+        synchronized (state) {
+            if (state.owner == currentThreadId()) {
+                unlock();
+            }
         }
     }
 
@@ -291,8 +401,11 @@ public final class RLock implements Lock, AutoCloseable {
     // thread per call). The owner is the calling thread's id, or the threadId given, as in
     // Redisson: unlockAsync(threadId) releases what tryLockAsync(..., threadId) took, from any
     // thread. Futures complete on the common ForkJoinPool. Reentry by the same owner renews the
-    // lease and counts the hold, as the blocking forms do. The forms without a lease keep the
-    // lock, as the blocking ones do.
+    // lease and counts the hold, as the blocking forms do, through any RLock of the name (the
+    // hold is per client, name and owner id). The forms without a lease keep the lock, as the
+    // blocking ones do. isLocked, remainTimeToLive and forceUnlock have no asynchronous forms:
+    // the library has no asynchronous call for them, and running them on a pool thread would
+    // take a thread per call.
 
     /** {@link #lock()} asynchronously: completes once acquired; the lock is kept. */
     public CompletableFuture<Void> lockAsync() {
@@ -352,19 +465,16 @@ public final class RLock implements Lock, AutoCloseable {
      */
     public CompletableFuture<Void> unlockAsync(long threadId) {
         NativeHandle released;
-        synchronized (this) {
+        synchronized (state) {
             try {
-                checkOwner("unlock", threadId);
+                state.checkOwner("unlock", threadId, this);
             } catch (IllegalMonitorStateException notOwner) {
                 return CompletableFuture.failedFuture(notOwner);
             }
-            if (--holds > 0) {
+            if (--state.holds > 0) {
                 return CompletableFuture.completedFuture(null);
             }
-            released = handle;
-            handle = null;
-            owner = 0;
-            lostSignal.end();
+            released = state.detach();
         }
         return released.unlockAsync().whenComplete((ignored, error) -> released.free());
     }
@@ -382,13 +492,13 @@ public final class RLock implements Lock, AutoCloseable {
     public CompletableFuture<Void> extendAsync(long leaseTime, TimeUnit unit, long threadId) {
         long leaseMs = leaseMs(leaseTime, unit);
         NativeHandle held;
-        synchronized (this) {
+        synchronized (state) {
             try {
-                checkOwner("extend", threadId);
+                state.checkOwner("extend", threadId, this);
             } catch (IllegalMonitorStateException notOwner) {
                 return CompletableFuture.failedFuture(notOwner);
             }
-            held = handle;
+            held = state.handle;
         }
         return held.extendAsync(leaseMs);
     }
@@ -399,19 +509,24 @@ public final class RLock implements Lock, AutoCloseable {
      */
     private CompletableFuture<Boolean> acquireAsync(long waitMs, long lease, long ownerId) {
         NativeHandle reentered;
-        synchronized (this) {
-            reentered = owner == ownerId && ownerId != 0 ? handle : null;
+        synchronized (state) {
+            reentered = state.owner == ownerId && ownerId != 0 ? state.handle : null;
         }
         if (reentered != null) {
             return reentered.extendAsync(leaseMsOf(lease)).thenApply(ok -> {
-                synchronized (this) {
-                    holds++;
+                synchronized (state) {
+                    if (state.handle != reentered) {
+                        throw new IllegalMonitorStateException("cannot acquire " + this
+                                + " again: owner " + ownerId + " unlocked it meanwhile");
+                    }
+                    state.holds++;
+                    state.follow(lostSignal);
                 }
                 return true;
             });
         }
-        return client.nativeClient().lockAsync(this, names, leaseMsOf(lease), waitMs,
-                        lease == KEEP ? lostSignal : null)
+        return client.nativeClient().lockAsync(state, names, leaseMsOf(lease), waitMs,
+                        lease == KEEP ? state : null)
                 .handle((acquired, error) -> {
                     if (error == null) {
                         take(acquired, ownerId);
@@ -476,8 +591,8 @@ public final class RLock implements Lock, AutoCloseable {
      */
     private NativeHandle attempt(long lease, long waitMs) {
         try {
-            return client.nativeClient().lock(this, names, leaseMsOf(lease), waitMs,
-                    lease == KEEP ? lostSignal : null);
+            return client.nativeClient().lock(state, names, leaseMsOf(lease), waitMs,
+                    lease == KEEP ? state : null);
         } catch (LockHeldException notAcquired) {
             return null;
         }
@@ -513,13 +628,16 @@ public final class RLock implements Lock, AutoCloseable {
      * Acquiring again by the owner: renews the lease (KEEP: to the watchdog lease) and counts the
      * hold. Whether the hold is kept stays as its first acquisition made it.
      */
-    private synchronized boolean reenter(long lease) {
-        if (owner != currentThreadId()) {
-            return false;
+    private boolean reenter(long lease) {
+        synchronized (state) {
+            if (state.owner != currentThreadId()) {
+                return false;
+            }
+            state.handle.extend(leaseMsOf(lease));
+            state.holds++;
+            state.follow(lostSignal);
+            return true;
         }
-        handle.extend(leaseMsOf(lease));
-        holds++;
-        return true;
     }
 
     /** The lease in milliseconds of a lease argument: KEEP is the client's watchdog lease. */
@@ -531,25 +649,9 @@ public final class RLock implements Lock, AutoCloseable {
         take(acquired, currentThreadId());
     }
 
-    private synchronized void take(NativeHandle acquired, long ownerId) {
-        if (handle != null) {
-            handle.free(); // the former owner's lease ran out before it unlocked
-        }
-        handle = acquired;
-        owner = ownerId;
-        holds = 1;
-        // A loss told before this hold was published is found here.
-        lostSignal.begin(acquired.watchId(), acquired.isLost());
-    }
-
-    private void checkOwner(String action) {
-        checkOwner(action, currentThreadId());
-    }
-
-    private void checkOwner(String action, long ownerId) {
-        if (owner == 0 || owner != ownerId) {
-            throw new IllegalMonitorStateException("cannot " + action + " " + this
-                    + ": owner " + ownerId + " does not hold it");
+    private void take(NativeHandle acquired, long ownerId) {
+        synchronized (state) {
+            state.take(acquired, ownerId, lostSignal);
         }
     }
 

@@ -2,7 +2,9 @@ package io.redlock;
 
 import io.redlock.internal.RedlockNative;
 import java.lang.ref.Cleaner;
+import java.lang.ref.WeakReference;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -53,6 +55,9 @@ public final class Redlock implements AutoCloseable {
 
     private final NativeClient nativeClient;
     private final Cleaner.Cleanable cleanable;
+    // The state that the RLocks of each name share, while any of them is reachable; an entry
+    // is removed when its state is collected. Guarded by itself.
+    private final Map<String, WeakReference<LockState>> shared = new HashMap<>();
 
     private Redlock(NativeClient nativeClient) {
         this.nativeClient = nativeClient;
@@ -89,14 +94,22 @@ public final class Redlock implements AutoCloseable {
         return nativeClient().getOption(Objects.requireNonNull(name, "name"));
     }
 
-    /** A lock on one resource name (the Redis key is key_prefix + name). */
+    /**
+     * A lock on one resource name (the Redis key is key_prefix + name). The RLocks of one name
+     * from this client share their holds, as Redisson's do: a thread holding the lock through
+     * one of them acquires it again at once through another, and holds it until it has unlocked
+     * it as many times, through any of them (see {@link RLock}).
+     */
     public RLock getLock(String name) {
-        return new RLock(this, new String[] {checkName(name)});
+        return new RLock(this, sharedState(checkName(name)));
     }
 
     /**
      * A lock on several resources taken together: on each node all of them or none, and held
-     * only when a majority of the nodes granted all of them. Names must be distinct.
+     * only when a majority of the nodes granted all of them. Names must be distinct. Each
+     * multi-lock is a lock of its own, reentrant through this object only: it shares no hold
+     * with the other locks of its names (a thread holding {@code getLock("a")} that takes
+     * {@code getMultiLock("a", "b")} waits for itself, as for any other holder of "a").
      */
     public RLock getMultiLock(String... names) {
         Objects.requireNonNull(names, "names");
@@ -109,7 +122,7 @@ public final class Redlock implements AutoCloseable {
                 throw new IllegalArgumentException("the name " + name + " is given twice");
             }
         }
-        return new RLock(this, names.clone());
+        return new RLock(this, new LockState(names.clone()));
     }
 
     /**
@@ -128,6 +141,31 @@ public final class Redlock implements AutoCloseable {
 
     NativeClient nativeClient() {
         return nativeClient;
+    }
+
+    /** The state of name's RLocks: the one they share, or a new one when none is reachable. */
+    private LockState sharedState(String name) {
+        synchronized (shared) {
+            WeakReference<LockState> ref = shared.get(name);
+            LockState state = ref == null ? null : ref.get();
+            if (state == null) {
+                state = new LockState(new String[] {name});
+                WeakReference<LockState> added = new WeakReference<>(state);
+                shared.put(name, added);
+                CLEANER.register(state, forget(shared, name, added));
+            }
+            return state;
+        }
+    }
+
+    /** The Cleaner's action for a collected state: it must not refer to the state. */
+    private static Runnable forget(Map<String, WeakReference<LockState>> shared, String name,
+            WeakReference<LockState> ref) {
+        return () -> {
+            synchronized (shared) {
+                shared.remove(name, ref);
+            }
+        };
     }
 
     private static String checkName(String name) {

@@ -10,6 +10,7 @@ import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -313,19 +314,106 @@ class KeptLockTest extends TwoClients {
         }
     }
 
-    @Test
-    void aLockTakenFromUnderItIsLostAtTheNextRenewal() throws Exception {
-        RLock lock = client.getLock(name);
+    /**
+     * Keeps lock, then has takeAway remove it from the nodes (true when it did): it is lost at
+     * its next renewal, its listener told on the notifier thread, and its unlock throws
+     * LockNotHeldException.
+     */
+    private static void assertLostOnceTakenAway(RLock lock, Callable<Boolean> takeAway)
+            throws Exception {
         CompletableFuture<String> told = new CompletableFuture<>();
         lock.onLost(() -> told.complete(Thread.currentThread().getName()));
         lock.lock();
-        deleteKeys(name);
+        assertTrue(takeAway.call());
         assertEquals("redlock-lost", told.get(2 * LEASE_MS, TimeUnit.MILLISECONDS));
         assertTrue(lock.isLost());
         assertFalse(lock.isHeldByCurrentThread());
         assertEquals(0, lock.remainingValidity(TimeUnit.MILLISECONDS));
         assertThrows(LockNotHeldException.class, lock::unlock);
         assertFalse(lock.isLost(), "no hold any more");
+    }
+
+    @Test
+    void aLockTakenFromUnderItIsLostAtTheNextRenewal() throws Exception {
+        assertLostOnceTakenAway(client.getLock(name), () -> {
+            deleteKeys(name);
+            return true;
+        });
+    }
+
+    @Test
+    void aForcedUnlockOfAKeptLockIsALoss() throws Exception {
+        RLock lock = client.getLock(name);
+        assertLostOnceTakenAway(lock, () -> other.getLock(name).forceUnlock());
+        assertFalse(lock.isLocked());
+        assertEquals(0, lock.getHoldCount());
+        lock.lock();
+        assertFalse(lock.isLost(), "a fresh hold");
+        lock.unlock();
+    }
+
+    /** Waits until counter reaches 1; fails after timeoutMs. */
+    private static void awaitOne(AtomicInteger counter, long timeoutMs) throws Exception {
+        long start = System.nanoTime();
+        while (counter.get() < 1) {
+            assertTrue(elapsedMs(start) < timeoutMs, "not told after " + timeoutMs + " ms");
+            Thread.sleep(5);
+        }
+    }
+
+    @Test
+    void aLossIsToldToTheRLocksThroughWhichTheHoldWasTaken() throws Exception {
+        RLock taking = client.getLock(name);
+        RLock reentering = client.getLock(name);
+        RLock looking = client.getLock(name);
+        AtomicInteger toldTaking = new AtomicInteger();
+        AtomicInteger toldReentering = new AtomicInteger();
+        AtomicInteger toldLooking = new AtomicInteger();
+        taking.onLost(toldTaking::incrementAndGet);
+        reentering.onLost(toldReentering::incrementAndGet);
+        looking.onLost(toldLooking::incrementAndGet);
+        taking.lock();
+        assertTrue(reentering.tryLock(2, TimeUnit.SECONDS), "a reentry");
+        deleteKeys(name);
+        awaitOne(toldTaking, 2 * LEASE_MS);
+        awaitOne(toldReentering, 2 * LEASE_MS);
+        assertTrue(looking.isLost(), "the hold is the lock's, whichever RLock asks");
+
+        // Added after the loss: run at once for an RLock that took part, not for the others.
+        CountDownLatch late = new CountDownLatch(1);
+        reentering.onLost(late::countDown);
+        CountDownLatch lateLooking = new CountDownLatch(1);
+        looking.onLost(lateLooking::countDown);
+        assertTrue(late.await(1, TimeUnit.SECONDS));
+        assertFalse(lateLooking.await(300, TimeUnit.MILLISECONDS));
+        assertEquals(0, toldLooking.get());
+        assertEquals(1, toldTaking.get());
+        assertEquals(1, toldReentering.get());
+
+        reentering.unlock(); // one of the two holds
+        assertThrows(LockNotHeldException.class, taking::unlock);
+        assertFalse(looking.isLost());
+    }
+
+    /** Takes name's kept lock through an RLock that its caller then drops. */
+    private WeakReference<RLock> lockThroughADroppedRLock() {
+        RLock taking = client.getLock(name);
+        taking.lock();
+        return new WeakReference<>(taking);
+    }
+
+    @Test
+    void aSharedKeptHoldOutlivesTheRLockThatTookIt() throws Exception {
+        RLock staying = client.getLock(name);
+        WeakReference<RLock> dropped = lockThroughADroppedRLock();
+        long start = System.nanoTime();
+        while (dropped.get() != null) {
+            assertTrue(elapsedMs(start) < 10_000, "the dropped RLock was never collected");
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertEquals(1, staying.getHoldCount(), "the hold is the lock's, not the RLock's");
+        assertKeptThenReleased(staying, name);
     }
 
     @Test
@@ -571,7 +659,8 @@ class KeptLockTest extends TwoClients {
         long acquiredAfter = elapsedMs(closedAt);
         assertTrue(acquiredAfter <= LEASE_MS + 500, "acquired " + acquiredAfter
                 + " ms after close");
-        assertFalse(lock.isLocked());
+        assertFalse(lock.isHeldByCurrentThread());
+        assertThrows(IllegalStateException.class, lock::isLocked, "the nodes are not asked");
         rival.unlock();
     }
 

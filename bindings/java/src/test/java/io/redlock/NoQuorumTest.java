@@ -61,10 +61,30 @@ class NoQuorumTest {
         assertThrows(NoQuorumException.class, () -> lock.tryLock(700, TimeUnit.MILLISECONDS));
         long elapsed = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         assertTrue(elapsed >= 600 && elapsed < 10_000, "took " + elapsed + " ms");
-        assertFalse(lock.isLocked());
+        assertFalse(lock.isHeldByCurrentThread());
         CompletionException async = assertThrows(CompletionException.class,
                 () -> lock.tryLockAsync(0, 5, TimeUnit.SECONDS).join());
         assertTrue(async.getCause() instanceof NoQuorumException, async.toString());
+    }
+
+    @Test
+    void theNodesCannotBeAskedWithoutMajority() throws Exception {
+        RLock lock = client.getLock("asked");
+        assertTrue(lock.tryLock(0, 10, TimeUnit.SECONDS));
+        nodes.stopNode(2);
+        nodes.stopNode(3);
+        assertThrows(NoQuorumException.class, lock::isLocked);
+        assertThrows(NoQuorumException.class, lock::remainTimeToLive);
+        assertThrows(NoQuorumException.class, lock::forceUnlock);
+        assertTrue(lock.isHeldByCurrentThread(), "its own hold is known without the nodes");
+        assertThrows(NoQuorumException.class,
+                () -> client.getMultiLock("asked", "other").isLocked());
+        // The forced unlock deleted the key where it could, though too few nodes answered.
+        assertEquals("0", nodes.call(1, "EXISTS", "asked"));
+        nodes.restartStopped();
+        assertFalse(lock.isLocked());
+        assertFalse(lock.forceUnlock());
+        assertThrows(LockNotHeldException.class, lock::unlock);
     }
 
     @Test
@@ -93,6 +113,7 @@ class NoQuorumTest {
         assertEquals(RedlockNativeConstants.REDLOCK_ENOQUORUM, extend.getCode());
         RedlockException unlock = assertThrows(NoQuorumException.class, lock::unlock);
         assertFalse(unlock.getMessage().isEmpty());
-        assertFalse(lock.isLocked());
+        assertFalse(lock.isHeldByCurrentThread());
+        assertEquals(0, lock.getHoldCount());
     }
 }

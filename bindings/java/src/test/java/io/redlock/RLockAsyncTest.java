@@ -55,9 +55,12 @@ class RLockAsyncTest extends TwoClients {
                 () -> lock.extendAsync(40, TimeUnit.SECONDS, Thread.currentThread().getId() + 1)
                         .get(10, TimeUnit.SECONDS))
                 .getCause());
+        assertEquals(2, lock.getHoldCount());
         lock.unlockAsync().get(10, TimeUnit.SECONDS);
+        assertEquals(1, lock.getHoldCount());
         assertTrue(lock.isLocked());
         lock.unlockAsync().get(10, TimeUnit.SECONDS);
+        assertEquals(0, lock.getHoldCount());
         assertFalse(lock.isLocked());
         for (int i = 1; i <= 5; i++) {
             assertEquals("0", nodes.cli(i, "EXISTS", "async:" + name));
@@ -74,6 +77,8 @@ class RLockAsyncTest extends TwoClients {
         long owner = 4242;
         lock.lockAsync(10, TimeUnit.SECONDS, owner).get(10, TimeUnit.SECONDS);
         assertFalse(lock.isHeldByCurrentThread());
+        assertTrue(lock.isHeldByThread(owner));
+        assertEquals(0, lock.getHoldCount());
         CompletableFuture<Void> wrong = lock.unlockAsync(owner + 1);
         assertInstanceOf(IllegalMonitorStateException.class,
                 assertThrows(ExecutionException.class, () -> wrong.get(10, TimeUnit.SECONDS))

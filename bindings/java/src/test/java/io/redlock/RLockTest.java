@@ -65,7 +65,8 @@ class RLockTest extends TwoClients {
         long start = System.nanoTime();
         assertFalse(theirs.tryLock(400, TimeUnit.MILLISECONDS));
         assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(350));
-        assertFalse(theirs.isLocked());
+        assertTrue(theirs.isLocked(), "the nodes say it is held, by the other client");
+        assertFalse(theirs.isHeldByCurrentThread());
 
         mine.unlock();
         assertTrue(theirs.tryLock());
@@ -197,7 +198,7 @@ class RLockTest extends TwoClients {
         Throwable thrown = outcome.get(10, TimeUnit.SECONDS);
         assertInstanceOf(InterruptedException.class, thrown);
         assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5));
-        assertFalse(mine.isLocked());
+        assertFalse(mine.isHeldByThread(waiter.getId()));
         theirs.unlock();
     }
 
@@ -237,7 +238,9 @@ class RLockTest extends TwoClients {
         assertTrue(lock.tryLock(0, 2, TimeUnit.SECONDS));
         assertTrue(lock.tryLock(0, 20, TimeUnit.SECONDS));
         assertTrue(lock.remainingValidity(TimeUnit.MILLISECONDS) > 10_000, "reentry renews the lease");
+        assertEquals(2, lock.getHoldCount());
         lock.unlock();
+        assertEquals(1, lock.getHoldCount());
         assertTrue(lock.isHeldByCurrentThread());
         assertFalse(other.getLock(name).tryLock());
         lock.unlock();
@@ -373,7 +376,7 @@ class RLockTest extends TwoClients {
         assertTrue(tookMs < 1_000, "the wait ended " + tookMs + " ms after the interrupt");
         waiter.join(5_000);
         assertFalse(waiter.isInterrupted(), "InterruptedException clears the interrupt status");
-        assertFalse(waiting.isLocked());
+        assertFalse(waiting.isHeldByThread(waiter.getId()));
         assertTrue(held.remainingValidity(TimeUnit.MILLISECONDS) > 0);
         assertTrue(nodes.cli(1, "GET", "test:" + name).matches("[0-9a-f]{32}"));
         held.unlock();

@@ -97,7 +97,8 @@ class RedlockTest extends FiveNodes {
                     AuthException.class, lock::tryLock);
             assertFalse(e.getMessage().contains("wr0ng"), e.getMessage());
             assertTrue(e.getMessage().contains("127.0.0.1:"), "names the nodes: " + e.getMessage());
-            assertFalse(lock.isLocked());
+            assertFalse(lock.isHeldByCurrentThread());
+            assertThrows(AuthException.class, lock::isLocked);
         }
     }
 

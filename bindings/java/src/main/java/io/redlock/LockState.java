@@ -1,0 +1,97 @@
+package io.redlock;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * What the {@link RLock} objects of one lock share: its hold (the native handle of the current
+ * acquisition), which owner holds it and how many times. {@link Redlock#getLock} gives every
+ * RLock of a name the same state while any of them is reachable, so that the hold counts per
+ * client, name and owner thread, as in Redisson; each multi-lock has a state of its own.
+ *
+ * <p>The native handles are made with this state as their owner: once no RLock refers to it,
+ * the Cleaner frees its handle (the lock is left to expire; a kept one is no longer renewed).
+ * The fields and the methods that change them are used under this object's monitor.
+ *
+ * <p>A loss of a kept hold reaches this state from NativeClient (which refers to it weakly), on
+ * the client's thread, and goes on to the {@link LostSignal} of each RLock object that took the
+ * hold or acquired it again (the hold's followers): the listeners of an RLock are told of the
+ * holds taken through it, not of those taken through the other RLocks of the name.
+ */
+final class LockState implements NativeClient.Watcher {
+    final String[] names;
+
+    // Guarded by this. The owner is a thread id (Thread.getId()), or an id given to the async
+    // methods; 0 when not held.
+    long owner;
+    int holds;
+    NativeHandle handle;
+
+    // Changed under this, read without it by lost() (on the client's thread, which must not
+    // wait for our locks).
+    private final List<LostSignal> followers = new CopyOnWriteArrayList<>();
+
+    LockState(String[] names) {
+        this.names = names;
+    }
+
+    /** A new hold by ownerId, taken through the RLock of via. */
+    void take(NativeHandle acquired, long ownerId, LostSignal via) {
+        if (handle != null) {
+            handle.free(); // the former owner's lease ran out before it unlocked
+        }
+        endFollowers();
+        handle = acquired;
+        owner = ownerId;
+        holds = 1;
+        follow(via);
+    }
+
+    /**
+     * The RLock of via takes part in the current hold (acquires it again): its listeners are
+     * told of this hold's loss too. A loss told before is found here.
+     */
+    void follow(LostSignal via) {
+        if (handle.isKept() && !followers.contains(via)) {
+            followers.add(via);
+            via.begin(handle.watchId(), handle.isLost());
+        }
+    }
+
+    /** Ends the hold (its last unlock): the handle, which the caller unlocks and frees. */
+    NativeHandle detach() {
+        NativeHandle released = handle;
+        handle = null;
+        owner = 0;
+        holds = 0;
+        endFollowers();
+        return released;
+    }
+
+    /** Whether ownerId holds the lock and its lease has not run out. */
+    boolean isHeldBy(long ownerId) {
+        return handle != null && owner == ownerId && handle.validityMs() > 0;
+    }
+
+    void checkOwner(String action, long ownerId, RLock lock) {
+        if (owner == 0 || owner != ownerId) {
+            throw new IllegalMonitorStateException("cannot " + action + " " + lock
+                    + ": owner " + ownerId + " does not hold it");
+        }
+    }
+
+    /** The library's news of a lost kept hold, on the client's thread: queued, never waits. */
+    @Override
+    public void lost(long watchId, int status, String message) {
+        for (LostSignal signal : followers) {
+            signal.lost(watchId, status, message);
+        }
+    }
+
+    private void endFollowers() {
+        for (LostSignal signal : followers) {
+            signal.end();
+        }
+        followers.clear();
+    }
+}
