@@ -56,7 +56,10 @@ IDS = [f"{kind}-{row['operation']}" for kind, row in ROWS]
 
 def test_the_tables_cover_the_issue_operations() -> None:
     assert {"client", "lock", "multi-lock", "try", "release", "extend", "time left",
-            "scoped use"} <= {row["operation"] for row in SYNC_ROWS}
+            "scoped use", "keep (no lease: renewed)", "lost?", "when lost", "reentrant lock",
+            "holds of this thread", "held by anyone (asks the nodes)",
+            "holder's time left on the nodes",
+            "force unlock (dangerous)"} <= {row["operation"] for row in SYNC_ROWS}
     assert {"client", "lock", "multi-lock", "try", "wait until acquired", "release", "extend",
             "scoped use", "close"} <= {row["operation"] for row in ASYNC_ROWS}
     assert all(set(LANGUAGES) <= set(row) for _, row in ROWS)
@@ -68,12 +71,13 @@ def test_c_names_are_in_the_header(kind: str, row: Dict[str, str]) -> None:
     if cell == "—":
         return
     name = cell.strip("`")
-    header = (ROOT / "abi" / "redlock.h").read_text()
+    header = (ROOT / "abi" / "redlock.h").read_text() + (ROOT / "abi" / "redlock_engine.h").read_text()
     assert re.search(rf"\b{name}\(", header), name
 
 
 PYTHON_RECEIVERS = {
-    "sync": {"redlock": redlock, "client": redlock.Redlock, "lock": redlock.Lock},
+    "sync": {"redlock": redlock, "client": redlock.Redlock, "lock": redlock.Lock,
+             "rlock": redlock.RLock},
     "async": {"asyncio": redlock.asyncio, "client": redlock.asyncio.Redlock,
               "lock": redlock.asyncio.Lock},
 }
