@@ -692,9 +692,11 @@ int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const
     return lock_resources(out, ctx, resources, n_resources, ttl_ms, wait_ms);
 }
 
-/* Runs a query or a forced unlock of resource. */
-static int query(redlock_ctx *ctx, const char *resource, bool force, int64_t *ttl_ms,
-                 size_t *deleted, bool *held)
+/* Runs a query or a forced unlock of resource, and gives its answer
+ * (rl_op_answer: not held, and what a forced unlock deleted, when it
+ * failed); the callers' defaults stay when no operation could be made. */
+static int query(redlock_ctx *ctx, const char *resource, bool force, bool *held,
+                 int64_t *ttl_ms, size_t *deleted)
 {
     rl_clear_error();
     if (!ctx)
@@ -715,21 +717,21 @@ static int query(redlock_ctx *ctx, const char *resource, bool force, int64_t *tt
 
 int redlock_inspect(redlock_ctx *ctx, const char *resource, int *locked, int64_t *ttl_ms)
 {
-    int64_t ttl = -2;
     bool held = false;
-    int rc = query(ctx, resource, false, &ttl, NULL, &held);
+    int64_t ttl = -2;
+    int rc = query(ctx, resource, false, &held, &ttl, NULL);
     if (locked)
-        *locked = rc == REDLOCK_OK && held;
+        *locked = held;
     if (ttl_ms)
-        *ttl_ms = rc == REDLOCK_OK ? ttl : -2;
+        *ttl_ms = ttl;
     return rc;
 }
 
 int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int *deleted)
 {
-    size_t n = 0;
     bool held;
-    int rc = query(ctx, resource, true, NULL, &n, &held);
+    size_t n = 0;
+    int rc = query(ctx, resource, true, &held, NULL, &n);
     if (deleted)
         *deleted = (int)n;
     return rc;
