@@ -122,6 +122,9 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         a wait for a lock ends with REDLOCK_ENOQUORUM once every attempt for
  *         this long failed for want of nodes answering (an outage, not
  *         contention); 0: never
+ *     fencing (default "0"; 0 or 1)
+ *         1: each acquisition gets a fencing token that increases across the
+ *         quorum (a counter key per resource, kept without expiry); 0: off
  * options:end
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);
@@ -304,6 +307,25 @@ REDLOCK_API int redlock_inspect(redlock_ctx *ctx, const char *resource, int *loc
  * a lock (it is left alone).
  */
 REDLOCK_API int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int *deleted);
+
+/* ---- 1.2: fencing tokens ---- */
+
+/*
+ * The fencing token of resource `index` of h (0 for a lock of one resource;
+ * for a multi-lock, in the order the resources were given): with the option
+ * fencing, a number that is larger for every later holder of that resource
+ * (each acquisition counts on a counter per resource, kept on the nodes
+ * without expiry, and the fence is the largest count among a quorum). Give
+ * it with every write to the storage the lock protects, and let the storage
+ * refuse a write whose fence is smaller than one it has seen: a holder paused
+ * past its lease is then stopped there. *fence is 0 when the lock was taken
+ * without fencing; fences start at 1 and stay below 2^53. They increase only
+ * while no node loses its counters: a node restarted without its data (no
+ * persistence, or a snapshot older than its last writes) or evicting keys
+ * (an allkeys-* maxmemory policy) can make them go back. REDLOCK_EINVAL for
+ * a NULL h or fence or an index out of range.
+ */
+REDLOCK_API int redlock_handle_fence(const redlock_handle *h, size_t index, int64_t *fence);
 
 #ifdef __cplusplus
 }

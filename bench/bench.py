@@ -256,7 +256,7 @@ def run_all(args, runner, nodes, workdir):
     cycles = str(args.cycles)
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
-               "contend": {}, "handoff": {}, "fairness": {}}
+               "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}}
 
     def keep(scenario, key, res):
         fig = summarize(res)
@@ -297,6 +297,12 @@ def run_all(args, runner, nodes, workdir):
                     keep(mode, str(t), runner.run(
                         "ours-c", nodes[:5], f"bench:{mode}",
                         ["--mode", mode, "--threads", t, "--seconds", args.seconds]))
+        # Fencing off and on, one after the other on the same nodes: steady
+        # state (every node counted every acquisition, so no write-back).
+        for fenced in (False, True) if "fencing" in args.only and runner.available("ours-c") else ():
+            keep("fencing", "on" if fenced else "off", runner.run(
+                "ours-c", nodes[:5], "bench:fence",
+                ["--cycles", cycles, "--warmup", warmup] + (["--fencing"] if fenced else [])))
         for name, n in HANDOFF_CLIENTS if "handoff" in args.only else ():
             if runner.available(name):
                 keep("handoff", f"{name}|{n}", runner.run(

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
-SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness")
+SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness", "fencing")
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
@@ -284,6 +284,16 @@ def handoff_targets(res):
              verdict(jain, 0.9, at_most=False))]
 
 
+def section_fencing(fencing):
+    rows = [[mode] + [fmt(med(fencing.get(mode), f"{kind}_median_us")) for kind in ("lock", "cycle")]
+            for mode in ("off", "on") if fencing.get(mode)]
+    return ("## Fencing tokens (N=5, C)\n\n"
+            "Median in microseconds, steady state: every node counted every acquisition, so "
+            "none needs the fence written back. On, each acquisition also increments a "
+            "counter per resource in the acquire script (which replaces the single-key SET NX).\n\n"
+            + table(["fencing", "lock", "lock+unlock"], rows))
+
+
 def targets(res):
     """(target, measured, verdict) for each target of the issue."""
     lat, multi, strag = res["latency"], res["multi"], res["straggler"]
@@ -330,6 +340,9 @@ def targets(res):
     for loop, blocking in EVENT_LOOP:
         r = ratio(lat.get(f"{loop}|5"), lat.get(f"{blocking}|5"), "cycle_median_us")
         out.append((f"{loop} within 1.5x of {blocking}", fmt_ratio(r), verdict(r, 1.5)))
+    r = ratio(res["fencing"].get("on"), res["fencing"].get("off"), "lock_median_us")
+    out.append(("acquisition with fencing within 1.15x of without", fmt_ratio(r),
+                verdict(r, 1.15)))
     return out + handoff_targets(res)
 
 
@@ -422,6 +435,8 @@ def write(out_dir, res, missing, settings, seconds):
         parts += [section_handoff(res["handoff"], settings), "\n"]
     if res["fairness"]:
         parts += [section_fairness(res["fairness"], settings), "\n"]
+    if res["fencing"]:
+        parts += [section_fencing(res["fencing"]), "\n"]
     if lat:
         parts.append(section_bindings(lat))
     with open(os.path.join(out_dir, "REPORT.md"), "w") as f:

@@ -785,3 +785,14 @@ const char *redlock_handle_token(const redlock_handle *h)
 {
     return h ? h->token : NULL;
 }
+
+int redlock_handle_fence(const redlock_handle *h, size_t index, int64_t *fence)
+{
+    if (!h || !fence)
+        return rl_fail(REDLOCK_EINVAL, "redlock_handle_fence: %s is NULL", h ? "fence" : "h");
+    if (index >= h->keys->n)
+        return rl_fail(REDLOCK_EINVAL, "redlock_handle_fence: index %zu is out of range (the "
+                       "lock has %zu resource%s)", index, h->keys->n, h->keys->n == 1 ? "" : "s");
+    *fence = h->fences ? h->fences[index] : 0;
+    return REDLOCK_OK;
+}

@@ -70,6 +70,7 @@ void rl_cmd_unref(rl_cmd *cmd)
         return;
     for (int i = 0; i < 3; i++)
         rl_bytes_free(&cmd->cached[i]);
+    free(cmd->fences);
     rl_keys_unref(cmd->keys);
     free(cmd);
 }
@@ -81,12 +82,14 @@ static const rl_script *script_of(const rl_cmd *cmd)
     case RL_CMD_EXTEND:  return &rl_script_extend;
     case RL_CMD_INSPECT: return &rl_script_inspect;
     case RL_CMD_FORCE:   return &rl_script_force;
+    case RL_CMD_FENCE:   return &rl_script_fence;
     default:             return &rl_script_release;
     }
 }
 
 /* Formats cmd in form: SET key token NX GET PX ttl, or EVALSHA/EVAL script
- * n key... token [ttl]. */
+ * n key... token, then the ttl (acquire, extend), "1" (a fenced acquire) or
+ * the counter of each key (fence). */
 static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
 {
     char ttl[24], numkeys[24];
@@ -98,20 +101,34 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
     const rl_script *script = script_of(cmd);
     bool with_ttl = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND;
     size_t n = cmd->keys->n;
-    size_t argc = 4 + n + (with_ttl ? 1 : 0);
+    size_t extra = (with_ttl ? 1 : 0) + (cmd->fenced ? 1 : 0)
+                 + (cmd->kind == RL_CMD_FENCE ? n : 0);
+    size_t argc = 4 + n + extra;
     const char **argv = malloc(argc * sizeof *argv);
-    if (!argv)
+    char (*fences)[24] = cmd->kind == RL_CMD_FENCE ? malloc(n * sizeof *fences) : NULL;
+    if (!argv || (cmd->kind == RL_CMD_FENCE && !fences)) {
+        free(argv);
+        free(fences);
         return REDLOCK_ENOMEM;
+    }
     snprintf(numkeys, sizeof numkeys, "%zu", n);
     argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
     argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
     argv[2] = numkeys;
     memcpy(argv + 3, cmd->keys->k, n * sizeof *argv);
-    argv[3 + n] = cmd->token;
+    size_t at = 3 + n;
+    argv[at++] = cmd->token;
     if (with_ttl)
-        argv[4 + n] = ttl;
+        argv[at++] = ttl;
+    if (cmd->fenced)
+        argv[at++] = "1";
+    for (size_t i = 0; fences && i < n; i++) {
+        snprintf(fences[i], sizeof fences[i], "%lld", (long long)cmd->fences[i]);
+        argv[at++] = fences[i];
+    }
     int rc = rl_bytes_format(out, (int)argc, argv);
     free(argv);
+    free(fences);
     return rc;
 }
 
@@ -148,9 +165,10 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
 
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
 {
-    bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE;   /* not loaded */
+    bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
+             || cmd->kind == RL_CMD_FENCE;   /* not loaded */
     rl_form form = eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA;
-    if (!eval && cmd->kind == RL_CMD_ACQUIRE && cmd->keys->n == 1
+    if (!eval && cmd->kind == RL_CMD_ACQUIRE && cmd->keys->n == 1 && !cmd->fenced
         && rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
         form = RL_FORM_SET;
     return send_form(cmd, c, form, cmd->cacheable);
@@ -185,6 +203,27 @@ static void classify_inspect(const redisReply *r, rl_result *out)
     }
 }
 
+/* A fenced acquire's yes: one counter per key, each at least 1 (and below
+ * 2^53, where the scripts' Lua numbers stay exact). */
+static void classify_fences(const rl_cmd *cmd, const redisReply *r, rl_result *out)
+{
+    bool sound = r->elements == cmd->keys->n;
+    for (size_t i = 0; sound && i < r->elements; i++)
+        sound = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer >= 1
+             && r->element[i]->integer < ((long long)1 << 53);
+    if (sound)
+        out->vote = RL_VOTE_YES;
+    else
+        rl_result_fail(out, REDLOCK_EREDIS, "a fencing counter that is not a count from 1 "
+                       "(was a counter key written by something else?)");
+}
+
+void rl_cmd_fences(const rl_cmd *cmd, const redisReply *reply, int64_t *out)
+{
+    for (size_t i = 0; i < cmd->keys->n; i++)
+        out[i] = reply->element[i]->integer;
+}
+
 void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -201,6 +240,10 @@ void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
     }
     if (cmd->kind == RL_CMD_INSPECT) {
         classify_inspect(r, out);
+        return;
+    }
+    if (cmd->fenced && r->type == REDIS_REPLY_ARRAY) {
+        classify_fences(cmd, r, out);
         return;
     }
     if (r->type != REDIS_REPLY_INTEGER || r->integer < 0) {

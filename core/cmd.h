@@ -19,6 +19,7 @@
  *   - extend: nothing; the handle already assumes the shorter lease.
  *   - inspect, force: nothing; a query changes nothing, and a forced unlock
  *     is its caller's to repeat.
+ *   - fence: nothing; it only ever raises counters, which is harmless late.
  */
 #ifndef RL_CMD_H
 #define RL_CMD_H
@@ -38,7 +39,8 @@ typedef enum rl_cmd_kind {
     RL_CMD_EXTEND,
     RL_CMD_RELEASE,
     RL_CMD_INSPECT,     /* a query: read the key and its PTTL */
-    RL_CMD_FORCE        /* delete the key whatever its token */
+    RL_CMD_FORCE,       /* delete the key whatever its token */
+    RL_CMD_FENCE        /* raise the keys' fencing counters, if the keys are ours */
 } rl_cmd_kind;
 
 /* How a command was written on one connection. */
@@ -65,6 +67,8 @@ typedef struct rl_cmd {
     rl_keys *keys;
     char token[RL_TOKEN_LEN + 1];
     int64_t ttl_ms;                /* acquire, extend */
+    bool fenced;                   /* acquire: counts on the keys' fencing counters */
+    int64_t *fences;               /* fence: the value per key (owned) */
     struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */
@@ -82,6 +86,8 @@ int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval);
 
 /* What a reply to cmd (sent in `form`) says. */
 void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply, rl_result *out);
+/* A fenced acquire's yes (classified so): its counters, one per key, into out. */
+void rl_cmd_fences(const rl_cmd *cmd, const struct redisReply *reply, int64_t *out);
 
 /* A reply to an entry that no operation waits for (see above). */
 void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const struct redisReply *reply,

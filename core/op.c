@@ -52,6 +52,9 @@ struct redlock_op {
     int64_t wake_at;      /* pause: when the next attempt starts */
     phase phase;
     rl_cmd *cmd;          /* the current round's command */
+    rl_cmd *attempt;      /* lock: the acquire of the current attempt */
+    bool fenced;          /* lock: with fencing */
+    int64_t *got;         /* fenced lock: each node's counters, node by node */
     bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
     bool was_held;        /* unlock: the lock as it was when unlock began */
     int64_t old_expires_at;
@@ -85,6 +88,7 @@ void rl_handle_free(redlock_handle *h)
         return;
     rl_cmd_unref(h->acquired_by);
     rl_keys_unref(h->keys);
+    free(h->fences);
     free(h);
 }
 
@@ -236,6 +240,11 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->cmd->op = op;
     op->cmd->cacheable = true;
+    if (kind == RL_CMD_ACQUIRE) {
+        op->cmd->fenced = op->fenced;
+        rl_cmd_unref(op->attempt);
+        op->attempt = rl_cmd_ref(op->cmd);
+    }
     op->phase = PHASE_ROUND;
     op->round_start = now;
     op->saw_noscript = false;
@@ -294,17 +303,77 @@ static void undo_attempt(rl_op *op, int64_t now)
     rl_cmd_unref(rel);
 }
 
+/* Fencing, once a quorum took the lock: its fence for each key is the
+ * largest counter among the nodes that took it. When a quorum counted that
+ * much already, that is all (0); otherwise it is written back, guarded by
+ * our token, to the nodes that counted less, and that round decides the
+ * lock instead, with the acquire's start, so validity runs to its end (1).
+ * REDLOCK_ENOMEM when it could not be made. */
+static int start_fence(rl_op *op, int64_t now)
+{
+    redlock_handle *h = op->h;
+    size_t n_keys = h->keys->n, n_nodes = op->ctx->n_nodes;
+    bool *behind = calloc(n_nodes, sizeof *behind);
+    rl_cmd *fence = behind ? rl_cmd_new(RL_CMD_FENCE, h->keys, h->token, 0) : NULL;
+    if (fence)
+        fence->fences = malloc(n_keys * sizeof *fence->fences);
+    if (!fence || !fence->fences) {
+        free(behind);
+        rl_cmd_unref(fence);
+        return REDLOCK_ENOMEM;
+    }
+    size_t agree = rl_quorum_fences(op->results, n_nodes, op->got, n_keys, fence->fences,
+                                    behind);
+    memcpy(h->fences, fence->fences, n_keys * sizeof *h->fences);
+    if (agree >= rl_quorum(n_nodes)) {
+        free(behind);
+        rl_cmd_unref(fence);
+        return 0;
+    }
+    rl_cmd_unref(op->cmd);
+    op->cmd = fence;
+    fence->op = op;
+    fence->cacheable = true;
+    op->saw_noscript = false;
+    for (size_t i = 0; i < n_nodes; i++) {
+        slot *s = &op->slots[i];
+        rl_result *r = &op->results[i];
+        if (behind[i] && s->conn && s->conn->state != RL_CONN_BROKEN) {
+            r->vote = RL_VOTE_PENDING;
+            send_on(op, i, now);
+            continue;
+        }
+        s->state = SLOT_DONE;
+        if (behind[i])
+            rl_result_fail(r, REDLOCK_ENOQUORUM, "connection lost before its fence was written");
+        else if (r->vote == RL_VOTE_PENDING)
+            rl_result_fail(r, REDLOCK_ENOQUORUM, "no answer before the others decided");
+    }
+    free(behind);
+    return 1;
+}
+
 static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
 {
     redlock_handle *h = op->h;
     op->cmd->op = NULL;   /* later replies are late: cmd.c's rules */
     switch (op->kind) {
     case OP_LOCK:
+        if (v->rc == REDLOCK_OK && op->fenced && op->cmd->kind == RL_CMD_ACQUIRE) {
+            int fence = start_fence(op, now);
+            if (fence == 1)
+                return;
+            if (fence != 0) {
+                undo_attempt(op, now);
+                finish(op, REDLOCK_ENOMEM, "out of memory");
+                return;
+            }
+        }
         if (v->rc == REDLOCK_OK) {
             h->held = true;
             h->expires_at = v->expires_at;
             h->lease_ms = op->ttl_ms;
-            h->acquired_by = rl_cmd_ref(op->cmd);
+            h->acquired_by = rl_cmd_ref(op->attempt);
             finish(op, REDLOCK_OK, "");
             return;
         }
@@ -430,6 +499,12 @@ int rl_op_lock(rl_op **out, redlock_ctx *ctx, const char *const *names, size_t n
     }
     op->h = h;
     op->owns_handle = true;
+    op->fenced = ctx->opt.fencing;
+    if (op->fenced && (!(h->fences = calloc(n, sizeof *h->fences))
+                       || !(op->got = calloc(n * ctx->n_nodes, sizeof *op->got)))) {
+        rl_op_free(op);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
     op->ttl_ms = ttl_ms;
     op->give_up = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
     op->unavailable_since = INT64_MAX;
@@ -550,8 +625,10 @@ void rl_op_free(rl_op *op)
     if (op->cmd && op->phase != PHASE_DONE)
         op->cmd->op = NULL;   /* freed unfinished: nothing waits any more */
     rl_cmd_unref(op->cmd);
+    rl_cmd_unref(op->attempt);
     if (op->owns_handle)
         rl_handle_free(op->h);
+    free(op->got);
     free(op->dropped);
     free(op);
 }
@@ -779,14 +856,19 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
     }
     rl_result r;
     rl_cmd_classify(op->cmd, e->form, reply, &r);
+    if (r.vote == RL_VOTE_YES && op->cmd->fenced)
+        rl_cmd_fences(op->cmd, reply, op->got + i * op->h->keys->n);
     vote(op, i, &r, now);
 }
 
 void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, int64_t now)
 {
-    if (e->cmd == op->cmd && written)
+    /* The current attempt's acquire (its fence round has op->cmd) may have
+     * run: a failed attempt is undone there too. */
+    bool ours = e->cmd == op->cmd || (e->cmd == op->attempt && op->phase == PHASE_ROUND);
+    if (ours && written)
         op->slots[c->node].maybe_ran = true;
-    else if (e->cmd != op->cmd)
+    else if (!ours)
         rl_cmd_late_lost(e, op->ctx, c->node, written, now);
 }
 

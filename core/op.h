@@ -13,6 +13,11 @@
  * (retry_delay_ms +- retry_jitter_ms) and tries again with a fresh token
  * while wait_ms lasts; REDLOCK_ELOCKED, REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED
  * and REDLOCK_EREDIS are worth another attempt, the rest are not.
+ *
+ * With the option fencing, an acquire also counts on each key's counter on
+ * the nodes that take it, and the lock's fence is the largest count among
+ * them; when fewer than a quorum counted that much, a second round writes it
+ * back to the others before the lock is ours (quorum.h, rl_quorum_fences).
  */
 #ifndef RL_OP_H
 #define RL_OP_H
@@ -37,6 +42,7 @@ struct redlock_handle {
     _Atomic bool lost;            /* its renewal failed for good, or came too late */
     _Atomic bool released;        /* unlock was called */
     rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
+    int64_t *fences;              /* fencing: the fence of each key; else NULL */
     /* Its renewal, if watched: set and cleared under async.c's mutex; read
      * without it only to learn whether there is one. */
     struct rl_watch *_Atomic watch;

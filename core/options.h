@@ -19,6 +19,7 @@ typedef struct rl_options {
     size_t key_prefix_len;
     int pool_size;
     bool restart_guard;
+    bool fencing;
     int64_t watchdog_lease_ms;
     int64_t unavailable_timeout_ms;
 } rl_options;

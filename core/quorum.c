@@ -285,3 +285,22 @@ void rl_quorum_query(const redlock_ctx *ctx, const rl_round *r, const char *what
     else
         decide_force(ctx, r, &t, what, out, msg, msglen);
 }
+
+size_t rl_quorum_fences(const rl_result *results, size_t n_nodes, const int64_t *got,
+                        size_t n_keys, int64_t *fences, bool *behind)
+{
+    for (size_t k = 0; k < n_keys; k++) {
+        fences[k] = 0;
+        for (size_t i = 0; i < n_nodes; i++)
+            if (results[i].vote == RL_VOTE_YES && got[i * n_keys + k] > fences[k])
+                fences[k] = got[i * n_keys + k];
+    }
+    size_t agree = 0;
+    for (size_t i = 0; i < n_nodes; i++) {
+        behind[i] = false;
+        for (size_t k = 0; k < n_keys && results[i].vote == RL_VOTE_YES; k++)
+            behind[i] = behind[i] || got[i * n_keys + k] < fences[k];
+        agree += results[i].vote == RL_VOTE_YES && !behind[i];
+    }
+    return agree;
+}

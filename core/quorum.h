@@ -87,4 +87,23 @@ void rl_quorum_query(const struct redlock_ctx *ctx, const rl_round *round, const
 void rl_quorum_decide(const struct redlock_ctx *ctx, const rl_round *round, const char *what,
                       rl_verdict *out, char *msg, size_t msglen);
 
+/*
+ * Fencing tokens across a quorum. Each node that takes a lock increments a
+ * counter per key in the same script, and a fence write-back raises the
+ * counter only while the key holds our token: so on any node, the moment
+ * its counter reaches our fence F our key is there. A later holder takes its
+ * keys on a quorum after ours are gone, so on the node its quorum shares
+ * with a quorum whose counters reached F, its increment returns more than F,
+ * and its fence (the largest of its quorum) is larger than F.
+ *
+ * Given the counters the nodes that said yes returned (got[node * n_keys +
+ * key]), writes the fence of each key (the largest) into fences, marks in
+ * behind[node] each yes that counted less on some key, and returns how many
+ * yes nodes counted every fence: the lock is fenced when that is a quorum;
+ * else the fences are written back to the nodes behind, and a quorum of
+ * both together fences it (the round decided by rl_quorum_decide).
+ */
+size_t rl_quorum_fences(const rl_result *results, size_t n_nodes, const int64_t *got,
+                        size_t n_keys, int64_t *fences, bool *behind);
+
 #endif /* RL_QUORUM_H */

@@ -8,7 +8,7 @@ typedef struct rl_script {
     const char *sha1;
 } rl_script;
 
-extern const rl_script rl_script_acquire;   /* SET NX PX on all KEYS or none */
+extern const rl_script rl_script_acquire;   /* SET NX PX on all KEYS or none; fencing: and INCR */
 extern const rl_script rl_script_release;   /* DEL each KEY whose value is ARGV[1] */
 extern const rl_script rl_script_extend;    /* PEXPIRE all KEYS if all are ARGV[1] */
 
@@ -16,6 +16,8 @@ extern const rl_script rl_script_extend;    /* PEXPIRE all KEYS if all are ARGV[
  * loaded on every connection as the three above are. */
 extern const rl_script rl_script_inspect;   /* GET and PTTL of KEYS[1] */
 extern const rl_script rl_script_force;     /* DEL KEYS[1] whatever its token */
+/* Sent only when an acquisition's counters disagree (fencing): rare too. */
+extern const rl_script rl_script_fence;     /* raise each KEY's counter to ARGV[i + 1] */
 
 /* The scripts loaded on every connection (SCRIPT LOAD in its handshake). */
 #define RL_N_SCRIPTS 3

@@ -483,6 +483,7 @@ REDLOCK_RETURNS_VOID(redlock_extend)
 REDLOCK_RETURNS_VOID(redlock_unlock)
 REDLOCK_RETURNS_VOID(redlock_inspect)
 REDLOCK_RETURNS_VOID(redlock_force_unlock)
+REDLOCK_RETURNS_VOID(redlock_handle_fence)
 
 /* The library is loaded by the class that declares the native methods. */
 %pragma(java) jniclasscode=%{

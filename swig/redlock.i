@@ -26,7 +26,7 @@
 /* The answers of the queries (redlock_inspect, redlock_force_unlock, and
  * the engine's redlock_op_answer) come back as extra return values. */
 %apply int *OUTPUT { int *locked, int *deleted };
-%apply long long *OUTPUT { int64_t *ttl_ms };
+%apply long long *OUTPUT { int64_t *ttl_ms, int64_t *fence };
 
 /* A function pointer is no use to a script: each language file installs its
  * own interrupt check in C (Python: pending signals; Java: Thread.interrupt). */

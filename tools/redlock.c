@@ -112,6 +112,8 @@ static const char usage_head[] =
     "      --connect-timeout DURATION\n"
     "                               deadline for connecting to a node (default 100ms)\n"
     "      --retry-delay DURATION   pause between attempts while waiting (default 200ms)\n"
+    "      --fencing                give COMMAND a fencing token in REDLOCK_FENCE\n"
+    "                               (the same as -o fencing=1)\n"
     "  -o, --option NAME=VALUE      set any library option (listed below); may be\n"
     "                               repeated\n"
     "      --password-file FILE     password for the nodes whose URI has none,\n"
@@ -138,7 +140,9 @@ static const char usage_tail[] =
     "  REDLOCK_PASSWORD  password for the nodes whose URI has none, when no\n"
     "                    --password-file is given. Passwords are never printed.\n"
     "COMMAND runs with REDLOCK_NAME (NAME) and REDLOCK_TOKEN (the lock's token,\n"
-    "the value stored in the Redis key) added to its environment.\n"
+    "the value stored in the Redis key) added to its environment, and with\n"
+    "fencing on REDLOCK_FENCE: a number larger for every later holder of NAME,\n"
+    "for the storage COMMAND writes to, to refuse writes of an older holder.\n"
     "\n"
     "Signals: SIGINT, SIGTERM and SIGHUP are forwarded to COMMAND, and the lock is\n"
     "released when COMMAND exits. When the lock is lost (it could not be extended\n"
@@ -383,6 +387,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         OPT_CONNECT_TIMEOUT,
         OPT_RETRY_DELAY,
         OPT_PASSWORD_FILE,
+        OPT_FENCING,
     };
     /* One option a line: tests/cli checks that --help documents each of them. */
     static const struct option long_options[] = {
@@ -398,6 +403,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         {"node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT},
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
         {"retry-delay", required_argument, NULL, OPT_RETRY_DELAY},
+        {"fencing", no_argument, NULL, OPT_FENCING},
         {"option", required_argument, NULL, 'o'},
         {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
         {"quiet", no_argument, NULL, 'q'},
@@ -450,6 +456,9 @@ static void parse_args(struct config *cfg, int argc, char **argv)
             break;
         case OPT_RETRY_DELAY:
             add_duration_setting(cfg, "retry-delay", "retry_delay_ms", optarg);
+            break;
+        case OPT_FENCING:
+            add_setting(cfg, "fencing", "1");
             break;
         case 'o':
             add_option_setting(cfg, optarg);
@@ -1002,8 +1011,13 @@ static int run_locked(redlock_handle *lock, const struct config *cfg)
 {
     struct run run = {.cfg = cfg, .lock = lock};
 
+    int64_t fence = 0;
+    char fence_text[24];
+    (void)redlock_handle_fence(lock, 0, &fence);
+    snprintf(fence_text, sizeof fence_text, "%lld", (long long)fence);
     if (setenv("REDLOCK_NAME", cfg->name, 1) != 0 ||
-        setenv("REDLOCK_TOKEN", redlock_handle_token(lock), 1) != 0) {
+        setenv("REDLOCK_TOKEN", redlock_handle_token(lock), 1) != 0 ||
+        (fence > 0 ? setenv("REDLOCK_FENCE", fence_text, 1) : unsetenv("REDLOCK_FENCE")) != 0) {
         say("cannot prepare the command: %s", strerror(errno));
         redlock_unlock(lock);
         return EX_SOFTWARE;

@@ -12,7 +12,7 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s --nodes URI[,URI...] [--cycles N] [--warmup N] [--lease MS] [--keys K]\n"
-            "          [--threads T] [--seconds S] [--hold-ms MS]\n"
+            "          [--threads T] [--seconds S] [--hold-ms MS] [--fencing]\n"
             "          [--mode cycle|threads|contend|handoff] [--prefix NAME] [--wait-all]\n",
             prog);
     exit(64);
@@ -45,6 +45,10 @@ void bench_parse(bench_args *a, int argc, char **argv)
         const char *opt = argv[i];
         if (strcmp(opt, "--wait-all") == 0) {
             a->wait_all = 1;
+            continue;
+        }
+        if (strcmp(opt, "--fencing") == 0) {
+            a->fencing = 1;
             continue;
         }
         if (i + 1 == argc)

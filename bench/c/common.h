@@ -26,6 +26,7 @@ typedef struct bench_args {
     const char *mode;     /* "cycle", "threads", "contend" or "handoff" */
     const char *prefix;   /* resource names start with this */
     int wait_all;         /* floor only: wait for every node's reply */
+    int fencing;          /* ours only: with fencing tokens (option fencing) */
 } bench_args;
 
 /* Parses argv; prints usage and exits on a bad command line. */

@@ -62,6 +62,7 @@ static redlock_ctx *new_ctx(const bench_args *a)
     snprintf(node_timeout, sizeof node_timeout, "%ld", a->lease_ms / 20);
     check(redlock_ctx_set_option(ctx, "pool_size", pool), "pool_size");
     check(redlock_ctx_set_option(ctx, "node_timeout_ms", node_timeout), "node_timeout_ms");
+    check(redlock_ctx_set_option(ctx, "fencing", a->fencing ? "1" : "0"), "fencing");
     return ctx;
 }
 

@@ -1455,6 +1455,37 @@ function Lock:token()
   return handle and core.redlock_handle_token(handle) or nil
 end
 
+--- The fencing token of the current acquisition (client option fencing):
+-- larger for every later holder of the resource. Send it with each write to
+-- the storage the lock protects, and have the storage refuse one older than
+-- the newest it has seen. For a multi-lock, the fence of resource `name`
+-- (the first resource's without one). nil when not held or taken without
+-- fencing; an error for a name the lock does not have.
+function Lock:fence(name)
+  check_self(self, Lock, "fence")
+  local index = 0
+  if name ~= nil then
+    index = nil
+    for i, mine in ipairs(self._names) do
+      if mine == name then
+        index = i - 1
+      end
+    end
+    if index == nil then
+      argerror(1, "fence", "not a resource of this lock: " .. tostring(name))
+    end
+  end
+  local handle = self._state.handle
+  if not handle then
+    return nil
+  end
+  local rc, fence = core.redlock_handle_fence(handle, index)
+  if rc ~= 0 or fence == 0 then
+    return nil
+  end
+  return fence
+end
+
 ---------------------------------------------------------------------------
 -- Client: the nodes and their connections.
 

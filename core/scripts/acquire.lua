@@ -4,7 +4,24 @@
 -- after a lost connection finds its own earlier success), and its lease is
 -- set again. Keys go to EXISTS and MGET in chunks, so unpack() stays within
 -- Lua's stack.
+-- With ARGV[3] (fencing), taking them also increments each key's counter
+-- (the key followed by a zero byte and 'fence': no lock key is named so, as
+-- resource names never hold a zero byte), and the reply is the list of the
+-- counters' new values instead of 1.
 local n, chunk = #KEYS, 1000
+if n == 1 and ARGV[3] then
+  -- One key with fencing, the common case, in the fewest calls.
+  local value = redis.pcall('get', KEYS[1])
+  if type(value) == 'table' then
+    return redis.error_reply('WRONGTYPE key ' .. KEYS[1] .. ' holds a '
+                             .. redis.call('type', KEYS[1]).ok .. ', not a lock')
+  elseif value and value ~= ARGV[1] then
+    return 0
+  end
+  local fence = redis.call('incr', KEYS[1] .. '\0fence')
+  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
+  return { fence }
+end
 for first = 1, n, chunk do
   local last = math.min(first + chunk - 1, n)
   if redis.call('exists', unpack(KEYS, first, last)) > 0 then
@@ -23,7 +40,14 @@ for first = 1, n, chunk do
     end
   end
 end
+local fences = nil
+if ARGV[3] then
+  fences = {}
+  for i = 1, n do
+    fences[i] = redis.call('incr', KEYS[i] .. '\0fence')
+  end
+end
 for i = 1, n do
   redis.call('set', KEYS[i], ARGV[1], 'px', ARGV[2])
 end
-return 1
+return fences or 1

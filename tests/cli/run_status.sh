@@ -42,6 +42,14 @@ grep -q "token $token" "$work/err" || fail "--verbose does not print the token: 
 grep -q "released 'job'" "$work/err" || fail "--verbose does not report the release"
 expect_released job
 
+# With --fencing the command gets REDLOCK_FENCE, larger each time; without
+# it, none (not even one inherited from a caller).
+run redlock --fencing --nodes "$NODES" fenced -- sh -c 'echo "$REDLOCK_FENCE" > "$0/f1"' "$work"
+run redlock -o fencing=1 --nodes "$NODES" fenced -- sh -c 'echo "$REDLOCK_FENCE" > "$0/f2"' "$work"
+expect_eq "0 1 2" "$status $(cat "$work/f1") $(cat "$work/f2")" "REDLOCK_FENCE of two holders"
+REDLOCK_FENCE=99 run redlock --nodes "$NODES" fenced -- sh -c 'echo "${REDLOCK_FENCE-unset}" > "$0/f3"' "$work"
+expect_eq unset "$(cat "$work/f3")" "REDLOCK_FENCE without fencing"
+
 # Command not found and not executable, as in the shell.
 run redlock --nodes "$NODES" job -- "$work/no-such-command" 2> "$work/err"
 expect_eq 127 "$status" "status for a missing command"

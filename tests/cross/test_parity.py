@@ -59,9 +59,10 @@ def test_the_tables_cover_the_issue_operations() -> None:
             "scoped use", "keep (no lease: renewed)", "lost?", "when lost", "reentrant lock",
             "holds of this thread", "held by anyone (asks the nodes)",
             "holder's time left on the nodes",
-            "force unlock (dangerous)"} <= {row["operation"] for row in SYNC_ROWS}
+            "force unlock (dangerous)", "fencing token",
+            "fencing token of a resource"} <= {row["operation"] for row in SYNC_ROWS}
     assert {"client", "lock", "multi-lock", "try", "wait until acquired", "release", "extend",
-            "scoped use", "close"} <= {row["operation"] for row in ASYNC_ROWS}
+            "scoped use", "fencing token", "close"} <= {row["operation"] for row in ASYNC_ROWS}
     assert all(set(LANGUAGES) <= set(row) for _, row in ROWS)
 
 

@@ -110,11 +110,13 @@ def test_jittery_latency_never_gives_an_expired_lock(proxied, make_client):
         elapsed = time.monotonic() - start
         assert acquired
         assert validity <= lease - elapsed
-        # Validity was left when try_lock returned: what is left now (below
-        # 0 once it ran out) plus the time since is above 0. On a busy
-        # machine a lock acquired with a few ms left may run out before it
-        # is read.
-        assert validity + (time.monotonic() - returned) > 0
+        # Validity was left when the lock was decided, somewhere inside the
+        # call: what is left now (below 0 once it ran out) plus the time
+        # since the call began bounds it from above, so it must be above 0
+        # (one ms more for the library's whole-ms clock). The time between
+        # the decision and the return is not observable from here, and on a
+        # busy machine it can exceed a lock's last few ms.
+        assert validity + (time.monotonic() - start) + 0.001 > 0
         outcomes["held"] += 1
         try:
             lock.unlock()

@@ -15,9 +15,19 @@
  *               an unlock reported done leaves no quorum with it;
  *   no leftover after recovery (faults healed, every lock released, owed
  *               releases delivered) no node holds a lock key;
+ *   fencing     in the simulations with fencing on (half of them), each
+ *               holder of a resource has a larger fence than the one
+ *               before, and a quorum's counters have reached it when the
+ *               lock is reported held. A node down for longer than any
+ *               lease comes back without its lock keys but with its
+ *               counters (persistence); with --lose-counters it loses them
+ *               too and every simulation fences: fences may then go back
+ *               (the documented limit; counted, not a failure), and every
+ *               other invariant must still hold.
  *   progress    in quiet phases with every node up, waiting locks succeed.
  *
- *   sim [--seed N] [--ops N] [--sims N] [--replay SEED] [--trace]
+ *   sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] [--trace]
+ *       [--unsafe-restarts | --lose-counters [--no-restart-guard]]
  *
  * Many short simulations run from seeds drawn from the master seed (random
  * unless given). A failure prints the simulation's seed, the invariant and
@@ -163,6 +173,10 @@ typedef struct world {
     bool healing;           /* no new faults, no new locks */
     bool quiet;             /* a fault-free phase: no new faults */
     bool unsafe_restarts;   /* restarts without data and without delay */
+    bool fencing;           /* the clients take their locks with fencing */
+    bool lose_counters;     /* restarts after a long time lose the counters too */
+    int64_t last_fence[RESOURCES];
+    int last_fencer[RESOURCES];
     int64_t quiet_from;     /* a fault-free phase began (for progress) */
     long quiet_locks, quiet_ok;
     const char *failure;
@@ -554,6 +568,31 @@ static int holding(world *w, const client *cl, const char *token)
     return count;
 }
 
+/* A new holder's fences: larger than its resources' last ones, and on a
+ * quorum's counters already. */
+static void check_fences(world *w, client *cl)
+{
+    int q = (int)rl_quorum(NODES);
+    for (int k = 0; k < cl->n_res; k++) {
+        int r = cl->res[k];
+        int64_t fence = cl->held->fences[k];
+        char key[16];
+        snprintf(key, sizeof key, "r%d", r);
+        int reached = 0;
+        for (int i = 0; i < NODES; i++)
+            reached += simnode_counter(w->nodes[i].sn, key, w->now) >= fence;
+        trace(w, "c%d fence r%d %" PRId64 " (%d nodes counted it)", cl->id, r, fence, reached);
+        if (reached < q && !w->lose_counters)
+            fail(w, "fencing", "c%d holds r%d with fence %" PRId64 " but only %d nodes "
+                 "counted it", cl->id, r, fence, reached);
+        if (fence <= w->last_fence[r])
+            fail(w, "fencing", "c%d holds r%d with fence %" PRId64 ", after c%d held it with "
+                 "fence %" PRId64, cl->id, r, fence, w->last_fencer[r], w->last_fence[r]);
+        w->last_fence[r] = fence;
+        w->last_fencer[r] = cl->id;
+    }
+}
+
 static void op_finished(world *w, client *cl)
 {
     rl_op *op = cl->op;
@@ -571,6 +610,8 @@ static void op_finished(world *w, client *cl)
         if (holding(w, cl, cl->held->token) < q && !w->unsafe_restarts)
             fail(w, "outcomes", "c%d holds r%d but only %d nodes have its token", cl->id,
                  cl->res[0], holding(w, cl, cl->held->token));
+        if (w->fencing)
+            check_fences(w, cl);
         if (w->quiet_from && w->now > w->quiet_from)
             w->quiet_ok++;
     } else if (cl->op_kind == 1 && !cl->held->held) {
@@ -647,7 +688,9 @@ static void fault(world *w)
     case 2: { /* down, back with its data, or empty after longer than any lease */
         if (nd->down)
             break;
-        bool keep = chance(&w->rnd, 0.6) || w->unsafe_restarts;
+        /* With --lose-counters every long spell loses them: the point there
+         * is to show what that does. */
+        bool keep = (chance(&w->rnd, 0.6) && !w->lose_counters) || w->unsafe_restarts;
         int64_t back = keep ? between(&w->rnd, 10, 3000) : between(&w->rnd, 2 * MAX_LEASE + 100, 3 * MAX_LEASE);
         if (w->unsafe_restarts && chance(&w->rnd, 0.5)) {
             keep = false;
@@ -774,7 +817,8 @@ static void handle(world *w, event *e)
         if (!nd->down || e->gen != nd->down_gen)
             break;   /* healed meanwhile, or an earlier spell's */
         nd->down = false;
-        simnode_restart(nd->sn, e->i, next_u64(&w->rnd));
+        simnode_restart(nd->sn, e->i ? SIMNODE_KEEP : w->fencing && !w->lose_counters
+                                ? SIMNODE_KEEP_COUNTERS : SIMNODE_LOSE, next_u64(&w->rnd));
         trace(w, "n%d back up", (int)(nd - w->nodes));
         break;
     }
@@ -788,13 +832,22 @@ static void handle(world *w, event *e)
 
 /* ---- one simulation ---- */
 
-static void world_init(world *w, uint64_t seed, long ops, bool unsafe)
+/* How a simulation runs, besides its seed. */
+typedef struct mode {
+    bool unsafe;            /* --unsafe-restarts */
+    bool lose_counters;     /* --lose-counters */
+    bool no_guard;          /* --no-restart-guard */
+} mode;
+
+static void world_init(world *w, uint64_t seed, long ops, const mode *m)
 {
     memset(w, 0, sizeof *w);
     w->seed = seed;
     w->rnd.s = seed;
     w->ops_budget = ops;
-    w->unsafe_restarts = unsafe;
+    w->unsafe_restarts = m->unsafe;
+    w->lose_counters = m->lose_counters;
+    w->fencing = m->lose_counters || chance(&w->rnd, 0.5);
     const char *uris[NODES];
     char buf[NODES][32];
     for (int i = 0; i < NODES; i++) {
@@ -821,6 +874,8 @@ static void world_init(world *w, uint64_t seed, long ops, bool unsafe)
         rl_options_set(&cl->ctx->opt, "connect_timeout_ms", "100");
         rl_options_set(&cl->ctx->opt, "retry_delay_ms", "50");
         rl_options_set(&cl->ctx->opt, "retry_jitter_ms", "25");
+        rl_options_set(&cl->ctx->opt, "fencing", w->fencing ? "1" : "0");
+        rl_options_set(&cl->ctx->opt, "restart_guard", m->no_guard ? "0" : "1");
         schedule(w, between(&w->rnd, 0, 20), EV_NEXT, cl, 0, 0, NULL, 0);
     }
     schedule(w, between(&w->rnd, 0, 200), EV_FAULT, NULL, 0, 0, NULL, 0);
@@ -873,7 +928,7 @@ static void heal(world *w)
         resume(w, i);
         if (nd->down) {
             nd->down = false;
-            simnode_restart(nd->sn, true, next_u64(&w->rnd));
+            simnode_restart(nd->sn, SIMNODE_KEEP, next_u64(&w->rnd));
         }
     }
     trace(w, "healed");
@@ -926,11 +981,11 @@ static void check_recovery(world *w)
 /* One simulation of ops operations; its failure, or NULL. Traced when
  * keep_trace (a replay): the same seed makes the same run, so exploring
  * runs untraced and replays a failure to show its trace. */
-static const char *simulate(uint64_t seed, long ops, bool unsafe, bool keep_trace,
+static const char *simulate(uint64_t seed, long ops, const mode *m, bool keep_trace,
                             bool print_trace, long *done)
 {
     world *w = malloc(sizeof *w);
-    world_init(w, seed, ops, unsafe);
+    world_init(w, seed, ops, m);
     w->keep_trace = keep_trace;
     w->print_trace = print_trace;
     while (!w->failure && w->ops < w->ops_budget && w->n_ev > 0) {
@@ -990,28 +1045,39 @@ static const char *simulate(uint64_t seed, long ops, bool unsafe, bool keep_trac
 typedef struct explorer {
     pthread_mutex_t mu;
     rng seeds;
-    long ops, per_sim, total, sims, broken;
-    bool unsafe;
+    long ops, per_sim, total, sims, broken, fences_back;
+    mode m;
 } explorer;
+
+/* Whether failures are what the mode is there to show. */
+static bool expects_failures(const mode *m)
+{
+    return m->unsafe || m->lose_counters;
+}
 
 static void *explore(void *arg)
 {
     explorer *ex = arg;
+    bool expected = expects_failures(&ex->m);
     for (;;) {
         pthread_mutex_lock(&ex->mu);
-        bool more = ex->total < ex->ops && (ex->unsafe || ex->broken == 0);
+        bool more = ex->total < ex->ops && (expected || ex->broken == 0);
         uint64_t seed = next_u64(&ex->seeds);
         pthread_mutex_unlock(&ex->mu);
         if (!more)
             return NULL;
         long n = 0, again;
-        const char *f = simulate(seed, ex->per_sim, ex->unsafe, false, false, &n);
-        if (f && !ex->unsafe)
-            simulate(seed, ex->per_sim, ex->unsafe, true, false, &again);
+        const char *f = simulate(seed, ex->per_sim, &ex->m, false, false, &n);
+        /* Shown in full: a failure that is not expected, and with
+         * --lose-counters one that is not about fences. */
+        bool fences = f && strcmp(f, "fencing") == 0;
+        if (f && (!expected || (ex->m.lose_counters && !fences)))
+            simulate(seed, ex->per_sim, &ex->m, true, false, &again);
         pthread_mutex_lock(&ex->mu);
         ex->total += n;
         ex->sims++;
         ex->broken += f != NULL;
+        ex->fences_back += fences;
         pthread_mutex_unlock(&ex->mu);
     }
 }
@@ -1019,7 +1085,8 @@ static void *explore(void *arg)
 int main(int argc, char **argv)
 {
     uint64_t master = 0, replay = 0;
-    bool have_master = false, have_replay = false, print_trace = false, unsafe = false;
+    bool have_master = false, have_replay = false, print_trace = false;
+    mode m = { 0 };
     long ops = 1000000, per_sim = 2000;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
@@ -1035,16 +1102,26 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--trace") == 0) {
             print_trace = true;
         } else if (strcmp(argv[i], "--unsafe-restarts") == 0) {
-            unsafe = true;
+            m.unsafe = true;
+        } else if (strcmp(argv[i], "--lose-counters") == 0) {
+            m.lose_counters = true;
+        } else if (strcmp(argv[i], "--no-restart-guard") == 0) {
+            m.no_guard = true;
         } else {
             fprintf(stderr, "usage: sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] "
-                            "[--trace] [--unsafe-restarts]\n");
+                            "[--trace] [--unsafe-restarts | --lose-counters "
+                            "[--no-restart-guard]]\n");
             return 64;
         }
     }
+    if (m.unsafe && m.lose_counters) {
+        fprintf(stderr, "sim: --unsafe-restarts and --lose-counters show different limits; "
+                        "give one\n");
+        return 64;
+    }
     long done = 0;
     if (have_replay) {
-        const char *f = simulate(replay, per_sim, unsafe, true, print_trace, &done);
+        const char *f = simulate(replay, per_sim, &m, true, print_trace, &done);
         printf("sim: replayed seed %" PRIu64 ": %ld operations, %s\n", replay, done,
                f ? f : "no invariant broken");
         return f ? 1 : 0;
@@ -1061,7 +1138,7 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     /* Simulations are independent: two workers share them out (simulation
      * k gets the k-th seed of the master's stream, whichever worker runs it). */
-    explorer ex = { .seeds = { master }, .ops = ops, .per_sim = per_sim, .unsafe = unsafe };
+    explorer ex = { .seeds = { master }, .ops = ops, .per_sim = per_sim, .m = m };
     pthread_mutex_init(&ex.mu, NULL);
     pthread_t workers[JOBS];
     for (int j = 0; j < JOBS; j++)
@@ -1073,9 +1150,21 @@ int main(int argc, char **argv)
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     printf("sim: %ld operations in %ld simulations, %.1f s, master seed %" PRIu64 ": %s\n",
            total, sims, secs, master,
-           broken ? (unsafe ? "invariants broken (restarts without data, as documented)"
-                           : "FAILED") : "every invariant held");
-    if (unsafe)
+           !broken ? "every invariant held"
+           : m.unsafe ? "invariants broken (restarts without data, as documented)"
+           : m.lose_counters ? "invariants broken (counters lost in restarts, as documented)"
+           : "FAILED");
+    if (m.unsafe)
         printf("sim: %ld of %ld simulations broke an invariant\n", broken, sims);
-    return broken && !unsafe ? 1 : 0;
+    if (m.lose_counters) {
+        /* Exclusion does not rest on the counters: only fencing may break.
+         * How often it does is what this mode measures (it takes a node that
+         * lost them, and a quorum of it and nodes that fell behind, at once:
+         * tests/c/test_fence.c makes that happen on purpose). */
+        printf("sim: %ld of %ld simulations saw a fence go back (restart_guard %s); %ld broke "
+               "another invariant\n", ex.fences_back, sims, m.no_guard ? "off" : "on",
+               broken - ex.fences_back);
+        return broken == ex.fences_back ? 0 : 1;
+    }
+    return broken && !m.unsafe ? 1 : 0;
 }

@@ -15,7 +15,8 @@
 #define NO_EXPIRY INT64_MAX
 
 typedef struct entry {
-    char *key;
+    char *key;            /* binary: a fencing counter's key holds a zero byte */
+    size_t klen;
     char *value;          /* NULL for a list */
     int64_t expires_at;
 } entry;
@@ -30,7 +31,7 @@ struct simnode {
     size_t n, cap;
     char run_id[41];
     lua_State *lua;
-    script scripts[RL_N_SCRIPTS];
+    script scripts[RL_N_SCRIPTS + 3];
     size_t n_scripts;
     int64_t now;          /* of the command running */
 };
@@ -114,11 +115,11 @@ static void resp(const sval *v, simbuf *out)
 
 /* ---- the keyspace ---- */
 
-static entry *find(simnode *n, const char *key)
+static entry *find(simnode *n, const char *key, size_t klen)
 {
     for (size_t i = 0; i < n->n; i++) {
         entry *e = &n->keys[i];
-        if (strcmp(e->key, key) != 0)
+        if (e->klen != klen || memcmp(e->key, key, klen) != 0)
             continue;
         if (e->expires_at <= n->now) {      /* expired: gone */
             free(e->key);
@@ -138,9 +139,9 @@ static void del(simnode *n, entry *e)
     *e = n->keys[--n->n];
 }
 
-static entry *put(simnode *n, const char *key)
+static entry *put(simnode *n, const char *key, size_t klen)
 {
-    entry *e = find(n, key);
+    entry *e = find(n, key, klen);
     if (e) {
         free(e->value);
         e->value = NULL;
@@ -151,23 +152,38 @@ static entry *put(simnode *n, const char *key)
         n->keys = realloc(n->keys, n->cap * sizeof *n->keys);
     }
     e = &n->keys[n->n++];
-    *e = (entry){ .key = strdup(key), .expires_at = NO_EXPIRY };
+    *e = (entry){ .key = malloc(klen + 1), .klen = klen, .expires_at = NO_EXPIRY };
+    memcpy(e->key, key, klen);
+    e->key[klen] = '\0';
     return e;
 }
 
-static void clear_keys(simnode *n)
+/* A fencing counter: the key holds a zero byte. */
+static bool is_counter(const entry *e)
 {
-    while (n->n > 0)
-        del(n, &n->keys[n->n - 1]);
+    return strlen(e->key) != e->klen;
+}
+
+/* Empties the keyspace, or only of lock keys when counters are kept. */
+static void clear_keys(simnode *n, bool keep_counters)
+{
+    for (size_t i = n->n; i-- > 0;)
+        if (!keep_counters || !is_counter(&n->keys[i]))
+            del(n, &n->keys[i]);
 }
 
 /* ---- scripts ---- */
 
 static const rl_script *known_by_body(const char *body)
 {
+    static const rl_script *const rare[] = { &rl_script_inspect, &rl_script_force,
+                                             &rl_script_fence };
     for (int i = 0; i < RL_N_SCRIPTS; i++)
         if (strcmp(rl_scripts[i]->body, body) == 0)
             return rl_scripts[i];
+    for (size_t i = 0; i < sizeof rare / sizeof *rare; i++)
+        if (strcmp(rare[i]->body, body) == 0)
+            return rare[i];
     return NULL;
 }
 
@@ -345,7 +361,7 @@ static bool is(const char *arg, const char *name)
     return strcasecmp(arg, name) == 0;
 }
 
-static sval cmd_set(simnode *n, int argc, char **argv)
+static sval cmd_set(simnode *n, int argc, char **argv, const size_t *lens)
 {
     bool nx = false, get = false;
     int64_t px = 0;
@@ -359,13 +375,13 @@ static sval cmd_set(simnode *n, int argc, char **argv)
         else
             return v_str(V_ERR, "ERR syntax error");
     }
-    entry *e = find(n, argv[1]);
+    entry *e = find(n, argv[1], lens[1]);
     if (e && get && !e->value)
         return v_str(V_ERR, wrongtype);
     sval old = get && e ? v_str(V_BULK, e->value) : v_nil();
     if (nx && e)
         return get ? old : v_nil();
-    e = put(n, argv[1]);
+    e = put(n, argv[1], lens[1]);
     e->value = strdup(argv[2]);
     e->expires_at = px > 0 ? n->now + px : NO_EXPIRY;
     if (get)
@@ -373,11 +389,31 @@ static sval cmd_set(simnode *n, int argc, char **argv)
     return v_str(V_STATUS, "OK");
 }
 
-static sval keyspace(simnode *n, int argc, char **argv)
+static sval cmd_incr(simnode *n, const char *key, size_t klen)
+{
+    entry *e = find(n, key, klen);
+    if (e && !e->value)
+        return v_str(V_ERR, wrongtype);
+    char *end;
+    long long v = e ? strtoll(e->value, &end, 10) : 0;
+    if (e && (*end || !*e->value))
+        return v_str(V_ERR, "ERR value is not an integer or out of range");
+    int64_t expires = e ? e->expires_at : NO_EXPIRY;
+    char text[24];
+    snprintf(text, sizeof text, "%lld", v + 1);
+    e = put(n, key, klen);
+    e->value = strdup(text);
+    e->expires_at = expires;
+    return v_int(v + 1);
+}
+
+static sval keyspace(simnode *n, int argc, char **argv, const size_t *lens)
 {
     const char *c = argv[0];
+    if (is(c, "INCR") && argc == 2)
+        return cmd_incr(n, argv[1], lens[1]);
     if (is(c, "GET") && argc == 2) {
-        entry *e = find(n, argv[1]);
+        entry *e = find(n, argv[1], lens[1]);
         if (e && !e->value)
             return v_str(V_ERR, wrongtype);
         return e ? v_str(V_BULK, e->value) : v_nil();
@@ -385,7 +421,7 @@ static sval keyspace(simnode *n, int argc, char **argv)
     if ((is(c, "DEL") || is(c, "EXISTS")) && argc >= 2) {
         long long count = 0;
         for (int i = 1; i < argc; i++) {
-            entry *e = find(n, argv[i]);
+            entry *e = find(n, argv[i], lens[i]);
             if (!e)
                 continue;
             count++;
@@ -397,13 +433,13 @@ static sval keyspace(simnode *n, int argc, char **argv)
     if (is(c, "MGET") && argc >= 2) {
         sval v = { .t = V_ARRAY, .n = (size_t)argc - 1, .a = calloc((size_t)argc, sizeof(sval)) };
         for (int i = 1; i < argc; i++) {
-            entry *e = find(n, argv[i]);
+            entry *e = find(n, argv[i], lens[i]);
             v.a[i - 1] = e && e->value ? v_str(V_BULK, e->value) : v_nil();
         }
         return v;
     }
     if ((is(c, "PEXPIRE") && argc == 3) || (is(c, "PTTL") && argc == 2)) {
-        entry *e = find(n, argv[1]);
+        entry *e = find(n, argv[1], lens[1]);
         if (is(c, "PTTL"))
             return v_int(!e ? -2 : e->expires_at == NO_EXPIRY ? -1 : e->expires_at - n->now);
         if (e)
@@ -411,11 +447,11 @@ static sval keyspace(simnode *n, int argc, char **argv)
         return v_int(e ? 1 : 0);
     }
     if (is(c, "TYPE") && argc == 2) {
-        entry *e = find(n, argv[1]);
+        entry *e = find(n, argv[1], lens[1]);
         return v_str(V_STATUS, !e ? "none" : e->value ? "string" : "list");
     }
     if (is(c, "SET") && argc >= 3)
-        return cmd_set(n, argc, argv);
+        return cmd_set(n, argc, argv, lens);
     return v_str(V_ERR, "ERR unknown command or wrong number of arguments");
 }
 
@@ -451,7 +487,7 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         return v_str(V_STATUS, "PONG");
     if (is(c, "AUTH") || is(c, "SELECT"))
         return v_str(V_STATUS, "OK");
-    return keyspace(n, argc, argv);
+    return keyspace(n, argc, argv, lens);
 }
 
 /* ---- the node ---- */
@@ -491,16 +527,16 @@ simnode *simnode_new(uint64_t seed)
 
 void simnode_free(simnode *n)
 {
-    clear_keys(n);
+    clear_keys(n, false);
     free(n->keys);
     lua_close(n->lua);
     free(n);
 }
 
-void simnode_restart(simnode *n, bool keep_data, uint64_t seed)
+void simnode_restart(simnode *n, simnode_data data, uint64_t seed)
 {
-    if (!keep_data)
-        clear_keys(n);
+    if (data != SIMNODE_KEEP)
+        clear_keys(n, data == SIMNODE_KEEP_COUNTERS);
     simnode_flush_scripts(n);
     new_run_id(n, seed);
 }
@@ -556,15 +592,28 @@ bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int
 const char *simnode_get(simnode *n, const char *key, int64_t now)
 {
     n->now = now;
-    entry *e = find(n, key);
+    entry *e = find(n, key, strlen(key));
     return e ? e->value : NULL;
+}
+
+int64_t simnode_counter(simnode *n, const char *key, int64_t now)
+{
+    char counter[64];
+    size_t len = strlen(key);
+    if (len + 6 > sizeof counter)
+        return 0;
+    memcpy(counter, key, len);
+    memcpy(counter + len, "\0fence", 6);
+    n->now = now;
+    entry *e = find(n, counter, len + 6);
+    return e && e->value ? strtoll(e->value, NULL, 10) : 0;
 }
 
 size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values, size_t max)
 {
     size_t k = 0;
     for (size_t i = 0; i < n->n && k < max; i++) {
-        if (n->keys[i].expires_at <= now)
+        if (n->keys[i].expires_at <= now || is_counter(&n->keys[i]))
             continue;
         keys[k] = n->keys[i].key;
         values[k++] = n->keys[i].value;
@@ -574,6 +623,6 @@ size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **val
 
 void simnode_put_list(simnode *n, const char *key)
 {
-    entry *e = put(n, key);
+    entry *e = put(n, key, strlen(key));
     e->expires_at = NO_EXPIRY;
 }

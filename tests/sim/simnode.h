@@ -2,7 +2,7 @@
  * simnode.h - a simulated Redis node for the deterministic simulation: an
  * in-memory keyspace that expires keys on the simulated clock, the commands
  * the library sends (SET with NX GET PX, EVAL, EVALSHA, SCRIPT LOAD and
- * FLUSH, INFO, PING) and the project's real Lua scripts, run by an embedded
+ * FLUSH, INFO, PING, and INCR) and the project's real Lua scripts, run by an embedded
  * Lua 5.4 with a redis.call for the commands the scripts use.
  */
 #ifndef SIM_NODE_H
@@ -27,9 +27,13 @@ void simbuf_free(simbuf *b);
 /* A node whose INFO says run_id, derived from seed. */
 simnode *simnode_new(uint64_t seed);
 void simnode_free(simnode *n);
-/* A restart: a new run_id; with keep_data false the keyspace is empty.
- * Scripts are always forgotten, as by a real restart. */
-void simnode_restart(simnode *n, bool keep_data, uint64_t seed);
+/* What a restart keeps: everything (persistence); the fencing counters
+ * only (persistence, and every lock key expired while it was down); nothing. */
+typedef enum simnode_data { SIMNODE_KEEP, SIMNODE_KEEP_COUNTERS, SIMNODE_LOSE } simnode_data;
+
+/* A restart: a new run_id, and the keyspace as data says. Scripts are
+ * always forgotten, as by a real restart. */
+void simnode_restart(simnode *n, simnode_data data, uint64_t seed);
 void simnode_flush_scripts(simnode *n);
 
 /* One client connection's request parser on the node. */
@@ -41,9 +45,11 @@ void simnode_client_free(simnode_client *c);
 bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int64_t now,
                   simbuf *out);
 
-/* The checker's view: the string value of key at now (NULL: none), and the
- * keys held. */
+/* The checker's view: the string value of key at now (NULL: none), the
+ * value of its fencing counter (0: none), and the lock keys held (not the
+ * counters). */
 const char *simnode_get(simnode *n, const char *key, int64_t now);
+int64_t simnode_counter(simnode *n, const char *key, int64_t now);
 size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values,
                     size_t max);
 /* Puts a key of another type (a list) for the WRONGTYPE cases. */

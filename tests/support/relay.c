@@ -36,6 +36,7 @@ struct relay {
     bool counting;        /* stall once `left` more client bytes are forwarded */
     size_t left;
     bool stalled;
+    bool refusing;        /* down: connections closed as they come */
     pair pairs[MAX_PAIRS];
     int wake[2];          /* a pipe that wakes the thread when modes change */
     long long last_byte;  /* monotonic ms when bytes last passed */
@@ -90,6 +91,10 @@ static void accept_one(relay *r)
     int c = accept(r->listen_fd, NULL, NULL);
     if (c < 0)
         return;
+    if (r->refusing) {
+        close(c);
+        return;
+    }
     int n = connect_target(r->target);
     for (int i = 0; n >= 0 && i < MAX_PAIRS; i++) {
         if (r->pairs[i].client < 0) {
@@ -311,6 +316,16 @@ void relay_resume(relay *r)
             p->held = NULL;
         }
     }
+    pthread_mutex_unlock(&r->mu);
+    poke(r);
+}
+
+void relay_refuse(relay *r, int on)
+{
+    pthread_mutex_lock(&r->mu);
+    r->refusing = on != 0;
+    for (int i = 0; on && i < MAX_PAIRS; i++)
+        close_pair(&r->pairs[i]);
     pthread_mutex_unlock(&r->mu);
     poke(r);
 }

@@ -38,4 +38,8 @@ void relay_stall_after(relay *r, size_t bytes);
  * connection the client closed meanwhile is closed towards the node too). */
 void relay_resume(relay *r);
 
+/* While on, the relay is a node that is down: its connections are closed
+ * and new ones closed as soon as they are made; nothing reaches the node. */
+void relay_refuse(relay *r, int on);
+
 #endif /* REDLOCK_TEST_RELAY_H */

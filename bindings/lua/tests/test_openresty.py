@@ -123,6 +123,20 @@ function app.inspect()
   client:close()
 end
 
+-- Fences over cosockets: two holders in turn, the second's larger.
+function app.fence()
+  local client = new_client({ fencing = 1 })
+  local fences = {}
+  for i = 1, 2 do
+    local lock = client:get_lock("fenced")
+    assert(lock:try_lock(0, 10000))
+    fences[i] = lock:fence("fenced")
+    assert(lock:unlock())
+  end
+  ngx.say("fences ", tostring(fences[1] >= 1), " ", fences[2] - fences[1])
+  client:close()
+end
+
 -- Kept locks, by name, across requests.
 local kept = {}
 
@@ -285,6 +299,7 @@ http {{
     location = /work {{ content_by_lua_block {{ require("app").work() }} }}
     location = /multi {{ content_by_lua_block {{ require("app").multi() }} }}
     location = /inspect {{ content_by_lua_block {{ require("app").inspect() }} }}
+    location = /fence {{ content_by_lua_block {{ require("app").fence() }} }}
     location = /stats {{ content_by_lua_block {{ require("app").stats() }} }}
     location = /ping {{ content_by_lua_block {{ ngx.say("pong") }} }}
     location = /hold {{ content_by_lua_block {{ require("app").hold() }} }}
@@ -496,6 +511,13 @@ def test_a_location_asks_the_nodes_and_forces_a_lock_open(nginx_factory):
     status, body, _ = nginx.get("/inspect")
     assert status == 200, body
     assert body.splitlines() == ["locked true true", "forced true false -2", "holder nil notheld"]
+
+
+def test_a_location_gets_fences_that_grow(nginx_factory):
+    nginx = nginx_factory(workers=1)
+    status, body, _ = nginx.get("/fence")
+    assert status == 200, body
+    assert body.splitlines() == ["fences true 1"]
 
 
 def test_a_phase_without_cosockets_gets_an_error_that_says_so(nginx_factory):

@@ -642,4 +642,33 @@ t.test("force_unlock deletes any holder's lock; bad input is refused", function(
   t.fails("noquorum", nowhere:get_lock("x"):force_unlock())
 end)
 
+t.test("fence grows with every holder; per resource for a multi-lock", function()
+  local name, other = fresh("fence"), fresh("fence-other")
+  local a, b = client({ fencing = 1 }), client({ fencing = 1 })
+  local last = 0
+  for _, c in ipairs({ a, b, a }) do
+    local lock = c:get_lock(name)
+    assert(lock:try_lock(0, 10000))
+    local fence = lock:fence()
+    t.ok(fence > last, "larger than the one before: " .. tostring(fence))
+    t.eq(lock:fence(name), fence, "by name")
+    last = fence
+    assert(lock:unlock())
+    t.eq(lock:fence(), nil, "none once released")
+  end
+  local both = a:get_multi_lock({ other, name })
+  assert(both:try_lock(0, 10000))
+  t.eq(both:fence(other), 1, "the new resource's first")
+  t.eq(both:fence(name), last + 1, "the other resource's next")
+  t.eq(both:fence(), 1, "the first resource's without a name")
+  t.raises("not a resource of this lock", both.fence, both, "nope")
+  assert(both:extend(20000))
+  t.eq(both:fence(name), last + 1, "extend does not count")
+  assert(both:unlock())
+  local plain = client():get_lock(fresh("unfenced"))
+  assert(plain:try_lock(0, 10000))
+  t.eq(plain:fence(), nil, "nil without fencing")
+  assert(plain:unlock())
+end)
+
 t.run(nodes.stop)

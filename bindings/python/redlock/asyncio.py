@@ -52,6 +52,7 @@ from .client import (
     DEFAULT_LEASE,
     OptionValue,
     _lease_ms,
+    _fences,
     _lease_or_kept,
     _millis,
     _names,
@@ -912,6 +913,16 @@ class Lock:
     def token(self) -> Optional[str]:
         """The random token of the current acquisition, None when released."""
         return None if self._handle is None else capi.redlock_handle_token(self._handle)
+
+    @property
+    def fence(self) -> Optional[int]:
+        """The fencing token of the current acquisition (redlock.Lock.fence)."""
+        return self.fences.get(self._names[0])
+
+    @property
+    def fences(self) -> Dict[str, int]:
+        """The fence of each resource, by name (redlock.Lock.fences)."""
+        return _fences(self._handle, self._names)
 
     def is_held(self) -> bool:
         """Whether this object holds the lock with validity left."""

@@ -75,6 +75,15 @@ def _time_to_live(answers: Iterable[Sequence[int]]) -> Optional[float]:
     return max(left) if left else None
 
 
+def _fences(handle: Any, names: Tuple[str, ...]) -> Dict[str, int]:
+    """The fence of each resource of a held lock; {} when it was taken
+    without fencing (the C library says 0)."""
+    if handle is None:
+        return {}
+    fences = {name: capi.redlock_handle_fence(handle, i) for i, name in enumerate(names)}
+    return fences if all(fences.values()) else {}
+
+
 def _check_name(name: Any) -> str:
     if not isinstance(name, str):
         raise TypeError(f"a lock name must be str, not {type(name).__name__}")
@@ -267,6 +276,9 @@ class _Held:
     def token(self) -> Optional[str]:
         return None if self.handle is None else capi.redlock_handle_token(self.handle)
 
+    def fences(self, names: Tuple[str, ...]) -> Dict[str, int]:
+        return _fences(self.handle, names)
+
     def _free(self, quiet: bool) -> None:
         handle = self.handle
         self.client._live.discard(self)
@@ -393,6 +405,23 @@ class Lock:
         the Redis keys, 32 hex characters), None when released."""
         with self._mutex:
             return None if self._held is None else self._held.token()
+
+    @property
+    def fence(self) -> Optional[int]:
+        """The fencing token of the current acquisition (client option
+        ``fencing=1``): larger for every later holder of the resource. Send it
+        with each write to the storage the lock protects, and have the storage
+        refuse one older than the newest it has seen. For a multi-lock, the
+        first resource's (``fences`` has them all). None when not held or
+        taken without fencing."""
+        return self.fences.get(self._names[0])
+
+    @property
+    def fences(self) -> Dict[str, int]:
+        """The fence of each resource of the current acquisition, by name;
+        empty when not held or taken without fencing."""
+        with self._mutex:
+            return {} if self._held is None else self._held.fences(self._names)
 
     @property
     def lost(self) -> bool:

@@ -400,6 +400,24 @@ final class NativeClient {
         }
     }
 
+    /**
+     * The fence of resource index of a held lock (redlock_handle_fence); 0 when it was taken
+     * without fencing, or once the handle or the client was freed.
+     */
+    long fence(SWIGTYPE_p_redlock_handle ptr, int index) {
+        long[] fence = new long[1];
+        Lock read = closing.readLock();
+        read.lock();
+        try {
+            if (handles.contains(ptr)) {
+                RedlockNative.redlock_handle_fence(ptr, index, fence);
+            }
+        } finally {
+            read.unlock();
+        }
+        return fence[0];
+    }
+
     /** Frees a handle, once: later calls, and calls after close(), do nothing. */
     void free(SWIGTYPE_p_redlock_handle ptr) {
         Lock read = closing.readLock();

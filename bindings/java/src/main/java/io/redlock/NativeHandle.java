@@ -47,6 +47,10 @@ final class NativeHandle {
         return client.validityMs(ptr);
     }
 
+    long fence(int index) {
+        return client.fence(ptr, index);
+    }
+
     /** Whether the library keeps this lock (renews it until unlocked). */
     boolean isKept() {
         return watchId != 0;

@@ -252,6 +252,39 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
+     * The fencing token of the current hold (client option {@code fencing}): larger for every
+     * later holder of the resource. Send it with each write to the storage the lock protects,
+     * and have the storage refuse one older than the newest it has seen. For a multi-lock, the
+     * first resource's ({@link #getFence(String)} gives each). Null when not held or taken
+     * without fencing.
+     */
+    public Long getFence() {
+        return fenceAt(0);
+    }
+
+    /**
+     * The fencing token of resource name of the current hold (see {@link #getFence()}); null when
+     * not held or taken without fencing. IllegalArgumentException when the lock has no such
+     * resource.
+     */
+    public Long getFence(String name) {
+        Objects.requireNonNull(name, "name");
+        int index = Arrays.asList(names).indexOf(name);
+        if (index < 0) {
+            throw new IllegalArgumentException("not a resource of this lock: " + name);
+        }
+        return fenceAt(index);
+    }
+
+    private Long fenceAt(int index) {
+        long fence;
+        synchronized (state) {
+            fence = state.handle == null ? 0 : state.handle.fence(index);
+        }
+        return fence == 0 ? null : fence;
+    }
+
+    /**
      * Whether the current thread owns this lock (through this RLock or another of its name from
      * the client) and its lease has not run out. It does not ask the nodes.
      */
