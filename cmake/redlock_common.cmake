@@ -19,3 +19,35 @@ endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 find_package(Threads REQUIRED)
+
+# hiredis for what embeds the core (redlock_static: the Python, Lua and Java
+# modules, and the white-box tests). With REDLOCK_STATIC_HIREDIS its archive
+# is linked in, so that a module needs nothing but libc at run time (the
+# modules export their entry points only: hiredis' symbols stay hidden);
+# the archive must be position-independent, as Debian's libhiredis.a is.
+# libredlock.so, the installed libredlock.a and the tool use the shared
+# hiredis either way, as a system's package does. On by default wherever
+# bindings are built: a binding's own build (pip, Maven, luarocks) or
+# REDLOCK_BUILD_BINDINGS.
+if(DEFINED REDLOCK_BUILD_BINDINGS AND NOT REDLOCK_BUILD_BINDINGS)
+  set(_static_hiredis OFF)
+else()
+  set(_static_hiredis ON)
+endif()
+option(REDLOCK_STATIC_HIREDIS "Link hiredis' static library into the bindings' modules" ${_static_hiredis})
+add_library(redlock_hiredis INTERFACE IMPORTED)
+if(REDLOCK_STATIC_HIREDIS)
+  pkg_get_variable(_hiredis_libdir hiredis libdir)
+  find_library(REDLOCK_HIREDIS_ARCHIVE NAMES libhiredis.a HINTS ${_hiredis_libdir})
+  if(NOT REDLOCK_HIREDIS_ARCHIVE)
+    message(FATAL_ERROR "libhiredis.a not found (Debian: libhiredis-dev). "
+      "-DREDLOCK_STATIC_HIREDIS=OFF links the shared hiredis instead: the modules then need it at run time")
+  endif()
+  # The archive, with the compile flags pkg-config gives for hiredis.
+  set_target_properties(redlock_hiredis PROPERTIES
+    INTERFACE_LINK_LIBRARIES ${REDLOCK_HIREDIS_ARCHIVE}
+    INTERFACE_INCLUDE_DIRECTORIES $<TARGET_PROPERTY:PkgConfig::HIREDIS,INTERFACE_INCLUDE_DIRECTORIES>
+    INTERFACE_COMPILE_OPTIONS $<TARGET_PROPERTY:PkgConfig::HIREDIS,INTERFACE_COMPILE_OPTIONS>)
+else()
+  set_target_properties(redlock_hiredis PROPERTIES INTERFACE_LINK_LIBRARIES PkgConfig::HIREDIS)
+endif()

@@ -21,7 +21,11 @@ for p in "${packages[@]}"; do
 done
 command -v java >/dev/null && command -v javac >/dev/null || missing+=(default-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
-command -v python3 >/dev/null || missing+=(python3 python3-pip python3-venv)
+if ! command -v python3 >/dev/null; then
+  missing+=(python3 python3-pip python3-venv)
+elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  missing+=(python3-venv)                        # fresh venvs: the install tests
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
@@ -41,6 +45,8 @@ python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install -q pytest
 # redlock.asyncio's tests: pytest-asyncio, and uvloop to run them on it too.
 python3 -c 'import pytest_asyncio, uvloop' >/dev/null 2>&1 ||
   python3 -m pip install -q 'pytest-asyncio>=1.5,<2' 'uvloop>=0.19'
+# scripts/package.sh: auditwheel gives the wheel its manylinux tag.
+python3 -m auditwheel --version >/dev/null 2>&1 || python3 -m pip install -q 'auditwheel>=6.8,<7'
 # The fault-injecting proxy of the fault tests, from the Go module proxy.
 "$(dirname "$0")/toxiproxy.sh" install
 echo "setup: everything needed is installed"

@@ -22,14 +22,17 @@ dependencies = {
   "lua >= 5.1, < 5.5",
 }
 
+-- hiredis is needed to build only: its static library is linked into the
+-- module (REDLOCK_STATIC_HIREDIS), so an installed rock needs nothing but libc.
 external_dependencies = {
-  HIREDIS = { header = "hiredis/hiredis.h", library = "hiredis" },
+  HIREDIS = { header = "hiredis/hiredis.h" },
 }
 
 -- Builds the native module from the SWIG interface and the C core of this
 -- source tree (bindings/lua/CMakeLists.txt run as a project of its own), so
--- it needs CMake, SWIG 4, a C compiler and hiredis with its pkg-config file.
--- Run `luarocks make` in bindings/lua.
+-- it needs CMake, SWIG 4, a C compiler and hiredis with its pkg-config file
+-- and libhiredis.a. Run `luarocks make` in bindings/lua;
+-- scripts/package.sh packs the result as a binary rock.
 build = {
   type = "cmake",
   variables = {

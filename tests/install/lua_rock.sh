@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lua_rock.sh SRC LUA_VERSION INTERPRETER - installs the Lua binding as a
 # user does, `luarocks make` in bindings/lua, into a temporary rocks tree,
-# then takes and releases a lock with it on local nodes.
+# then takes and releases locks with it on local nodes (take_lock.lua).
 set -euo pipefail
 src=$1
 version=$2
@@ -14,15 +14,4 @@ trap '"$src/scripts/redis-nodes.sh" stop "$tmp/nodes"; rm -rf "$tmp"' EXIT
 mapfile -t nodes < <("$src/scripts/redis-nodes.sh" start "$tmp/nodes" 3)
 eval "$(luarocks --lua-version "$version" --tree "$tmp/tree" path)"
 cd "$tmp"
-"$lua" - "${nodes[@]}" <<'LUA'
-local redlock = require "redlock"
-local client = assert(redlock.new({ ... }))
-local lock = client:get_lock("rock-installed")
-assert(lock:try_lock(0, 10000))
-assert(lock:validity_ms() > 0)
-local rival = assert(redlock.new({ ... }))
-local ok, err = rival:get_lock("rock-installed"):try_lock(0, 10000)
-assert(not ok and err.name == "locked", tostring(err))
-assert(lock:unlock())
-print("luarocks-installed redlock works: " .. _VERSION)
-LUA
+"$lua" "$src/tests/install/take_lock.lua" rock-installed "${nodes[@]}"
