@@ -41,6 +41,11 @@ struct redlock_ctx {
     _Atomic size_t n_owed;          /* read without the lock: is anything owed? */
 
     struct rl_driver *driver;       /* the blocking driver's state, or NULL */
+
+    /* The event hook (redlock_ctx_set_log, log.h): fn NULL is off. */
+    _Atomic(redlock_log_fn) log_fn;
+    void *_Atomic log_data;
+    _Atomic int log_min;
 };
 
 /* Raises ctx->max_lease_ms to ttl_ms if it is larger. */

@@ -25,7 +25,7 @@
 
 /* The answers of the queries (redlock_inspect, redlock_force_unlock, and
  * the engine's redlock_op_answer) come back as extra return values. */
-%apply int *OUTPUT { int *locked, int *deleted };
+%apply int *OUTPUT { int *locked, int *deleted, int *answered };
 %apply long long *OUTPUT { int64_t *ttl_ms, int64_t *fence };
 
 /* A function pointer is no use to a script: each language file installs its
@@ -40,5 +40,30 @@
 %ignore redlock_done_fn;
 %ignore redlock_handle_watch;
 %ignore redlock_lost_fn;
+/* The event hook too: each language file installs its own, which hands the
+ * events to the language's logging (Python logging, System.Logger, a queue
+ * that Lua reads). */
+%ignore redlock_ctx_set_log;
+%ignore redlock_log_fn;
+
+/* The health of the nodes as one string (redlock_swig_health below; NULL,
+ * that is None, nil or null, only when out of memory). */
+%ignore redlock_ctx_health;
+%newobject redlock_swig_health;
+%{
+#include <stdlib.h>
+
+static char *redlock_swig_health(const redlock_ctx *ctx)
+{
+    size_t len = (size_t)REDLOCK_MAX_NODES * REDLOCK_HEALTH_LINE_MAX;
+    char *text = (char *)malloc(len);
+    if (text != NULL && redlock_ctx_health(ctx, text, len) != REDLOCK_OK) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+%}
+char *redlock_swig_health(const redlock_ctx *ctx);
 
 %include "redlock.h"
