@@ -651,6 +651,7 @@ t.test("fence grows with every holder; per resource for a multi-lock", function(
     assert(lock:try_lock(0, 10000))
     local fence = lock:fence()
     t.ok(fence > last, "larger than the one before: " .. tostring(fence))
+    t.eq(math.type and math.type(fence) or "integer", "integer", "a whole number")
     t.eq(lock:fence(name), fence, "by name")
     last = fence
     assert(lock:unlock())
