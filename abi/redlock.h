@@ -122,6 +122,24 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         a wait for a lock ends with REDLOCK_ENOQUORUM once every attempt for
  *         this long failed for want of nodes answering (an outage, not
  *         contention); 0: never
+ *     tls_ca_file (default ""; at most 4095 bytes)
+ *         rediss:// nodes: a PEM file of the certificate authorities to trust;
+ *         with tls_ca_dir empty too, the system's default ones
+ *     tls_ca_dir (default ""; at most 4095 bytes)
+ *         rediss:// nodes: a directory of CA certificates to trust, named by
+ *         their hashes (openssl rehash)
+ *     tls_cert_file (default ""; at most 4095 bytes)
+ *         rediss:// nodes: this client's certificate (PEM, chain after it), for
+ *         nodes that require one
+ *     tls_key_file (default ""; at most 4095 bytes)
+ *         rediss:// nodes: the private key of tls_cert_file (PEM, not
+ *         encrypted); empty: in tls_cert_file
+ *     tls_server_name (default ""; at most 255 bytes)
+ *         rediss:// nodes: the name their certificates must carry, also sent as
+ *         SNI; empty: each node's host
+ *     tls_verify (default "1"; 0 or 1)
+ *         rediss:// nodes: 1 checks their certificates and names; 0 turns the
+ *         check off, which is INSECURE (anyone on the path can pose as a node)
  * options:end
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);
