@@ -137,3 +137,25 @@ async def test_asyncio_verification_off_and_client_certificates(tls_nodes, tls_c
         lock = client.get_lock("job")
         assert await lock.try_lock(lease=10.0)
         await lock.unlock()
+
+
+@pytest.mark.asyncio
+async def test_asyncio_waiter_is_woken_by_the_release_over_tls(tls_nodes, tls_certs, prefix):
+    """The subscribers of redlock.asyncio connect over TLS too: a waiter that
+    pauses 5 s between attempts gets the lock soon after the release."""
+    import asyncio
+    import time
+
+    nodes = tls_nodes()
+    with redlock.Redlock(nodes.uris, key_prefix=prefix, **options(tls_certs)) as holder:
+        held = holder.get_lock("woken")
+        assert held.try_lock(lease=10.0)
+        async with aredlock.Redlock(nodes.uris, key_prefix=prefix, retry_delay_ms=5000,
+                                    retry_jitter_ms=0, **options(tls_certs)) as client:
+            waiter = asyncio.ensure_future(client.get_lock("woken").try_lock(wait=8.0,
+                                                                             lease=10.0))
+            await asyncio.sleep(1.0)
+            released = time.monotonic()
+            held.unlock()
+            assert await waiter
+            assert time.monotonic() - released < 3.0
