@@ -41,6 +41,7 @@ struct redlock_ctx {
     _Atomic size_t n_owed;          /* read without the lock: is anything owed? */
 
     struct rl_driver *driver;       /* the blocking driver's state, or NULL */
+    _Atomic bool tls_fixed;         /* the tls_* options were read: they cannot change */
 };
 
 /* Raises ctx->max_lease_ms to ttl_ms if it is larger. */

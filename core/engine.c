@@ -30,8 +30,10 @@ static void settle(rl_conn *c, int64_t now)
             rl_cmd_late_lost(&e, c->ctx, c->node, written, now);
         rl_cmd_unref(e.cmd);
     }
-    if (!c->connected)
+    if (!c->connected) {
         rl_node_connect_failed(&c->ctx->nodes[c->node], now);
+        rl_node_connect_failure(&c->ctx->nodes[c->node], c->code, c->why);
+    }
     if (c->op)
         rl_op_conn_lost(c->op, c, now);
 }

@@ -724,8 +724,9 @@ void rl_op_step(rl_op *op, int64_t now)
         if (s->conn->state == RL_CONN_CONNECTING) {
             rl_node_connect_failed(&op->ctx->nodes[i], now);
             rl_conn_break(s->conn, REDLOCK_ENOQUORUM, "connect timed out");
-            rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms",
-                           (long long)o->connect_timeout_ms);
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms%s",
+                           (long long)o->connect_timeout_ms,
+                           op->ctx->nodes[i].addr.tls ? " (TCP, then the TLS handshake)" : "");
         } else {
             rl_result_fail(&r, REDLOCK_ENOQUORUM, "no answer within %lld ms",
                            (long long)o->node_timeout_ms);
