@@ -63,12 +63,13 @@ extern "C" {
 #define REDLOCK_EINVAL       -4   /* invalid argument */
 #define REDLOCK_ENOMEM       -5   /* out of memory */
 #define REDLOCK_EEXPIRED     -6   /* the lease ran out: while acquiring, or before a renewal */
-#define REDLOCK_EUNSUPPORTED -7   /* not supported by this build (TLS) */
+#define REDLOCK_EUNSUPPORTED -7   /* not supported by this build or system (TLS: no OpenSSL 3) */
 #define REDLOCK_EAUTH        -8   /* a node refused the credentials */
 #define REDLOCK_EWRONGTYPE   -9   /* the key exists and is not a lock (wrong Redis type) */
 #define REDLOCK_EREDIS       -10  /* nodes answered with a Redis error (READONLY, OOM, ...) */
 #define REDLOCK_ESYSTEM      -11  /* an operating system call failed (random source, poll) */
 #define REDLOCK_ECANCELED    -12  /* the wait was cancelled by the interrupt check (1.1) */
+#define REDLOCK_ETLS         -13  /* a TLS handshake or certificate check failed (1.2) */
 
 /* Limits on arguments; larger values are rejected with REDLOCK_EINVAL. */
 #define REDLOCK_MAX_NODES        64
@@ -87,17 +88,23 @@ typedef struct redlock_handle redlock_handle;
  * lazily, on first use, so this does no network I/O; unreachable nodes are
  * reported by the lock calls. Node URIs:
  *     redis://[[user]:password@]host[:port][/db]      (port 6379, db 0 by default)
+ *     rediss://[[user]:password@]host[:port][/db]     (the same over TLS, 1.2)
  *     unix://[[user]:password@]/path/to.sock[?db=N]
  * user and password may be percent-encoded. AUTH and SELECT are sent on
- * connect. rediss:// fails with REDLOCK_EUNSUPPORTED (this build has no TLS).
- * The same node listed twice is REDLOCK_EINVAL: it would count twice towards
- * the quorum. Free the result with redlock_ctx_free.
+ * connect. rediss:// nodes are reached over TLS with the system's OpenSSL 3
+ * (libssl.so.3, loaded on first use; without it their calls fail with
+ * REDLOCK_EUNSUPPORTED), their certificates and names checked (the tls_*
+ * options); a failed handshake or check is REDLOCK_ETLS. The same node
+ * listed twice is REDLOCK_EINVAL: it would count twice towards the quorum.
+ * Free the result with redlock_ctx_free.
  */
 REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris, size_t n_nodes);
 
 /*
  * Sets an option by name, from its text value. Unknown names and bad values
- * are REDLOCK_EINVAL. Options (generated from core/options.def):
+ * are REDLOCK_EINVAL, and so is a tls_* option once the client has connected
+ * to a rediss:// node (they are read then). Options (generated from
+ * core/options.def):
  * options:begin
  *     node_timeout_ms (default "50"; 1 to 600000)
  *         deadline for one node's reply, once connected
@@ -125,6 +132,24 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     fencing (default "0"; 0 or 1)
  *         1: each acquisition gets a fencing token that increases across the
  *         quorum (a counter key per resource, kept without expiry); 0: off
+ *     tls_ca_file (default ""; at most 4095 bytes)
+ *         rediss:// nodes: a PEM file of the certificate authorities to trust;
+ *         with tls_ca_dir empty too, the system's default ones
+ *     tls_ca_dir (default ""; at most 4095 bytes)
+ *         rediss:// nodes: a directory of CA certificates to trust, named by
+ *         their hashes (openssl rehash)
+ *     tls_cert_file (default ""; at most 4095 bytes)
+ *         rediss:// nodes: this client's certificate (PEM, chain after it), for
+ *         nodes that require one
+ *     tls_key_file (default ""; at most 4095 bytes)
+ *         rediss:// nodes: the private key of tls_cert_file (PEM, not
+ *         encrypted); empty: in tls_cert_file
+ *     tls_server_name (default ""; at most 255 bytes)
+ *         rediss:// nodes: the name their certificates must carry, also sent as
+ *         SNI; empty: each node's host
+ *     tls_verify (default "1"; 0 or 1)
+ *         rediss:// nodes: 1 checks their certificates and names; 0 turns the
+ *         check off, which is INSECURE (anyone on the path can pose as a node)
  * options:end
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);

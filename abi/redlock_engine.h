@@ -17,12 +17,14 @@
  *   2. gives it a connection for every node it wants one for
  *      (redlock_op_wants_conn): one of its idle connections to that node, or
  *      a new one (redlock_conn_new, then its own connect to the node's
- *      address), or none (redlock_op_no_conn, e.g. while
- *      redlock_ctx_node_connect_wait says the node is backing off);
+ *      address, over TLS when redlock_ctx_node_tls says so), or none
+ *      (redlock_op_no_conn, e.g. while redlock_ctx_node_connect_wait says
+ *      the node is backing off);
  *   3. moves bytes: writes what redlock_conn_output gives and reports it
  *      (redlock_conn_wrote), feeds what it reads (redlock_conn_received),
- *      reports the connect (redlock_conn_connected) and the end of a socket
- *      (redlock_conn_lost);
+ *      reports the connect (redlock_conn_connected: for TLS, once the
+ *      handshake is done) and the end of a socket (redlock_conn_lost, or
+ *      redlock_conn_tls_failed when TLS failed);
  *   4. calls redlock_op_step after events and at redlock_op_wake_at, and
  *      loops from 2 until redlock_op_done;
  *   5. optionally keeps writing connections that are still sending
@@ -102,6 +104,14 @@ REDLOCK_API const char *redlock_ctx_node_path(const redlock_ctx *ctx, size_t i);
 /* Milliseconds before a new connection to node i may be tried (0: now):
  * after failed connects the engine backs off (25 ms doubling to 1 s). */
 REDLOCK_API int64_t redlock_ctx_node_connect_wait(redlock_ctx *ctx, size_t i, int64_t now_ms);
+/* 1 when node i is a rediss:// node: the driver's connection to it is
+ * TLS, checked by the client's tls_* options (redlock_ctx_get_option), and
+ * its certificate must be for redlock_ctx_node_server_name: the option
+ * tls_server_name, or the node's host (an IP address is checked as one; a
+ * name is also sent as SNI). 0, and NULL, for other nodes and bad indexes;
+ * the string belongs to ctx. */
+REDLOCK_API int redlock_ctx_node_tls(const redlock_ctx *ctx, size_t i);
+REDLOCK_API const char *redlock_ctx_node_server_name(const redlock_ctx *ctx, size_t i);
 /* 1 when releases are owed to some node (see redlock_op_deliver). */
 REDLOCK_API int redlock_ctx_owes(redlock_ctx *ctx);
 
@@ -137,7 +147,9 @@ REDLOCK_API void redlock_op_free(redlock_op *op);
 /* 1 when the operation needs a connection to node now. */
 REDLOCK_API int redlock_op_wants_conn(const redlock_op *op, size_t node);
 REDLOCK_API void redlock_op_attach(redlock_op *op, size_t node, redlock_conn *c, int64_t now_ms);
-/* No connection can be had: why is printable and names no secret. */
+/* No connection can be had: why is printable and names no secret. While
+ * the node backs off after a failed TLS handshake or certificate check,
+ * the node fails with that (REDLOCK_ETLS) instead. */
 REDLOCK_API void redlock_op_no_conn(redlock_op *op, size_t node, const char *why, int64_t now_ms);
 /* The connection the operation has to node, or NULL. */
 REDLOCK_API redlock_conn *redlock_op_conn(const redlock_op *op, size_t node);
@@ -183,6 +195,10 @@ REDLOCK_API int redlock_conn_received(redlock_conn *c, const char *bytes, size_t
 /* The socket failed or was closed (why: printable). The operation that had
  * the connection lets go of it (redlock_conn_held turns 0). */
 REDLOCK_API void redlock_conn_lost(redlock_conn *c, const char *why, int64_t now_ms);
+/* The same when TLS failed: the handshake, the check of the node's
+ * certificate (why should say so, with the verifier's reason), or the
+ * session. The operation fails the node with REDLOCK_ETLS. */
+REDLOCK_API void redlock_conn_tls_failed(redlock_conn *c, const char *why, int64_t now_ms);
 /* 1 while an operation holds the connection: it comes back from
  * redlock_op_take_conn. 0 when it is the driver's to pool or free: never
  * attached, taken back, or let go of when it broke. */

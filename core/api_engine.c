@@ -55,6 +55,20 @@ int64_t redlock_ctx_node_connect_wait(redlock_ctx *ctx, size_t i, int64_t now_ms
     return ctx && i < ctx->n_nodes ? rl_node_connect_wait(&ctx->nodes[i], now_ms) : 0;
 }
 
+int redlock_ctx_node_tls(const redlock_ctx *ctx, size_t i)
+{
+    const rl_node_addr *a = addr_of(ctx, i);
+    return a && a->tls;
+}
+
+const char *redlock_ctx_node_server_name(const redlock_ctx *ctx, size_t i)
+{
+    const rl_node_addr *a = addr_of(ctx, i);
+    if (!a || !a->tls)
+        return NULL;
+    return ctx->opt.tls_server_name[0] ? ctx->opt.tls_server_name : a->host;
+}
+
 int redlock_ctx_owes(redlock_ctx *ctx)
 {
     return ctx && rl_owed_any(ctx, SIZE_MAX);
@@ -182,7 +196,13 @@ void redlock_op_attach(redlock_op *op, size_t node, redlock_conn *c, int64_t now
 
 void redlock_op_no_conn(redlock_op *op, size_t node, const char *why, int64_t now_ms)
 {
-    if (has_node(op, node) && rl_op_wants_conn(op, node))
+    if (!has_node(op, node) || !rl_op_wants_conn(op, node))
+        return;
+    char failure[160];
+    if (rl_node_backoff(&rl_op_ctx(op)->nodes[node], now_ms, failure, sizeof failure)
+        == REDLOCK_ETLS)
+        rl_op_no_conn(op, node, REDLOCK_ETLS, failure, now_ms);
+    else
         rl_op_no_conn(op, node, REDLOCK_ENOQUORUM, why ? why : "no connection", now_ms);
 }
 
@@ -301,6 +321,12 @@ void redlock_conn_lost(redlock_conn *c, const char *why, int64_t now_ms)
 {
     if (c && c->state != RL_CONN_BROKEN)
         rl_engine_lost(c, REDLOCK_ENOQUORUM, why ? why : "connection lost", now_ms);
+}
+
+void redlock_conn_tls_failed(redlock_conn *c, const char *why, int64_t now_ms)
+{
+    if (c && c->state != RL_CONN_BROKEN)
+        rl_engine_lost(c, REDLOCK_ETLS, why ? why : "TLS failed", now_ms);
 }
 
 int redlock_conn_sending(const redlock_conn *c)

@@ -663,10 +663,7 @@ static void *async_main(void *arg)
         for (job *j = active; j; j = j->next)
             k += rl_io_watch(ctx, j->op, rl_op_done(j->op), now, pfd + k, who + k);
         for (draining *d = a->drains; d; d = d->next) {
-            const char *bytes;
-            pfd[k] = (struct pollfd){ .fd = (int)d->c->io,
-                                      .events = (short)(POLLIN | (rl_conn_output(d->c, &bytes) > 0
-                                                                  ? POLLOUT : 0)) };
+            pfd[k] = (struct pollfd){ .fd = (int)d->c->io, .events = rl_io_events(d->c) };
             who[k++] = d->c;
         }
         /* Then the locks that wait for a release: told, they try again. */

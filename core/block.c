@@ -11,6 +11,10 @@
  * After fork() the child never uses a connection of its parent: pools made
  * before the fork are dropped (their sockets closed in the child only) on
  * the child's first call.
+ *
+ * A rediss:// node's socket carries TLS (tls.h): the engine's bytes go
+ * through the session, and the connection is connected for the engine once
+ * the handshake is done, within the node's connect deadline.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +39,7 @@
 #include "engine.h"
 #include "op.h"
 #include "sockets.h"
+#include "tls.h"
 
 #define READ_CHUNK 16384
 
@@ -63,6 +68,13 @@ struct rl_driver {
 
     struct rl_async *async;    /* the asynchronous calls (async.c) */
     struct rl_waker *waker;    /* lock calls woken by releases (wake.c) */
+
+    /* TLS settings for rediss:// nodes, made from the options on first use
+     * (tls_code: why they could not be, REDLOCK_OK while they may be). */
+    pthread_mutex_t tls_mu;
+    rl_tls_ctx *tls;
+    int tls_code;
+    char tls_why[160];
 };
 
 #define SERVICE_PERIOD_MS 100
@@ -102,6 +114,7 @@ static void drop_forked(rl_conn *c)
     bool written;
     while (rl_conn_pop_lost(c, &e, &written) == 1)
         rl_cmd_unref(e.cmd);
+    rl_tls_free(c->io_data, false);
     close((int)c->io);
     rl_conn_free(c);
 }
@@ -157,6 +170,7 @@ int rl_driver_new(redlock_ctx *ctx)
     pthread_mutex_init(&d->fork_mu, NULL);
     pthread_mutex_init(&d->service_mu, NULL);
     pthread_cond_init(&d->service_cv, NULL);
+    pthread_mutex_init(&d->tls_mu, NULL);
     atomic_init(&d->gen, atomic_load(&fork_generation));
     ctx->driver = d;
     return REDLOCK_OK;
@@ -165,8 +179,10 @@ int rl_driver_new(redlock_ctx *ctx)
 /* Closes a connection: what it still owed is settled first. */
 static void conn_close(rl_conn *c, const char *why, int64_t now)
 {
+    bool open = c->state == RL_CONN_OPEN;   /* a TLS session ends with close_notify */
     if (c->state != RL_CONN_BROKEN || rl_conn_owed(c) > 0 || c->op)
         rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+    rl_tls_free(c->io_data, open);
     if (c->io >= 0)
         close((int)c->io);
     rl_conn_free(c);
@@ -200,6 +216,8 @@ void rl_driver_free(redlock_ctx *ctx)
         pthread_mutex_destroy(&p->mu);
     }
     pthread_mutex_destroy(&d->fork_mu);
+    rl_tls_ctx_free(d->tls);
+    pthread_mutex_destroy(&d->tls_mu);
     free(d->pools);
     free(d);
     ctx->driver = NULL;
@@ -320,6 +338,40 @@ int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen)
     return -1;
 }
 
+/* ---- TLS ---- */
+
+int rl_io_tls_ready(redlock_ctx *ctx, char *why, size_t whylen)
+{
+    struct rl_driver *d = ctx->driver;
+    pthread_mutex_lock(&d->tls_mu);
+    int rc = d->tls_code;
+    if (!d->tls && rc == REDLOCK_OK) {
+        /* The options are read now: from here on they are fixed. */
+        atomic_store(&ctx->tls_fixed, true);
+        rc = rl_tls_ctx_new(&d->tls, &ctx->opt, d->tls_why, sizeof d->tls_why);
+        /* A failure stays, as the options do, but for want of memory. */
+        if (rc != REDLOCK_ENOMEM)
+            d->tls_code = rc;
+    }
+    if (rc != REDLOCK_OK)
+        snprintf(why, whylen, "%s", d->tls_why);
+    pthread_mutex_unlock(&d->tls_mu);
+    return rc;
+}
+
+int rl_io_tls_start(redlock_ctx *ctx, size_t node, int fd, rl_tls **out, char *why,
+                    size_t whylen)
+{
+    *out = NULL;
+    int rc = rl_io_tls_ready(ctx, why, whylen);
+    if (rc != REDLOCK_OK)
+        return rc;
+    const rl_node_addr *a = &ctx->nodes[node].addr;
+    const char *name = ctx->opt.tls_server_name[0] ? ctx->opt.tls_server_name : a->host;
+    /* The settings are made once and never changed: no lock is needed. */
+    return rl_tls_new(out, ctx->driver->tls, fd, name, why, whylen);
+}
+
 /* Gives the operation a connection for every node it wants one for. */
 void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
 {
@@ -332,11 +384,15 @@ void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
             continue;
         }
         char why[160];
-        int64_t wait = rl_node_connect_wait(&ctx->nodes[i], now);
-        if (wait > 0) {
-            snprintf(why, sizeof why, "unreachable, next connection attempt in %lld ms",
-                     (long long)wait);
-            rl_op_no_conn(op, i, REDLOCK_ENOQUORUM, why, now);
+        int code = rl_node_backoff(&ctx->nodes[i], now, why, sizeof why);
+        if (code != REDLOCK_OK) {
+            rl_op_no_conn(op, i, code, why, now);
+            continue;
+        }
+        /* TLS that cannot be had (no OpenSSL 3, a bad file in the options)
+         * is said before any connection is made. */
+        if (ctx->nodes[i].addr.tls && (code = rl_io_tls_ready(ctx, why, sizeof why)) != 0) {
+            rl_op_no_conn(op, i, code, why, now);
             continue;
         }
         if (!(c = rl_conn_new(ctx, i))) {
@@ -361,76 +417,109 @@ bool rl_io_flush(rl_conn *c, int64_t now)
     const char *bytes;
     size_t len;
     while ((len = rl_conn_output(c, &bytes)) > 0) {
-        ssize_t w = send((int)c->io, bytes, len, MSG_NOSIGNAL);
+        int code;
+        char why[160];
+        ssize_t w = rl_sock_send((int)c->io, c->io_data, bytes, len, &code, why, sizeof why);
         if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return true;
-            char why[160];
-            snprintf(why, sizeof why, "connection lost: %s", strerror(errno));
-            rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+            rl_engine_lost(c, code, why, now);
             return false;
         }
+        if (w == 0)
+            return true;
         rl_engine_wrote(c, (size_t)w);
     }
     return true;
 }
 
-/* Reads what arrived; false when the connection ended or broke. */
+/* Reads what arrived; false when the connection ended or broke. A TLS
+ * session is read until it would block: what it holds already does not
+ * make its socket readable. */
 static bool drain(rl_conn *c, int64_t now)
 {
     char buf[READ_CHUNK];
     for (;;) {
-        ssize_t r = recv((int)c->io, buf, sizeof buf, 0);
-        if (r > 0) {
-            if (!rl_engine_received(c, buf, (size_t)r, now))
-                return false;
-            if ((size_t)r < sizeof buf)
-                return true;
-            continue;
-        }
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return true;
+        int code;
         char why[160];
-        snprintf(why, sizeof why, "connection lost: %s",
-                 r == 0 ? "closed by the server" : strerror(errno));
-        rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
-        return false;
+        ssize_t r = rl_sock_recv((int)c->io, c->io_data, buf, sizeof buf, &code, why, sizeof why);
+        if (r < 0) {
+            rl_engine_lost(c, code, why, now);
+            return false;
+        }
+        if (r == 0)
+            return true;
+        if (!rl_engine_received(c, buf, (size_t)r, now))
+            return false;
+        if (!c->io_data && (size_t)r < sizeof buf)
+            return true;
     }
 }
 
-/* A connect completed (or failed). */
+/* A connect completed (or failed); for a rediss:// node, the TLS handshake
+ * then goes on until it is done. False when the connection broke. */
 static bool connected(rl_conn *c, int64_t now)
 {
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt((int)c->io, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-        err = errno;
-    if (err != 0) {
-        char why[160];
-        snprintf(why, sizeof why, "cannot connect: %s", strerror(err));
-        rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+    char why[160];
+    rl_tls *tls = c->io_data;
+    if (!tls) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt((int)c->io, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err != 0) {
+            snprintf(why, sizeof why, "cannot connect: %s", strerror(err));
+            rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+            return false;
+        }
+        if (!c->ctx->nodes[c->node].addr.tls) {
+            rl_engine_connected(c, now);
+            return true;
+        }
+        int rc = rl_io_tls_start(c->ctx, c->node, (int)c->io, &tls, why, sizeof why);
+        if (rc != REDLOCK_OK) {
+            rl_engine_lost(c, rc, why, now);
+            return false;
+        }
+        c->io_data = tls;
+    }
+    int r = rl_tls_handshake(tls, why, sizeof why);
+    if (r < 0) {
+        rl_engine_lost(c, r, why, now);
         return false;
     }
-    rl_engine_connected(c, now);
+    if (r == 1)
+        rl_engine_connected(c, now);
     return true;
 }
 
-/* Services one socket's events; false when its connection is gone. */
+/* Services one socket's events; false when its connection is gone. A TLS
+ * session is written and read on any event: either way may be what it
+ * waits for. */
 bool rl_io_service(rl_conn *c, short revents, int64_t now)
 {
     if (c->state == RL_CONN_CONNECTING) {
-        if (!(revents & (POLLOUT | POLLERR | POLLHUP)) || !connected(c, now))
-            return c->state != RL_CONN_BROKEN;
+        if (!c->io_data && !(revents & (POLLOUT | POLLERR | POLLHUP)))
+            return true;
+        if (!connected(c, now))
+            return false;
+        if (c->state == RL_CONN_CONNECTING)
+            return true;
     }
-    if ((revents & POLLOUT) && !rl_io_flush(c, now))
+    bool tls = c->io_data != NULL;
+    if ((tls || (revents & POLLOUT)) && !rl_io_flush(c, now))
         return false;
-    if ((revents & (POLLIN | POLLERR | POLLHUP)) && !drain(c, now))
+    if ((tls || (revents & (POLLIN | POLLERR | POLLHUP))) && !drain(c, now))
         return false;
     return c->state != RL_CONN_BROKEN;
+}
+
+short rl_io_events(const rl_conn *c)
+{
+    const rl_tls *tls = c->io_data;
+    if (c->state == RL_CONN_CONNECTING)
+        return tls ? (short)(POLLIN | rl_tls_events(tls)) : POLLOUT;
+    const char *bytes;
+    bool out = rl_conn_output(c, &bytes) > 0 || (tls && (rl_tls_events(tls) & POLLOUT));
+    return (short)((out ? POLLOUT : 0) | (c->state == RL_CONN_OPEN ? POLLIN : 0));
 }
 
 /* Frees a connection the engine found broken, and if it was a pooled one,
@@ -452,11 +541,7 @@ size_t rl_io_watch(redlock_ctx *ctx, rl_op *op, bool tail, int64_t now, struct p
         rl_conn *c = rl_op_conn(op, i);
         if (!c || (tail && (!rl_conn_sending(c) || rl_op_deadline(op, i) <= now)))
             continue;
-        const char *bytes;
-        bool out = c->state == RL_CONN_CONNECTING || rl_conn_output(c, &bytes) > 0;
-        pfd[k] = (struct pollfd){ .fd = (int)c->io,
-                                  .events = (short)((out ? POLLOUT : 0)
-                                            | (c->state == RL_CONN_OPEN ? POLLIN : 0)) };
+        pfd[k] = (struct pollfd){ .fd = (int)c->io, .events = rl_io_events(c) };
         who[k++] = c;
     }
     return k;

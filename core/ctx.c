@@ -84,6 +84,9 @@ int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value
     rl_clear_error();
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    if (rl_options_is_tls(name) && atomic_load(&ctx->tls_fixed))
+        return rl_fail(REDLOCK_EINVAL, "option %.64s: the TLS options cannot change once the "
+                       "client has connected to a rediss:// node; set them before", name);
     return rl_options_set(&ctx->opt, name, value);
 }
 

@@ -41,6 +41,7 @@ struct redlock_ctx {
     _Atomic size_t n_owed;          /* read without the lock: is anything owed? */
 
     struct rl_driver *driver;       /* the blocking driver's state, or NULL */
+    _Atomic bool tls_fixed;         /* the tls_* options were read: they cannot change */
 
     /* The event hook (redlock_ctx_set_log, log.h): fn NULL is off. */
     _Atomic(redlock_log_fn) log_fn;

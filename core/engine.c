@@ -36,6 +36,7 @@ static void settle(rl_conn *c, int64_t now)
     if (!c->connected) {
         rl_node_connect_failed(&c->ctx->nodes[c->node], now);
         rl_node_failed(&c->ctx->nodes[c->node], RL_NODE_DOWN, c->why, now);
+        rl_node_connect_failure(&c->ctx->nodes[c->node], c->code, c->why);
     }
     if (c->op)
         rl_op_conn_lost(c->op, c, now);

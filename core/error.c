@@ -16,12 +16,13 @@ const char *redlock_strerror(int code)
     case REDLOCK_EINVAL:       return "invalid argument";
     case REDLOCK_ENOMEM:       return "out of memory";
     case REDLOCK_EEXPIRED:     return "the lease ran out: while the lock was being acquired, or before a kept lock's renewal succeeded";
-    case REDLOCK_EUNSUPPORTED: return "not supported by this build";
+    case REDLOCK_EUNSUPPORTED: return "not supported by this build or system";
     case REDLOCK_EAUTH:        return "a node refused the credentials";
     case REDLOCK_EWRONGTYPE:   return "the key exists and does not hold a lock";
     case REDLOCK_EREDIS:       return "nodes answered with a Redis error";
     case REDLOCK_ESYSTEM:      return "an operating system call failed";
     case REDLOCK_ECANCELED:    return "the wait was cancelled";
+    case REDLOCK_ETLS:         return "a TLS handshake or certificate check failed";
     default:                   return "unknown status code";
     }
 }

@@ -55,6 +55,7 @@ void rl_node_connect_ok(rl_node *node)
     pthread_mutex_lock(&node->mu);
     node->backoff_ms = 0;
     node->down_until = 0;
+    node->tls_failure[0] = '\0';
     pthread_mutex_unlock(&node->mu);
 }
 
@@ -138,6 +139,28 @@ void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t
         atomic_fetch_add_explicit(&node->timeouts, 1, memory_order_relaxed);
     if (why)
         change(node, state, why, now);
+}
+
+void rl_node_connect_failure(rl_node *node, int code, const char *why)
+{
+    pthread_mutex_lock(&node->mu);
+    snprintf(node->tls_failure, sizeof node->tls_failure, "%s",
+             code == REDLOCK_ETLS && why ? why : "");
+    pthread_mutex_unlock(&node->mu);
+}
+
+int rl_node_backoff(rl_node *node, int64_t now, char *why, size_t whylen)
+{
+    pthread_mutex_lock(&node->mu);
+    int64_t wait = node->down_until - now;
+    int code = wait <= 0 ? REDLOCK_OK : node->tls_failure[0] ? REDLOCK_ETLS : REDLOCK_ENOQUORUM;
+    if (code == REDLOCK_ETLS)
+        snprintf(why, whylen, "%s (next connection attempt in %lld ms)", node->tls_failure,
+                 (long long)wait);
+    else if (code != REDLOCK_OK)
+        snprintf(why, whylen, "unreachable, next connection attempt in %lld ms", (long long)wait);
+    pthread_mutex_unlock(&node->mu);
+    return code;
 }
 
 int rl_info_run_id(const char *info, size_t len, char out[41])

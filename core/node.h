@@ -40,6 +40,7 @@ typedef struct rl_node {
     char last_error[160];
     int64_t down_until;      /* no new connections before this (backoff) */
     int64_t backoff_ms;
+    char tls_failure[160];   /* why the last connect failed, when TLS did ("" else) */
     char run_id[41];         /* the node's INFO run_id as last seen ("" before) */
     int64_t restarted_at;    /* when a new run_id was seen; INT64_MIN never */
     int version;             /* redis_version as major * 100 + minor; 0 unknown */
@@ -54,6 +55,13 @@ int64_t rl_node_connect_wait(rl_node *node, int64_t now);
 /* Connecting failed (backoff: 25 ms doubling to 1 s) or succeeded. */
 void rl_node_connect_failed(rl_node *node, int64_t now);
 void rl_node_connect_ok(rl_node *node);
+/* What made the failed connect fail: code and why. A TLS failure
+ * (REDLOCK_ETLS) is told again while the node backs off. */
+void rl_node_connect_failure(rl_node *node, int code, const char *why);
+/* While the node backs off: REDLOCK_ETLS with the TLS failure that made it,
+ * or REDLOCK_ENOQUORUM, and why ("... next connection attempt in N ms");
+ * REDLOCK_OK when it may be connected to now. */
+int rl_node_backoff(rl_node *node, int64_t now, char *why, size_t whylen);
 
 /* Reads an INFO reply of node i of nodes[0..n): its version, and its run_id,
  * which tells a restart (a new run_id) and the same server listed twice. */

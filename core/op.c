@@ -860,8 +860,9 @@ void rl_op_step(rl_op *op, int64_t now)
         if (s->conn->state == RL_CONN_CONNECTING) {
             rl_node_connect_failed(node, now);
             rl_conn_break(s->conn, REDLOCK_ENOQUORUM, "connect timed out");
-            rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms",
-                           (long long)o->connect_timeout_ms);
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms%s",
+                           (long long)o->connect_timeout_ms,
+                           node->addr.tls ? " (TCP, then the TLS handshake)" : "");
             rl_node_failed(node, RL_NODE_DOWN, r.why, now);
         } else {
             rl_result_fail(&r, REDLOCK_ENOQUORUM, "no answer within %lld ms",

@@ -30,7 +30,7 @@ typedef struct option {
                   int64_t: (lo) <= (hi), default: 0)
 #define FITS_BOOL(f, lo, hi)     _Generic((f), bool: (lo) == 0 && (hi) == 1, default: 0)
 #define FITS_FRACTION(f, lo, hi) _Generic((f), double: (lo) < (hi), default: 0)
-/* A prefix leaves room for at least one byte of name. */
+/* A string fits a name (key_prefix leaves room for at least one byte of it). */
 #define FITS_STRING(f, lo, hi) \
     _Generic((f), char *: (lo) == 0 && (hi) < REDLOCK_MAX_NAME_BYTES, default: 0)
 
@@ -123,11 +123,12 @@ static int set_string(rl_options *o, const option *opt, const char *value)
     char *copy = strdup(value);
     if (!copy)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
-    /* The one string option is key_prefix; its length is kept beside it. */
     char **field = (char **)((char *)o + opt->offset);
     free(*field);
     *field = copy;
-    o->key_prefix_len = len;
+    /* key_prefix's length is kept beside it. */
+    if (opt->offset == offsetof(rl_options, key_prefix))
+        o->key_prefix_len = len;
     return REDLOCK_OK;
 }
 
@@ -194,8 +195,18 @@ int rl_options_init(rl_options *o)
 
 void rl_options_free(rl_options *o)
 {
-    free(o->key_prefix);
-    o->key_prefix = NULL;
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        if (table[i].kind == STRING) {
+            char **field = (char **)((char *)o + table[i].offset);
+            free(*field);
+            *field = NULL;
+        }
+    }
+}
+
+bool rl_options_is_tls(const char *name)
+{
+    return name && strncmp(name, "tls_", 4) == 0;
 }
 
 int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen)

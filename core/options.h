@@ -22,6 +22,12 @@ typedef struct rl_options {
     bool fencing;
     int64_t watchdog_lease_ms;
     int64_t unavailable_timeout_ms;
+    char *tls_ca_file;          /* the TLS options: "" when unset */
+    char *tls_ca_dir;
+    char *tls_cert_file;
+    char *tls_key_file;
+    char *tls_server_name;
+    bool tls_verify;
 } rl_options;
 
 /* One line of the table, as its text, for documentation and tests: kind is
@@ -40,6 +46,8 @@ int rl_options_set(rl_options *o, const char *name, const char *value);
  * for an unknown name or when buflen is too small (the message says the
  * size needed). */
 int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen);
+/* Whether name is one of the TLS options (tls_*). */
+bool rl_options_is_tls(const char *name);
 
 /* The table, in its order; rl_options_info(i) is NULL past the end. */
 size_t rl_options_count(void);

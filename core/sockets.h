@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cmd.h"
 #include "conn.h"
@@ -63,6 +64,19 @@ bool rl_async_unwatch(redlock_handle *h, bool freeing);
 
 /* Starts a non-blocking connect to a node: the fd, or -1 with why. */
 int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen);
+
+/* TLS, for rediss:// nodes (tls.h). rl_io_tls_ready: whether the client
+ * can make sessions (its settings are made from its options the first time,
+ * which fixes its tls_* options); a negative code with why when not.
+ * rl_io_tls_start: a session on fd, connected to node, checking the node's
+ * name (tls_server_name, or its host); then rl_tls_handshake. */
+struct rl_tls;
+int rl_io_tls_ready(struct redlock_ctx *ctx, char *why, size_t whylen);
+int rl_io_tls_start(struct redlock_ctx *ctx, size_t node, int fd, struct rl_tls **out,
+                    char *why, size_t whylen);
+/* The poll events a connection waits for (connect, TLS handshake, bytes to
+ * write, replies to read). */
+short rl_io_events(const rl_conn *c);
 
 /* wake.c: lock calls woken by releases. A lock call waiting for a lock
  * held elsewhere registers (rl_waker_await) with the keys it waits for; the

@@ -1,6 +1,7 @@
 /*
  * uri.c - node URIs:
  *     redis://[[user]:password@]host[:port][/db]
+ *     rediss://... (the same, over TLS)
  *     unix://[[user]:password@]/path/to.sock[?db=N]
  * Messages name the URI by its host and port only: a password is never
  * copied into an error message.
@@ -106,6 +107,7 @@ fail:
 
 static int parse_tcp(rl_node_addr *a, const char *rest)
 {
+    const char *scheme = a->tls ? "rediss://" : "redis://";
     size_t auth_len = strcspn(rest, "/?#");
     const char *at = NULL;
     for (const char *p = rest; p < rest + auth_len; p++)
@@ -114,7 +116,7 @@ static int parse_tcp(rl_node_addr *a, const char *rest)
     const char *hp = rest;
     int rc;
     if (at) {
-        if ((rc = parse_userinfo(a, rest, (size_t)(at - rest), "redis://")) != REDLOCK_OK)
+        if ((rc = parse_userinfo(a, rest, (size_t)(at - rest), scheme)) != REDLOCK_OK)
             return rc;
         hp = at + 1;
     }
@@ -123,12 +125,12 @@ static int parse_tcp(rl_node_addr *a, const char *rest)
     if (*hp == '[') {
         const char *close = memchr(hp, ']', (size_t)(end - hp));
         if (!close)
-            return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: unclosed '[' in the host");
+            return rl_fail(REDLOCK_EINVAL, "bad %s URI: unclosed '[' in the host", scheme);
         host = hp + 1;
         host_end = close;
         if (close + 1 < end) {
             if (close[1] != ':')
-                return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: junk after ']'");
+                return rl_fail(REDLOCK_EINVAL, "bad %s URI: junk after ']'", scheme);
             port_at = close + 2;
         }
     } else {
@@ -138,20 +140,20 @@ static int parse_tcp(rl_node_addr *a, const char *rest)
     }
     size_t hlen = (size_t)(host_end - host);
     if (hlen == 0)
-        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: no host");
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI: no host", scheme);
     if (hlen > MAX_HOST_BYTES)
-        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: host name longer than %d bytes",
-                       MAX_HOST_BYTES);
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI: host name longer than %d bytes",
+                       scheme, MAX_HOST_BYTES);
     for (const char *p = host; p < host_end; p++)
         if (!isalnum((unsigned char)*p) && !strchr(".-_:%", *p))
-            return rl_fail(REDLOCK_EINVAL, "bad redis:// URI: bad character in the host");
+            return rl_fail(REDLOCK_EINVAL, "bad %s URI: bad character in the host", scheme);
     if (!(a->host = dup_range(host, hlen)))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
 
     long v = 6379;
     if (port_at && !parse_int_range(port_at, (size_t)(end - port_at), 1, 65535, &v))
-        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI for %s: port must be 1 to 65535",
-                       a->host);
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: port must be 1 to 65535",
+                       scheme, a->host);
     a->port = (int)v;
 
     if (*end == '/') {
@@ -159,11 +161,12 @@ static int parse_tcp(rl_node_addr *a, const char *rest)
         size_t dlen = strlen(db);
         v = 0;
         if (dlen > 0 && !parse_int_range(db, dlen, 0, 2147483647, &v))
-            return rl_fail(REDLOCK_EINVAL, "bad redis:// URI for %s: db must be a number",
-                           a->host);
+            return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: db must be a number",
+                           scheme, a->host);
         a->db = (int)v;
     } else if (*end != '\0') {
-        return rl_fail(REDLOCK_EINVAL, "bad redis:// URI for %s: unexpected '%c'", a->host, *end);
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: unexpected '%c'", scheme, a->host,
+                       *end);
     }
     if (strchr(a->host, ':'))
         snprintf(a->label, sizeof a->label, "[%.80s]:%d", a->host, a->port);
@@ -221,11 +224,11 @@ int rl_uri_parse(rl_node_addr *out, const char *uri)
         out->is_unix = true;
         rc = parse_unix(out, uri + 7);
     } else if (strncasecmp(uri, "rediss://", 9) == 0) {
-        rc = rl_fail(REDLOCK_EUNSUPPORTED,
-                     "TLS is not supported by this build (rediss:// URI); use redis:// or unix://");
+        out->tls = true;
+        rc = parse_tcp(out, uri + 9);
     } else {
         rc = rl_fail(REDLOCK_EINVAL,
-                     "unknown URI scheme: node URIs start with redis:// or unix://");
+                     "unknown URI scheme: node URIs start with redis://, rediss:// or unix://");
     }
     if (rc != REDLOCK_OK)
         rl_uri_free(out);

@@ -1,5 +1,5 @@
-/* uri.h - node URIs: redis://[[user]:password@]host[:port][/db] and
- * unix://[[user]:password@]/path.sock[?db=N]. */
+/* uri.h - node URIs: redis://[[user]:password@]host[:port][/db], the same
+ * over TLS as rediss://, and unix://[[user]:password@]/path.sock[?db=N]. */
 #ifndef RL_URI_H
 #define RL_URI_H
 
@@ -7,6 +7,7 @@
 
 typedef struct rl_node_addr {
     bool is_unix;
+    bool tls;        /* rediss:// */
     char *host;      /* TCP host (brackets stripped from IPv6) */
     int port;
     char *path;      /* unix socket path */

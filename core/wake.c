@@ -5,7 +5,8 @@
  * the channels of the keys waited for, and tells the waiters that
  * waiters.h names (its rules: who is woken and when). A waiter's eventfd
  * keeps one wake-up however many come. The waiters' timed retries stay:
- * messages only shorten a wait.
+ * messages only shorten a wait. A rediss:// node's subscriber is connected
+ * once its TLS handshake is done, as the lock calls' connections are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include "clock.h"
 #include "ctx.h"
 #include "sockets.h"
+#include "tls.h"
 #include "waiters.h"
 
 /* A waiter is registered with waiters.h under its address. */
@@ -29,7 +31,8 @@ struct rl_waiter {
 
 typedef struct subscriber {
     int fd;                 /* -1: not connected */
-    bool connecting;
+    bool connecting;        /* the connect, or the TLS handshake, goes on */
+    rl_tls *tls;            /* a rediss:// node's session, once connected */
     rl_sub *sub;
 } subscriber;
 
@@ -73,8 +76,11 @@ static void poke(struct rl_waker *w)
     (void)n;   /* a full pipe wakes the thread as well */
 }
 
-static void close_sub(subscriber *s)
+/* Closes a subscriber connection; without notify, with no I/O (a child's
+ * copy after fork()). */
+static void close_sub(subscriber *s, bool notify)
 {
+    rl_tls_free(s->tls, notify);
     if (s->fd >= 0)
         close(s->fd);
     rl_sub_free(s->sub);
@@ -93,7 +99,7 @@ void rl_waker_free(struct rl_waker *w)
     if (join)
         pthread_join(w->thread, NULL);
     for (size_t i = 0; i < w->n_subs; i++)
-        close_sub(&w->subs[i]);
+        close_sub(&w->subs[i], true);
     close(w->wake[0]);
     close(w->wake[1]);
     pthread_mutex_destroy(&w->mu);
@@ -110,7 +116,7 @@ void rl_waker_forget(struct rl_waker *w)
     w->waiters = rl_waiters_new(w->n_subs);
     w->running = w->joinable = false;
     for (size_t i = 0; i < w->n_subs; i++)
-        close_sub(&w->subs[i]);
+        close_sub(&w->subs[i], false);
 }
 
 static uint64_t id_of(const rl_waiter *r)
@@ -189,7 +195,7 @@ static void tell_woken(struct rl_waker *w)
 /* Ends node i's subscriber connection (failed: it broke or was refused). */
 static void lost_sub(struct rl_waker *w, size_t i, bool failed, int64_t now)
 {
-    close_sub(&w->subs[i]);
+    close_sub(&w->subs[i], !failed);
     pthread_mutex_lock(&w->mu);
     rl_waiters_closed(w->waiters, i, failed, now);
     pthread_mutex_unlock(&w->mu);
@@ -210,38 +216,74 @@ static bool heard(struct rl_waker *w, size_t i)
     return keep;
 }
 
-/* Services node i's subscriber connection after poll. */
-static void service(struct rl_waker *w, size_t i, short revents, int64_t now)
+/* The connect of node i's subscriber completed, and for a rediss:// node
+ * its TLS handshake goes on; false when it failed. */
+static bool sub_connected(redlock_ctx *ctx, subscriber *s, size_t i)
+{
+    char why[160];
+    if (!s->tls) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+            return false;
+        if (ctx->nodes[i].addr.tls
+            && rl_io_tls_start(ctx, i, s->fd, &s->tls, why, sizeof why) != REDLOCK_OK)
+            return false;
+    }
+    int r = s->tls ? rl_tls_handshake(s->tls, why, sizeof why) : 1;
+    s->connecting = r == 0;
+    return r >= 0;
+}
+
+/* The poll events of a subscriber connection. */
+static short sub_events(const subscriber *s)
+{
+    const char *bytes;
+    bool out = (s->connecting && !s->tls) || rl_sub_output(s->sub, &bytes) > 0
+               || (s->tls && (rl_tls_events(s->tls) & POLLOUT));
+    return (short)(POLLIN | (out ? POLLOUT : 0));
+}
+
+/* Services node i's subscriber connection after poll. A TLS session is
+ * read until it would block: what it holds does not make the socket
+ * readable. */
+static void service(redlock_ctx *ctx, struct rl_waker *w, size_t i, short revents, int64_t now)
 {
     subscriber *s = &w->subs[i];
     if (s->connecting) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        if (!sub_connected(ctx, s, i)) {
             lost_sub(w, i, true, now);
             return;
         }
-        s->connecting = false;
+        if (s->connecting)
+            return;
     }
-    const char *bytes;
+    int code;
+    char why[160];
+    const char *bytes = "";
     size_t n = rl_sub_output(s->sub, &bytes);
-    if (n > 0) {
-        ssize_t sent = send(s->fd, bytes, n, MSG_NOSIGNAL);
-        if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+    if (n > 0 || s->tls) {
+        ssize_t sent = rl_sock_send(s->fd, s->tls, bytes, n, &code, why, sizeof why);
+        if (sent < 0) {
             lost_sub(w, i, true, now);
             return;
         }
         if (sent > 0)
             rl_sub_wrote(s->sub, (size_t)sent);
     }
-    if (!(revents & (POLLIN | POLLHUP | POLLERR)))
+    if (!s->tls && !(revents & (POLLIN | POLLHUP | POLLERR)))
         return;
     char buf[4096];
-    ssize_t got = recv(s->fd, buf, sizeof buf, 0);
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return;
-    if (got <= 0 || rl_sub_received(s->sub, buf, (size_t)got) != REDLOCK_OK || !heard(w, i))
-        lost_sub(w, i, true, now);
+    for (;;) {
+        ssize_t got = rl_sock_recv(s->fd, s->tls, buf, sizeof buf, &code, why, sizeof why);
+        if (got == 0)
+            return;
+        if (got < 0 || rl_sub_received(s->sub, buf, (size_t)got) != REDLOCK_OK
+            || !heard(w, i)) {
+            lost_sub(w, i, true, now);
+            return;
+        }
+    }
 }
 
 /* Connects node i's subscriber (it is due). */
@@ -249,6 +291,10 @@ static void connect_sub(redlock_ctx *ctx, struct rl_waker *w, size_t i, int64_t 
 {
     subscriber *s = &w->subs[i];
     char why[160];
+    if (ctx->nodes[i].addr.tls && rl_io_tls_ready(ctx, why, sizeof why) != REDLOCK_OK) {
+        lost_sub(w, i, true, now);
+        return;
+    }
     s->fd = rl_io_connect(&ctx->nodes[i].addr, why, sizeof why);
     if (s->fd < 0 || !(s->sub = rl_sub_new(&ctx->nodes[i].addr))) {
         lost_sub(w, i, true, now);
@@ -271,7 +317,7 @@ static void *waker_main(void *arg)
             /* Nobody waits any more (or the client ends): under the mutex,
              * so no waiter comes before the thread is marked gone. */
             for (size_t i = 0; i < w->n_subs; i++) {
-                close_sub(&w->subs[i]);
+                close_sub(&w->subs[i], true);
                 rl_waiters_closed(w->waiters, i, false, now);
             }
             w->running = false;
@@ -303,9 +349,7 @@ static void *waker_main(void *arg)
             }
             if (!s->connecting)
                 rl_waiters_match(w->waiters, i, s->sub);
-            const char *bytes;
-            bool out = s->connecting || rl_sub_output(s->sub, &bytes) > 0;
-            pfd[k] = (struct pollfd){ .fd = s->fd, .events = (short)(POLLIN | (out ? POLLOUT : 0)) };
+            pfd[k] = (struct pollfd){ .fd = s->fd, .events = sub_events(s) };
             who[k++] = i;
         }
         pthread_mutex_unlock(&w->mu);
@@ -321,7 +365,7 @@ static void *waker_main(void *arg)
         now = rl_now_ms();
         for (size_t j = 1; j < k; j++)
             if (pfd[j].revents)
-                service(w, who[j], pfd[j].revents, now);
+                service(ctx, w, who[j], pfd[j].revents, now);
     }
     return NULL;
 }

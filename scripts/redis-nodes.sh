@@ -3,7 +3,15 @@
 # tests and demos. Every node listens on a free loopback port and on a unix
 # socket in DIR, keeps no data on disk, and is stopped by `stop`.
 #
-#   redis-nodes.sh start DIR N     start N nodes; print one redis:// URI a line
+#   redis-nodes.sh start DIR N [--tls CERTS [--tls-auth-clients]]
+#                                  start N nodes; print one redis:// URI a line.
+#                                  With --tls, TLS only (rediss:// URIs): the
+#                                  certificate CERTS/server.crt, its key
+#                                  CERTS/server.key, clients' CA CERTS/ca.crt
+#                                  (tests/support/tls-certs.sh makes them), and
+#                                  client certificates required with
+#                                  --tls-auth-clients. NODES_TLS_CERT and
+#                                  NODES_TLS_KEY name other files.
 #   redis-nodes.sh stop DIR        stop every node started in DIR
 #   redis-nodes.sh stop-node DIR I stop node I (1-based), keep its port
 #   redis-nodes.sh start-node DIR I start node I again on the same port
@@ -17,7 +25,7 @@ set -euo pipefail
 server=${REDIS_SERVER:-redis-server}
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 64
 }
 
@@ -50,11 +58,29 @@ wait_ready() {
   return 1
 }
 
+# The listening options of the nodes in DIR: TCP on PORT, or TLS on it when
+# DIR/tls lists the TLS options (one a line; the unix socket stays plain).
+listen_args() {
+  local dir=$1 port=$2
+  if [ -f "$dir/tls" ]; then
+    echo --port
+    echo 0
+    echo --tls-port
+    echo "$port"
+    cat "$dir/tls"
+  else
+    echo --port
+    echo "$port"
+  fi
+}
+
 start_node() {
   local dir=$1 i=$2 port=$3
   local ndir="$dir/$i"
   mkdir -p "$ndir"
-  "$server" --port "$port" --bind 127.0.0.1 --unixsocket "$ndir/redis.sock" \
+  local listen
+  mapfile -t listen < <(listen_args "$dir" "$port")
+  "$server" "${listen[@]}" --bind 127.0.0.1 --unixsocket "$ndir/redis.sock" \
     --unixsocketperm 700 --dir "$ndir" --save "" --appendonly no \
     --daemonize no --logfile "$ndir/redis.log" --protected-mode no \
     --enable-debug-command yes >/dev/null 2>&1 &
@@ -103,6 +129,19 @@ case "$cmd" in
     n=${3:-}
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || usage
     mkdir -p "$dir"
+    rm -f "$dir/tls"
+    scheme=redis
+    if [ "${4:-}" = --tls ]; then
+      certs=$(cd "${5:?--tls needs the directory of the certificates}" && pwd)
+      auth=no
+      [ "${6:-}" = --tls-auth-clients ] && auth=yes
+      printf '%s\n' --tls-cert-file "${NODES_TLS_CERT:-$certs/server.crt}" \
+        --tls-key-file "${NODES_TLS_KEY:-$certs/server.key}" --tls-ca-cert-file "$certs/ca.crt" \
+        --tls-auth-clients "$auth" > "$dir/tls"
+      scheme=rediss
+    elif [ -n "${4:-}" ]; then
+      usage
+    fi
     : > "$dir/uris"
     : > "$dir/sockets"
     for i in $(seq 1 "$n"); do
@@ -120,7 +159,7 @@ case "$cmd" in
         "$0" stop "$dir"
         exit 1
       fi
-      echo "redis://127.0.0.1:$port" >> "$dir/uris"
+      echo "$scheme://127.0.0.1:$port" >> "$dir/uris"
       echo "unix://$(cd "$dir/$i" && pwd)/redis.sock" >> "$dir/sockets"
     done
     cat "$dir/uris"

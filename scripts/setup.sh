@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config curl
   libhiredis-dev redis-server redis-tools       # the one runtime dependency; test nodes
+  libssl-dev openssl                             # TLS: OpenSSL 3's headers (loaded at run time,
+                                                 #   not linked); the TLS tests' certificates
   libcmocka-dev abigail-tools valgrind           # C tests, ABI check, memcheck
   clang libclang-rt-14-dev                       # sanitizers and fuzzing with clang
   swig                                           # bindings

@@ -87,6 +87,13 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
   SWIG_arg++;
 %}
 
+/* The 64-bit outputs (a time to live, a fence) are whole numbers: integers
+ * in Lua 5.4 (LuaJIT's numbers hold them exactly below 2^53). */
+%typemap(in, numinputs=0) int64_t *ttl_ms (int64_t temp = 0), int64_t *fence (int64_t temp = 0)
+  %{ $1 = &temp; %}
+%typemap(argout) int64_t *ttl_ms, int64_t *fence %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
+#define REDLOCK_INT64_OUTPUTS
+
 %include "redlock.i"
 
 /* ---- Kept locks in the blocking driver ----

@@ -24,9 +24,13 @@
 %include <typemaps.i>
 
 /* The answers of the queries (redlock_inspect, redlock_force_unlock, and
- * the engine's redlock_op_answer) come back as extra return values. */
+ * the engine's redlock_op_answer) and the fence (redlock_handle_fence) come
+ * back as extra return values (a language file that defines
+ * REDLOCK_INT64_OUTPUTS has its own typemaps for the 64-bit ones). */
 %apply int *OUTPUT { int *locked, int *deleted, int *answered };
+#ifndef REDLOCK_INT64_OUTPUTS
 %apply long long *OUTPUT { int64_t *ttl_ms, int64_t *fence };
+#endif
 
 /* A function pointer is no use to a script: each language file installs its
  * own interrupt check in C (Python: pending signals; Java: Thread.interrupt). */

@@ -109,6 +109,7 @@ static const char usage_head[] =
     "      --nodes URI[,URI...]     the Redis masters, comma separated; may be\n"
     "                               repeated (default: $REDLOCK_NODES). URIs:\n"
     "                                 redis://[[user]:password@]host[:port][/db]\n"
+    "                                 rediss://... the same over TLS (-o tls_*)\n"
     "                                 unix://[[user]:password@]/path.sock[?db=N]\n"
     "  -t, --ttl DURATION           lease of the lock, extended every third of it\n"
     "                               while COMMAND runs (default 30s)\n"
@@ -174,7 +175,8 @@ static const char usage_tail[] =
     "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM if it\n"
     "       was still running)\n"
     "  75   someone else holds the lock: with -n, or when -w ran out (see -E)\n"
-    "  77   a node refused the credentials\n"
+    "  77   a node refused the credentials, or TLS failed (its handshake or\n"
+    "       the check of a node's certificate)\n"
     "  126  COMMAND cannot be executed\n"
     "  127  COMMAND not found\n"
     "\n"
@@ -820,6 +822,7 @@ static int acquire_failure_status(int rc, const struct config *cfg)
     case REDLOCK_EREDIS:
         return EX_UNAVAILABLE;
     case REDLOCK_EAUTH:
+    case REDLOCK_ETLS:
         return EX_NOPERM;
     case REDLOCK_EINVAL:
         return EX_USAGE;

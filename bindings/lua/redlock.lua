@@ -283,6 +283,13 @@ end
 -- kept per worker, each in a keepalive pool of its own name, so that the
 -- engine's state of a connection (handshake done) always goes with its
 -- socket; only a connection with no reply owed goes back to its pool.
+--
+-- rediss:// nodes: the cosocket's own TLS (sslhandshake), whose trust is
+-- nginx's (lua_ssl_trusted_certificate, lua_ssl_verify_depth): the options
+-- tls_ca_file and tls_ca_dir cannot apply per call and are not used here.
+-- The certificate is checked by name (tls_server_name, or the node's host,
+-- which must then be a name: nginx checks no IP address); tls_verify 0
+-- checks nothing; tls_cert_file and tls_key_file are sent with setclientcert.
 
 local COSOCKET_PHASES = { rewrite = true, access = true, content = true, timer = true,
                           ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true }
@@ -326,15 +333,111 @@ local function driver_of(ctx)
     d.node_timeout = tonumber(text)
     _, text = core.redlock_ctx_get_option(ctx.ptr, "retry_delay_ms")
     d.retry_delay = tonumber(text)
+    d.tls = {}
     for i = 0, n - 1 do
       d.idle[i] = {}
       local host = core.redlock_ctx_node_host(ctx.ptr, i)
       d.addr[i] = host and { host, core.redlock_ctx_node_port(ctx.ptr, i) }
                   or { "unix:" .. core.redlock_ctx_node_path(ctx.ptr, i) }
+      d.tls[i] = core.redlock_ctx_node_tls(ctx.ptr, i) == 1
+                 and core.redlock_ctx_node_server_name(ctx.ptr, i) or nil
     end
     ctx.drv = d
   end
   return d
+end
+
+-- The client's TLS settings for cosockets, from its options, made once: the
+-- check on or off, and the client certificate (ngx.ssl's cdata). nil and
+-- why when they cannot be made.
+local function tls_settings(d)
+  if d.tls_settings or d.tls_failure then
+    return d.tls_settings, d.tls_failure
+  end
+  local function option(name)
+    local _, value = core.redlock_ctx_get_option(d.ctx.ptr, name)
+    return value ~= "" and value or nil
+  end
+  local settings = { verify = option("tls_verify") == "1" }
+  if settings.verify and (option("tls_ca_file") or option("tls_ca_dir")) and not d.warned then
+    d.warned = true
+    ngx.log(ngx.WARN, "redlock: tls_ca_file and tls_ca_dir are not used inside nginx: the ",
+            "nodes' certificates are checked against lua_ssl_trusted_certificate")
+  end
+  local cert_file, key_file = option("tls_cert_file"), option("tls_key_file")
+  local function read(name, path)
+    local f, err = io.open(path, "rb")
+    if not f then
+      return nil, ("%s '%s': %s"):format(name, path, err:gsub("^[^:]*: ", ""))
+    end
+    local text = f:read("*a")
+    f:close()
+    return text
+  end
+  local failure
+  if key_file and not cert_file then
+    failure = "tls_key_file is set without tls_cert_file"
+  elseif cert_file then
+    local ssl = require "ngx.ssl"
+    local cert_pem, key_pem
+    cert_pem, failure = read("tls_cert_file", cert_file)
+    if cert_pem then
+      key_pem, failure = read("tls_key_file", key_file or cert_file)
+    end
+    if key_pem then
+      local err
+      settings.cert, err = ssl.parse_pem_cert(cert_pem)
+      failure = not settings.cert and "tls_cert_file: cannot load the certificate (" .. tostring(err) .. ")"
+      if settings.cert then
+        settings.key, err = ssl.parse_pem_priv_key(key_pem)
+        failure = not settings.key and "tls_key_file: cannot load the private key (" .. tostring(err) .. ")"
+      end
+    end
+  end
+  if failure then
+    d.tls_failure = failure
+    return nil, failure
+  end
+  d.tls_settings = settings
+  return settings
+end
+
+-- The TLS handshake of a new cosocket to node (a rediss:// node): true, or
+-- nil and why.
+local function secure(d, sock, node)
+  local name = d.tls[node]
+  local settings, failure = tls_settings(d)
+  if not settings then
+    return nil, failure
+  end
+  if settings.verify and (name:find("^[%d.]+$") or name:find(":", 1, true)) then
+    return nil, ("TLS: inside nginx a certificate is checked by name only, and %s is an "
+                 .. "address: set tls_server_name to the name in the nodes' certificates"):format(name)
+  end
+  if settings.cert then
+    local ok, err = sock:setclientcert(settings.cert, settings.key)
+    if not ok then
+      return nil, "TLS: cannot use the client certificate (" .. tostring(err) .. ")"
+    end
+  end
+  local ok, err = sock:sslhandshake(false, name, settings.verify)
+  if ok and sock:getreusedtimes() then
+    return true
+  elseif ok then
+    -- lua-nginx-module 0.10.23 reports success for a handshake that ended
+    -- within its first step and failed the check (the socket is closed
+    -- then), and keeps the reason to its error log.
+    return nil, "TLS handshake or certificate check failed (nginx's error log says why)"
+  end
+  -- lua-nginx-module says "<verify result>: <reason>" for a certificate that
+  -- failed the check.
+  local reason = tostring(err):match("^%d+: (.*)$")
+  if reason then
+    return nil, "TLS certificate check failed: " .. reason
+  elseif err == "certificate host mismatch" then
+    return nil, ("TLS certificate check failed: hostname mismatch (it is not for %s)"):format(name)
+  end
+  return nil, "TLS handshake failed: " .. tostring(err)
 end
 
 -- Frees a connection's engine state (what it still owed is settled first).
@@ -426,13 +529,23 @@ local function reader(d, io)
     sock:settimeouts(d.connect_timeout, d.node_timeout, d.node_timeout)
     local addr = d.addr[io.node]
     local ok, err = sock:connect(addr[1], addr[2], { pool = io.pool })
+    local tls = ok and not io.pooled and d.tls[io.node]
+    if tls and not io.freed then
+      -- A new connection to a rediss:// node: connected once TLS is.
+      ok, err = secure(d, sock, io.node)
+    end
     if io.freed then
       sock:close()
       io.reader = nil
       return
     end
     if not ok then
-      core.redlock_conn_lost(conn, "cannot connect: " .. tostring(err), now_ms())
+      sock:close()
+      if tls then
+        core.redlock_conn_tls_failed(conn, err, now_ms())
+      else
+        core.redlock_conn_lost(conn, "cannot connect: " .. tostring(err), now_ms())
+      end
       io.dead = true
     elseif io.pooled and sock:getreusedtimes() == 0 then
       -- The pooled socket was closed while idle: the engine tries the
@@ -441,7 +554,7 @@ local function reader(d, io)
       core.redlock_conn_lost(conn, "connection lost: closed while idle", now_ms())
       io.dead = true
     else
-      io.sock = sock
+      io.sock, io.tls = sock, tls
       if not io.pooled then
         core.redlock_conn_connected(conn, now_ms())
       end
@@ -461,10 +574,18 @@ local function reader(d, io)
     end
     local now = now_ms()
     if data then
+      io.tls = nil
       if core.redlock_conn_received(conn, data, now) ~= core.REDLOCK_OK then
         io.dead = true
       end
       poke(io, now)
+    elseif io.tls and err ~= "timeout" then
+      -- A TLS 1.3 node refuses a session (a client certificate required)
+      -- after the handshake: the connection is cut before any reply.
+      core.redlock_conn_tls_failed(conn, ("TLS session refused: the node cut it before any "
+        .. "reply (%s); does it require a client certificate (tls_cert_file)?"):format(err), now)
+      io.dead = true
+      poke(io)
     else
       -- A read timeout is the node's timeout: the connection is given up,
       -- and the engine decides what its unanswered commands mean.
@@ -688,7 +809,8 @@ local function sub_reader(d, w, sub)
   local sock = sub.sock
   sock:settimeouts(d.connect_timeout, d.node_timeout, SUB_READ_TIMEOUT)
   local addr = d.addr[sub.node]
-  if not sock:connect(addr[1], addr[2], { pool = sub.pool }) then
+  if not sock:connect(addr[1], addr[2], { pool = sub.pool })
+      or (d.tls[sub.node] and not secure(d, sock, sub.node)) then
     sub.dead = true
   else
     sub.connected = true

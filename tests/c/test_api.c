@@ -91,7 +91,13 @@ static void ctx_new_rejects_bad_uris(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_uri_rejected(bad[i], REDLOCK_EINVAL);
 
-    assert_uri_rejected("rediss://127.0.0.1:7001", REDLOCK_EUNSUPPORTED);
+    /* rediss:// (TLS) takes the same form, and its errors name its scheme. */
+    assert_uri_rejected("rediss://127.0.0.1:99999", REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "bad rediss:// URI"));
+    const char *tls[] = {"rediss://user:pw@127.0.0.1:7001/2", "REDISS://[::1]"};
+    redlock_ctx *ctx = NULL;
+    assert_rc(redlock_ctx_new(&ctx, tls, 2), REDLOCK_OK);
+    redlock_ctx_free(ctx);
 
     /* A bad URI among good ones fails the whole set. */
     const char *mixed[] = {"redis://127.0.0.1:7001", "redis://127.0.0.1:99999"};
@@ -330,7 +336,8 @@ static void strerror_is_distinct_for_every_code(void **state)
     static const int codes[] = {
         REDLOCK_OK,     REDLOCK_ELOCKED,      REDLOCK_ENOQUORUM, REDLOCK_ENOTHELD,
         REDLOCK_EINVAL, REDLOCK_ENOMEM,       REDLOCK_EEXPIRED,  REDLOCK_EUNSUPPORTED,
-        REDLOCK_EAUTH,  REDLOCK_EWRONGTYPE,   REDLOCK_EREDIS,
+        REDLOCK_EAUTH,  REDLOCK_EWRONGTYPE,   REDLOCK_EREDIS,    REDLOCK_ESYSTEM,
+        REDLOCK_ECANCELED, REDLOCK_ETLS,
     };
     size_t n = sizeof(codes) / sizeof(codes[0]);
     const char *unknown = redlock_strerror(-1000);
@@ -344,7 +351,7 @@ static void strerror_is_distinct_for_every_code(void **state)
         for (size_t j = 0; j < i; j++)
             assert_string_not_equal(text, redlock_strerror(codes[j]));
     }
-    static const int unknown_codes[] = {1, 42, -11, -1000, INT_MIN, INT_MAX};
+    static const int unknown_codes[] = {1, 42, -99, -1000, INT_MIN, INT_MAX};
     for (size_t i = 0; i < sizeof(unknown_codes) / sizeof(unknown_codes[0]); i++) {
         const char *text = redlock_strerror(unknown_codes[i]);
         assert_non_null(text);

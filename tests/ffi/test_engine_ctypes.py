@@ -17,7 +17,7 @@ import time
 import pytest
 from conftest import get_key
 
-OK, ELOCKED = 0, -1
+OK, ELOCKED, ENOQUORUM, ETLS = 0, -1, -2, -13
 
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
@@ -81,6 +81,9 @@ SIGNATURES = {
     "redlock_waiters_event": (ctypes.c_int, [P, SIZE, ctypes.c_int, ctypes.c_char_p,
                                              ctypes.c_char_p]),
     "redlock_waiters_next": (U64, [P]),
+    "redlock_ctx_node_tls": (ctypes.c_int, [P, SIZE]),
+    "redlock_ctx_node_server_name": (ctypes.c_char_p, [P, SIZE]),
+    "redlock_conn_tls_failed": (None, [P, ctypes.c_char_p, I64]),
 }
 
 
@@ -349,3 +352,58 @@ def test_a_python_driver_has_its_waiting_lock_woken_by_the_release(lib, uris):
             for conn in conns:
                 d.close(conn, b"done", lib.redlock_now_ms())
         lib.redlock_ctx_free(c)
+
+
+def test_the_engine_tells_a_driver_which_nodes_are_tls(lib):
+    """rediss:// nodes are TLS, with the name their certificates must carry;
+    a TLS failure the driver reports fails the node with REDLOCK_ETLS, and
+    goes on being told while the node backs off (no I/O here at all)."""
+    uris = [b"rediss://10.0.0.1:6380", b"redis://10.0.0.2", b"rediss://[::1]:6390"]
+    ctx = P()
+    assert lib.redlock_ctx_new(ctypes.byref(ctx), (ctypes.c_char_p * 3)(*uris), 3) == OK
+    try:
+        assert [lib.redlock_ctx_node_tls(ctx, i) for i in range(4)] == [1, 0, 1, 0]
+        assert [lib.redlock_ctx_node_server_name(ctx, i) for i in range(4)] == [
+            b"10.0.0.1", None, b"::1", None]
+        assert lib.redlock_ctx_set_option(ctx, b"tls_server_name", b"redis.example") == OK
+        assert lib.redlock_ctx_node_server_name(ctx, 0) == b"redis.example"
+
+        now = lib.redlock_now_ms()
+        op, conn = P(), P()
+        names = (ctypes.c_char_p * 1)(b"engine-tls")
+        assert lib.redlock_op_lock(ctypes.byref(op), ctx, names, 1, 10000, 0, now) == OK
+        assert lib.redlock_conn_new(ctypes.byref(conn), ctx, 0) == OK
+        lib.redlock_op_attach(op, 0, conn, now)
+        lib.redlock_conn_tls_failed(conn, b"TLS certificate check failed: certificate has expired",
+                                    now)
+        lib.redlock_op_no_conn(op, 1, b"down", now)
+        lib.redlock_op_no_conn(op, 2, b"backing off", now)
+        lib.redlock_op_step(op, now)
+        assert lib.redlock_op_done(op)
+        assert lib.redlock_op_status(op) == ENOQUORUM
+        message = lib.redlock_op_message(op).decode()
+        assert "10.0.0.1:6380: TLS certificate check failed: certificate has expired" in message
+        taken = set()
+        while True:
+            c = lib.redlock_op_take_conn(op)
+            if not c:
+                break
+            taken.add(c)
+        taken.add(conn.value)
+        for c in taken:
+            lib.redlock_conn_free(c)
+        lib.redlock_op_free(op)
+
+        # Node 0 backs off: a driver's "no connection" is the TLS failure again.
+        op = P()
+        assert lib.redlock_op_lock(ctypes.byref(op), ctx, names, 1, 10000, 0, now) == OK
+        for node in range(3):
+            lib.redlock_op_no_conn(op, node, b"unreachable, backing off", now)
+        lib.redlock_op_step(op, now)
+        assert lib.redlock_op_done(op)
+        message = lib.redlock_op_message(op).decode()
+        assert "10.0.0.1:6380: TLS certificate check failed: certificate has expired (next" \
+            in message, message
+        lib.redlock_op_free(op)
+    finally:
+        lib.redlock_ctx_free(ctx)

@@ -85,12 +85,17 @@ static void check_accepted(const struct known *k, const rl_options *o, const cha
         memcpy(restore, saved, sizeof v);
         break;
     }
-    case TEXT:
-        CHECK(strcmp(o->key_prefix, value) == 0);
-        CHECK(o->key_prefix_len == strlen(value) && o->key_prefix_len < REDLOCK_MAX_NAME_BYTES);
-        after->key_prefix = before->key_prefix;
-        after->key_prefix_len = before->key_prefix_len;
+    case TEXT: {
+        char *v;
+        memcpy(&v, field, sizeof v);
+        CHECK(strcmp(v, value) == 0 && strlen(v) < REDLOCK_MAX_NAME_BYTES);
+        if (k->offset == offsetof(rl_options, key_prefix)) {
+            CHECK(o->key_prefix_len == strlen(value));
+            after->key_prefix_len = before->key_prefix_len;
+        }
+        memcpy(restore, saved, sizeof v);
         break;
+    }
     }
 }
 

@@ -27,7 +27,9 @@ class Counter:
             parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
         self._sock.sendall(b"".join(parts))
         line = self._file.readline()
-        if line.startswith(b"$") and line != b"$-1\r\n":
+        if line == b"$-1\r\n":
+            return b""   # no such key yet
+        if line.startswith(b"$"):
             return self._file.readline()[:-2]
         if line.startswith(b"-"):
             raise RuntimeError(line.decode().strip())

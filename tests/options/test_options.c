@@ -139,6 +139,30 @@ static void key_prefix_has_a_length_limit(void **state)
     rl_options_free(&o);
 }
 
+/* The other strings (the TLS options) are kept apart from key_prefix. */
+static void string_options_are_their_own(void **state)
+{
+    (void)state;
+    rl_options o;
+    char name[257];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "key_prefix", "app:"), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "tls_ca_file", "/etc/ca.pem"), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "tls_ca_file", "/etc/other.pem"), REDLOCK_OK);
+    assert_string_equal(o.tls_ca_file, "/etc/other.pem");
+    assert_string_equal(get(&o, "tls_ca_file"), "/etc/other.pem");
+    assert_string_equal(o.key_prefix, "app:");
+    assert_int_equal(o.key_prefix_len, 4);
+    assert_int_equal(rl_options_set(&o, "tls_server_name", name), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "longer than 255 bytes"));
+    assert_string_equal(o.tls_server_name, "");
+    assert_true(o.tls_verify);
+    assert_true(rl_options_is_tls("tls_verify") && !rl_options_is_tls("key_prefix"));
+    rl_options_free(&o);
+}
+
 static void unknown_names_and_small_buffers_are_refused(void **state)
 {
     (void)state;
@@ -167,6 +191,7 @@ int main(void)
         cmocka_unit_test(values_reach_their_fields),
         cmocka_unit_test(drift_factor_is_a_fraction_below_one),
         cmocka_unit_test(key_prefix_has_a_length_limit),
+        cmocka_unit_test(string_options_are_their_own),
         cmocka_unit_test(unknown_names_and_small_buffers_are_refused),
     };
     return cmocka_run_group_tests_name("options", tests, NULL, NULL);

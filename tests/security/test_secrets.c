@@ -95,7 +95,7 @@ static void malformed_uris_hide_the_password(void **state)
         {"unix://:", "@relative.sock"},
         {"unix://:", "@/tmp/x.sock?db=x"},
         {"unix://:", "@/tmp/x.sock?password=1"},
-        {"rediss://:", "@127.0.0.1"},
+        {"rediss://:", "@127.0.0.1:0"},
         {"http://:", "@127.0.0.1"},
     };
     for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {

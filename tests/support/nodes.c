@@ -39,6 +39,7 @@ struct nodes {
     size_t n;
     char dir[128];
     char *password;
+    const nodes_tls *tls;    /* NULL: plain TCP */
     node *node;
     const char **uris;
     nodes *next_live; /* in the list stopped at exit */
@@ -144,8 +145,8 @@ static pid_t spawn_server(const nodes *ns, size_t i)
     char port[16], logfile[300];
     snprintf(port, sizeof(port), "%d", nd->port);
     snprintf(logfile, sizeof(logfile), "%s/redis.log", nd->dir);
-    const char *argv[32] = {
-        server, "--port", port, "--bind", "127.0.0.1",
+    const char *argv[40] = {
+        server, "--port", ns->tls ? "0" : port, "--bind", "127.0.0.1",
         "--unixsocket", nd->socket, "--unixsocketperm", "700",
         "--dir", nd->dir, "--logfile", logfile, "--daemonize", "no",
         "--save", "", "--appendonly", "no", "--protected-mode", "no",
@@ -155,6 +156,13 @@ static pid_t spawn_server(const nodes *ns, size_t i)
     if (ns->password != NULL) {
         argv[argc++] = "--requirepass";
         argv[argc++] = ns->password;
+    }
+    if (ns->tls != NULL) {
+        const char *tls[] = { "--tls-port", port, "--tls-cert-file", ns->tls->cert,
+                              "--tls-key-file", ns->tls->key, "--tls-ca-cert-file", ns->tls->ca,
+                              "--tls-auth-clients", ns->tls->auth_clients ? "yes" : "no" };
+        for (size_t j = 0; j < sizeof tls / sizeof tls[0]; j++)
+            argv[argc++] = tls[j];
     }
     argv[argc] = NULL;
 
@@ -241,7 +249,48 @@ static void stop_live_sets(void)
         stop_set(ns);
 }
 
+static nodes *start_set(size_t n, const char *password, const nodes_tls *tls);
+
 nodes *nodes_start(size_t n, const char *password)
+{
+    return start_set(n, password, NULL);
+}
+
+nodes *nodes_start_tls(size_t n, const nodes_tls *tls)
+{
+    return start_set(n, NULL, tls);
+}
+
+static char certs_dir[128];
+
+static void remove_certs(void)
+{
+    nftw(certs_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *nodes_certs(void)
+{
+    if (certs_dir[0] != '\0')
+        return certs_dir;
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || tmp[0] == '\0' || strlen(tmp) > 60)
+        tmp = "/tmp";
+    snprintf(certs_dir, sizeof certs_dir, "%s/redlock-certs-XXXXXX", tmp);
+    if (mkdtemp(certs_dir) == NULL) {
+        certs_dir[0] = '\0';
+        return NULL;
+    }
+    atexit(remove_certs);
+    char command[512];
+    snprintf(command, sizeof command, "bash '%s' '%s'", REDLOCK_TLS_CERTS_SH, certs_dir);
+    if (system(command) != 0) {
+        fprintf(stderr, "nodes: %s failed\n", command);
+        return NULL;
+    }
+    return certs_dir;
+}
+
+static nodes *start_set(size_t n, const char *password, const nodes_tls *tls)
 {
     if (!atexit_registered) {
         atexit(stop_live_sets);
@@ -254,6 +303,7 @@ nodes *nodes_start(size_t n, const char *password)
     ns->node = calloc(n, sizeof(*ns->node));
     ns->uris = calloc(n, sizeof(*ns->uris));
     ns->password = password != NULL ? strdup(password) : NULL;
+    ns->tls = tls;
     const char *tmp = getenv("TMPDIR");
     if (tmp == NULL || tmp[0] == '\0' || strlen(tmp) > 60)
         tmp = "/tmp";
@@ -284,7 +334,8 @@ nodes *nodes_start(size_t n, const char *password)
             nodes_free(ns);
             return NULL;
         }
-        snprintf(nd->uri, sizeof(nd->uri), "redis://127.0.0.1:%d", nd->port);
+        snprintf(nd->uri, sizeof(nd->uri), "%s://127.0.0.1:%d", tls ? "rediss" : "redis",
+                 nd->port);
         ns->uris[i] = nd->uri;
     }
     return ns;

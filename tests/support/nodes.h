@@ -25,13 +25,26 @@ typedef struct nodes nodes;
  * NULL when a node could not be started. */
 nodes *nodes_start(size_t n, const char *password);
 
+/* TLS nodes: each listens on TLS only (rediss://127.0.0.1:PORT), with its
+ * certificate and key, and with auth_clients requires a client certificate
+ * from ca; raw commands still go over the unix socket, in the clear. */
+typedef struct nodes_tls {
+    const char *cert, *key, *ca;
+    int auth_clients;
+} nodes_tls;
+nodes *nodes_start_tls(size_t n, const nodes_tls *tls);
+
+/* Makes the TLS tests' certificates (tests/support/tls-certs.sh says which)
+ * in a directory of their own, removed at exit: its path, or NULL. */
+const char *nodes_certs(void);
+
 /* Stops every node, removes the directory and frees the set. NULL is a no-op. */
 void nodes_free(nodes *ns);
 
 size_t nodes_count(const nodes *ns);
 int nodes_port(const nodes *ns, size_t i);
 
-/* "redis://127.0.0.1:PORT" for node i. */
+/* "redis://127.0.0.1:PORT" (rediss:// for TLS nodes) for node i. */
 const char *nodes_uri(const nodes *ns, size_t i);
 /* "unix://DIR/i/redis.sock" for node i. */
 const char *nodes_unix_uri(const nodes *ns, size_t i);

@@ -33,12 +33,14 @@ function runner.sleep_ms(ms)
   runner.sh(("sleep %.3f"):format(ms / 1000))
 end
 
---- Nodes: starts n redis-server processes in a fresh temporary folder.
+--- Nodes: starts n redis-server processes in a fresh temporary folder
+-- (extra: more arguments of the script, quoted: "--tls DIR" for TLS nodes).
 -- Returns an object with uris, sockets, stop_node(i), start_node(i),
--- get(i, key), pttl(i, key) and stop().
-function runner.start_nodes(script, n)
+-- get(i, key), pttl(i, key) and stop(); commands go over the unix sockets.
+function runner.start_nodes(script, n, extra)
   local dir = assert(runner.sh("mktemp -d")):gsub("%s+$", "")
-  local out, ok = runner.sh(("bash %s start %s %d"):format(quote(script), quote(dir), n))
+  local out, ok = runner.sh(("bash %s start %s %d %s"):format(quote(script), quote(dir), n,
+                                                             extra or ""))
   local nodes = { dir = dir, uris = {}, sockets = {} }
   function nodes.stop()
     runner.sh(("bash %s stop %s; rm -rf %s"):format(quote(script), quote(dir), quote(dir)))
@@ -60,7 +62,7 @@ function runner.start_nodes(script, n)
     assert(select(2, runner.sh(("bash %s start-node %s %d"):format(quote(script), quote(dir), i))))
   end
   local function cli(i, ...)
-    local words = { "redis-cli", "-u", quote(nodes.uris[i]) }
+    local words = { "redis-cli", "-s", quote(nodes.sockets[i]:gsub("^unix://", "")) }
     for _, word in ipairs({ ... }) do
       words[#words + 1] = quote(word)
     end
@@ -71,7 +73,7 @@ function runner.start_nodes(script, n)
   nodes.cli = cli
   --- Runs a command on node i after `ms` milliseconds, in the background.
   function nodes.cli_later(ms, i, ...)
-    local words = { "redis-cli", "-u", quote(nodes.uris[i]) }
+    local words = { "redis-cli", "-s", quote(nodes.sockets[i]:gsub("^unix://", "")) }
     for _, word in ipairs({ ... }) do
       words[#words + 1] = quote(word)
     end

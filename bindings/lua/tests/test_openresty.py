@@ -5,7 +5,9 @@ requests, multi-locks work, a phase without cosockets gets an error, kept
 locks are renewed by the worker's timer until unlock, never after, and
 their loss is told from the timer by the time their validity runs out; a
 waiting request is woken by the release, and the worker's subscribers and
-their timer go once nobody waits.
+their timer go once nobody waits. rediss:// nodes over the cosockets' TLS,
+with nginx's trust (lua_ssl_trusted_certificate): locks work, certificate
+problems are "tls" errors naming the node, client certificates are sent.
 
 Run by CTest with REDLOCK_NGINX, REDLOCK_NGINX_NDK_MODULE,
 REDLOCK_NGINX_LUA_MODULE and REDLOCK_LUA_DIR (redlock.lua and redlock_core.so built for LuaJIT) in the
@@ -294,6 +296,32 @@ function app.down()
   c:close()
 end
 
+-- rediss:// nodes (TLS_DIR/<?nodes>.uris): one attempt, with the server
+-- name ?name, the check off with ?verify=0, a client certificate with
+-- ?cert=1. Says "locked", or the error's name and message.
+function app.tls()
+  local uris = {}
+  for uri in io.lines(TLS_DIR .. "/" .. ngx.var.arg_nodes .. ".uris") do
+    uris[#uris + 1] = uri
+  end
+  local options = { node_timeout_ms = 2000, connect_timeout_ms = 2000, key_prefix = "tls:",
+                    tls_server_name = ngx.var.arg_name, tls_verify = ngx.var.arg_verify }
+  if ngx.var.arg_cert then
+    options.tls_cert_file = TLS_DIR .. "/certs/client.crt"
+    options.tls_key_file = TLS_DIR .. "/certs/client.key"
+  end
+  local client = assert(redlock.new(uris, options))
+  local lock = client:get_lock("job")
+  local ok, err = lock:try_lock(1000, 10000)
+  if ok then
+    ngx.say("locked ", lock:token())
+    assert(lock:unlock())
+  else
+    ngx.say(err.name, " ", err.message)
+  end
+  client:close()
+end
+
 -- The worker's timers: running, then pending.
 function app.timers()
   ngx.say(ngx.timer.running_count(), " ", ngx.timer.pending_count())
@@ -327,7 +355,9 @@ http {{
   lua_package_path "{module}/?.lua;{tmp}/?.lua;;";
   lua_package_cpath "{module}/?.so;;";
   lua_shared_dict state 1m;
-  init_worker_by_lua_block {{ NODES_FILE = "{nodes}"; KEPT_LEASE_MS = {kept_lease} }}
+  {tls_trust}
+  init_worker_by_lua_block {{ NODES_FILE = "{nodes}"; KEPT_LEASE_MS = {kept_lease};
+                              TLS_DIR = "{tls_dir}" }}
   server {{
     listen 127.0.0.1:{port};
     keepalive_requests 100000;
@@ -348,6 +378,7 @@ http {{
     location = /timers {{ content_by_lua_block {{ require("app").timers() }} }}
     location = /events {{ content_by_lua_block {{ require("app").events() }} }}
     location = /down {{ content_by_lua_block {{ require("app").down() }} }}
+    location = /tls {{ content_by_lua_block {{ require("app").tls() }} }}
     location = /filter {{
       content_by_lua_block {{ ngx.say("body") }}
       header_filter_by_lua_block {{
@@ -367,18 +398,22 @@ def free_port():
 
 
 class Nginx:
-    def __init__(self, tmp: Path, nodes_file: Path, workers: int):
+    def __init__(self, tmp: Path, nodes_file: Path, workers: int, tls_dir: Path = None):
         env = os.environ
         self.tmp = tmp
         self.timeouts_expected = False
         self.expected = []  # what error lines are expected to hold (a lock lost on purpose)
+        self.tls_failures_expected = False
         self.port = free_port()
         (tmp / "app.lua").write_text(APP)
         (tmp / "nginx.conf").write_text(CONF.format(
             ndk=env["REDLOCK_NGINX_NDK_MODULE"], lua=env["REDLOCK_NGINX_LUA_MODULE"],
             user="user root;" if os.getuid() == 0 else "", workers=workers, tmp=tmp,
             module=env["REDLOCK_LUA_DIR"], nodes=nodes_file, port=self.port,
-            kept_lease=KEPT_LEASE_MS))
+            kept_lease=KEPT_LEASE_MS, tls_dir=tls_dir or "",
+            # What the README tells OpenResty users to write: nginx's trust.
+            tls_trust=(f"lua_ssl_trusted_certificate {tls_dir}/certs/ca.crt; "
+                       "lua_ssl_verify_depth 2;") if tls_dir else ""))
         self.process = subprocess.Popen(
             [env["REDLOCK_NGINX"], "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e",
              str(tmp / "error.log"), "-g", "daemon off;"])
@@ -409,19 +444,21 @@ class Nginx:
                              text=True).stdout.split()
         return [int(pid) for pid in out]
 
-    def errors(self):
-        """The log's errors, but for the read timeouts of stopped nodes (the
-        lua module logs every cosocket timeout)."""
-        log = self.tmp / "error.log"
-        lines = log.read_text().splitlines() if log.exists() else []
-        return "\n".join(line for line in lines
-                         if any(f"[{lvl}]" in line for lvl in ("error", "alert", "crit", "emerg"))
-                         and not (self.timeouts_expected and "lua tcp socket read timed out" in line)
-                         and not any(expected in line for expected in self.expected))
-
     def log(self):
         log = self.tmp / "error.log"
         return log.read_text() if log.exists() else ""
+
+    def errors(self):
+        """The log's errors, but for the read timeouts of stopped nodes and
+        the TLS failures a test causes (nginx logs each one)."""
+        log = self.tmp / "error.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        tls = ("lua ssl certificate", "SSL_do_handshake() failed", "peer closed connection in SSL")
+        return "\n".join(line for line in lines
+                         if any(f"[{lvl}]" in line for lvl in ("error", "alert", "crit", "emerg"))
+                         and not (self.timeouts_expected and "lua tcp socket read timed out" in line)
+                         and not any(expected in line for expected in self.expected)
+                         and not (self.tls_failures_expected and any(t in line for t in tls)))
 
     def stop(self):
         self.process.send_signal(signal.SIGQUIT)
@@ -444,8 +481,8 @@ def nginx_factory(tmp_path, nodes):
         pytest.skip("nginx with the lua module was not found by CMake")
     started = []
 
-    def start(workers=1):
-        n = Nginx(tmp_path / f"nginx{len(started)}", nodes / "uris", workers)
+    def start(workers=1, tls_dir=None):
+        n = Nginx(tmp_path / f"nginx{len(started)}", nodes / "uris", workers, tls_dir)
         started.append(n)
         return n
 
@@ -842,3 +879,60 @@ def test_subscribers_lost_are_made_again_after_a_pause(nginx_factory, nodes):
     assert holder["status"] == 200, holder
     assert waiter["status"] == 200, waiter
     assert int(waiter["body"]) < 1000, f"taken {waiter['body']} ms after the release"
+
+
+@pytest.fixture(scope="module")
+def tls_dir(tmp_path_factory):
+    """Certificates, and TLS-only nodes: 3 valid (valid.uris), 1 whose
+    certificate has expired (expired.uris), 1 requiring client certificates
+    (mutual.uris)."""
+    path = tmp_path_factory.mktemp("tls")
+    certs = path / "certs"
+    subprocess.run(["bash", str(ROOT / "tests" / "support" / "tls-certs.sh"), str(certs)],
+                   check=True)
+    kinds = {"valid": (3, [], {}),
+             "expired": (1, [], {"NODES_TLS_CERT": str(certs / "expired.crt")}),
+             "mutual": (1, ["--tls-auth-clients"], {})}
+    for kind, (n, args, env) in kinds.items():
+        subprocess.run([str(NODES_SCRIPT), "start", str(path / kind), str(n), "--tls",
+                        str(certs), *args], check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, **env})
+        (path / f"{kind}.uris").write_text((path / kind / "uris").read_text())
+    yield path
+    for kind in kinds:
+        subprocess.run([str(NODES_SCRIPT), "stop", str(path / kind)], check=True)
+
+
+def test_rediss_nodes_over_cosockets_with_nginx_trust(nginx_factory, tls_dir):
+    nginx = nginx_factory(workers=1, tls_dir=tls_dir)
+    nginx.tls_failures_expected = True
+    ports = {kind: [uri.rsplit(":", 1)[1] for uri in (tls_dir / f"{kind}.uris").read_text().split()]
+             for kind in ("valid", "expired", "mutual")}
+
+    def attempt(query):
+        status, body, _ = nginx.get("/tls?" + query)
+        assert status == 200, body
+        return body.strip()
+
+    # The certificates are for localhost (and 127.0.0.1, which nginx does not check).
+    assert attempt("nodes=valid&name=localhost").startswith("locked ")
+    refused = attempt("nodes=valid")
+    assert refused.startswith("tls ") and "tls_server_name" in refused, refused
+    # The reason is in the message, or, when lua-nginx-module 0.10.23 takes a
+    # handshake done in one step for a success (see redlock.lua), in nginx's log.
+    mismatch = attempt("nodes=valid&name=not-this-node.example")
+    assert mismatch.startswith("tls ") and "certificate check failed" in mismatch, mismatch
+    assert all(f"127.0.0.1:{port}" in mismatch for port in ports["valid"]), mismatch
+    assert "hostname mismatch" in mismatch or \
+        'certificate does not match host "not-this-node.example"' in nginx.log(), mismatch
+    expired = attempt("nodes=expired&name=localhost")
+    assert expired.startswith("tls ") and "certificate check failed" in expired, expired
+    assert f"127.0.0.1:{ports['expired'][0]}" in expired
+    assert "certificate has expired" in expired or \
+        "(10: certificate has expired)" in nginx.log(), expired
+    assert attempt("nodes=valid&name=anything.example&verify=0").startswith("locked ")
+    assert attempt("nodes=mutual&name=localhost").startswith("tls ")
+    assert attempt("nodes=mutual&name=localhost&cert=1").startswith("locked ")
+    # The pooled TLS connections serve the next request.
+    for _ in range(5):
+        assert attempt("nodes=valid&name=localhost").startswith("locked ")

@@ -237,7 +237,7 @@ t.test("new: options, unix sockets, and errors as nil, err", function()
   t.eq(ulock:try_lock(0, 5000), true, "locked over unix sockets")
   assert(ulock:unlock())
 
-  t.fails("unsupported", redlock.new({ "rediss://127.0.0.1:1" }))
+  t.fails("inval", redlock.new({ "rediss://127.0.0.1:0" }))
   t.fails("inval", redlock.new({ nodes.uris[1], nodes.uris[1] }))
   t.fails("inval", redlock.new({}))
   t.fails("inval", redlock.new({ "nonsense" }))
@@ -651,6 +651,7 @@ t.test("fence grows with every holder; per resource for a multi-lock", function(
     assert(lock:try_lock(0, 10000))
     local fence = lock:fence()
     t.ok(fence > last, "larger than the one before: " .. tostring(fence))
+    t.eq(math.type and math.type(fence) or "integer", "integer", "a whole number")
     t.eq(lock:fence(name), fence, "by name")
     last = fence
     assert(lock:unlock())
@@ -767,6 +768,43 @@ t.test("health and ping; a stopped node is down, then back", function()
   t.eq(#find("node_restarted"), 2, "node_restarted told")
   c:close()
   own.stop()
+end)
+
+t.test("rediss:// nodes: TLS, certificate problems are 'tls' errors naming the node", function()
+  local certs = nodes.dir .. "/certs"
+  assert(select(2, t.sh(("bash %s %s"):format(t.quote(here .. "/../../../tests/support/tls-certs.sh"),
+                                             t.quote(certs)))))
+  local tls = t.start_nodes(nodes_script, 3, "--tls " .. t.quote(certs))
+  local ok, err = pcall(function()
+    local function tls_client(options)
+      options.connect_timeout_ms, options.node_timeout_ms = 5000, 2000
+      return assert(redlock.new(tls.uris, options))
+    end
+    local c = tls_client({ tls_ca_file = certs .. "/ca.crt" })
+    local name = fresh("tls")
+    local lock = c:get_lock(name)
+    t.eq(lock:try_lock(0, 10000), true, "locked over TLS")
+    t.eq(tls.get(1, name), lock:token(), "the key on a TLS node")
+    assert(lock:unlock())
+    c:close()
+
+    local wrong = tls_client({ tls_ca_file = certs .. "/other-ca.crt" })
+    local failure = t.fails("tls", wrong:get_lock(fresh("tls")):try_lock(0, 10000))
+    t.eq(failure.code, core.REDLOCK_ETLS, "the code")
+    for _, uri in ipairs(tls.uris) do
+      t.ok(failure.message:find(uri:gsub("^rediss://", ""), 1, true), "names " .. uri)
+    end
+    t.ok(failure.message:find("TLS certificate check failed", 1, true), failure.message)
+    wrong:close()
+
+    local insecure = tls_client({ tls_ca_file = certs .. "/other-ca.crt", tls_verify = 0 })
+    local any = insecure:get_lock(fresh("tls"))
+    t.eq(any:try_lock(0, 10000), true, "tls_verify = 0 takes any certificate")
+    assert(any:unlock())
+    insecure:close()
+  end)
+  tls.stop()
+  assert(ok, err)
 end)
 
 t.run(nodes.stop)

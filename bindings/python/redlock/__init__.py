@@ -33,6 +33,7 @@ from .errors import (
     OutOfMemory,
     RedisError,
     SystemCallError,
+    TLSError,
     Unsupported,
     WrongTypeError,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "Redlock",
     "RLock",
     "SystemCallError",
+    "TLSError",
     "Unsupported",
     "WrongTypeError",
 ]

@@ -39,6 +39,11 @@ Events go to the "redlock" logger, as the sync client's do: the library's
 and the renewal's own (renewal_failed, lost) from this module, under the
 same names and fields.
 
+TLS (``rediss://`` nodes): the loop's own TLS (``ssl.SSLContext``, with
+Python's OpenSSL), made from the client's ``tls_*`` options as the C
+library's blocking calls make theirs, and failing the same way: a handshake
+or certificate check that fails is ``TLSError``.
+
 A client belongs to the event loop it is first used on.
 """
 
@@ -46,6 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import ssl
 import weakref
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -101,6 +108,8 @@ class _Conn(asyncio.BufferedProtocol):
         self.driver = driver
         self.node = node
         self.conn = conn
+        self.tls = bool(capi.redlock_ctx_node_tls(driver.ctx, node))
+        self.replied = False  # the node sent bytes (over TLS: it accepted the session)
         self.run: Optional[_Run] = None  # the operation it serves, if any
         self.transport: Optional[asyncio.Transport] = None
         self.connecting: Optional[asyncio.Task[Any]] = None
@@ -122,6 +131,7 @@ class _Conn(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self.freed:
             return
+        self.replied = True
         run = self.run
         if _received(self.conn, self.driver.view[:nbytes], _now()) != 0:
             self.driver.close(self, None)
@@ -132,12 +142,24 @@ class _Conn(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.transport = None
-        self.ended(f"connection lost: {exc}" if exc else "connection lost: closed by the server")
+        if isinstance(exc, ssl.SSLError):
+            self.ended(f"TLS session failed (the node ended it): {exc.reason or exc}", True)
+        elif self.tls and not self.replied:
+            # With TLS 1.3 a node refuses a session (a client certificate
+            # required, or refused) after the handshake, and its alert is
+            # often lost in the reset, as the C library says too.
+            cause = exc or "closed by the server"
+            self.ended(f"TLS session refused: the node cut it before any reply ({cause}); "
+                       "does it require a client certificate (tls_cert_file)?", True)
+        else:
+            self.ended(f"connection lost: {exc}" if exc
+                       else "connection lost: closed by the server")
 
-    def ended(self, why: str) -> None:
+    def ended(self, why: str, tls: bool = False) -> None:
+        """The socket failed (tls: TLS did, REDLOCK_ETLS for the engine)."""
         if not self.freed:
             run = self.run
-            self.driver.close(self, why)
+            self.driver.close(self, why, tls)
             self.event(run)
 
     # -- the engine's side
@@ -313,6 +335,8 @@ class _Driver:
         self.closed = False
         self.view = memoryview(bytearray(16384))
         self.wakes = _Wakes(self)
+        self.tls: Optional[ssl.SSLContext] = None  # made on first use, from the options
+        self.tls_failure = ""
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.view
@@ -371,12 +395,12 @@ class _Driver:
         return conn
 
     def open(self, node: int, protocol: Any) -> asyncio.Task[Any]:
-        """Connects protocol to node: the task that does it. When it fails,
-        protocol.ended(why) is called."""
+        """Connects protocol to node (over TLS for a rediss:// node: the
+        protocol sees the connection once the handshake is done): the task
+        that does it. When it fails, protocol.ended(why, tls) is called."""
         host = capi.redlock_ctx_node_host(self.ctx, node)
         if host is not None:
-            coro = self.loop.create_connection(lambda: protocol, host,
-                                               capi.redlock_ctx_node_port(self.ctx, node))
+            coro = self._connect_tcp(protocol, node, host)
         else:
             coro = self.loop.create_unix_connection(lambda: protocol,
                                                     capi.redlock_ctx_node_path(self.ctx, node))
@@ -385,10 +409,30 @@ class _Driver:
         def connected(task: asyncio.Task[Any]) -> None:
             protocol.connecting = None
             if not task.cancelled() and task.exception() is not None:
-                protocol.ended(f"cannot connect: {task.exception()}")
+                protocol.ended(*_connect_failure(task.exception()))
 
         task.add_done_callback(connected)
         return task
+
+    async def _connect_tcp(self, protocol: Any, node: int, host: str) -> Any:
+        port = capi.redlock_ctx_node_port(self.ctx, node)
+        if not capi.redlock_ctx_node_tls(self.ctx, node):
+            return await self.loop.create_connection(lambda: protocol, host, port)
+        return await self.loop.create_connection(
+            lambda: protocol, host, port, ssl=self._tls_context(),
+            server_hostname=capi.redlock_ctx_node_server_name(self.ctx, node))
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """The client's TLS settings, from its options, made once; a setting
+        that cannot be used raises _TLSFailure (again on every use)."""
+        if self.tls is None and not self.tls_failure:
+            try:
+                self.tls = _tls_context(lambda name: capi.redlock_ctx_get_option(self.ctx, name))
+            except _TLSFailure as failure:
+                self.tls_failure = str(failure)
+        if self.tls is None:
+            raise _TLSFailure(self.tls_failure)
+        return self.tls
 
     def give_back(self, node: int, c: Any) -> None:
         conn = self.by_ptr.get(int(c))
@@ -402,14 +446,16 @@ class _Driver:
         else:
             self.close(conn, "closed by the client")
 
-    def close(self, conn: _Conn, why: Optional[str]) -> None:
+    def close(self, conn: _Conn, why: Optional[str], tls: bool = False) -> None:
         """Ends a connection: what it still owed is settled by the engine
-        (why: how the socket ended; None when the engine broke it). One that
-        an operation still holds comes back through give_back."""
+        (why: how the socket ended, tls when TLS failed; None when the engine
+        broke it). One that an operation still holds comes back through
+        give_back."""
         if conn.freed:
             return
         if why is not None:
-            capi.redlock_conn_lost(conn.conn, why, _now())
+            (capi.redlock_conn_tls_failed if tls else capi.redlock_conn_lost)(conn.conn, why,
+                                                                              _now())
         if conn.run is not None:
             conn.run.may_want = True
         if capi.redlock_conn_held(conn.conn):
@@ -519,7 +565,7 @@ class _Sub(asyncio.Protocol):
         self.transport = None
         self.ended("connection lost")
 
-    def ended(self, why: str) -> None:
+    def ended(self, why: str, tls: bool = False) -> None:
         """The connection failed: it is made again after a pause."""
         if not self.closed:
             self.wakes.lost(self)
@@ -637,6 +683,63 @@ class _Wakes:
             self._close_subs(_now())
             self.closed = True
             capi.redlock_waiters_free(self.waiters)
+
+
+class _TLSFailure(Exception):
+    """The client's TLS settings cannot be made (a file of the options)."""
+
+
+def _tls_context(option: Callable[[str], str]) -> ssl.SSLContext:
+    """An SSLContext from the tls_* options, as the C library reads them:
+    the CAs of tls_ca_file / tls_ca_dir, else the system's; the client's
+    certificate; tls_verify 0 checks nothing (insecure)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    verify = option("tls_verify") != "0"
+    files = ("tls_ca_file", "tls_ca_dir") if verify else ()
+    for name in files + ("tls_cert_file", "tls_key_file"):
+        path = option(name)
+        try:
+            if path and name == "tls_ca_dir":
+                os.listdir(path)
+            elif path:
+                open(path, "rb").close()
+        except OSError as error:
+            raise _TLSFailure(f"{name} '{path[:80]}': {error.strerror}") from None
+    what = ""
+    try:
+        if not verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        elif option("tls_ca_file") or option("tls_ca_dir"):
+            what = "tls_ca_file" if option("tls_ca_file") else "tls_ca_dir"
+            context.load_verify_locations(cafile=option("tls_ca_file") or None,
+                                          capath=option("tls_ca_dir") or None)
+        else:
+            what = "the system's CA certificates"
+            context.set_default_verify_paths()
+        cert, key = option("tls_cert_file"), option("tls_key_file")
+        if key and not cert:
+            raise _TLSFailure("tls_key_file is set without tls_cert_file")
+        if cert:
+            what = "tls_cert_file"
+            # No passphrase: OpenSSL would otherwise ask the terminal for one.
+            context.load_cert_chain(cert, key or None, password=lambda: b"")
+    except ssl.SSLError as error:
+        raise _TLSFailure(f"{what}: cannot load the certificates or key "
+                          f"({error.reason or error})") from None
+    return context
+
+
+def _connect_failure(error: BaseException) -> Tuple[str, bool]:
+    """Why a connect failed, and whether it is TLS's failure."""
+    if isinstance(error, _TLSFailure):
+        return str(error), True
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"TLS certificate check failed: {error.verify_message}", True
+    if isinstance(error, ssl.SSLError):
+        return f"TLS handshake failed: {error.reason or error}", True
+    return f"cannot connect: {error}", False
 
 
 def _check_status(status: int, message: str) -> None:

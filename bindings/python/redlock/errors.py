@@ -47,7 +47,8 @@ class LockExpired(LockError):
 
 
 class Unsupported(LockError):
-    """Not supported by this build (rediss://: no TLS)."""
+    """Not supported by this build or system (rediss:// where OpenSSL 3's
+    libssl.so.3 is missing)."""
 
 
 class AuthError(LockError):
@@ -64,6 +65,11 @@ class RedisError(LockError):
 
 class SystemCallError(LockError, OSError):
     """An operating system call failed (the random source, poll)."""
+
+
+class TLSError(LockError):
+    """A TLS handshake or certificate check failed (rediss://): the message
+    names each node and why, e.g. "certificate has expired"."""
 
 
 class Cancelled(LockError):
@@ -85,6 +91,7 @@ ERRORS: Dict[int, Type[LockError]] = {
     capi.REDLOCK_EREDIS: RedisError,
     capi.REDLOCK_ESYSTEM: SystemCallError,
     capi.REDLOCK_ECANCELED: Cancelled,
+    capi.REDLOCK_ETLS: TLSError,
 }
 
 

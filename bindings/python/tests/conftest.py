@@ -1,6 +1,7 @@
 """Fixtures: real redis-server nodes, started here and stopped at the end."""
 
 import asyncio
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import redlock
 
 ROOT = Path(__file__).resolve().parents[3]
 NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
+CERTS_SCRIPT = ROOT / "tests" / "support" / "tls-certs.sh"
 
 
 class Nodes(NamedTuple):
@@ -31,6 +33,39 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
                     (path / "sockets").read_text().split())
     finally:
         subprocess.run([str(NODES_SCRIPT), "stop", str(path)], check=True)
+
+
+@pytest.fixture(scope="session")
+def tls_certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The TLS tests' certificates (tests/support/tls-certs.sh says which)."""
+    path = tmp_path_factory.mktemp("certs")
+    subprocess.run(["bash", str(CERTS_SCRIPT), str(path)], check=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tls_nodes(tmp_path_factory: pytest.TempPathFactory, tls_certs: Path) -> Iterator[Callable[..., Nodes]]:
+    """A factory of TLS-only nodes (rediss:// URIs): tls_nodes(n, "valid" |
+    "expired" | "mutual"), started once per kind for the session."""
+    started: Dict[str, Nodes] = {}
+
+    def start(n: int = 3, kind: str = "valid") -> Nodes:
+        if kind not in started:
+            path = tmp_path_factory.mktemp(f"tls-{kind}")
+            env = dict(os.environ)
+            if kind == "expired":
+                env["NODES_TLS_CERT"] = str(tls_certs / "expired.crt")
+            args = ["--tls-auth-clients"] if kind == "mutual" else []
+            subprocess.run([str(NODES_SCRIPT), "start", str(path), str(n), "--tls",
+                            str(tls_certs), *args], check=True, stdout=subprocess.DEVNULL,
+                           env=env)
+            started[kind] = Nodes(path, (path / "uris").read_text().split(),
+                                  (path / "sockets").read_text().split())
+        return started[kind]
+
+    yield start
+    for nodes in started.values():
+        subprocess.run([str(NODES_SCRIPT), "stop", str(nodes.dir)], check=True)
 
 
 def redis_cli(uri: str, *command: str) -> str:

@@ -46,11 +46,11 @@ def test_bad_uri(uri, words):
     assert words in str(failed.value)
 
 
-def test_rediss_is_unsupported():
-    with pytest.raises(redlock.Unsupported) as failed:
-        redlock.Redlock(["rediss://127.0.0.1:6380"])
-    assert failed.value.code == capi.REDLOCK_EUNSUPPORTED
-    assert "TLS" in str(failed.value)
+def test_rediss_uris_take_the_same_form():
+    redlock.Redlock(["rediss://user:pw@127.0.0.1:6380/1"]).close()
+    with pytest.raises(redlock.InvalidArgument, match="bad rediss:// URI"):
+        redlock.Redlock(["rediss://127.0.0.1:0"])
+    assert redlock.errors.error_for(capi.REDLOCK_ETLS, "x").__class__ is redlock.TLSError
 
 
 def test_same_node_twice(nodes):

@@ -77,7 +77,8 @@ public final class Redlock implements AutoCloseable {
 
     /**
      * A client for the nodes, with options by name. Throws InvalidArgumentException for a bad
-     * URI, the same node twice or a bad option, UnsupportedException for {@code rediss://}.
+     * URI, the same node twice or a bad option. {@code rediss://} nodes are reached over TLS
+     * (the {@code tls_*} options); a failed handshake or certificate check is a TlsException.
      */
     public static Redlock create(List<String> nodes, Map<String, String> options) {
         Objects.requireNonNull(nodes, "nodes");

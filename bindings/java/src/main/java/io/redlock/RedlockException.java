@@ -52,6 +52,8 @@ public class RedlockException extends RuntimeException {
                 return new RedisErrorException(code, text);
             case RedlockNativeConstants.REDLOCK_ECANCELED:
                 return new CancelledException(code, text);
+            case RedlockNativeConstants.REDLOCK_ETLS:
+                return new TlsException(code, text);
             default:
                 return new RedlockException(code, text);
         }

@@ -1,8 +1,8 @@
 package io.redlock;
 
 /**
- * Not supported by this build of the library (REDLOCK_EUNSUPPORTED), such as TLS ({@code
- * rediss://}).
+ * Not supported by this build of the library or this system (REDLOCK_EUNSUPPORTED), such as TLS
+ * ({@code rediss://}) where OpenSSL 3's libssl.so.3 is not installed.
  */
 public class UnsupportedException extends RedlockException {
     private static final long serialVersionUID = 1L;

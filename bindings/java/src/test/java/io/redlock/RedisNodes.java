@@ -44,6 +44,25 @@ final class RedisNodes implements AutoCloseable {
         return new RedisNodes(dir, List.of(out.trim().split("\n")));
     }
 
+    /**
+     * TLS-only nodes (rediss:// URIs) with the certificates of {@link #makeCertificates}: commands
+     * of these tests still go to them over their unix sockets, in the clear.
+     */
+    static RedisNodes startTls(int n, Path certs) throws IOException, InterruptedException {
+        Path dir = Files.createTempDirectory("redlock-java-tls-");
+        String out = run(SCRIPT.toString(), "start", dir.toString(), Integer.toString(n), "--tls",
+                certs.toString());
+        return new RedisNodes(dir, List.of(out.trim().split("\n")));
+    }
+
+    /** Makes the TLS tests' certificates (tests/support/tls-certs.sh) in a new directory. */
+    static Path makeCertificates() throws IOException, InterruptedException {
+        Path certs = Files.createTempDirectory("redlock-java-certs-");
+        run("bash", SCRIPT.getParent().resolveSibling("tests").resolve("support")
+                .resolve("tls-certs.sh").toString(), certs.toString());
+        return certs;
+    }
+
     /** The nodes' redis:// URIs. */
     List<String> uris() {
         return uris;
@@ -63,9 +82,10 @@ final class RedisNodes implements AutoCloseable {
         return result;
     }
 
-    /** Runs a command on node i (1-based) with redis-cli; its raw output. */
+    /** Runs a command on node i (1-based) with redis-cli, over its unix socket; its raw output. */
     String cli(int i, String... command) throws IOException, InterruptedException {
-        List<String> args = new ArrayList<>(List.of("redis-cli", "--raw", "-u", uris.get(i - 1)));
+        String socket = socketUris().get(i - 1).replace("unix://", "");
+        List<String> args = new ArrayList<>(List.of("redis-cli", "--raw", "-s", socket));
         args.addAll(Arrays.asList(command));
         return run(args.toArray(new String[0])).trim();
     }
@@ -159,6 +179,11 @@ final class RedisNodes implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /** Removes a directory this class made (certificates). */
+    static void removeDirectory(Path dir) throws IOException, InterruptedException {
+        run("rm", "-rf", dir.toString());
     }
 
     private static String run(String... command) throws IOException, InterruptedException {
