@@ -233,13 +233,26 @@ struct rl_waker *rl_io_waker(redlock_ctx *ctx)
     return ctx->driver->waker;
 }
 
-static rl_conn *pool_take(redlock_ctx *ctx, size_t node)
+/* An idle connection to node: the last one given back, or when follows is
+ * set (rl_op_follows), one that still owes the reply of that lock's acquire,
+ * so that what follows it runs after it on the node. */
+static rl_conn *pool_take(redlock_ctx *ctx, size_t node, const char *follows)
 {
     pool *p = &ctx->driver->pools[node];
     rl_conn *c = NULL;
     pthread_mutex_lock(&p->mu);
-    if (p->n > 0)
-        c = p->idle[--p->n];
+    size_t at = p->n;
+    for (size_t i = p->n; follows && i-- > 0;) {
+        if (rl_cmd_owed_on(p->idle[i], follows)) {
+            at = i + 1;
+            break;
+        }
+    }
+    if (at > 0) {
+        c = p->idle[at - 1];
+        memmove(p->idle + at - 1, p->idle + at, (p->n - at) * sizeof *p->idle);
+        p->n--;
+    }
     pthread_mutex_unlock(&p->mu);
     return c;
 }
@@ -378,7 +391,7 @@ void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         if (!rl_op_wants_conn(op, i))
             continue;
-        rl_conn *c = pool_take(ctx, i);
+        rl_conn *c = pool_take(ctx, i, rl_op_follows(op));
         if (c) {
             rl_op_attach(op, i, c, now);
             continue;

@@ -148,6 +148,17 @@ static void cover(rl_cmd *rel, rl_conn *c)
     }
 }
 
+bool rl_cmd_owed_on(rl_conn *c, const char *token)
+{
+    for (size_t i = 0; i < rl_conn_owed(c); i++) {
+        const rl_entry *e = rl_conn_entry(c, i);
+        if (e->kind == RL_ENTRY_CMD && e->cmd->kind == RL_CMD_ACQUIRE
+            && strcmp(e->cmd->token, token) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Sends in form, from the cache when cache is set (the op's own sends, all
  * on its thread), else from bytes made for this send alone. */
 static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)

@@ -91,6 +91,11 @@ void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply
 /* A fenced acquire's yes (classified so): its counters, one per key, into out. */
 void rl_cmd_fences(const rl_cmd *cmd, const struct redisReply *reply, int64_t *out);
 
+/* Whether c still owes the reply of an acquire of token. A release or an
+ * extension of that lock belongs on c, behind it: on another connection the
+ * node could run it first, and the late acquire would then leave its key. */
+bool rl_cmd_owed_on(rl_conn *c, const char *token);
+
 /* A reply to an entry that no operation waits for (see above). */
 void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const struct redisReply *reply,
                        int64_t now);

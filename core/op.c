@@ -898,6 +898,11 @@ const rl_keys *rl_op_keys(const rl_op *op)
     return op->h ? op->h->keys : NULL;
 }
 
+const char *rl_op_follows(const rl_op *op)
+{
+    return op->kind == OP_EXTEND || op->kind == OP_UNLOCK ? op->h->token : NULL;
+}
+
 void rl_op_wake(rl_op *op, int64_t now)
 {
     if (op->kind == OP_LOCK && op->phase == PHASE_PAUSE && op->wake_at > now)

@@ -98,6 +98,10 @@ int64_t rl_op_wake_at(const rl_op *op);
  * for (its keys: rl_op_keys). */
 bool rl_op_awaits_release(const rl_op *op);
 const rl_keys *rl_op_keys(const rl_op *op);
+/* The token of the lock an extend or unlock is for, NULL for the other
+ * operations: a connection that still owes its acquire's reply is the one to
+ * give it (rl_cmd_owed_on). */
+const char *rl_op_follows(const rl_op *op);
 /* Ends a lock operation's pause now (a release was published): its next
  * attempt starts at the next rl_op_step. */
 void rl_op_wake(rl_op *op, int64_t now);
