@@ -352,6 +352,115 @@ REDLOCK_API int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int
  */
 REDLOCK_API int redlock_handle_fence(const redlock_handle *h, size_t index, int64_t *fence);
 
+/* ---- 1.2: events, and the health of the nodes ---- */
+
+/*
+ * Levels of events (the values are those of Python's logging module).
+ */
+#define REDLOCK_LOG_DEBUG 10   /* acquired, refused, extended, released */
+#define REDLOCK_LOG_INFO  20   /* node_back, force_unlocked */
+#define REDLOCK_LOG_WARN  30   /* no_quorum, failed, renewal_failed, node_down, node_slow,
+                                * node_restarted */
+#define REDLOCK_LOG_ERROR 40   /* lost, auth_refused (and failed with REDLOCK_EAUTH) */
+
+/*
+ * An event of the client: level (REDLOCK_LOG_*), event a stable short name
+ * (below), message one human line of key=value fields, followed, for a
+ * failure, by ": " and the detail (which nodes, and why). The strings are
+ * valid during the call only. No message holds a password or a whole
+ * token: a lock's owner is shown as the first 8 characters of its token.
+ *
+ * Events, with the fields of their messages:
+ *   acquired        op resource owner nodes (yes/all) ms attempts validity_ms [fence]
+ *   refused         op resource nodes ms attempts: held elsewhere until the wait ended
+ *   extended        op resource owner nodes ms validity_ms
+ *   released        op resource owner nodes ms
+ *   force_unlocked  op resource nodes deleted ms
+ *   no_quorum       op resource [owner] nodes need ms [attempts] code: too few nodes answered
+ *   failed          op resource [owner] nodes ms code: any other failure of a call
+ *                   (ERROR for code=auth, DEBUG for code=canceled, else WARN)
+ *   renewal_failed  resource owner code retry_in_ms validity_ms: a kept lock's extension
+ *                   failed; it is tried again while validity remains
+ *   lost            resource owner code: a kept lock is lost (redlock_handle_watch)
+ *   node_down       node was retry_in_ms: the node cannot be connected to
+ *   node_slow       node was: no answer within node_timeout_ms
+ *   node_back       node was for_ms: the node answers again
+ *   node_restarted  node run_id guard_ms: a new run_id (the restart guard holds the node's
+ *                   votes back for guard_ms)
+ *   auth_refused    node: the node refused the credentials (AUTH, or an ACL)
+ * New events and fields may be added; names and existing fields do not change.
+ *
+ * Threads: the hook is called synchronously, on whichever thread runs the
+ * client's work at that moment: the caller's, for the blocking calls
+ * (and for the engine's operations, on the driver's thread); the client's
+ * thread, for the asynchronous calls and the renewal of kept locks; the
+ * client's service thread, for releases it delivers to nodes that failed.
+ * So it may be called from several threads at once. It is never called
+ * with a lock of the library's held, and it must return quickly, must not
+ * call into the same ctx (nor free it) and must not unwind (no longjmp, no
+ * C++ exception).
+ */
+typedef void (*redlock_log_fn)(void *data, int level, const char *event, const char *message);
+
+/*
+ * Sends ctx's events of min_level and above to fn(data, ...); fn NULL turns
+ * them off (the default). With no hook, or below min_level, an event costs
+ * one test: nothing is formatted. Set it as the options are set, before the
+ * ctx is shared between threads; calling it again with the same fn and data
+ * to change min_level is safe at any time. REDLOCK_EINVAL for a NULL ctx.
+ */
+REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min_level,
+                                    void *data);
+
+/* Room enough for one node's line of redlock_ctx_health. */
+#define REDLOCK_HEALTH_LINE_MAX 640
+
+/*
+ * Writes into buf (buflen bytes, NUL included; REDLOCK_HEALTH_LINE_MAX per
+ * node is always enough) what the client knows of each node, one line per
+ * node in the order of the ctx's URIs, each line space-separated key=value
+ * fields:
+ *   node         "host:port" or "unix:path" (never a password)
+ *   state        unknown (not contacted yet), up, slow (its last command got
+ *                no answer within node_timeout_ms), down (cannot connect),
+ *                guarded (restarted: its votes do not count yet, the restart
+ *                guard), auth_refused (refused the credentials)
+ *   for_ms       how long it has been in that state
+ *   retry_in_ms  down: when a connection will be tried again (0: at the next call)
+ *   guard_ms     guarded: for how long its votes do not count yet
+ *   rtt_ms       a recent round trip, an average of its replies' times on the
+ *                library's millisecond clock (-1 before any)
+ *   commands failures timeouts   counts since the client was made: commands
+ *                sent to the node, its failed parts of calls (no connection,
+ *                no answer in time, an error reply), and among those the
+ *                deadlines that passed without an answer
+ *   run_id version   what its INFO said ("" and 0 before)
+ *   last_error   the last failure seen, "" for none
+ * Values are percent-encoded where they hold a space, '%', a control
+ * character or a byte beyond ASCII (so the text is ASCII and every field
+ * splits at its first '='). New fields may be
+ * added at the end. The counters are the client's own: thread-safe, read
+ * without stopping calls. REDLOCK_EINVAL for a NULL ctx or buf, or a buf
+ * too small (the message says how much is needed).
+ *
+ * Why text rather than a count and getters: one call gives a consistent line
+ * per node, any FFI can read it without new types, and a field added later
+ * changes no function.
+ */
+REDLOCK_API int redlock_ctx_health(const redlock_ctx *ctx, char *buf, size_t buflen);
+
+/*
+ * Sends PING to every node at once, connecting where needed, and waits for
+ * each answer up to the node's deadline (all of them: the health above is
+ * refreshed for every node). REDLOCK_OK when a quorum of the nodes answered
+ * and counts (as for a lock: not a node under the restart guard, nor a
+ * second name of one server); else REDLOCK_ENOQUORUM, or the code all the
+ * failed nodes share (REDLOCK_EAUTH for refused credentials), with the
+ * message naming each failed node. *answered (may be NULL) is how many
+ * counted. The blocking driver; on the calling thread.
+ */
+REDLOCK_API int redlock_ctx_ping(redlock_ctx *ctx, int *answered);
+
 #ifdef __cplusplus
 }
 #endif

@@ -134,9 +134,12 @@ REDLOCK_API int redlock_op_inspect(redlock_op **out, redlock_ctx *ctx, const cha
                                    int64_t now_ms);
 REDLOCK_API int redlock_op_force_unlock(redlock_op **out, redlock_ctx *ctx, const char *resource,
                                         int64_t now_ms);
+/* A PING of every node (redlock_ctx_ping); its status once done. */
+REDLOCK_API int redlock_op_ping(redlock_op **out, redlock_ctx *ctx, int64_t now_ms);
 /* A finished query's answer, as redlock_inspect gives it: 1 when locked,
  * *ttl_ms its lease left on a quorum (-1 no expiry, -2 not locked); for a
- * forced unlock *deleted, the nodes that had a lock. Outs may be NULL. */
+ * forced unlock *deleted, the nodes that had a lock; for a ping *deleted,
+ * the nodes that answered and count. Outs may be NULL. */
 REDLOCK_API int redlock_op_answer(const redlock_op *op, int64_t *ttl_ms, int *deleted);
 /* Frees an operation once its connections were taken back. NULL is a no-op. */
 REDLOCK_API void redlock_op_free(redlock_op *op);

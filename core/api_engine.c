@@ -113,7 +113,8 @@ int redlock_op_unlock(redlock_op **out, redlock_handle *h, int64_t now_ms)
     return rl_op_unlock(out, h, now_ms);
 }
 
-int redlock_op_deliver(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
+/* The checks of an operation made for a ctx: out set to NULL first. */
+static int check_ctx_op(redlock_op **out, const redlock_ctx *ctx)
 {
     rl_clear_error();
     if (!out)
@@ -121,18 +122,21 @@ int redlock_op_deliver(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
     *out = NULL;
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
-    return rl_op_deliver(out, ctx, now_ms);
+    return REDLOCK_OK;
+}
+
+int redlock_op_deliver(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
+{
+    int rc = check_ctx_op(out, ctx);
+    return rc == REDLOCK_OK ? rl_op_deliver(out, ctx, now_ms) : rc;
 }
 
 static int query(redlock_op **out, redlock_ctx *ctx, const char *resource, bool force,
                  int64_t now_ms)
 {
-    rl_clear_error();
-    if (!out)
-        return rl_fail(REDLOCK_EINVAL, "out is NULL");
-    *out = NULL;
-    if (!ctx)
-        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    int rc = check_ctx_op(out, ctx);
+    if (rc != REDLOCK_OK)
+        return rc;
     if (!resource)
         return rl_fail(REDLOCK_EINVAL, "resource is NULL");
     return rl_op_query(out, ctx, resource, force, now_ms);
@@ -147,6 +151,12 @@ int redlock_op_force_unlock(redlock_op **out, redlock_ctx *ctx, const char *reso
                             int64_t now_ms)
 {
     return query(out, ctx, resource, true, now_ms);
+}
+
+int redlock_op_ping(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
+{
+    int rc = check_ctx_op(out, ctx);
+    return rc == REDLOCK_OK ? rl_op_ping(out, ctx, now_ms) : rc;
 }
 
 int redlock_op_answer(const redlock_op *op, int64_t *ttl_ms, int *deleted)

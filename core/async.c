@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "ctx.h"
+#include "log.h"
 #include "op.h"
 #include "sockets.h"
 
@@ -189,13 +190,29 @@ static void lose(rl_watch *w, int status, const char *message, notice **notices)
     *notices = n;
 }
 
+/* "resource=... owner=...": which lock an event of its watch is about. */
+static void describe_watch(const redlock_handle *h, char *buf, size_t len)
+{
+    char resources[256], owner[RL_OWNER_LEN + 1];
+    rl_log_resources(h->ctx, h->keys, resources, sizeof resources);
+    rl_log_owner(h->token, owner);
+    snprintf(buf, len, "resource=%s owner=%s", resources, owner);
+}
+
 /* Makes the lost callbacks, outside the mutex; a handle freed by its own
- * callback is freed once that returns. */
+ * callback is freed once that returns. Each loss is an event first. */
 static void notify(struct rl_async *a, notice *notices)
 {
     while (notices) {
         notice *n = notices;
         notices = n->next;
+        redlock_ctx *ctx = n->w->h->ctx;
+        if (rl_logging(ctx, REDLOCK_LOG_ERROR)) {
+            char which[320];
+            describe_watch(n->w->h, which, sizeof which);
+            rl_log_emit(ctx, REDLOCK_LOG_ERROR, "lost", "%s code=%s: %s", which,
+                        rl_log_code(n->status), n->message);
+        }
         if (n->lost)
             n->lost(n->data, n->w->h, n->status, n->message);
         pthread_mutex_lock(&a->mu);
@@ -269,6 +286,7 @@ static void renewal_ended(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t 
     int status = rl_op_status(j->op);
     notice *notices = NULL;
     redlock_handle *doomed = NULL;
+    char failed[384] = "";   /* a renewal_failed event, emitted unlocked */
     pthread_mutex_lock(&a->mu);
     w->extending = false;
     if (w->parked) {
@@ -292,9 +310,18 @@ static void renewal_ended(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t 
         /* The nodes failed: again after a pause, while validity lasts. */
         int64_t pause = ctx->opt.retry_delay_ms > 0 ? ctx->opt.retry_delay_ms : 10;
         w->next_at = now + pause;
+        if (rl_logging(ctx, REDLOCK_LOG_WARN)) {
+            char which[320];
+            describe_watch(w->h, which, sizeof which);
+            snprintf(failed, sizeof failed, "%s code=%s retry_in_ms=%lld validity_ms=%lld", which,
+                     rl_log_code(status), (long long)pause, (long long)(w->h->expires_at - now));
+        }
     }
     pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->mu);
+    if (failed[0])
+        rl_log_emit(ctx, REDLOCK_LOG_WARN, "renewal_failed", "%s: %s", failed,
+                    rl_op_message(j->op));
     wake(a);
     rl_handle_free(doomed);
     notify(a, notices);

@@ -835,6 +835,28 @@ int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int *deleted)
     return rc;
 }
 
+int redlock_ctx_ping(redlock_ctx *ctx, int *answered)
+{
+    rl_clear_error();
+    if (answered)
+        *answered = 0;
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    rl_io_check_fork(ctx);
+    rl_op *op;
+    int rc = rl_op_ping(&op, ctx, rl_now_ms());
+    if (rc != REDLOCK_OK)
+        return rc;
+    rc = drive(ctx, op);
+    size_t n = 0;
+    rl_op_answer(op, NULL, &n);
+    if (answered)
+        *answered = (int)n;
+    rl_op_free(op);
+    rl_io_service_wake(ctx);
+    return rc;
+}
+
 /* Runs an extend or an unlock of h. */
 static int handle_call(redlock_handle *h, int64_t ttl_ms, bool extend)
 {

@@ -93,6 +93,10 @@ static const rl_script *script_of(const rl_cmd *cmd)
 static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
 {
     char ttl[24], numkeys[24];
+    if (cmd->kind == RL_CMD_PING) {
+        const char *argv[1] = { "PING" };
+        return rl_bytes_format(out, 1, argv);
+    }
     snprintf(ttl, sizeof ttl, "%lld", (long long)cmd->ttl_ms);
     if (form == RL_FORM_SET) {
         const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
@@ -177,7 +181,7 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
 {
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
-             || cmd->kind == RL_CMD_FENCE;   /* not loaded */
+             || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
     rl_form form = eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA;
     if (!eval && cmd->kind == RL_CMD_ACQUIRE && cmd->keys->n == 1 && !cmd->fenced
         && rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
@@ -251,6 +255,13 @@ void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
     }
     if (cmd->kind == RL_CMD_INSPECT) {
         classify_inspect(r, out);
+        return;
+    }
+    if (cmd->kind == RL_CMD_PING) {
+        if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0)
+            out->vote = RL_VOTE_YES;
+        else
+            rl_result_from_bad_reply(out, r);
         return;
     }
     if (cmd->fenced && r->type == REDIS_REPLY_ARRAY) {

@@ -20,6 +20,7 @@
  *   - inspect, force: nothing; a query changes nothing, and a forced unlock
  *     is its caller's to repeat.
  *   - fence: nothing; it only ever raises counters, which is harmless late.
+ *   - ping: nothing.
  */
 #ifndef RL_CMD_H
 #define RL_CMD_H
@@ -40,7 +41,8 @@ typedef enum rl_cmd_kind {
     RL_CMD_RELEASE,
     RL_CMD_INSPECT,     /* a query: read the key and its PTTL */
     RL_CMD_FORCE,       /* delete the key whatever its token */
-    RL_CMD_FENCE        /* raise the keys' fencing counters, if the keys are ours */
+    RL_CMD_FENCE,       /* raise the keys' fencing counters, if the keys are ours */
+    RL_CMD_PING         /* PING: does the node answer */
 } rl_cmd_kind;
 
 /* How a command was written on one connection. */

@@ -205,15 +205,21 @@ void rl_conn_feed(rl_conn *c, const char *buf, size_t len)
 /* A reply of the handshake: REDLOCK_OK, or breaks the connection. */
 static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *reply, int64_t now)
 {
+    rl_node *node = &c->ctx->nodes[c->node];
     if (reply->type == REDIS_REPLY_ERROR) {
-        if (kind == RL_ENTRY_AUTH || kind == RL_ENTRY_SELECT)
-            rl_conn_break(c, rl_reply_error_code(reply->str),
-                          "connection setup refused (%s): %.100s",
+        if (kind == RL_ENTRY_AUTH || kind == RL_ENTRY_SELECT) {
+            int code = rl_reply_error_code(reply->str);
+            rl_conn_break(c, code, "connection setup refused (%s): %.100s",
                           kind == RL_ENTRY_AUTH ? "AUTH" : "SELECT", reply->str);
+            rl_node_failed(node, code == REDLOCK_EAUTH ? RL_NODE_AUTH : RL_NODE_UP, c->why, now);
+        }
         return;
     }
-    if (kind == RL_ENTRY_INFO && reply->type == REDIS_REPLY_STRING)
+    if (kind == RL_ENTRY_INFO && reply->type == REDIS_REPLY_STRING) {
         rl_nodes_saw_info(c->ctx->nodes, c->ctx->n_nodes, c->node, reply->str, reply->len, now);
+        /* The handshake's round trip (AUTH, SCRIPT LOAD and INFO together). */
+        rl_node_answered(node, now - c->opened_at, now);
+    }
     /* The last reply of AUTH and SELECT opens the gate. */
     if ((kind == RL_ENTRY_AUTH || kind == RL_ENTRY_SELECT) && c->gate != GATE_OPEN
         && (c->q_len == 0 || c->q[c->q_head].kind > RL_ENTRY_SELECT))

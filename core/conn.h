@@ -51,8 +51,13 @@ typedef struct rl_entry {
     uint8_t kind;         /* rl_entry_kind */
     uint8_t form;         /* RL_ENTRY_CMD: how it was sent (cmd.h's rl_form) */
     bool covered;         /* an acquire with a release of its token behind it */
+    bool late;            /* its deadline passed without its reply: counted once (node.h) */
     uint64_t end;         /* bytes queued on the connection up to this command's end */
     struct rl_cmd *cmd;   /* RL_ENTRY_CMD: the command; the entry holds a reference */
+    /* An operation's command, for the node's health: when it was sent (0: on
+     * a connection still connecting, so its round trip is not measured) and
+     * its deadline (0: none). */
+    int64_t sent_at, deadline;
 } rl_entry;
 
 typedef struct redlock_conn {
@@ -63,6 +68,7 @@ typedef struct redlock_conn {
     char why[160];              /* RL_CONN_BROKEN: printable reason */
     unsigned uses;              /* operations it has served (0: new) */
     bool connected;             /* the driver's connect completed */
+    int64_t opened_at;          /* when it did: the handshake's round trip */
 
     char *out;                  /* out[0 .. out_len): bytes not yet written */
     size_t out_len, out_cap;

@@ -49,6 +49,7 @@ int rl_ctx_new(redlock_ctx **out, const char *const *node_uris, size_t n_nodes)
             rl_fail(rc, "node %zu: %s", i + 1, detail);
             break;
         }
+        ctx->nodes[i].ctx = ctx;
         ctx->n_nodes = i + 1;
         for (size_t j = 0; j < i; j++) {
             if (rl_uri_same_node(&ctx->nodes[j].addr, &ctx->nodes[i].addr)) {

@@ -42,6 +42,11 @@ struct redlock_ctx {
 
     struct rl_driver *driver;       /* the blocking driver's state, or NULL */
     _Atomic bool tls_fixed;         /* the tls_* options were read: they cannot change */
+
+    /* The event hook (redlock_ctx_set_log, log.h): fn NULL is off. */
+    _Atomic(redlock_log_fn) log_fn;
+    void *_Atomic log_data;
+    _Atomic int log_min;
 };
 
 /* Raises ctx->max_lease_ms to ttl_ms if it is larger. */

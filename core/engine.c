@@ -1,4 +1,6 @@
 /* engine.c - connection events, dispatched to operations and commands (see engine.h). */
+#include <stdio.h>
+
 #include <hiredis/hiredis.h>
 
 #include "ctx.h"
@@ -8,6 +10,7 @@
 void rl_engine_connected(rl_conn *c, int64_t now)
 {
     rl_conn_connected(c);
+    c->opened_at = now;
     rl_node_connect_ok(&c->ctx->nodes[c->node]);
     if (c->op)
         rl_op_conn_connected(c->op, c, now);
@@ -32,6 +35,7 @@ static void settle(rl_conn *c, int64_t now)
     }
     if (!c->connected) {
         rl_node_connect_failed(&c->ctx->nodes[c->node], now);
+        rl_node_failed(&c->ctx->nodes[c->node], RL_NODE_DOWN, c->why, now);
         rl_node_connect_failure(&c->ctx->nodes[c->node], c->code, c->why);
     }
     if (c->op)
@@ -45,6 +49,14 @@ bool rl_engine_received(rl_conn *c, const char *buf, size_t len, int64_t now)
     rl_entry e;
     int r;
     while ((r = rl_conn_next(c, &reply, &e, now)) == 1) {
+        if (e.deadline != 0 && !e.late && now > e.deadline) {
+            /* Its call ended at a quorum without it: the node is slow. */
+            char why[80];
+            snprintf(why, sizeof why, "answered %lld ms after its deadline",
+                     (long long)(now - e.deadline));
+            e.late = true;
+            rl_node_failed(&c->ctx->nodes[c->node], RL_NODE_SLOW, why, now);
+        }
         if (e.cmd->op && e.cmd->op == c->op)
             rl_op_reply(c->op, c, &e, reply, now);
         else

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "node.h"
 
 #define BACKOFF_FIRST_MS 25
@@ -18,6 +19,9 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
     node->index = index;
     node->restarted_at = INT64_MIN;
     node->same_as = -1;
+    atomic_init(&node->state, RL_NODE_UNKNOWN);
+    atomic_init(&node->rtt_us, -1);
+    node->state_since = INT64_MIN;
     pthread_mutex_init(&node->mu, NULL);
     return REDLOCK_OK;
 }
@@ -53,6 +57,88 @@ void rl_node_connect_ok(rl_node *node)
     node->down_until = 0;
     node->tls_failure[0] = '\0';
     pthread_mutex_unlock(&node->mu);
+}
+
+static const char *const state_names[] = {
+    [RL_NODE_UNKNOWN] = "unknown", [RL_NODE_UP] = "up", [RL_NODE_SLOW] = "slow",
+    [RL_NODE_DOWN] = "down", [RL_NODE_AUTH] = "auth_refused",
+};
+
+const char *rl_node_state_name(rl_node_state state)
+{
+    return state_names[state];
+}
+
+void rl_node_sent(rl_node *node)
+{
+    atomic_fetch_add_explicit(&node->commands, 1, memory_order_relaxed);
+}
+
+/* Moves the node to state (why: its last error, or NULL to keep it) and
+ * tells the change. Returns nothing; the event is emitted unlocked. */
+static void change(rl_node *node, rl_node_state to, const char *why, int64_t now)
+{
+    pthread_mutex_lock(&node->mu);
+    rl_node_state was = (rl_node_state)atomic_load(&node->state);
+    if (to == RL_NODE_KEEP)
+        to = was;
+    int64_t for_ms = node->state_since == INT64_MIN ? 0 : now - node->state_since;
+    int64_t retry_in = node->down_until - now;
+    if (why)
+        snprintf(node->last_error, sizeof node->last_error, "%s", why);
+    if (was != to) {
+        atomic_store(&node->state, to);
+        node->state_since = now;
+    }
+    pthread_mutex_unlock(&node->mu);
+    if (was == to)
+        return;
+    const redlock_ctx *ctx = node->ctx;
+    const char *label = node->addr.label, *from = state_names[was];
+    switch (to) {
+    case RL_NODE_DOWN:
+        RL_LOG(ctx, REDLOCK_LOG_WARN, "node_down", "node=%s was=%s retry_in_ms=%lld: %s", label,
+               from, (long long)(retry_in > 0 ? retry_in : 0), why ? why : "");
+        break;
+    case RL_NODE_SLOW:
+        RL_LOG(ctx, REDLOCK_LOG_WARN, "node_slow", "node=%s was=%s: %s", label, from,
+               why ? why : "");
+        break;
+    case RL_NODE_AUTH:
+        RL_LOG(ctx, REDLOCK_LOG_ERROR, "auth_refused", "node=%s was=%s: %s", label, from,
+               why ? why : "");
+        break;
+    case RL_NODE_UP:
+        if (was != RL_NODE_UNKNOWN)
+            RL_LOG(ctx, REDLOCK_LOG_INFO, "node_back", "node=%s was=%s for_ms=%lld", label, from,
+                   (long long)for_ms);
+        break;
+    case RL_NODE_UNKNOWN:
+    case RL_NODE_KEEP:
+        break;
+    }
+}
+
+void rl_node_answered(rl_node *node, int64_t rtt_ms, int64_t now)
+{
+    if (rtt_ms >= 0) {
+        /* An average that follows the last eight or so. */
+        int64_t sample = rtt_ms * 1000, avg = atomic_load_explicit(&node->rtt_us,
+                                                                   memory_order_relaxed);
+        atomic_store_explicit(&node->rtt_us, avg < 0 ? sample : avg + (sample - avg) / 8,
+                              memory_order_relaxed);
+    }
+    if (atomic_load_explicit(&node->state, memory_order_relaxed) != RL_NODE_UP)
+        change(node, RL_NODE_UP, NULL, now);
+}
+
+void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t now)
+{
+    atomic_fetch_add_explicit(&node->failures, 1, memory_order_relaxed);
+    if (state == RL_NODE_SLOW)
+        atomic_fetch_add_explicit(&node->timeouts, 1, memory_order_relaxed);
+    if (why)
+        change(node, state, why, now);
 }
 
 void rl_node_connect_failure(rl_node *node, int code, const char *why)
@@ -143,14 +229,17 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, siz
             break;
         }
     }
+    bool restarted = false;
     pthread_mutex_lock(&node->mu);
     if (version)
         node->version = version;
     if (have_id) {
         /* A run_id other than the one seen before means the node restarted:
          * it may have lost keys it held (the restart guard). */
-        if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0)
+        if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0) {
             node->restarted_at = now;
+            restarted = true;
+        }
         memcpy(node->run_id, run_id, sizeof node->run_id);
         /* Of two names for one server, the later one in the list does not
          * count: the server votes once. */
@@ -161,6 +250,12 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, siz
         pthread_mutex_lock(&nodes[same_as].mu);
         nodes[same_as].same_as = (int)i;
         pthread_mutex_unlock(&nodes[same_as].mu);
+    }
+    const redlock_ctx *ctx = node->ctx;
+    if (restarted && rl_logging(ctx, REDLOCK_LOG_WARN)) {
+        int64_t guard = ctx->opt.restart_guard ? rl_ctx_max_lease(ctx) : 0;
+        rl_log_emit(ctx, REDLOCK_LOG_WARN, "node_restarted", "node=%s run_id=%.8s guard_ms=%lld",
+                    node->addr.label, run_id, (long long)guard);
     }
 }
 

@@ -3,19 +3,41 @@
  * every thread: its address, whether it may be connected to now (backoff
  * after failed connects), what its INFO said (run_id, version), when it was
  * seen to restart (the restart guard) and whether it is the same server as
- * another node of the client. Times are the driver's monotonic milliseconds.
+ * another node of the client; and its health (state, last error, round
+ * trip, counters), whose changes are the client's node events (log.h).
+ * Times are the driver's monotonic milliseconds.
  */
 #ifndef RL_NODE_H
 #define RL_NODE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "uri.h"
+
+struct redlock_ctx;
+
+/* A node's state, as its last contact left it (redlock_ctx_health). */
+typedef enum rl_node_state {
+    RL_NODE_KEEP = -1,   /* rl_node_failed: no change of state */
+    RL_NODE_UNKNOWN,     /* not contacted yet */
+    RL_NODE_UP,          /* it answered */
+    RL_NODE_SLOW,        /* its last command got no answer in time */
+    RL_NODE_DOWN,        /* connecting to it failed */
+    RL_NODE_AUTH         /* it refused the credentials */
+} rl_node_state;
 
 typedef struct rl_node {
     rl_node_addr addr;
     size_t index;
+    const struct redlock_ctx *ctx;   /* whose events its changes are */
+    /* Health: counters and the round trip without the lock, the rest under it. */
+    _Atomic int state;               /* rl_node_state */
+    _Atomic uint64_t commands, failures, timeouts;
+    _Atomic int64_t rtt_us;          /* an average of round trips, in microseconds; -1 none */
     pthread_mutex_t mu;      /* guards every field below */
+    int64_t state_since;     /* when state last changed */
+    char last_error[160];
     int64_t down_until;      /* no new connections before this (backoff) */
     int64_t backoff_ms;
     char tls_failure[160];   /* why the last connect failed, when TLS did ("" else) */
@@ -45,6 +67,19 @@ int rl_node_backoff(rl_node *node, int64_t now, char *why, size_t whylen);
  * which tells a restart (a new run_id) and the same server listed twice. */
 void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, size_t len,
                        int64_t now);
+
+/* Health. A command was sent; a reply came (rtt_ms < 0: its round trip is
+ * not known, e.g. it waited for a connect); the node failed a command or a
+ * connection: state RL_NODE_DOWN (cannot connect), RL_NODE_SLOW (no answer
+ * in time: also a timeout), RL_NODE_AUTH (refused the credentials),
+ * RL_NODE_UP (it answered, with an error) or RL_NODE_KEEP (a connection
+ * lost: its state is what connecting again says); why (its last error) NULL
+ * only counts the failure. A change of state is an event: node_down,
+ * node_slow, auth_refused, node_back. */
+const char *rl_node_state_name(rl_node_state state);
+void rl_node_sent(rl_node *node);
+void rl_node_answered(rl_node *node, int64_t rtt_ms, int64_t now);
+void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t now);
 
 /* Milliseconds for which the node's votes do not count yet, because it
  * restarted less than max_lease_ms ago; 0 when they count. */

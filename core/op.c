@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include "ctx.h"
+#include "log.h"
 #include "op.h"
 #include "quorum.h"
 
@@ -37,7 +38,8 @@ typedef enum op_kind {
     OP_UNLOCK,
     OP_DELIVER,     /* releases owed to nodes, and nothing else */
     OP_INSPECT,     /* a query: is the lock held, by anyone, and how long */
-    OP_FORCE        /* a forced unlock: the key deleted whatever its token */
+    OP_FORCE,       /* a forced unlock: the key deleted whatever its token */
+    OP_PING         /* a PING of every node: how many answer */
 } op_kind;
 
 struct redlock_op {
@@ -49,6 +51,8 @@ struct redlock_op {
     int64_t give_up;      /* lock: no attempt starts after this */
     int64_t unavailable_since;  /* lock: start of the attempts that all lacked answers */
     int64_t round_start;
+    int64_t started;      /* when the operation was made */
+    unsigned attempts;    /* lock: acquire rounds started */
     int64_t wake_at;      /* pause: when the next attempt starts */
     phase phase;
     rl_cmd *cmd;          /* the current round's command */
@@ -76,6 +80,7 @@ static rl_verb verb_of(const rl_op *op)
     case OP_EXTEND:  return RL_VERB_EXTEND;
     case OP_INSPECT: return RL_VERB_INSPECT;
     case OP_FORCE:   return RL_VERB_FORCE;
+    case OP_PING:    return RL_VERB_PING;
     default:         return RL_VERB_RELEASE;
     }
 }
@@ -184,7 +189,77 @@ static int new_token(redlock_ctx *ctx, char out[RL_TOKEN_LEN + 1])
     return REDLOCK_OK;
 }
 
-static void finish(rl_op *op, int rc, const char *msg)
+static const char *const op_names[] = {
+    [OP_LOCK] = "lock", [OP_EXTEND] = "extend", [OP_UNLOCK] = "unlock", [OP_DELIVER] = "deliver",
+    [OP_INSPECT] = "inspect", [OP_FORCE] = "force_unlock", [OP_PING] = "ping",
+};
+
+/* The event of a finished operation (log.h): one per call, never per attempt. */
+static void report(const rl_op *op, int64_t now)
+{
+    int rc = op->rc, level = REDLOCK_LOG_WARN;
+    const char *event = "failed";
+    if (rc == REDLOCK_OK) {
+        static const char *const done[] = {
+            [OP_LOCK] = "acquired", [OP_EXTEND] = "extended", [OP_UNLOCK] = "released",
+            [OP_FORCE] = "force_unlocked",
+        };
+        event = op->kind < sizeof done / sizeof done[0] ? done[op->kind] : NULL;
+        level = op->kind == OP_FORCE ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG;
+        if (!event)
+            return;   /* queries, pings and deliveries succeed quietly */
+    } else if (rc == REDLOCK_ELOCKED) {
+        event = "refused";
+        level = REDLOCK_LOG_DEBUG;
+    } else if (rc == REDLOCK_ENOQUORUM) {
+        event = "no_quorum";
+    } else if (rc == REDLOCK_EAUTH) {
+        level = REDLOCK_LOG_ERROR;
+    } else if (rc == REDLOCK_ECANCELED) {
+        level = REDLOCK_LOG_DEBUG;
+    }
+    if (op->kind == OP_DELIVER || !rl_logging(op->ctx, level))
+        return;
+
+    const redlock_handle *h = op->h;
+    size_t n = op->ctx->n_nodes, yes = 0;
+    for (size_t i = 0; i < n; i++)
+        yes += op->results[i].vote == RL_VOTE_YES;
+    char fields[512], resources[256] = "", owner[RL_OWNER_LEN + 1] = "";
+    if (h && h->keys->n > 0)
+        rl_log_resources(op->ctx, h->keys, resources, sizeof resources);
+    /* A lock has an owner once taken; extend and unlock are the owner's. */
+    if (h && ((op->kind == OP_LOCK && rc == REDLOCK_OK) || op->kind == OP_EXTEND
+              || op->kind == OP_UNLOCK))
+        rl_log_owner(h->token, owner);
+    int w = snprintf(fields, sizeof fields, "op=%s", op_names[op->kind]);
+    if (resources[0])
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " resource=%s", resources);
+    if (owner[0])
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " owner=%s", owner);
+    w += snprintf(fields + w, sizeof fields - (size_t)w, " nodes=%zu/%zu", yes, n);
+    if (rc == REDLOCK_ENOQUORUM)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " need=%zu", rl_quorum(n));
+    if (op->kind == OP_FORCE)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " deleted=%zu", op->answer.deleted);
+    w += snprintf(fields + w, sizeof fields - (size_t)w, " ms=%lld", (long long)(now - op->started));
+    if (op->kind == OP_LOCK)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " attempts=%u", op->attempts);
+    if (rc == REDLOCK_OK && (op->kind == OP_LOCK || op->kind == OP_EXTEND))
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " validity_ms=%lld",
+                      (long long)(h->expires_at - now));
+    if (rc == REDLOCK_OK && op->kind == OP_LOCK && h->fences)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " fence=%lld", (long long)h->fences[0]);
+    if (rc != REDLOCK_OK && rc != REDLOCK_ELOCKED && rc != REDLOCK_ENOQUORUM)
+        snprintf(fields + w, sizeof fields - (size_t)w, " code=%s", rl_log_code(rc));
+    if (rc == REDLOCK_OK)
+        rl_log_emit(op->ctx, level, event, "%s", fields);
+    else
+        rl_log_emit(op->ctx, level, event, "%s: %s", fields, op->msg[0] ? op->msg
+                    : rl_log_code(rc));
+}
+
+static void finish(rl_op *op, int rc, const char *msg, int64_t now)
 {
     /* Replies still to come are late from now on; this must happen before
      * the connections go back to a pool where another thread reads them. */
@@ -194,6 +269,26 @@ static void finish(rl_op *op, int rc, const char *msg)
     op->rc = rc;
     if (msg != op->msg)
         snprintf(op->msg, sizeof op->msg, "%s", msg ? msg : "");
+    report(op, now);
+}
+
+/* Marks the entry just queued on c with its send time (when c is open)
+ * and deadline, for the node's health. */
+static void stamp(rl_conn *c, int64_t now, int64_t deadline)
+{
+    rl_entry *e = rl_conn_entry(c, rl_conn_owed(c) - 1);
+    e->sent_at = c->state == RL_CONN_OPEN ? now : 0;
+    e->deadline = deadline;
+}
+
+/* Marks late the entries of cmd on c still owed, once: their deadline passed. */
+static void mark_late(rl_conn *c, const rl_cmd *cmd)
+{
+    for (size_t k = 0; k < rl_conn_owed(c); k++) {
+        rl_entry *e = rl_conn_entry(c, k);
+        if (e->cmd == cmd)
+            e->late = true;
+    }
 }
 
 /* Queues the round's command on the slot's connection. */
@@ -212,6 +307,8 @@ static void send_on(rl_op *op, size_t i, int64_t now)
     s->state = SLOT_WAITING;
     s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
                                                               : o->node_timeout_ms);
+    stamp(s->conn, now, s->deadline);
+    rl_node_sent(&op->ctx->nodes[i]);
 }
 
 /* Lets go of a slot's broken connection (its connect timed out): the
@@ -241,6 +338,7 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
     op->cmd->op = op;
     op->cmd->cacheable = true;
     if (kind == RL_CMD_ACQUIRE) {
+        op->attempts++;
         op->cmd->fenced = op->fenced;
         rl_cmd_unref(op->attempt);
         op->attempt = rl_cmd_ref(op->cmd);
@@ -365,7 +463,7 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
                 return;
             if (fence != 0) {
                 undo_attempt(op, now);
-                finish(op, REDLOCK_ENOMEM, "out of memory");
+                finish(op, REDLOCK_ENOMEM, "out of memory", now);
                 return;
             }
         }
@@ -374,7 +472,7 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
             h->expires_at = v->expires_at;
             h->lease_ms = op->ttl_ms;
             h->acquired_by = rl_cmd_ref(op->attempt);
-            finish(op, REDLOCK_OK, "");
+            finish(op, REDLOCK_OK, "", now);
             return;
         }
         undo_attempt(op, now);
@@ -387,7 +485,7 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
             snprintf(op->msg + len, sizeof op->msg - len, " (every attempt for %lld ms: the "
                      "nodes are failing, not refusing; see unavailable_timeout_ms)",
                      (long long)(now - op->unavailable_since));
-            finish(op, REDLOCK_ENOQUORUM, op->msg);
+            finish(op, REDLOCK_ENOQUORUM, op->msg, now);
             return;
         }
         if (retryable(v->rc) && now < op->give_up) {
@@ -399,14 +497,14 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
                 op->slots[i].state = SLOT_IDLE;
             return;
         }
-        finish(op, v->rc, op->msg);
+        finish(op, v->rc, op->msg, now);
         return;
     case OP_EXTEND:
         if (h->lost) {
             /* Declared lost (its validity ran out) while this extension was
              * out: a late success does not bring it back. */
             h->held = false;
-            finish(op, REDLOCK_ENOTHELD, "the lock was lost while it was being extended");
+            finish(op, REDLOCK_ENOTHELD, "the lock was lost while it was being extended", now);
             return;
         }
         h->held = v->held && !h->released;   /* an unlock started meanwhile wins */
@@ -414,16 +512,17 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
             h->expires_at = v->expires_at;
         if (v->held)
             h->lease_ms = op->ttl_ms;
-        finish(op, v->rc, op->msg);
+        finish(op, v->rc, op->msg, now);
         return;
     case OP_UNLOCK:
         h->held = false;
-        finish(op, v->rc, op->msg);
+        finish(op, v->rc, op->msg, now);
         return;
     case OP_INSPECT:
     case OP_FORCE:
+    case OP_PING:
         op->answer = *v;
-        finish(op, v->rc, op->msg);
+        finish(op, v->rc, op->msg, now);
         return;
     case OP_DELIVER:   /* decided by step_deliver, never by a verdict */
         return;
@@ -448,7 +547,7 @@ static void try_decide(rl_op *op, int64_t now)
         .expires_at = op->old_expires_at, .old_expires_at = op->old_expires_at,
     };
     rl_verdict v;
-    if (op->kind == OP_INSPECT || op->kind == OP_FORCE)
+    if (op->kind == OP_INSPECT || op->kind == OP_FORCE || op->kind == OP_PING)
         rl_quorum_query(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
     else
         rl_quorum_decide(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
@@ -465,7 +564,7 @@ static void vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
 
 /* ---- making operations ---- */
 
-static rl_op *op_new(redlock_ctx *ctx, op_kind kind)
+static rl_op *op_new(redlock_ctx *ctx, op_kind kind, int64_t now)
 {
     size_t n = ctx->n_nodes;
     rl_op *op = malloc(sizeof *op + n * (sizeof *op->slots + sizeof *op->results));
@@ -477,6 +576,7 @@ static rl_op *op_new(redlock_ctx *ctx, op_kind kind)
     memset(op->slots, 0, n * sizeof *op->slots);
     op->ctx = ctx;
     op->kind = kind;
+    op->started = now;
     return op;
 }
 
@@ -492,7 +592,7 @@ int rl_op_lock(rl_op **out, redlock_ctx *ctx, const char *const *names, size_t n
     redlock_handle *h = NULL;
     if ((rc = handle_new(&h, ctx, names, n)) != REDLOCK_OK)
         return rc;
-    rl_op *op = op_new(ctx, OP_LOCK);
+    rl_op *op = op_new(ctx, OP_LOCK, now);
     if (!op) {
         rl_handle_free(h);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
@@ -531,7 +631,7 @@ int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
         return rl_fail(REDLOCK_ENOTHELD, "extend: the lock expired %lld ms ago",
                        (long long)(now - h->expires_at));
     }
-    rl_op *op = op_new(h->ctx, OP_EXTEND);
+    rl_op *op = op_new(h->ctx, OP_EXTEND, now);
     if (!op)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->h = h;
@@ -556,7 +656,7 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
 {
     if (h->released)
         return rl_fail(REDLOCK_ENOTHELD, "unlock: the lock was already released");
-    rl_op *op = op_new(h->ctx, OP_UNLOCK);
+    rl_op *op = op_new(h->ctx, OP_UNLOCK, now);
     if (!op)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->h = h;
@@ -583,7 +683,7 @@ int rl_op_query(rl_op **out, redlock_ctx *ctx, const char *name, bool force, int
     int rc = handle_new(&h, ctx, &name, 1);
     if (rc != REDLOCK_OK)
         return rc;
-    rl_op *op = op_new(ctx, force ? OP_FORCE : OP_INSPECT);
+    rl_op *op = op_new(ctx, force ? OP_FORCE : OP_INSPECT, now);
     if (!op) {
         rl_handle_free(h);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
@@ -599,9 +699,31 @@ int rl_op_query(rl_op **out, redlock_ctx *ctx, const char *name, bool force, int
     return REDLOCK_OK;
 }
 
+int rl_op_ping(rl_op **out, redlock_ctx *ctx, int64_t now)
+{
+    redlock_handle *h = NULL;
+    int rc = handle_new(&h, ctx, NULL, 0);
+    if (rc != REDLOCK_OK)
+        return rc;
+    rl_op *op = op_new(ctx, OP_PING, now);
+    if (!op) {
+        rl_handle_free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->h = h;   /* no keys: for the command's sake */
+    op->owns_handle = true;
+    snprintf(op->what, sizeof op->what, "ping");
+    if ((rc = start_round(op, RL_CMD_PING, now)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
 int rl_op_deliver(rl_op **out, redlock_ctx *ctx, int64_t now)
 {
-    rl_op *op = op_new(ctx, OP_DELIVER);
+    rl_op *op = op_new(ctx, OP_DELIVER, now);
     if (!op)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->phase = PHASE_ROUND;
@@ -613,7 +735,7 @@ int rl_op_deliver(rl_op **out, redlock_ctx *ctx, int64_t now)
         }
     }
     if (!any)
-        finish(op, REDLOCK_OK, "");
+        finish(op, REDLOCK_OK, "", now);
     *out = op;
     return REDLOCK_OK;
 }
@@ -658,6 +780,16 @@ bool rl_op_wants_conn(const rl_op *op, size_t node)
 void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now)
 {
     slot *s = &op->slots[node];
+    /* A pooled connection still owing replies past their deadline: the node
+     * did not answer in time (the call that sent them ended at a quorum). */
+    for (size_t k = 0; k < rl_conn_owed(c); k++) {
+        rl_entry *e = rl_conn_entry(c, k);
+        if (e->deadline != 0 && !e->late && now > e->deadline) {
+            e->late = true;
+            rl_node_failed(&op->ctx->nodes[node], RL_NODE_SLOW, "no answer within its deadline",
+                           now);
+        }
+    }
     s->conn = c;
     c->op = op;
     c->uses++;
@@ -675,6 +807,9 @@ void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now)
 
 void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t now)
 {
+    /* Known down (backing off), or its connect failed: counted, and the
+     * node's state is the connect's to tell. */
+    rl_node_failed(&op->ctx->nodes[node], RL_NODE_KEEP, NULL, now);
     rl_result r;
     rl_result_fail(&r, code, "%s", why);
     vote(op, node, &r, now);
@@ -695,7 +830,7 @@ static void step_deliver(rl_op *op, int64_t now)
             waiting = true;
     }
     if (!waiting)
-        finish(op, REDLOCK_OK, "");
+        finish(op, REDLOCK_OK, "", now);
 }
 
 void rl_op_step(rl_op *op, int64_t now)
@@ -705,7 +840,7 @@ void rl_op_step(rl_op *op, int64_t now)
             return;
         int rc = start_round(op, RL_CMD_ACQUIRE, now);
         if (rc != REDLOCK_OK) {
-            finish(op, rc, "the operating system's random source failed");
+            finish(op, rc, "the operating system's random source failed", now);
             return;
         }
     }
@@ -721,15 +856,19 @@ void rl_op_step(rl_op *op, int64_t now)
         if (s->state != SLOT_WAITING || now < s->deadline)
             continue;
         rl_result r;
+        rl_node *node = &op->ctx->nodes[i];
         if (s->conn->state == RL_CONN_CONNECTING) {
-            rl_node_connect_failed(&op->ctx->nodes[i], now);
+            rl_node_connect_failed(node, now);
             rl_conn_break(s->conn, REDLOCK_ENOQUORUM, "connect timed out");
             rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms%s",
                            (long long)o->connect_timeout_ms,
-                           op->ctx->nodes[i].addr.tls ? " (TCP, then the TLS handshake)" : "");
+                           node->addr.tls ? " (TCP, then the TLS handshake)" : "");
+            rl_node_failed(node, RL_NODE_DOWN, r.why, now);
         } else {
             rl_result_fail(&r, REDLOCK_ENOQUORUM, "no answer within %lld ms",
                            (long long)o->node_timeout_ms);
+            rl_node_failed(node, RL_NODE_SLOW, r.why, now);
+            mark_late(s->conn, op->cmd);
         }
         vote(op, i, &r, now);
     }
@@ -744,8 +883,8 @@ bool rl_op_cancel(rl_op *op, int64_t now)
         op->cmd->op = NULL;
         undo_attempt(op, now);
     }
-    finish(op, REDLOCK_ECANCELED, "");
     snprintf(op->msg, sizeof op->msg, "%s: cancelled while waiting", op->what);
+    finish(op, REDLOCK_ECANCELED, op->msg, now);
     return true;
 }
 
@@ -857,11 +996,17 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         if (rl_cmd_send(op->cmd, c, true) == REDLOCK_OK) {
             op->saw_noscript = true;
             s->deadline = now + op->ctx->opt.node_timeout_ms;
+            stamp(c, now, s->deadline);
             return;
         }
     }
     rl_result r;
     rl_cmd_classify(op->cmd, e->form, reply, &r);
+    if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials or another */
+        rl_node_failed(&op->ctx->nodes[i], r.code == REDLOCK_EAUTH ? RL_NODE_AUTH : RL_NODE_UP,
+                       r.why, now);
+    else if (!e->late)
+        rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
     if (r.vote == RL_VOTE_YES && op->cmd->fenced)
         rl_cmd_fences(op->cmd, reply, op->got + i * op->h->keys->n);
     vote(op, i, &r, now);
@@ -910,5 +1055,8 @@ void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)
     }
     rl_result r;
     rl_result_fail(&r, c->code ? c->code : REDLOCK_ENOQUORUM, "%s", c->why);
+    /* A refused handshake or a failed connect told the node's state
+     * already; a connection lost once open leaves it to the next connect. */
+    rl_node_failed(&op->ctx->nodes[i], RL_NODE_KEEP, c->why, now);
     vote(op, i, &r, now);
 }

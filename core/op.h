@@ -66,6 +66,10 @@ int rl_op_query(rl_op **out, struct redlock_ctx *ctx, const char *name, bool for
  * for a connection to each node owed one that is due, and ends when they are answered
  * or the nodes' deadlines pass; what is still owed stays owed. */
 int rl_op_deliver(rl_op **out, struct redlock_ctx *ctx, int64_t now);
+/* A PING of every node, decided once all answered or their deadlines
+ * passed: REDLOCK_OK when a quorum answered and counts (rl_quorum_query);
+ * rl_op_answer's deleted is how many did. */
+int rl_op_ping(rl_op **out, struct redlock_ctx *ctx, int64_t now);
 /* Frees a finished operation (after its connections were taken back). */
 void rl_op_free(rl_op *op);
 

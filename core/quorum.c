@@ -255,8 +255,11 @@ static void decide_inspect(const redlock_ctx *ctx, const rl_round *r, const tall
     describe_failures(ctx, r->results, false, msg, msglen);
 }
 
-static void decide_force(const redlock_ctx *ctx, const rl_round *r, const tally *t,
-                         const char *what, rl_verdict *out, char *msg, size_t msglen)
+/* Force and ping: decided once every node answered or its deadline passed,
+ * and done when a quorum answered (a ping has no refusals: an answer is a
+ * yes, and counts only as rl_quorum_admit lets it). */
+static void decide_answers(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+                           const char *what, rl_verdict *out, char *msg, size_t msglen)
 {
     size_t q = rl_quorum(ctx->n_nodes);
     if (!r->final)
@@ -268,6 +271,8 @@ static void decide_force(const redlock_ctx *ctx, const rl_round *r, const tally 
         return;
     }
     out->rc = outcome(ctx, r->results, what, REDLOCK_ENOQUORUM, msg, msglen);
+    if (r->verb != RL_VERB_FORCE)
+        return;
     snprintf(msg, msglen, "%s: %zu of %zu nodes answered, %zu needed to be sure the lock is "
              "gone", what, t->yes + t->no, t->n, q);
     describe_failures(ctx, r->results, false, msg, msglen);
@@ -283,7 +288,7 @@ void rl_quorum_query(const redlock_ctx *ctx, const rl_round *r, const char *what
     if (r->verb == RL_VERB_INSPECT)
         decide_inspect(ctx, r, &t, what, out, msg, msglen);
     else
-        decide_force(ctx, r, &t, what, out, msg, msglen);
+        decide_answers(ctx, r, &t, what, out, msg, msglen);
 }
 
 size_t rl_quorum_fences(const rl_result *results, size_t n_nodes, const int64_t *got,

@@ -16,7 +16,8 @@ typedef enum rl_verb {
     RL_VERB_EXTEND,
     RL_VERB_RELEASE,
     RL_VERB_INSPECT,    /* is the lock held, by anyone, and for how long */
-    RL_VERB_FORCE       /* delete the key whatever its token */
+    RL_VERB_FORCE,      /* delete the key whatever its token */
+    RL_VERB_PING        /* does a quorum of the nodes answer */
 } rl_verb;
 
 size_t rl_quorum(size_t n_nodes);
@@ -80,6 +81,10 @@ typedef struct rl_verdict {
  *   force:   decided when every node answered or its deadline passed:
  *            REDLOCK_OK when a quorum answered (the key is gone from a
  *            quorum: the lock is not held), deleted the nodes that had it.
+ *   ping:    decided when every node answered or its deadline passed:
+ *            REDLOCK_OK when a quorum answered and counts (rl_quorum_admit:
+ *            not a node under the restart guard, nor a server counted
+ *            already), deleted how many did.
  */
 void rl_quorum_query(const struct redlock_ctx *ctx, const rl_round *round, const char *what,
                      rl_verdict *out, char *msg, size_t msglen);

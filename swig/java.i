@@ -19,7 +19,9 @@
  *     REDLOCK_ECANCELED (CancelledException). What to retry and how long to
  *     pause is the library's business alone;
  *   - the asynchronous calls and the renewal of kept locks call back into
- *     Java on the client's thread (below).
+ *     Java on the client's thread (below);
+ *   - the client's events go to io.redlock.NativeClient.log, on whichever
+ *     thread emits them (below).
  *
  * The conversions never return early: a failed one leaves NULL and a pending
  * Java exception, the C call rejects the NULL without side effects (the ABI
@@ -289,6 +291,46 @@ JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_watch(
         redlock_java_throw(jenv, rc);
 }
 
+/* ---- Events (redlock_ctx_set_log) ----
+ *
+ * The hook calls the static io.redlock.NativeClient.log(int level, byte[]
+ * event, byte[] message), which hands the event to System.Logger
+ * "io.redlock". It runs on the thread that emits the event: a Java thread in
+ * a blocking call (already attached; no exception is pending there, or the
+ * event is skipped rather than call Java with one), or the client's thread
+ * (attached here, as for the callbacks above). log() never throws nor waits
+ * for the client. */
+static jmethodID redlock_java_log;            /* static void log(int, byte[], byte[]) */
+
+static void redlock_java_event(void *data, int level, const char *event, const char *message)
+{
+    (void)data;
+    JNIEnv *jenv = redlock_java_attach();
+    if (jenv == NULL || (*jenv)->ExceptionCheck(jenv))
+        return;
+    jbyteArray name = redlock_java_bytes(jenv, event);
+    jbyteArray text = name != NULL ? redlock_java_bytes(jenv, message) : NULL;
+    if (text != NULL)
+        (*jenv)->CallStaticVoidMethod(jenv, redlock_java_native_client, redlock_java_log,
+                                      (jint)level, name, text);
+    if ((*jenv)->ExceptionCheck(jenv))
+        (*jenv)->ExceptionClear(jenv);   /* log() never throws; out of memory at worst */
+    if (name != NULL)
+        (*jenv)->DeleteLocalRef(jenv, name);
+    if (text != NULL)
+        (*jenv)->DeleteLocalRef(jenv, text);
+}
+
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_setLog(
+    JNIEnv *jenv, jclass cls, jlong ctx, jint min_level)
+{
+    (void)cls;
+    int rc = redlock_ctx_set_log((redlock_ctx *)(intptr_t)ctx, redlock_java_event, min_level,
+                                 NULL);
+    if (rc != REDLOCK_OK)
+        redlock_java_throw(jenv, rc);
+}
+
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
     JNIEnv *jenv;
@@ -327,7 +369,9 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
         return JNI_ERR;
     redlock_java_lost = (*jenv)->GetStaticMethodID(jenv, redlock_java_native_client, "lost",
                                                    "(JI[B)V");
-    if (redlock_java_lost == NULL)
+    redlock_java_log = (*jenv)->GetStaticMethodID(jenv, redlock_java_native_client, "log",
+                                                  "(I[B[B)V");
+    if (redlock_java_lost == NULL || redlock_java_log == NULL)
         return JNI_ERR;
     return JNI_VERSION_1_8;
 }
@@ -484,6 +528,7 @@ REDLOCK_RETURNS_VOID(redlock_unlock)
 REDLOCK_RETURNS_VOID(redlock_inspect)
 REDLOCK_RETURNS_VOID(redlock_force_unlock)
 REDLOCK_RETURNS_VOID(redlock_handle_fence)
+REDLOCK_RETURNS_VOID(redlock_ctx_ping)
 
 /* The library is loaded by the class that declares the native methods. */
 %pragma(java) jniclasscode=%{
@@ -514,6 +559,9 @@ REDLOCK_RETURNS_VOID(redlock_handle_fence)
    *  io.redlock.NativeClient.lost(id, status, message) is called once, on that thread.
    *  Throws when the handle is not held or is watched already. */
   public final static native void watch(long handle, long id);
+  /** redlock_ctx_set_log: the client's events of minLevel and above go to
+   *  io.redlock.NativeClient.log(level, event, message), on the thread that emits each. */
+  public final static native void setLog(long ctx, int minLevel);
 %}
 
 %include "redlock.i"

@@ -181,6 +181,162 @@ int redlock_lua_watch_status(const redlock_lua_watch *w);
 const char *redlock_lua_watch_message(const redlock_lua_watch *w);
 void redlock_lua_watch_free(redlock_lua_watch *w);
 
+/* ---- Events: redlock_ctx_set_log into a queue that Lua reads ----
+ *
+ * The hook runs on whichever thread emits an event, the client's own
+ * among them, where a Lua state must never be entered. So it only queues
+ * the event (copies of its strings; at most REDLOCK_LUA_LOG_MAX, the oldest
+ * dropped beyond that, and counted), and redlock.lua takes them out on the
+ * Lua thread: redlock_lua_log_pop returns the next one's level (0 when none
+ * is left) and keeps it for redlock_lua_log_event and redlock_lua_log_message
+ * until the next pop. Events lost to a full queue come out as one event
+ * "events_dropped" (REDLOCK_LOG_WARN, "count=N"). redlock_lua_log_new(ctx,
+ * min_level) installs the hook; free the queue with redlock_lua_log_free
+ * after redlock_ctx_free (which ends every thread that could still queue). */
+%{
+#include <pthread.h>
+#include <string.h>
+
+#define REDLOCK_LUA_LOG_MAX 1024
+
+typedef struct redlock_lua_event {
+    int level;
+    char *event;
+    char *message;
+} redlock_lua_event;
+
+typedef struct redlock_lua_log {
+    pthread_mutex_t mu;
+    redlock_lua_event ring[REDLOCK_LUA_LOG_MAX];
+    size_t head, len;
+    unsigned long dropped;
+    redlock_lua_event current;    /* the last popped: the Lua thread's */
+    char dropped_text[32];
+} redlock_lua_log;
+
+static char *redlock_lua_copy(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *copy = (char *)malloc(n);
+    if (copy)
+        memcpy(copy, s, n);
+    return copy;
+}
+
+static void redlock_lua_event_clear(redlock_lua_event *e)
+{
+    free(e->event);
+    free(e->message);
+    e->event = e->message = NULL;
+    e->level = 0;
+}
+
+static void redlock_lua_queue(void *data, int level, const char *event, const char *message)
+{
+    redlock_lua_log *q = (redlock_lua_log *)data;
+    redlock_lua_event e = { level, redlock_lua_copy(event), redlock_lua_copy(message) };
+    redlock_lua_event old = { 0, NULL, NULL };
+    pthread_mutex_lock(&q->mu);
+    if (!e.event || !e.message) {
+        q->dropped++;
+    } else {
+        if (q->len == REDLOCK_LUA_LOG_MAX) {
+            old = q->ring[q->head];
+            q->head = (q->head + 1) % REDLOCK_LUA_LOG_MAX;
+            q->len--;
+            q->dropped++;
+        }
+        q->ring[(q->head + q->len) % REDLOCK_LUA_LOG_MAX] = e;
+        q->len++;
+        e.event = e.message = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    redlock_lua_event_clear(&old);
+    redlock_lua_event_clear(&e);
+}
+
+static int redlock_lua_log_new(redlock_lua_log **out, redlock_ctx *ctx, int min_level)
+{
+    redlock_lua_log *q = (redlock_lua_log *)calloc(1, sizeof *q);
+    *out = NULL;
+    if (!q)
+        return REDLOCK_ENOMEM;
+    pthread_mutex_init(&q->mu, NULL);
+    int rc = redlock_ctx_set_log(ctx, redlock_lua_queue, min_level, q);
+    if (rc != REDLOCK_OK) {
+        pthread_mutex_destroy(&q->mu);
+        free(q);
+        return rc;
+    }
+    *out = q;
+    return REDLOCK_OK;
+}
+
+static int redlock_lua_log_pop(redlock_lua_log *q)
+{
+    redlock_lua_event_clear(&q->current);
+    pthread_mutex_lock(&q->mu);
+    if (q->dropped > 0) {
+        snprintf(q->dropped_text, sizeof q->dropped_text, "count=%lu", q->dropped);
+        q->dropped = 0;
+        q->current.level = REDLOCK_LOG_WARN;
+        q->current.event = redlock_lua_copy("events_dropped");
+        q->current.message = redlock_lua_copy(q->dropped_text);
+    } else if (q->len > 0) {
+        q->current = q->ring[q->head];
+        q->head = (q->head + 1) % REDLOCK_LUA_LOG_MAX;
+        q->len--;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return q->current.event && q->current.message ? q->current.level : 0;
+}
+
+static const char *redlock_lua_log_event(const redlock_lua_log *q)
+{
+    return q->current.event ? q->current.event : "";
+}
+
+static const char *redlock_lua_log_message(const redlock_lua_log *q)
+{
+    return q->current.message ? q->current.message : "";
+}
+
+static void redlock_lua_log_free(redlock_lua_log *q)
+{
+    if (!q)
+        return;
+    redlock_lua_event_clear(&q->current);
+    while (q->len > 0) {
+        redlock_lua_event_clear(&q->ring[q->head]);
+        q->head = (q->head + 1) % REDLOCK_LUA_LOG_MAX;
+        q->len--;
+    }
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+%}
+
+typedef struct redlock_lua_log redlock_lua_log;
+%nodefaultctor redlock_lua_log;
+%nodefaultdtor redlock_lua_log;
+
+%typemap(in, numinputs=0) redlock_lua_log **out (redlock_lua_log *temp = NULL)
+%{ $1 = &temp; %}
+%typemap(argout) redlock_lua_log **out {
+  if (*$1) {
+    SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
+  } else {
+    lua_pushnil(L);
+  }
+  SWIG_arg++;
+}
+
+int redlock_lua_log_new(redlock_lua_log **out, redlock_ctx *ctx, int min_level);
+int redlock_lua_log_pop(redlock_lua_log *q);
+const char *redlock_lua_log_event(const redlock_lua_log *q);
+const char *redlock_lua_log_message(const redlock_lua_log *q);
+void redlock_lua_log_free(redlock_lua_log *q);
+
 /* ---- The engine (redlock_engine.h, experimental), for the cosocket driver
  * in redlock.lua ----
  *

@@ -95,7 +95,8 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
  * wait cancelled by a signal handler raises what the handler raised. */
 %typemap(out) int redlock_ctx_new, int redlock_ctx_set_option, int redlock_lock,
               int redlock_lock_multi, int redlock_extend, int redlock_unlock,
-              int redlock_inspect, int redlock_force_unlock, int redlock_handle_fence {
+              int redlock_inspect, int redlock_force_unlock, int redlock_handle_fence,
+              int redlock_ctx_ping {
   if ($1 < 0) {
     if ($1 != REDLOCK_ECANCELED || !PyErr_Occurred())
       redlock_py_raise($1);
@@ -228,6 +229,47 @@ static int redlock_py_watch(redlock_handle *h, unsigned long long id)
 }
 int redlock_py_watch(redlock_handle *h, unsigned long long id);
 
+/* ---- Events: redlock_ctx_set_log with a Python dispatch ----
+ *
+ * redlock_py_set_log(ctx, min_level) sends ctx's events of min_level and
+ * above to redlock.client._log(level, event, message), which hands them to
+ * logging.getLogger("redlock"). The hook runs on whichever thread emits the
+ * event (the caller's, with the GIL released around the blocking call; the
+ * client's C thread; the loop's, inside an engine call that keeps the
+ * GIL): it takes the GIL, and never calls back into the client. */
+%{
+static void redlock_py_log(void *data, int level, const char *event, const char *message)
+{
+  PyGILState_STATE gil;
+  PyObject *client, *result = NULL;
+
+  (void)data;
+  if (!Py_IsInitialized()) {
+    return;
+  }
+  gil = PyGILState_Ensure();
+  client = PyImport_ImportModule("redlock.client");
+  if (client != NULL) {
+    result = PyObject_CallMethod(client, "_log", "iNN", level,
+                                 PyUnicode_DecodeUTF8(event, (Py_ssize_t)strlen(event), "replace"),
+                                 PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message),
+                                                      "replace"));
+    Py_DECREF(client);
+  }
+  if (result == NULL) {
+    PyErr_WriteUnraisable(NULL);
+  }
+  Py_XDECREF(result);
+  PyGILState_Release(gil);
+}
+
+static void redlock_py_set_log(redlock_ctx *ctx, int min_level)
+{
+  redlock_ctx_set_log(ctx, redlock_py_log, min_level, NULL);
+}
+%}
+void redlock_py_set_log(redlock_ctx *ctx, int min_level);
+
 %include "redlock.i"
 
 /* ---- The engine (redlock_engine.h, experimental), for redlock.asyncio ----
@@ -257,7 +299,8 @@ int redlock_py_watch(redlock_handle *h, unsigned long long id);
 
 %typemap(out) int redlock_op_lock, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
-              int redlock_conn_new, int redlock_sub_new, int redlock_waiters_new {
+              int redlock_op_ping, int redlock_conn_new, int redlock_sub_new,
+              int redlock_waiters_new {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;

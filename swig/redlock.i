@@ -27,7 +27,7 @@
  * the engine's redlock_op_answer) and the fence (redlock_handle_fence) come
  * back as extra return values (a language file that defines
  * REDLOCK_INT64_OUTPUTS has its own typemaps for the 64-bit ones). */
-%apply int *OUTPUT { int *locked, int *deleted };
+%apply int *OUTPUT { int *locked, int *deleted, int *answered };
 #ifndef REDLOCK_INT64_OUTPUTS
 %apply long long *OUTPUT { int64_t *ttl_ms, int64_t *fence };
 #endif
@@ -44,5 +44,30 @@
 %ignore redlock_done_fn;
 %ignore redlock_handle_watch;
 %ignore redlock_lost_fn;
+/* The event hook too: each language file installs its own, which hands the
+ * events to the language's logging (Python logging, System.Logger, a queue
+ * that Lua reads). */
+%ignore redlock_ctx_set_log;
+%ignore redlock_log_fn;
+
+/* The health of the nodes as one string (redlock_swig_health below; NULL,
+ * that is None, nil or null, only when out of memory). */
+%ignore redlock_ctx_health;
+%newobject redlock_swig_health;
+%{
+#include <stdlib.h>
+
+static char *redlock_swig_health(const redlock_ctx *ctx)
+{
+    size_t len = (size_t)REDLOCK_MAX_NODES * REDLOCK_HEALTH_LINE_MAX;
+    char *text = (char *)malloc(len);
+    if (text != NULL && redlock_ctx_health(ctx, text, len) != REDLOCK_OK) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+%}
+char *redlock_swig_health(const redlock_ctx *ctx);
 
 %include "redlock.h"

@@ -4,6 +4,7 @@
  *
  *     redlock --nodes URI[,URI...] --ttl 30s --wait 10s NAME -- COMMAND [ARGS]
  *     redlock --nodes URI[,URI...] --nonblock NAME -c 'COMMAND STRING'
+ *     redlock --nodes URI[,URI...] --check
  *
  * Its options follow flock(1)'s where they mean the same: -n (one attempt),
  * -w (how long to wait), -E (status when held) and -c (a shell string);
@@ -13,6 +14,8 @@
  * SIGHUP to it, and releases the lock when it exits. If the lock is lost
  * meanwhile, the child is sent SIGTERM and the tool exits with EX_IOERR.
  * Signals reach the main loop through a self-pipe watched by poll().
+ * --check only asks the nodes (redlock_ctx_ping) and prints their health;
+ * -v prints the library's events (redlock_ctx_set_log) on stderr.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -61,6 +64,7 @@ struct config {
     int64_t ttl_ms;
     int64_t wait_ms; /* WAIT_UNTIL_FREE unless -w */
     bool nonblock;   /* -n: one attempt, whatever -w says (as in flock) */
+    bool check;      /* --check: no lock; the nodes' health */
     const char *password_file;
     int conflict_exit;
     const char *name;
@@ -84,6 +88,7 @@ struct run {
 static const char usage_head[] =
     "Usage: redlock [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
     "       redlock [OPTIONS] NAME -c STRING\n"
+    "       redlock [OPTIONS] --check\n"
     "\n"
     "Run COMMAND while holding the distributed lock NAME, taken on a majority of\n"
     "independent Redis masters (the Redlock algorithm): flock(1) across machines,\n"
@@ -119,9 +124,13 @@ static const char usage_head[] =
     "                               repeated\n"
     "      --password-file FILE     password for the nodes whose URI has none,\n"
     "                               from the first line of FILE\n"
+    "      --check                  take no lock: ask every node, print a line per\n"
+    "                               node (state, round trip, run_id, version) and\n"
+    "                               exit 0 when a quorum answers, 69 when not\n"
     "  -q, --quiet                  print no messages, usage errors aside\n"
     "  -v, --verbose                print the token, validity, extensions and\n"
-    "                               release on stderr\n"
+    "                               release on stderr, and the library's events\n"
+    "                               (acquired, node_down, no_quorum, ...)\n"
     "  -h, --help                   print this help and exit\n"
     "  -V, --version                print the version and exit\n";
 
@@ -152,11 +161,16 @@ static const char usage_tail[] =
     "what it had taken and dies of the signal. SIGPIPE is ignored (a closed\n"
     "stderr loses the messages, not the lock); COMMAND gets it back as it was.\n"
     "\n"
+    "Health check: redlock --check prints each node's address and state (up,\n"
+    "down, slow, guarded: restarted and not counted yet, auth_refused), its\n"
+    "round trip, run_id and Redis version or its last error, then whether a\n"
+    "quorum answers: for a container probe or a cron alert (0 or 69).\n"
+    "\n"
     "Exit status:\n"
     "  the status of COMMAND, or 128+N when a signal N killed it; otherwise:\n"
     "  64   usage error: bad option, duration, node URI or password file\n"
     "  69   no quorum: too few nodes reachable or answering in time, or they\n"
-    "       answered with errors\n"
+    "       answered with errors (--check: too few answer)\n"
     "  70   other error\n"
     "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM if it\n"
     "       was still running)\n"
@@ -390,6 +404,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         OPT_RETRY_DELAY,
         OPT_PASSWORD_FILE,
         OPT_FENCING,
+        OPT_CHECK,
     };
     /* One option a line: tests/cli checks that --help documents each of them. */
     static const struct option long_options[] = {
@@ -408,6 +423,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         {"fencing", no_argument, NULL, OPT_FENCING},
         {"option", required_argument, NULL, 'o'},
         {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+        {"check", no_argument, NULL, OPT_CHECK},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -468,6 +484,9 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         case OPT_PASSWORD_FILE:
             cfg->password_file = optarg;
             break;
+        case OPT_CHECK:
+            cfg->check = true;
+            break;
         case 'E':
             cfg->conflict_exit = exit_code_arg(optarg);
             break;
@@ -492,6 +511,11 @@ static void parse_args(struct config *cfg, int argc, char **argv)
             usage_error("unknown option '%s'", argv[optind - 1]);
         }
         long_index = -1;
+    }
+    if (cfg->check) {
+        if (optind < argc)
+            usage_error("--check takes no NAME or COMMAND; unexpected '%s'", argv[optind]);
+        return;
     }
     if (optind >= argc)
         usage_error("missing the lock NAME and the COMMAND to run");
@@ -649,6 +673,17 @@ static size_t collect_nodes(const struct config *cfg, const char *password, char
     return n;
 }
 
+/* -v: the library's events, on stderr (from whichever thread runs the library). */
+static void print_event(void *data, int level, const char *event, const char *message)
+{
+    const char *name = level >= REDLOCK_LOG_ERROR ? "error"
+                     : level >= REDLOCK_LOG_WARN  ? "warn"
+                     : level >= REDLOCK_LOG_INFO  ? "info" : "debug";
+
+    (void)data;
+    fprintf(stderr, "redlock: [%s] %s %s\n", name, event, message);
+}
+
 /* Makes the client and applies the settings. Returns an exit status, EX_OK on success. */
 static int open_ctx(redlock_ctx **out, const struct config *cfg)
 {
@@ -681,7 +716,99 @@ static int open_ctx(redlock_ctx **out, const struct config *cfg)
             return rc == REDLOCK_ENOMEM ? EX_SOFTWARE : EX_USAGE;
         }
     }
+    if (verbosity == VERBOSE)
+        redlock_ctx_set_log(*out, print_event, REDLOCK_LOG_DEBUG, NULL);
     return EX_OK;
+}
+
+/* Decodes a percent-encoded value of redlock_ctx_health in place. */
+static char *unescape(char *value)
+{
+    char *out = value;
+
+    for (const char *p = value; *p; p++) {
+        if (p[0] == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+            char hex[3] = {p[1], p[2], '\0'};
+
+            *out++ = (char)strtol(hex, NULL, 16);
+            p += 2;
+        } else {
+            *out++ = *p;
+        }
+    }
+    *out = '\0';
+    return value;
+}
+
+/* The value of key in a line of redlock_ctx_health (decoded in place), or "". */
+static const char *health_field(char **fields, size_t n, const char *key)
+{
+    size_t len = strlen(key);
+
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(fields[i], key, len) == 0 && fields[i][len] == '=')
+            return fields[i] + len + 1;
+    }
+    return "";
+}
+
+/* Prints one node's line of the health check. */
+static void print_node(char *line)
+{
+    char *fields[32];
+    size_t n = 0;
+    const char *state, *error, *rtt;
+    bool answers;
+
+    for (char *f = strtok(line, " "); f != NULL && n < 32; f = strtok(NULL, " ")) {
+        char *eq = strchr(f, '=');
+
+        if (eq != NULL)
+            unescape(eq + 1);
+        fields[n++] = f;
+    }
+    state = health_field(fields, n, "state");
+    error = health_field(fields, n, "last_error");
+    rtt = health_field(fields, n, "rtt_ms");
+    answers = strcmp(state, "up") == 0 || strcmp(state, "guarded") == 0;
+    printf("%s %s", health_field(fields, n, "node"), state);
+    /* The library's clock counts whole milliseconds: less than one reads 0.x. */
+    if (answers)
+        printf(" rtt %s ms, run_id %s, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
+               health_field(fields, n, "run_id"), health_field(fields, n, "version"));
+    if (strcmp(state, "guarded") == 0)
+        printf(" (restarted: not counted for %s ms more)", health_field(fields, n, "guard_ms"));
+    else if (!answers && *error)
+        printf(" (%s)", error);
+    putchar('\n');
+}
+
+/* --check: pings every node, prints each one's health and whether a quorum
+ * answers. EX_OK when it does, EX_UNAVAILABLE when not. */
+static int check_nodes(redlock_ctx *ctx)
+{
+    size_t size = (size_t)REDLOCK_MAX_NODES * REDLOCK_HEALTH_LINE_MAX, n = 0;
+    char *text = xmalloc(size);
+    int answered = 0;
+    int rc = redlock_ctx_ping(ctx, &answered);
+
+    if (redlock_ctx_health(ctx, text, size) != REDLOCK_OK) {
+        say("cannot read the nodes' health: %s", redlock_errmsg());
+        free(text);
+        return EX_SOFTWARE;
+    }
+    for (char *line = text, *end; *line; line = end + 1) {
+        end = strchr(line, '\n');
+        *end = '\0';
+        if (verbosity != QUIET)
+            print_node(line);
+        n++;
+    }
+    if (verbosity != QUIET)
+        printf("%s: %d of %zu nodes answer, %zu needed\n", rc == REDLOCK_OK ? "healthy"
+               : "not healthy", answered, n, n / 2 + 1);
+    free(text);
+    return rc == REDLOCK_OK ? EX_OK : EX_UNAVAILABLE;
 }
 
 /* The exit status for a failure to take the lock. */
@@ -1097,7 +1224,7 @@ int main(int argc, char **argv)
     parse_args(&cfg, argc, argv);
     status = open_ctx(&ctx, &cfg);
     if (status == EX_OK)
-        status = acquire_and_run(ctx, &cfg);
+        status = cfg.check ? check_nodes(ctx) : acquire_and_run(ctx, &cfg);
     redlock_ctx_free(ctx);
     free_config(&cfg);
     if (wait_interrupted_by != 0)

@@ -22,6 +22,11 @@
 --
 -- A lock collected while held is not released: the nodes are not contacted
 -- from a finalizer, and the key expires at the end of its lease.
+--
+-- Events (acquired, released, no_quorum, node_down, lost, ...) go to
+-- ngx.log inside nginx, and elsewhere to the function given as the option
+-- `log` (see "Events" below); client:health() tells what the client knows of
+-- each node, and client:ping() asks them.
 local core = require "redlock_core"
 
 local redlock = { _VERSION = core.redlock_version_string() }
@@ -57,6 +62,97 @@ local function make_error(code, detail)
   end
   return setmetatable({ code = code, name = error_names[code] or "unknown", message = message },
                       Error)
+end
+
+---------------------------------------------------------------------------
+-- Events: the C library's (redlock_ctx_set_log), and those of the renewal
+-- inside nginx, which is Lua's own.
+--
+-- The C hook only queues the events (swig/lua.i: it may run on the client's
+-- own thread, where Lua must not be entered); they come out here on the Lua
+-- thread, at the start and the end of every call into the client or its
+-- locks, and go to the client's sink: the option `log`, a function called as
+-- log(level, event, message) with level "debug", "info", "warn" or "error";
+-- inside nginx without one, ngx.log (DEBUG, INFO, WARN, ERR), "redlock: "
+-- followed by the event's name and message. The option `log_level` is the
+-- least level sent: by default "info" for a `log` function, and inside
+-- nginx the level of its error_log (as ngx.errlog tells it; "warn" when it
+-- cannot). A sink that raises an error is reported (ngx.log or stderr), not
+-- raised into the call.
+
+local LOG_LEVELS = { debug = core.REDLOCK_LOG_DEBUG, info = core.REDLOCK_LOG_INFO,
+                     warn = core.REDLOCK_LOG_WARN, error = core.REDLOCK_LOG_ERROR }
+local LEVEL_NAMES = {}
+for name, level in pairs(LOG_LEVELS) do
+  LEVEL_NAMES[level] = name
+end
+
+-- Where messages about the binding itself go: nginx's error log, or stderr.
+local function report(what, problem)
+  if ngx then
+    ngx.log(ngx.ERR, "redlock: ", what, " failed: ", problem)
+  else
+    io.stderr:write("redlock: ", what, " failed: ", tostring(problem), "\n")
+  end
+end
+
+-- The least level nginx logs, as one of ours (nil: nothing of ours).
+local function nginx_level()
+  local ok, errlog = pcall(require, "ngx.errlog")
+  local level = ok and errlog.get_sys_filter_level and select(2, pcall(errlog.get_sys_filter_level))
+  if not level then
+    return core.REDLOCK_LOG_WARN
+  end
+  if level >= ngx.DEBUG then
+    return core.REDLOCK_LOG_DEBUG
+  elseif level >= ngx.INFO then
+    return core.REDLOCK_LOG_INFO
+  elseif level >= ngx.WARN then
+    return core.REDLOCK_LOG_WARN
+  elseif level >= ngx.ERR then
+    return core.REDLOCK_LOG_ERROR
+  end
+end
+
+local function nginx_sink(level, event, message)
+  local nginx = { debug = ngx.DEBUG, info = ngx.INFO, warn = ngx.WARN, error = ngx.ERR }
+  ngx.log(nginx[level], "redlock: ", event, " ", message)
+end
+
+-- Sends one event to ctx's sink, if it has one and the level reaches it.
+local function emit(ctx, level, event, message)
+  if ctx.sink and level >= ctx.log_level then
+    local ok, problem = pcall(ctx.sink, LEVEL_NAMES[level] or tostring(level), event, message)
+    if not ok then
+      report("the log function", problem)
+    end
+  end
+end
+
+-- Sends the events the C library queued for ctx to its sink.
+local function drain_events(ctx)
+  local q = ctx.events
+  if not q or ctx.draining then
+    return
+  end
+  ctx.draining = true   -- a sink that calls into the client does not drain again
+  while true do
+    local level = core.redlock_lua_log_pop(q)
+    if level == 0 then
+      break
+    end
+    emit(ctx, level, core.redlock_lua_log_event(q), core.redlock_lua_log_message(q))
+  end
+  ctx.draining = false
+end
+
+-- "resource=... owner=<8 of the token> code=...": the fields of the events
+-- of a kept lock's renewal, as the C library's own.
+local function kept_fields(hold, code)
+  local names = table.concat(hold.lock._names, ",")
+  local token = core.redlock_handle_token(hold.handle) or ""
+  return ("resource=%s owner=%s code=%s"):format(names, token:sub(1, 8),
+                                                  error_names[code] or "unknown")
 end
 
 -- Argument checks. The error points at the caller of the public function;
@@ -139,6 +235,9 @@ local function release_ctx(ctx)
   end
   core.redlock_ctx_free(ctx.ptr)
   ctx.ptr = nil
+  -- After the ctx: nothing can queue an event any more.
+  core.redlock_lua_log_free(ctx.events)
+  ctx.events = nil
 end
 
 -- Frees the lock's C handle. A kept lock's renewal ends with it: outside
@@ -886,6 +985,7 @@ local function deliver_loop(premature, ctx)
     local rc, op = core.redlock_op_deliver(ctx.ptr, now_ms())
     if rc == core.REDLOCK_OK then
       drive(ctx, op)
+      drain_events(ctx)
     end
     ngx.sleep(DELIVER_PERIOD)
   end
@@ -905,19 +1005,26 @@ local function engine_call(ctx, make, ...)
     return rc, nil, make_error(rc)
   end
   local status, message, handle = drive(ctx, op)
+  drain_events(ctx)
   if status ~= core.REDLOCK_OK then
     return status, nil, make_error(status, message)
   end
   return status, handle
 end
 
+-- A blocking call's results, once the events it queued went to the sink.
+local function drained(ctx, ...)
+  drain_events(ctx)
+  return ...
+end
+
 local function acquire(ctx, names, lease_ms, wait_ms)
   local blocking = blocking_allowed()
   if blocking then
     if #names == 1 then
-      return core.redlock_lock(ctx.ptr, names[1], lease_ms, wait_ms)
+      return drained(ctx, core.redlock_lock(ctx.ptr, names[1], lease_ms, wait_ms))
     end
-    return core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms)
+    return drained(ctx, core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms))
   elseif blocking == false then
     return core.REDLOCK_EUNSUPPORTED, nil, no_cosockets_error("try_lock")
   end
@@ -930,6 +1037,7 @@ local function handle_call(ctx, what, handle, lease_ms)
   local rc, _, err
   if blocking then
     rc = what == "unlock" and core.redlock_unlock(handle) or core.redlock_extend(handle, lease_ms)
+    drain_events(ctx)
   elseif blocking == false then
     return core.REDLOCK_EUNSUPPORTED, no_cosockets_error(what)
   elseif what == "unlock" then
@@ -955,6 +1063,7 @@ local function query_call(ctx, name, force, what)
     else
       rc, locked, ttl = core.redlock_inspect(ctx.ptr, name)
     end
+    drain_events(ctx)
   elseif blocking == false then
     return core.REDLOCK_EUNSUPPORTED, no_cosockets_error(what)
   else
@@ -1029,6 +1138,9 @@ end
 -- Marks hold lost (once) with the error its callback gets.
 local function lose(hold, code, detail)
   if not hold.lost then
+    if not hold.watch then   -- the keeper's (inside nginx); the C library tells its own
+      emit(hold.ctx, core.REDLOCK_LOG_ERROR, "lost", kept_fields(hold, code) .. ": " .. detail)
+    end
     hold.lost, hold.kept = true, false
     hold.err, hold.detail = lost_error(code, detail), detail
     if hold.ctx.drv and hold.ctx.drv.keeper then
@@ -1065,14 +1177,6 @@ local function check_hold(hold)
   return hold.lost
 end
 
-local function report(problem)
-  if ngx then
-    ngx.log(ngx.ERR, "redlock: an on_lost callback failed: ", problem)
-  else
-    io.stderr:write("redlock: an on_lost callback failed: ", tostring(problem), "\n")
-  end
-end
-
 -- Runs hold's callback, if its lock has one, protected: an error in it is
 -- logged (nginx's error log, or stderr), never raised into other code.
 local function tell(hold)
@@ -1081,13 +1185,14 @@ local function tell(hold)
   if fn then
     local ok, problem = xpcall(function() fn(hold.lock, hold.err) end, debug.traceback)
     if not ok then
-      report(problem)
+      report("an on_lost callback", problem)
     end
   end
 end
 
 -- Outside nginx: runs the callbacks of the client's kept locks found lost.
 local function poll_lost(ctx)
+  drain_events(ctx)
   local kept = ctx.kept
   if not kept or ctx.telling then
     return
@@ -1157,6 +1262,7 @@ local function extend_kept(ctx, hold, lease_ms)
     else
       status, message = core.REDLOCK_ESYSTEM, "the extension failed: " .. tostring(drove)
     end
+    drain_events(ctx)
   else
     message = core.redlock_errmsg()
   end
@@ -1177,6 +1283,8 @@ local function extend_kept(ctx, hold, lease_ms)
       hold.next_at = ended + pause
       hold.expires_at = math.min(hold.expires_at,
                                  ended + core.redlock_handle_validity_ms(hold.handle))
+      emit(ctx, core.REDLOCK_LOG_WARN, "renewal_failed", ("%s retry_in_ms=%d validity_ms=%d: %s")
+           :format(kept_fields(hold, status), pause, hold.expires_at - ended, message or ""))
     end
   end
   post_all(busy)
@@ -1626,8 +1734,26 @@ local function option_text(name, value)
   argerror(2, "new", ("option '%s': string or number expected, got %s"):format(name, kind), 1)
 end
 
+-- The sink and the least level of a new client's events, from the options
+-- `log` and `log_level` (see "Events" above): sink nil when none.
+local function log_options(options)
+  local sink, level = options.log, options.log_level
+  if sink ~= nil and type(sink) ~= "function" then
+    argerror(2, "new", "option 'log': function expected, got " .. type(sink), 1)
+  end
+  if level ~= nil and not LOG_LEVELS[level] then
+    argerror(2, "new", "option 'log_level': \"debug\", \"info\", \"warn\" or \"error\" "
+             .. "expected, got " .. tostring(level), 1)
+  end
+  if not sink and ngx then
+    return nginx_sink, level and LOG_LEVELS[level] or nginx_level()
+  end
+  return sink, LOG_LEVELS[level or "info"]
+end
+
 --- Makes a client for the nodes (an array of redis:// or unix:// URIs) with
--- options named as in the C API (node_timeout_ms, key_prefix, ...). Does no
+-- options named as in the C API (node_timeout_ms, key_prefix, ...), and
+-- `log` and `log_level` for its events (see "Events" above). Does no
 -- network I/O. Returns the client, or nil and an error.
 function redlock.new(nodes, options)
   if type(nodes) ~= "table" then
@@ -1646,8 +1772,11 @@ function redlock.new(nodes, options)
     if type(name) ~= "string" then
       argerror(2, "new", "option names must be strings, got " .. type(name))
     end
-    texts[name] = option_text(name, value)
+    if name ~= "log" and name ~= "log_level" then
+      texts[name] = option_text(name, value)
+    end
   end
+  local sink, log_level = log_options(options or {})
 
   local rc, ptr = core.redlock_ctx_new(nodes)
   if rc ~= core.REDLOCK_OK then
@@ -1657,16 +1786,26 @@ function redlock.new(nodes, options)
   -- (weak: a lock collected while kept stops being renewed).
   local ctx = { ptr = ptr, handles = 0, closed = false,
                 kept = not ngx and setmetatable({}, { __mode = "k" }) or nil }
+  local function failed(code)
+    local err = make_error(code)
+    core.redlock_ctx_free(ptr)
+    return nil, err
+  end
   for name, text in pairs(texts) do
     rc = core.redlock_ctx_set_option(ptr, name, text)
     if rc ~= core.REDLOCK_OK then
-      local err = make_error(rc)
-      core.redlock_ctx_free(ptr)
-      return nil, err
+      return failed(rc)
     end
   end
   local _, lease = core.redlock_ctx_get_option(ptr, "watchdog_lease_ms")
   ctx.watchdog_lease = tonumber(lease)
+  if sink and log_level then
+    ctx.sink, ctx.log_level = sink, log_level
+    rc, ctx.events = core.redlock_lua_log_new(ptr, log_level)
+    if rc ~= core.REDLOCK_OK then
+      return failed(rc)
+    end
+  end
   return setmetatable({ _ctx = ctx, _finalizer = finalizer(function()
     ctx.closed = true
     release_ctx(ctx)
@@ -1692,6 +1831,69 @@ function Client:get_option(name)
     return nil, make_error(rc)
   end
   return value
+end
+
+local HEALTH_NUMBERS = { "for_ms", "retry_in_ms", "guard_ms", "commands", "failures",
+                         "timeouts" }
+
+local function unescape(value)
+  return (value:gsub("%%(%x%x)", function(hex) return string.char(tonumber(hex, 16)) end))
+end
+
+--- What the client knows of each node, in the order of the URIs: an array
+-- of tables { node = "host:port", state = "unknown" | "up" | "slow" | "down"
+-- | "guarded" | "auth_refused", last_error = text or nil, rtt_ms = a recent
+-- round trip or nil before any, commands, failures, timeouts (counts since
+-- the client was made), for_ms, retry_in_ms, guard_ms, run_id, version }.
+-- No I/O: what the calls so far have seen (client:ping() refreshes it).
+function Client:health()
+  check_self(self, Client, "health")
+  check_open(self, "health")
+  local text = core.redlock_swig_health(self._ctx.ptr)
+  if not text then
+    return nil, make_error(core.REDLOCK_ENOMEM, "out of memory")
+  end
+  local nodes = {}
+  for line in text:gmatch("[^\n]+") do
+    local node = {}
+    for key, value in line:gmatch("(%S-)=(%S*)") do
+      node[key] = unescape(value)
+    end
+    for _, key in ipairs(HEALTH_NUMBERS) do
+      node[key] = tonumber(node[key])
+    end
+    local rtt = tonumber(node.rtt_ms)
+    node.rtt_ms = rtt >= 0 and rtt or nil
+    node.last_error = node.last_error ~= "" and node.last_error or nil
+    nodes[#nodes + 1] = node
+  end
+  return nodes
+end
+
+--- Sends PING to every node at once and waits for each (up to its
+-- deadline): the number of nodes that answered and count towards a quorum,
+-- or nil and an error ("noquorum" when fewer than a quorum did; health()
+-- then says which nodes failed and why).
+function Client:ping()
+  check_self(self, Client, "ping")
+  check_open(self, "ping")
+  local ctx = self._ctx
+  local blocking = blocking_allowed()
+  local rc, answered, err
+  if blocking then
+    rc, answered = core.redlock_ctx_ping(ctx.ptr)
+    drain_events(ctx)
+  elseif blocking == false then
+    return nil, no_cosockets_error("ping")
+  else
+    local answer
+    rc, answer, err = engine_call(ctx, core.redlock_op_ping, ctx.ptr, now_ms())
+    answered = answer and answer[3]
+  end
+  if rc ~= core.REDLOCK_OK then
+    return nil, err or make_error(rc)
+  end
+  return math.floor(answered)
 end
 
 --- A lock on one resource (not acquired yet).
@@ -1767,7 +1969,7 @@ end
 function Client:close()
   check_self(self, Client, "close")
   local ctx = self._ctx
-  poll_lost(ctx)
+  poll_lost(ctx)   -- and the events so far
   ctx.closed = true
   if ctx.drv and ctx.drv.keeper then
     ctx.drv.keeper.sem:post(1)

@@ -60,9 +60,11 @@ def test_the_tables_cover_the_issue_operations() -> None:
             "holds of this thread", "held by anyone (asks the nodes)",
             "holder's time left on the nodes",
             "force unlock (dangerous)", "fencing token",
-            "fencing token of a resource"} <= {row["operation"] for row in SYNC_ROWS}
+            "fencing token of a resource", "events (logging)", "health of the nodes",
+            "ping the nodes"} <= {row["operation"] for row in SYNC_ROWS}
     assert {"client", "lock", "multi-lock", "try", "wait until acquired", "release", "extend",
-            "scoped use", "fencing token", "close"} <= {row["operation"] for row in ASYNC_ROWS}
+            "scoped use", "fencing token", "events (logging)", "health of the nodes",
+            "close"} <= {row["operation"] for row in ASYNC_ROWS}
     assert all(set(LANGUAGES) <= set(row) for _, row in ROWS)
 
 

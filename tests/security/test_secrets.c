@@ -2,13 +2,20 @@
  * test_secrets.c - a password in a node URI never appears in an error
  * message, on every failure path the library has: malformed URIs, the same
  * node twice, nodes that are down, silent, refuse the password or refuse a
- * key (ACL), and extend or unlock failing after the nodes went away.
+ * key (ACL), and extend or unlock failing after the nodes went away. Nor in
+ * any event (redlock_ctx_set_log) at any level, nor the health text, which
+ * show no whole token either, through a session that goes through them all.
  * (tests/c/test_connect.c covers a wrong password and a wrong ACL user.)
  */
 #include "helpers.h"
 
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "events.h"
 
 #define NODES 3
 /* The password, and how it is written in a URI. */
@@ -192,12 +199,113 @@ static void refusals_and_silences_hide_the_password(void **state)
     nodes_free(ns);
 }
 
+/* Fails when text shows the password (any of its forms) or one of the
+ * tokens (NULL-terminated); with any_hex, a run of 32 hex characters (any
+ * whole token: the health has run_ids, 40 of them, which are no secret). */
+static void assert_no_secret(const char *what, const char *text, const char *const *tokens,
+                             bool any_hex)
+{
+    static const char *const secrets[] = {PASSWORD, ENCODED, "Zq/51", "Zq%2F51"};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        if (strstr(text, secrets[i]) != NULL)
+            fail_msg("%s shows the password: %s", what, text);
+    for (size_t i = 0; tokens[i]; i++)
+        if (strstr(text, tokens[i]) != NULL)
+            fail_msg("%s shows the token %s: %s", what, tokens[i], text);
+    size_t run = 0;
+    for (const char *p = text; any_hex && *p; p++) {
+        run = isxdigit((unsigned char)*p) ? run + 1 : 0;
+        if (run >= 32)
+            fail_msg("%s shows a whole token: %s", what, text);
+    }
+}
+
+static void lost(void *data, redlock_handle *h, int status, const char *message)
+{
+    (void)h, (void)status, (void)message;
+    atomic_int *calls = data;
+    (*calls)++;
+}
+
+/* Every event of a session with a password, at the lowest level: locks,
+ * kept locks renewed then lost, nodes slow, down, restarted, a wrong
+ * password; and the health text of both clients. */
+static void events_hide_the_password_and_every_token(void **state)
+{
+    (void)state;
+    nodes *ns = nodes_start(NODES, PASSWORD);
+    assert_non_null(ns);
+    char buf[NODES][400], wrong[NODES][400];
+    const char *uris[NODES], *wrong_uris[NODES];
+    make_uris(ns, ":" ENCODED "@", 0, buf, uris);
+    make_uris(ns, ":x" ENCODED "@", 1, wrong, wrong_uris);
+    events *ev = events_new();
+    redlock_ctx *ctx = client(uris, "");
+    redlock_ctx *refused = client(wrong_uris, "");
+    set_options(ctx, (const char *const[]){"retry_delay_ms", "20", NULL});
+    events_record(ev, ctx, REDLOCK_LOG_DEBUG);
+    events_record(ev, refused, REDLOCK_LOG_DEBUG);
+
+    redlock_handle *h = NULL, *multi = NULL, *kept = NULL;
+    const char *names[] = {"secret-a", "secret-b"};
+    assert_rc(redlock_lock(&h, ctx, "secret-events", 30000, 0), REDLOCK_OK);
+    assert_rc(redlock_extend(h, 30000), REDLOCK_OK);
+    assert_rc(redlock_lock_multi(&multi, ctx, names, 2, 10000, 0), REDLOCK_OK);
+    assert_rc(redlock_unlock(multi), REDLOCK_OK);
+    assert_rc(redlock_ctx_ping(ctx, NULL), REDLOCK_OK);
+    redlock_handle *other = UNSET_HANDLE;
+    assert_fails(redlock_lock(&other, refused, "secret-events", 10000, 0), REDLOCK_EAUTH);
+    /* Kept, then its nodes fall silent: renewals fail, and it is lost. */
+    atomic_int calls = 0;
+    assert_rc(redlock_lock(&kept, ctx, "secret-kept", 900, 0), REDLOCK_OK);
+    assert_rc(redlock_handle_watch(kept, lost, &calls), REDLOCK_OK);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(nodes_pause(ns, i, 2500), 0);
+    assert_true(events_wait(ev, "lost", NULL, 4000) == 1);
+    assert_int_equal(nodes_ensure_all_up(ns), 0);
+    /* A node down, then restarted. */
+    assert_int_equal(nodes_kill(ns, 2), 0);
+    assert_rc(redlock_ctx_ping(ctx, NULL), REDLOCK_OK);   /* two of three answer */
+    assert_int_equal(nodes_restart(ns, 2), 0);
+    sleep_ms(1100);
+    assert_rc(redlock_ctx_ping(ctx, NULL), REDLOCK_OK);
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+
+    const char *expected[] = {"acquired", "extended", "released", "refused", "no_quorum",
+                              "failed", "auth_refused", "renewal_failed", "lost", "node_slow",
+                              "node_down", "node_back", "node_restarted"};
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        if (events_count(ev, expected[i], NULL) == 0 && strcmp(expected[i], "refused") != 0
+            && strcmp(expected[i], "node_slow") != 0)
+            fail_msg("no %s event in the session", expected[i]);
+    const char *tokens[] = {redlock_handle_token(h), redlock_handle_token(multi),
+                            redlock_handle_token(kept), NULL};
+    char line[1200];
+    for (size_t i = 0; events_line(ev, i, line, sizeof line); i++)
+        assert_no_secret("an event", line, tokens, true);
+    char health[NODES * REDLOCK_HEALTH_LINE_MAX];
+    assert_rc(redlock_ctx_health(ctx, health, sizeof health), REDLOCK_OK);
+    assert_no_secret("the health", health, tokens, false);
+    assert_rc(redlock_ctx_health(refused, health, sizeof health), REDLOCK_OK);
+    assert_no_secret("the refused client's health", health, tokens, false);
+    assert_non_null(strstr(health, "state=auth_refused"));
+
+    redlock_handle_free(kept);
+    redlock_handle_free(h);
+    redlock_handle_free(multi);
+    redlock_ctx_free(refused);
+    redlock_ctx_free(ctx);
+    events_free(ev);
+    nodes_free(ns);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(malformed_uris_hide_the_password),
         cmocka_unit_test(unreachable_nodes_hide_the_password),
         cmocka_unit_test(refusals_and_silences_hide_the_password),
+        cmocka_unit_test(events_hide_the_password_and_every_token),
     };
     return cmocka_run_group_tests_name("secrets", tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@ environment (REDLOCK_ prefixed: nginx reads NGINX itself). Starts its own redis-
 
 import http.client
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -261,6 +262,40 @@ function app.wait_for_release()
   ngx.say(taken_at - state:get("released_at:" .. name))
 end
 
+-- Events to a function of the app's, at every level: a lock cycle, then a
+-- ping and the health; the events last, one a line.
+function app.events()
+  local seen = {}
+  local c = new_client({ log_level = "debug", log = function(level, event, message)
+    seen[#seen + 1] = level .. " " .. event .. " " .. message
+  end })
+  local lock = c:get_lock("evented")
+  assert(lock:try_lock(0, 10000))
+  assert(lock:unlock())
+  local health = c:health()
+  ngx.say(c:ping(), " ", #health, " ", health[1].state, " ", c:health()[1].commands)
+  for _, line in ipairs(seen) do
+    ngx.say(line)
+  end
+  c:close()
+end
+
+-- The default sink, ngx.log: a client of the nodes and one more on ?port,
+-- where nothing listens; a lock cycle, then that node's state.
+function app.down()
+  local uris = {}
+  for uri in io.lines(NODES_FILE) do
+    uris[#uris + 1] = uri
+  end
+  uris[#uris + 1] = "redis://127.0.0.1:" .. ngx.var.arg_port
+  local c = assert(redlock.new(uris, { key_prefix = "openresty:" }))
+  local lock = c:get_lock("down")
+  assert(lock:try_lock(0, 10000))
+  assert(lock:unlock())
+  ngx.say(c:health()[#uris].state)
+  c:close()
+end
+
 -- rediss:// nodes (TLS_DIR/<?nodes>.uris): one attempt, with the server
 -- name ?name, the check off with ?verify=0, a client certificate with
 -- ?cert=1. Says "locked", or the error's name and message.
@@ -341,6 +376,8 @@ http {{
     location = /hold_then_release {{ content_by_lua_block {{ require("app").hold_then_release() }} }}
     location = /wait_for_release {{ content_by_lua_block {{ require("app").wait_for_release() }} }}
     location = /timers {{ content_by_lua_block {{ require("app").timers() }} }}
+    location = /events {{ content_by_lua_block {{ require("app").events() }} }}
+    location = /down {{ content_by_lua_block {{ require("app").down() }} }}
     location = /tls {{ content_by_lua_block {{ require("app").tls() }} }}
     location = /filter {{
       content_by_lua_block {{ ngx.say("body") }}
@@ -365,6 +402,7 @@ class Nginx:
         env = os.environ
         self.tmp = tmp
         self.timeouts_expected = False
+        self.expected = []  # what error lines are expected to hold (a lock lost on purpose)
         self.tls_failures_expected = False
         self.port = free_port()
         (tmp / "app.lua").write_text(APP)
@@ -419,6 +457,7 @@ class Nginx:
         return "\n".join(line for line in lines
                          if any(f"[{lvl}]" in line for lvl in ("error", "alert", "crit", "emerg"))
                          and not (self.timeouts_expected and "lua tcp socket read timed out" in line)
+                         and not any(expected in line for expected in self.expected)
                          and not (self.tls_failures_expected and any(t in line for t in tls)))
 
     def stop(self):
@@ -659,6 +698,7 @@ def test_a_kept_lock_lost_to_a_paused_majority_is_told_from_the_timer_in_time(ng
                                                                                nodes):
     nginx = nginx_factory(workers=1)
     nginx.timeouts_expected = True
+    nginx.expected.append("redlock: lost resource=k3 ")
     pause_ms = 2500
     status, body, _ = nginx.get("/keep?name=k3")
     assert status == 200, body
@@ -712,6 +752,7 @@ def test_a_kept_lock_lost_to_a_paused_majority_is_told_from_the_timer_in_time(ng
 
 def test_a_kept_lock_whose_keys_are_gone_is_lost_at_the_next_renewal(nginx_factory, nodes):
     nginx = nginx_factory(workers=1)
+    nginx.expected.append("redlock: lost resource=k4 ")
     status, body, _ = nginx.get("/keep?name=k4")
     assert status == 200, body
     for i in range(1, 6):
@@ -726,6 +767,30 @@ def test_a_kept_lock_whose_keys_are_gone_is_lost_at_the_next_renewal(nginx_facto
     assert int(left) <= 0 and lost == "true"
     ok, err, *_ = nginx.get("/release?name=k4")[1].split()
     assert (ok, err) == ("nil", "notheld")
+
+
+def test_events_go_to_a_log_function_and_health_and_ping_work(nginx_factory):
+    nginx = nginx_factory(workers=1)
+    status, body, _ = nginx.get("/events")
+    assert status == 200, body
+    summary, *events = body.splitlines()
+    answered, count, state, commands = summary.split()
+    assert (answered, count, state) == ("5", "5", "up") and int(commands) >= 1, summary
+    names = [line.split()[1] for line in events]
+    assert names[:2] == ["acquired", "released"], events
+    assert events[0].startswith("debug acquired op=lock resource=evented owner="), events
+    assert not re.search(r"[0-9a-f]{32}", body), body
+
+
+def test_events_go_to_the_error_log_from_its_level(nginx_factory):
+    nginx = nginx_factory(workers=1)
+    port = free_port()
+    nginx.expected.append("connect() failed (111: Connection refused)")   # the lua module's
+    status, body, _ = nginx.get(f"/down?port={port}")
+    assert (status, body.strip()) == (200, "down"), body
+    log = nginx.log()
+    assert re.search(rf"\[warn\].*redlock: node_down node=127\.0\.0\.1:{port} was=unknown", log), log
+    assert "redlock: acquired" not in log   # debug: below the error_log's warn
 
 
 def subscriber_connections(nodes):

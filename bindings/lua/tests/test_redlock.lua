@@ -672,6 +672,104 @@ t.test("fence grows with every holder; per resource for a multi-lock", function(
   assert(plain:unlock())
 end)
 
+-- Events: a log function gets every event from the level asked for, on
+-- this thread; no message shows a whole token.
+local function recorder()
+  local seen = {}
+  local function log(level, event, message)
+    seen[#seen + 1] = { level = level, event = event, message = message }
+  end
+  local function find(event)
+    local found = {}
+    for _, e in ipairs(seen) do
+      if e.event == event then
+        found[#found + 1] = e
+      end
+    end
+    return found
+  end
+  return seen, log, find
+end
+
+t.test("events: a lock cycle goes to the log function", function()
+  local seen, log, find = recorder()
+  local c = client({ log = log, log_level = "debug" })
+  local name = fresh("events")
+  local lock = c:get_lock(name)
+  assert(lock:try_lock(0, 10000))
+  local owner = "owner=" .. lock:token():sub(1, 8)
+  assert(lock:extend(10000))
+  local other = client():get_lock(name)
+  t.eq(other:try_lock(0, 1000), nil, "held")
+  assert(lock:unlock())
+  c:get_option("pool_size")   -- any call delivers what is queued
+  local acquired = find("acquired")
+  t.eq(#acquired, 1, "one acquired")
+  t.eq(acquired[1].level, "debug", "acquired's level")
+  t.ok(acquired[1].message:find("op=lock resource=" .. name .. " " .. owner .. " nodes=", 1, true),
+       "acquired: " .. acquired[1].message)
+  t.ok(find("extended")[1].message:find(owner, 1, true), "extended")
+  t.ok(find("released")[1].message:find(owner, 1, true), "released")
+  for _, e in ipairs(seen) do
+    t.ok(not e.message:find(("%x"):rep(32)), "no whole token: " .. e.message)
+  end
+  c:close()
+end)
+
+t.test("events: below log_level nothing comes; bad options are refused", function()
+  local seen, log = recorder()
+  local c = client({ log = log, log_level = "warn" })
+  assert(c:with_lock(fresh("quiet"), 10000, function() return true end))
+  t.eq(#seen, 0, "no debug events at warn")
+  t.raises("option 'log': function expected", redlock.new, nodes.uris, { log = 1 })
+  t.raises("option 'log_level'", redlock.new, nodes.uris, { log = log, log_level = "loud" })
+  local failing = client({ log = function() error("boom") end, log_level = "debug" })
+  assert(failing:with_lock(fresh("boom"), 10000, function() return true end))
+end)
+
+t.test("health and ping; a stopped node is down, then back", function()
+  local own = t.start_nodes(nodes_script, 3)
+  local _, log, find = recorder()
+  local c = assert(redlock.new(own.uris, { log = log, log_level = "debug" }))
+  local health = c:health()
+  t.eq(#health, 3, "a table per node")
+  t.eq(health[1].state, "unknown", "not contacted yet")
+  t.eq(c:ping(), 3, "every node answers")
+  health = c:health()
+  for i, node in ipairs(health) do
+    t.eq(node.node, own.uris[i]:sub(#"redis://" + 1), "node " .. i)
+    t.eq(node.state, "up", "up")
+    t.ok(node.rtt_ms and node.rtt_ms >= 0, "a round trip")
+    t.eq(node.last_error, nil, "no error")
+    t.eq(#node.run_id, 40, "run_id")
+    t.ok(node.commands >= 1 and node.failures == 0 and node.timeouts == 0, "counters")
+  end
+  own.stop_node(1)
+  assert(c:with_lock(fresh("down"), 10000, function() return true end))
+  local down = c:health()[1]
+  t.eq(down.state, "down", "down at once")
+  t.ok(down.last_error:find("connect", 1, true), "why: " .. down.last_error)
+  t.eq(#find("node_down"), 1, "node_down told")
+  t.eq(find("node_down")[1].level, "warn", "node_down's level")
+  own.stop_node(2)
+  local n, err = c:ping()
+  t.eq(n, nil, "no quorum")
+  t.eq(err.name, "noquorum", err.message)
+  own.start_node(1)
+  own.start_node(2)
+  t.sleep_ms(1100)   -- the longest pause between connects to a node that failed
+  -- Back, but restarted: under the restart guard their answers do not count.
+  n, err = c:ping()
+  t.eq(n, nil, "two of three are guarded")
+  t.ok(err.message:find("restart_guard", 1, true), err.message)
+  t.eq(c:health()[1].state, "guarded", "guarded")
+  t.ok(c:health()[2].guard_ms > 0, "guarded for a while")
+  t.eq(#find("node_back"), 2, "node_back told")
+  t.eq(#find("node_restarted"), 2, "node_restarted told")
+  c:close()
+  own.stop()
+end)
+
 t.test("rediss:// nodes: TLS, certificate problems are 'tls' errors naming the node", function()
   local certs = nodes.dir .. "/certs"
   assert(select(2, t.sh(("bash %s %s"):format(t.quote(here .. "/../../../tests/support/tls-certs.sh"),

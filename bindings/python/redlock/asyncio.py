@@ -34,6 +34,11 @@ acquisition, every third of the client's ``watchdog_lease_ms``; a lost one
 sets ``lock.lost``, runs the ``on_lost`` callbacks on the loop and ends
 ``await lock.wait_lost()``.
 
+Events go to the "redlock" logger, as the sync client's do: the library's
+(acquired, released, no_quorum, node_down...) from the engine, on the loop,
+and the renewal's own (renewal_failed, lost) from this module, under the
+same names and fields.
+
 TLS (``rediss://`` nodes): the loop's own TLS (``ssl.SSLContext``, with
 Python's OpenSSL), made from the client's ``tls_*`` options as the C
 library's blocking calls make theirs, and failing the same way: a handshake
@@ -45,6 +50,7 @@ A client belongs to the event loop it is first used on.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import ssl
 import weakref
@@ -58,9 +64,12 @@ from .client import (
     _FOREVER_MS,
     DEFAULT_LEASE,
     OptionValue,
+    _health,
     _lease_ms,
     _fences,
     _lease_or_kept,
+    _log,
+    _logger,
     _millis,
     _names,
     _new_ctx,
@@ -738,6 +747,22 @@ def _check_status(status: int, message: str) -> None:
         raise error_for(status, message)
 
 
+# Status codes by their short names, as the library's events name them.
+_CODE_NAMES = {getattr(capi, name): name[len("REDLOCK_E"):].lower()
+               for name in dir(capi) if name.startswith("REDLOCK_E")}
+
+
+def _kept_event(level: int, event: str, lock: Lock, handle: Any, code: int, fields: str,
+                detail: str) -> None:
+    """An event of a kept lock's renewal, with the fields of the library's
+    own (redlock_handle_watch's): "resource=... owner=<8 of the token>
+    code=...", then fields, then the detail."""
+    if _logger.isEnabledFor(level):
+        token = capi.redlock_handle_token(handle) or ""
+        _log(level, event, f"resource={','.join(lock.names)} owner={token[:8]} "
+             f"code={_CODE_NAMES.get(code, 'unknown')}{fields}: {detail}")
+
+
 class _Keeper:
     """The renewal of one kept acquisition, a task on the loop, under the
     rules of the C library's own (redlock_handle_watch): the handle is
@@ -801,11 +826,16 @@ class _Keeper:
                 self._lose(LockNotHeld(capi.REDLOCK_ENOTHELD, message))
                 return
             else:
-                next_at = _now() + self._pause_ms
+                now = _now()
+                next_at = now + self._pause_ms
+                validity = capi.redlock_handle_validity_ms(self.handle)
+                _kept_event(logging.WARNING, "renewal_failed", self.lock, self.handle, status,
+                            f" retry_in_ms={self._pause_ms} validity_ms={validity}", message)
 
     def _lose(self, error: LockError) -> None:
         if self._stopping.is_set():
             return
+        _kept_event(logging.ERROR, "lost", self.lock, self.handle, error.code, "", str(error))
         self.error = error
         self.ended.set_result(error)
         self.lock._tell_lost(error)
@@ -854,6 +884,21 @@ class Redlock:
         """The current value of a library option, as text (as set)."""
         self._check_open()
         return capi.redlock_ctx_get_option(self._ctx, name)
+
+    def health(self) -> List[Dict[str, Any]]:
+        """What the client knows of each node (redlock.Redlock.health): no
+        I/O, hence not awaited."""
+        self._check_open()
+        return _health(self._ctx)
+
+    async def ping(self) -> int:
+        """redlock.Redlock.ping on the loop: PING to every node at once, the
+        number that answered and count; NoQuorum when fewer than a quorum."""
+        driver = self._drive()
+        status, message, answer = await driver.run(capi.redlock_op_ping(driver.ctx, _now()),
+                                                   query=True)
+        _check_status(status, message)
+        return int(answer[2])
 
     async def close(self) -> None:
         """Releases the locks still held (best effort), waits for the calls

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import threading
 import weakref
@@ -10,6 +11,7 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from numbers import Real
 from types import TracebackType
+from urllib.parse import unquote
 from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type,
                     Union)
 
@@ -84,6 +86,51 @@ def _fences(handle: Any, names: Tuple[str, ...]) -> Dict[str, int]:
     return fences if all(fences.values()) else {}
 
 
+#: The library's events go to this logger (README: "Logging and health").
+_logger = logging.getLogger("redlock")
+
+
+def _log(level: int, event: str, message: str) -> None:
+    """Called by redlock.capi with each event of a client, on whichever
+    thread emitted it: hands it to the "redlock" logger. The record's message
+    is "event message"; ``record.redlock_event`` is the event's name."""
+    _logger.log(level, "%s %s", event, message, extra={"redlock_event": event})
+
+
+def _log_events(ctx: Any) -> None:
+    """Sends the client's events to the "redlock" logger, from the level
+    it is enabled for now; with that level above ERROR nothing is sent (and
+    nothing is formatted)."""
+    level = _logger.getEffectiveLevel()
+    if level <= logging.ERROR:
+        capi.redlock_py_set_log(ctx, level)
+
+
+_HEALTH_NUMBERS = ("for_ms", "retry_in_ms", "guard_ms", "commands", "failures", "timeouts")
+
+
+def _health(ctx: Any) -> List[Dict[str, Any]]:
+    """redlock_ctx_health's lines, one dict per node (README: "Logging and
+    health"): node, state, last_error (None for none), rtt_ms (None before
+    any reply), the counters and times as ints, run_id and version."""
+    text = capi.redlock_swig_health(ctx)
+    if text is None:
+        raise MemoryError("redlock_ctx_health")
+    nodes = []
+    for line in text.splitlines():
+        node: Dict[str, Any] = {}
+        for field in line.split(" "):
+            key, _, value = field.partition("=")
+            node[key] = unquote(value)
+        for key in _HEALTH_NUMBERS:
+            node[key] = int(node[key])
+        rtt = float(node["rtt_ms"])
+        node["rtt_ms"] = None if rtt < 0 else rtt
+        node["last_error"] = node["last_error"] or None
+        nodes.append(node)
+    return nodes
+
+
 def _check_name(name: Any) -> str:
     if not isinstance(name, str):
         raise TypeError(f"a lock name must be str, not {type(name).__name__}")
@@ -114,6 +161,7 @@ def _new_ctx(nodes: Any, options: Dict[str, Any]) -> Any:
     try:
         for name, value in options.items():
             capi.redlock_ctx_set_option(ctx, name, _option_text(name, value))
+        _log_events(ctx)
     except BaseException:
         capi.redlock_ctx_free(ctx)
         raise
@@ -197,6 +245,24 @@ class Redlock:
     def get_option(self, name: str) -> str:
         """The current value of a library option, as text (as set)."""
         return capi.redlock_ctx_get_option(self._context(), name)
+
+    def health(self) -> List[Dict[str, Any]]:
+        """What the client knows of each node, in the order of ``nodes``:
+        one dict per node with ``node`` ("host:port"), ``state`` ("unknown",
+        "up", "slow", "down", "guarded" or "auth_refused"), ``last_error``
+        (None when none), ``rtt_ms`` (a recent round trip, None before any),
+        the counters ``commands``, ``failures`` and ``timeouts`` since the
+        client was made, ``for_ms`` (time in that state), ``retry_in_ms``,
+        ``guard_ms``, ``run_id`` and ``version``. No I/O: it is what the
+        calls so far have seen (ping() refreshes it)."""
+        return _health(self._context())
+
+    def ping(self) -> int:
+        """Sends PING to every node at once and waits for each (up to its
+        deadline): the number of nodes that answered and count towards a
+        quorum. Raises NoQuorum (or AuthError) when fewer than a quorum do;
+        health() then says which nodes failed and why."""
+        return capi.redlock_ctx_ping(self._context())
 
     def close(self) -> None:
         """Releases the locks still held (best effort) and closes the

@@ -5,6 +5,7 @@ import io.redlock.internal.RedlockNativeConstants;
 import io.redlock.internal.RedlockNativeJNI;
 import io.redlock.internal.SWIGTYPE_p_redlock_ctx;
 import io.redlock.internal.SWIGTYPE_p_redlock_handle;
+import java.lang.System.Logger.Level;
 import java.lang.ref.WeakReference;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -37,8 +38,14 @@ import java.util.function.Consumer;
  * watch's id. Ids are never reused; an id is forgotten when its handle is freed, and news for an
  * id not known (any more) is ignored, so the callback never reaches a freed handle or a
  * collected object.
+ *
+ * <p>Events: the library's events go to the System.Logger named "io.redlock" (see {@link #log}),
+ * from the least level that logger takes when the client is made.
  */
 final class NativeClient {
+    /** Where the library's events go: whatever backend the service's System.Logger uses. */
+    static final System.Logger LOGGER = System.getLogger("io.redlock");
+
     /** The watchers of the kept holds of every client, by watch id, weakly: see LockState. */
     private static final Map<Long, WeakReference<Watcher>> WATCHES = new ConcurrentHashMap<>();
     private static final AtomicLong WATCH_IDS = new AtomicLong();
@@ -69,10 +76,87 @@ final class NativeClient {
             }
             watchdogLeaseMs = Long.parseLong(
                     RedlockNative.redlock_java_get_option(ctx, "watchdog_lease_ms"));
+            int minLevel = leastLevel();
+            if (minLevel != 0) {
+                RedlockNativeJNI.setLog(RedlockNativeJNI.pointer(ctx), minLevel);
+            }
         } catch (RuntimeException e) {
             RedlockNative.redlock_ctx_free(ctx);
             throw e;
         }
+    }
+
+    /** The library's levels (REDLOCK_LOG_*) and System.Logger's, from the least. */
+    private static final int[] LEVELS = {
+        RedlockNativeConstants.REDLOCK_LOG_DEBUG, RedlockNativeConstants.REDLOCK_LOG_INFO,
+        RedlockNativeConstants.REDLOCK_LOG_WARN, RedlockNativeConstants.REDLOCK_LOG_ERROR,
+    };
+    private static final Level[] LOGGER_LEVELS = {
+        Level.DEBUG, Level.INFO, Level.WARNING, Level.ERROR,
+    };
+
+    /** The least of the library's levels that LOGGER takes now; 0 when it takes none. */
+    private static int leastLevel() {
+        for (int i = 0; i < LEVELS.length; i++) {
+            if (LOGGER.isLoggable(LOGGER_LEVELS[i])) {
+                return LEVELS[i];
+            }
+        }
+        return 0;
+    }
+
+    /**
+     * One of the library's events (JNI calls it by name), on whichever thread emitted it: a
+     * thread in a blocking call, or the client's own. The message is "event fields...". It must
+     * not throw, nor wait for anything the library may hold.
+     */
+    static void log(int level, byte[] event, byte[] message) {
+        try {
+            Level mapped = Level.ERROR;
+            for (int i = 0; i < LEVELS.length; i++) {
+                if (level <= LEVELS[i]) {
+                    mapped = LOGGER_LEVELS[i];
+                    break;
+                }
+            }
+            LOGGER.log(mapped, new String(event, StandardCharsets.UTF_8) + " "
+                    + new String(message, StandardCharsets.UTF_8));
+        } catch (Throwable ignored) {
+            // A failing backend must not stop the library's thread.
+        }
+    }
+
+    /** What the client knows of each node (redlock_ctx_health), one entry per node. */
+    List<NodeHealth> health() {
+        String text;
+        Lock read = openForCall();
+        try {
+            text = RedlockNative.redlock_swig_health(ctx);
+        } finally {
+            read.unlock();
+        }
+        if (text == null) {
+            throw new OutOfMemoryError("redlock_ctx_health");
+        }
+        List<NodeHealth> nodes = new ArrayList<>();
+        for (String line : text.split("\n")) {
+            if (!line.isEmpty()) {
+                nodes.add(NodeHealth.parse(line));
+            }
+        }
+        return nodes;
+    }
+
+    /** redlock_ctx_ping: how many nodes answered and count; NoQuorumException when too few. */
+    int ping() {
+        int[] answered = new int[1];
+        Lock read = openForCall();
+        try {
+            RedlockNative.redlock_ctx_ping(ctx, answered);
+        } finally {
+            read.unlock();
+        }
+        return answered[0];
     }
 
     /** The lease of kept locks, the option watchdog_lease_ms (options never change later). */

@@ -43,6 +43,12 @@ import java.util.Set;
  * {@code restart_guard} (1) and {@code watchdog_lease_ms} (30000: the lease of the locks that
  * {@link RLock} keeps, those taken without a lease, renewed every third of it).
  *
+ * <p>Events: the library's events (acquired, released, no_quorum, node_down, lost, ...) go to
+ * the {@link System.Logger} named {@code io.redlock}, and so to whatever backend the service
+ * uses (java.util.logging by default, or SLF4J, Log4j... through their System.LoggerFinder):
+ * DEBUG for each lock and release, WARNING for nodes that fail and renewals that fail, ERROR
+ * for a lost lock. The levels sent are those the logger takes when the client is made.
+ *
  * <p>A client is thread-safe: any number of threads may use it and its locks at once.
  * {@link #close()} waits for the calls in progress, then frees the native client; locks still
  * held are not released but left to expire at the end of their lease, and every later call
@@ -88,6 +94,24 @@ public final class Redlock implements AutoCloseable {
             Objects.requireNonNull(value, "the value of option " + name + " is null");
         });
         return new Redlock(new NativeClient(nodes.toArray(new String[0]), options));
+    }
+
+    /**
+     * What the client knows of each node, in the order of the URIs: its state, last error,
+     * a recent round trip and counters since the client was made (see {@link NodeHealth}). No
+     * I/O: it is what the calls so far have seen ({@link #ping()} refreshes it).
+     */
+    public List<NodeHealth> health() {
+        return nativeClient().health();
+    }
+
+    /**
+     * Sends PING to every node at once and waits for each (up to its deadline): the number of
+     * nodes that answered and count towards a quorum. Throws NoQuorumException (or
+     * AuthException) when fewer than a quorum do; {@link #health()} then says which and why.
+     */
+    public int ping() {
+        return nativeClient().ping();
     }
 
     /** The current value of a library option, as text (InvalidArgumentException if unknown). */
