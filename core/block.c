@@ -386,12 +386,21 @@ int rl_io_tls_start(redlock_ctx *ctx, size_t node, int fd, rl_tls **out, char *w
 }
 
 /* Gives the operation a connection for every node it wants one for. */
+static bool drain(rl_conn *c, int64_t now);
+
 void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
 {
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         if (!rl_op_wants_conn(op, i))
             continue;
         rl_conn *c = pool_take(ctx, i, rl_op_follows(op));
+        /* Replies that came while it was idle are read first: what is
+         * still missing past its deadline then tells that the node is slow
+         * (rl_op_attach), and nothing that came in time does. */
+        if (c && rl_conn_owed(c) > 0 && !drain(c, now)) {
+            rl_io_bury(ctx, c, now);
+            c = NULL;
+        }
         if (c) {
             rl_op_attach(op, i, c, now);
             continue;

@@ -1,6 +1,4 @@
 /* engine.c - connection events, dispatched to operations and commands (see engine.h). */
-#include <stdio.h>
-
 #include <hiredis/hiredis.h>
 
 #include "ctx.h"
@@ -49,14 +47,6 @@ bool rl_engine_received(rl_conn *c, const char *buf, size_t len, int64_t now)
     rl_entry e;
     int r;
     while ((r = rl_conn_next(c, &reply, &e, now)) == 1) {
-        if (e.deadline != 0 && !e.late && now > e.deadline) {
-            /* Its call ended at a quorum without it: the node is slow. */
-            char why[80];
-            snprintf(why, sizeof why, "answered %lld ms after its deadline",
-                     (long long)(now - e.deadline));
-            e.late = true;
-            rl_node_failed(&c->ctx->nodes[c->node], RL_NODE_SLOW, why, now);
-        }
         if (e.cmd->op && e.cmd->op == c->op)
             rl_op_reply(c->op, c, &e, reply, now);
         else

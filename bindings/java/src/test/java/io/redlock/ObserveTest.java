@@ -113,6 +113,16 @@ class ObserveTest extends FiveNodes {
             assertTrue(down.lastError().orElse("").contains("connect"), down.toString());
             assertEquals(1, captured.messages(Level.WARNING, "node_down").size(),
                     captured.all().toString());
+            nodes.restartStopped();
+            Thread.sleep(1100);   // the longest pause between connects to a node that failed
+            assertEquals(4, client.ping());   // back, but under the restart guard
+            NodeHealth back = client.health().get(0);
+            assertEquals("guarded", back.state(), back.toString());
+            List<String> told = captured.messages(Level.INFO, "node_back");
+            assertEquals(1, told.size(), captured.all().toString());
+            assertTrue(told.get(0).contains(" was=down "), told.get(0));
+            assertEquals(1, captured.messages(Level.WARNING, "node_restarted").size(),
+                    captured.all().toString());
             nodes.stopNode(2);
             nodes.stopNode(3);
             assertThrows(NoQuorumException.class, client::ping);
