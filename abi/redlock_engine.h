@@ -286,6 +286,49 @@ REDLOCK_API int redlock_waiters_event(redlock_waiters *w, size_t node, int event
 /* The next waiter to wake (its id), the longest waiting first; 0 when none. */
 REDLOCK_API uint64_t redlock_waiters_next(redlock_waiters *w);
 
+/* ---- Kept locks: when to renew them (experimental) ----
+ *
+ * The rules of redlock_handle_watch, for a driver that renews locks on its
+ * own loop (core/keep.h has them: an extension by the lease a third of it
+ * after each success, again after retry_delay_ms while validity lasts when
+ * the nodes fail, and lost when a quorum says the key is not ours or when
+ * validity runs out first, even with an extension under way). The driver
+ * keeps one redlock_keep per kept handle and, until it stops keeping it:
+ *   1. asks redlock_keep_next what to do now: REDLOCK_KEEP_WAIT (nothing
+ *      before *at_ms), REDLOCK_KEEP_EXTEND (start the extension now, with
+ *      redlock_keep_extend; *at_ms is when validity runs out) or
+ *      REDLOCK_KEEP_LOST (redlock_keep_status and _message say why);
+ *   2. runs the extension like any operation, and tells its end with
+ *      redlock_keep_extended.
+ * The events renewal_failed and lost (redlock_ctx_set_log) are told from
+ * these calls. Once it stops (an unlock), the driver waits for the extension
+ * under way, if any, before the unlock starts, then frees the keep; the
+ * handle outlives it. */
+typedef struct redlock_keep redlock_keep;
+
+#define REDLOCK_KEEP_WAIT 0
+#define REDLOCK_KEEP_EXTEND 1
+#define REDLOCK_KEEP_LOST 2
+
+/* Keeps h, held (taken or extended) at now_ms. REDLOCK_OK, REDLOCK_EINVAL
+ * (NULL, or h not held) or REDLOCK_ENOMEM. */
+REDLOCK_API int redlock_keep_new(redlock_keep **out, redlock_handle *h, int64_t now_ms);
+REDLOCK_API void redlock_keep_free(redlock_keep *k);
+/* What to do at now_ms (REDLOCK_KEEP_*); *at_ms: when to ask again at the
+ * latest. */
+REDLOCK_API int redlock_keep_next(redlock_keep *k, int64_t now_ms, int64_t *at_ms);
+/* After REDLOCK_KEEP_EXTEND: the extension, an operation of the handle by
+ * its lease. When it cannot be made, its status is returned and the keep
+ * knows already (ask redlock_keep_next again). */
+REDLOCK_API int redlock_keep_extend(redlock_op **out, redlock_keep *k, int64_t now_ms);
+/* The extension ended with status and message (redlock_op_status and
+ * redlock_op_message). */
+REDLOCK_API void redlock_keep_extended(redlock_keep *k, int status, const char *message,
+                                       int64_t now_ms);
+/* REDLOCK_OK while kept; once lost, why (REDLOCK_EEXPIRED, REDLOCK_ENOTHELD...). */
+REDLOCK_API int redlock_keep_status(const redlock_keep *k);
+REDLOCK_API const char *redlock_keep_message(const redlock_keep *k);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
  * are checked here, where they come from outside.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "redlock_engine.h"
 
@@ -11,6 +12,7 @@
 #include "cmd.h"
 #include "ctx.h"
 #include "engine.h"
+#include "keep.h"
 #include "op.h"
 #include "sub.h"
 #include "waiters.h"
@@ -500,4 +502,83 @@ int redlock_waiters_event(redlock_waiters *w, size_t node, int event, const char
 uint64_t redlock_waiters_next(redlock_waiters *w)
 {
     return w ? rl_waiters_next(w) : 0;
+}
+
+/* ---- kept locks (keep.h) ---- */
+
+struct redlock_keep {
+    rl_keep keep;
+};
+
+int redlock_keep_new(redlock_keep **out, redlock_handle *h, int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!h)
+        return rl_fail(REDLOCK_EINVAL, "handle is NULL");
+    if (!h->held || h->released || h->lost)
+        return rl_fail(REDLOCK_EINVAL, "keep: the lock is not held");
+    redlock_keep *k = malloc(sizeof *k);
+    if (!k)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    rl_keep_init(&k->keep, h, now_ms);
+    *out = k;
+    return REDLOCK_OK;
+}
+
+void redlock_keep_free(redlock_keep *k)
+{
+    free(k);
+}
+
+int redlock_keep_next(redlock_keep *k, int64_t now_ms, int64_t *at_ms)
+{
+    int64_t at = INT64_MAX;
+    rl_keep_event ev = { 0 };
+    int what = k ? rl_keep_next(&k->keep, now_ms, &at, &ev) : REDLOCK_KEEP_LOST;
+    if (k)
+        rl_keep_tell(k->keep.h->ctx, &ev);
+    if (at_ms)
+        *at_ms = at;
+    return what;
+}
+
+int redlock_keep_extend(redlock_op **out, redlock_keep *k, int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!k)
+        return rl_fail(REDLOCK_EINVAL, "keep is NULL");
+    redlock_handle *h = k->keep.h;
+    int rc = rl_op_extend(out, h, h->lease_ms, now_ms);
+    if (rc != REDLOCK_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", redlock_errmsg());
+        redlock_keep_extended(k, rc, why, now_ms);
+        rl_fail(rc, "%s", why);
+    }
+    return rc;
+}
+
+void redlock_keep_extended(redlock_keep *k, int status, const char *message, int64_t now_ms)
+{
+    if (!k)
+        return;
+    rl_keep_event ev = { 0 };
+    rl_keep_extended(&k->keep, status, message ? message : "", now_ms, &ev);
+    rl_keep_tell(k->keep.h->ctx, &ev);
+}
+
+int redlock_keep_status(const redlock_keep *k)
+{
+    return k ? k->keep.status : REDLOCK_EINVAL;
+}
+
+const char *redlock_keep_message(const redlock_keep *k)
+{
+    return k ? k->keep.message : "keep is NULL";
 }

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "ctx.h"
 #include "log.h"
+#include "keep.h"
 #include "op.h"
 #include "sockets.h"
 
@@ -41,8 +42,7 @@ typedef struct rl_watch {
     redlock_handle *h;
     redlock_lost_fn lost;
     void *data;
-    int64_t next_at;         /* when the next extension starts */
-    bool extending;          /* an extension is under way on the client's thread */
+    rl_keep keep;            /* when to extend it, and whether it is lost */
     bool notifying;          /* its lost callback runs */
     bool over;               /* lost or stopped: no more extensions */
     bool free_handle;        /* free the handle once extending and notifying end */
@@ -57,6 +57,7 @@ typedef struct notice {
     void *data;
     int status;
     char message[256];
+    rl_keep_event ev;        /* the event of the loss */
     struct notice *next;
 } notice;
 
@@ -175,28 +176,20 @@ static void drop_watch(struct rl_async *a, rl_watch *w)
     free(w);
 }
 
-/* Marks w lost and queues its callback (under the mutex). */
-static void lose(rl_watch *w, int status, const char *message, notice **notices)
+/* Marks w lost (its keep says why) and queues its callback and event
+ * (under the mutex). */
+static void lose(rl_watch *w, const rl_keep_event *ev, notice **notices)
 {
     w->over = true;
     w->h->lost = true;
     notice *n = calloc(1, sizeof *n);
     if (!n)
         return;   /* out of memory: the lost state is there to poll */
-    *n = (notice){ .w = w, .lost = w->lost, .data = w->data, .status = status,
-                   .next = *notices };
-    snprintf(n->message, sizeof n->message, "%s", message);
+    *n = (notice){ .w = w, .lost = w->lost, .data = w->data, .status = w->keep.status,
+                   .ev = *ev, .next = *notices };
+    snprintf(n->message, sizeof n->message, "%s", w->keep.message);
     w->notifying = true;
     *notices = n;
-}
-
-/* "resource=... owner=...": which lock an event of its watch is about. */
-static void describe_watch(const redlock_handle *h, char *buf, size_t len)
-{
-    char resources[256], owner[RL_OWNER_LEN + 1];
-    rl_log_resources(h->ctx, h->keys, resources, sizeof resources);
-    rl_log_owner(h->token, owner);
-    snprintf(buf, len, "resource=%s owner=%s", resources, owner);
 }
 
 /* Makes the lost callbacks, outside the mutex; a handle freed by its own
@@ -206,20 +199,14 @@ static void notify(struct rl_async *a, notice *notices)
     while (notices) {
         notice *n = notices;
         notices = n->next;
-        redlock_ctx *ctx = n->w->h->ctx;
-        if (rl_logging(ctx, REDLOCK_LOG_ERROR)) {
-            char which[320];
-            describe_watch(n->w->h, which, sizeof which);
-            rl_log_emit(ctx, REDLOCK_LOG_ERROR, "lost", "%s code=%s: %s", which,
-                        rl_log_code(n->status), n->message);
-        }
+        rl_keep_tell(n->w->h->ctx, &n->ev);
         if (n->lost)
             n->lost(n->data, n->w->h, n->status, n->message);
         pthread_mutex_lock(&a->mu);
         rl_watch *w = n->w;
         w->notifying = false;
         redlock_handle *doomed = NULL;
-        if (w->free_handle && !w->extending) {
+        if (w->free_handle && !w->keep.extending) {
             doomed = w->h;
             drop_watch(a, w);
         }
@@ -242,36 +229,30 @@ static int64_t plan_watches(redlock_ctx *ctx, struct rl_async *a, bool stopping,
     for (rl_watch *w = stopping ? NULL : a->watches; w; w = w->next) {
         if (w->over)
             continue;
-        redlock_handle *h = w->h;
-        if (h->expires_at <= now) {
-            char why[160];
-            snprintf(why, sizeof why, "the lock's validity ran out %lld ms ago before an "
-                     "extension succeeded", (long long)(now - h->expires_at));
-            lose(w, REDLOCK_EEXPIRED, why, &notices);
-            continue;
-        }
-        if (!w->extending && now >= w->next_at) {
+        rl_keep_event ev = { 0 };
+        int64_t at;
+        int what = rl_keep_next(&w->keep, now, &at, &ev);
+        if (what == RL_KEEP_EXTEND) {
             rl_op *op;
             job *j = malloc(sizeof *j);
-            int rc = j ? rl_op_extend(&op, h, h->lease_ms, now) : REDLOCK_ENOMEM;
+            int rc = j ? rl_op_extend(&op, w->h, w->h->lease_ms, now) : REDLOCK_ENOMEM;
             if (rc == REDLOCK_OK) {
                 *j = (job){ .op = op, .watch = w, .next = *active };
                 *active = j;
                 (*n_active)++;
-                w->extending = true;
-            } else if (rc == REDLOCK_ENOMEM) {
-                w->next_at = now + 10;   /* soon again */
             } else {
-                lose(w, rc, redlock_errmsg(), &notices);
+                free(j);
+                rl_keep_extended(&w->keep, rc, rc == REDLOCK_ENOMEM ? "out of memory"
+                                 : redlock_errmsg(), now, &ev);
+                what = rl_keep_next(&w->keep, now, &at, &ev);
             }
-            free(rc == REDLOCK_OK ? NULL : j);
-            if (rc != REDLOCK_OK && rc != REDLOCK_ENOMEM)
-                continue;
         }
-        if (h->expires_at < first)
-            first = h->expires_at;
-        if (!w->extending && w->next_at < first)
-            first = w->next_at;
+        if (what == RL_KEEP_LOST) {
+            lose(w, &ev, &notices);
+            continue;
+        }
+        if (at < first)
+            first = at;
     }
     pthread_mutex_unlock(&a->mu);
     notify(a, notices);
@@ -286,9 +267,8 @@ static void renewal_ended(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t 
     int status = rl_op_status(j->op);
     notice *notices = NULL;
     redlock_handle *doomed = NULL;
-    char failed[384] = "";   /* a renewal_failed event, emitted unlocked */
+    rl_keep_event ev = { 0 };   /* renewal_failed, told unlocked */
     pthread_mutex_lock(&a->mu);
-    w->extending = false;
     if (w->parked) {
         job *last = w->parked;
         while (last->next)
@@ -298,30 +278,21 @@ static void renewal_ended(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t 
         w->parked = NULL;
     }
     if (w->over) {
+        w->keep.extending = false;
         if (w->free_handle && !w->notifying) {
             doomed = w->h;
             drop_watch(a, w);
         }
-    } else if (status == REDLOCK_OK) {
-        w->next_at = now + w->h->lease_ms / 3;
-    } else if (status == REDLOCK_ENOTHELD || status == REDLOCK_EWRONGTYPE) {
-        lose(w, REDLOCK_ENOTHELD, rl_op_message(j->op), &notices);
     } else {
-        /* The nodes failed: again after a pause, while validity lasts. */
-        int64_t pause = ctx->opt.retry_delay_ms > 0 ? ctx->opt.retry_delay_ms : 10;
-        w->next_at = now + pause;
-        if (rl_logging(ctx, REDLOCK_LOG_WARN)) {
-            char which[320];
-            describe_watch(w->h, which, sizeof which);
-            snprintf(failed, sizeof failed, "%s code=%s retry_in_ms=%lld validity_ms=%lld", which,
-                     rl_log_code(status), (long long)pause, (long long)(w->h->expires_at - now));
+        rl_keep_extended(&w->keep, status, rl_op_message(j->op), now, &ev);
+        if (w->keep.status != REDLOCK_OK) {
+            lose(w, &ev, &notices);
+            ev.name = NULL;   /* told with the notice */
         }
     }
     pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->mu);
-    if (failed[0])
-        rl_log_emit(ctx, REDLOCK_LOG_WARN, "renewal_failed", "%s: %s", failed,
-                    rl_op_message(j->op));
+    rl_keep_tell(ctx, &ev);
     wake(a);
     rl_handle_free(doomed);
     notify(a, notices);
@@ -346,7 +317,7 @@ static bool park(struct rl_async *a, job *j)
         return false;
     pthread_mutex_lock(&a->mu);
     rl_watch *w = rl_op_handle(j->op)->watch;   /* the mutex is held */
-    bool parked = w && w->extending;
+    bool parked = w && w->keep.extending;
     if (parked) {
         j->next = w->parked;
         w->parked = j;
@@ -382,7 +353,8 @@ int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     rl_watch *w = calloc(1, sizeof *w);
     if (!w)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
-    *w = (rl_watch){ .h = h, .lost = lost, .data = data, .next_at = now + h->lease_ms / 3 };
+    *w = (rl_watch){ .h = h, .lost = lost, .data = data };
+    rl_keep_init(&w->keep, h, now);
     pthread_mutex_lock(&a->mu);
     int rc = h->watch ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
                       : ensure_running(h->ctx, a);
@@ -416,14 +388,14 @@ bool rl_async_unwatch(redlock_handle *h, bool freeing)
         if (on_client_thread(a)) {
             /* From a callback: what runs on this thread cannot be waited
              * for; the handle is freed when it ends. */
-            if (w->extending || w->notifying) {
+            if (w->keep.extending || w->notifying) {
                 w->free_handle = w->free_handle || freeing;
                 now = !freeing;
             } else {
                 drop_watch(a, w);
             }
         } else {
-            while (w->extending || w->notifying)
+            while (w->keep.extending || w->notifying)
                 pthread_cond_wait(&a->changed, &a->mu);
             drop_watch(a, w);
         }

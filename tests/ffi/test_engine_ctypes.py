@@ -11,13 +11,15 @@ import ctypes
 import os
 import selectors
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 from conftest import get_key
 
-OK, ELOCKED, ENOQUORUM, ETLS = 0, -1, -2, -13
+OK, ELOCKED, ENOQUORUM, ENOTHELD, EEXPIRED, ETLS = 0, -1, -2, -3, -6, -13
+KEEP_WAIT, KEEP_EXTEND, KEEP_LOST = 0, 1, 2
 
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
@@ -84,6 +86,13 @@ SIGNATURES = {
     "redlock_ctx_node_tls": (ctypes.c_int, [P, SIZE]),
     "redlock_ctx_node_server_name": (ctypes.c_char_p, [P, SIZE]),
     "redlock_conn_tls_failed": (None, [P, ctypes.c_char_p, I64]),
+    "redlock_keep_new": (ctypes.c_int, [ctypes.POINTER(P), P, I64]),
+    "redlock_keep_free": (None, [P]),
+    "redlock_keep_next": (ctypes.c_int, [P, I64, ctypes.POINTER(I64)]),
+    "redlock_keep_extend": (ctypes.c_int, [ctypes.POINTER(P), P, I64]),
+    "redlock_keep_extended": (None, [P, ctypes.c_int, ctypes.c_char_p, I64]),
+    "redlock_keep_status": (ctypes.c_int, [P]),
+    "redlock_keep_message": (ctypes.c_char_p, [P]),
 }
 
 
@@ -273,10 +282,10 @@ def new_ctx(lib, uris):
     return ctx
 
 
-def lock(lib, driver, ctx, name, wait_ms=0):
+def lock(lib, driver, ctx, name, wait_ms=0, lease_ms=10000):
     op = P()
     names = (ctypes.c_char_p * 1)(name.encode())
-    assert lib.redlock_op_lock(ctypes.byref(op), ctx, names, 1, 10000, wait_ms,
+    assert lib.redlock_op_lock(ctypes.byref(op), ctx, names, 1, lease_ms, wait_ms,
                                lib.redlock_now_ms()) == OK
     rc = driver.run(op)
     handle = lib.redlock_op_take_handle(op)
@@ -352,6 +361,103 @@ def test_a_python_driver_has_its_waiting_lock_woken_by_the_release(lib, uris):
             for conn in conns:
                 d.close(conn, b"done", lib.redlock_now_ms())
         lib.redlock_ctx_free(c)
+
+
+def keep_step(lib, driver, keep):
+    """One turn of a driver's renewal: asks the keep what to do and runs the
+    extension it asks for. Returns (what, when to ask again)."""
+    now, at = lib.redlock_now_ms(), I64()
+    what = lib.redlock_keep_next(keep, now, ctypes.byref(at))
+    if what == KEEP_EXTEND:
+        op = P()
+        if lib.redlock_keep_extend(ctypes.byref(op), keep, now) == OK:
+            rc = driver.run(op)
+            lib.redlock_keep_extended(keep, rc, lib.redlock_op_message(op),
+                                      lib.redlock_now_ms())
+            lib.redlock_op_free(op)
+    return what, at.value
+
+
+def test_a_python_driver_keeps_a_lock_by_the_engines_rules(lib, uris):
+    """The rules of a kept lock come from the library: a 600 ms lease is
+    extended a third of it after each success and outlives itself several
+    times; when the key is gone from the nodes, the next extension finds it
+    not ours and the keep says lost, with why."""
+    ctx = new_ctx(lib, uris)
+    driver = Driver(lib, ctx)
+    rc, handle, message = lock(lib, driver, ctx, "engine-keep", lease_ms=600)
+    assert rc == OK, message
+    keep = P()
+    assert lib.redlock_keep_new(ctypes.byref(keep), handle, lib.redlock_now_ms()) == OK
+    extended, started = 0, time.monotonic()
+    while time.monotonic() - started < 2.0:
+        what, at = keep_step(lib, driver, keep)
+        assert what != KEEP_LOST, lib.redlock_keep_message(keep)
+        extended += what == KEEP_EXTEND
+        time.sleep(max(0, at - lib.redlock_now_ms()) / 1000)
+    # Every 200 ms for 2 s, and the key is still on every node.
+    assert 6 <= extended <= 12, extended
+    token = lib.redlock_handle_token(handle).decode()
+    assert all(get_key(uri, "engine-keep") == token for uri in uris)
+
+    for uri in uris:
+        subprocess.run(["redis-cli", "-u", uri, "DEL", "engine-keep"], check=True,
+                       capture_output=True)
+    deadline = time.monotonic() + 2
+    what = KEEP_WAIT
+    while what != KEEP_LOST and time.monotonic() < deadline:
+        what, at = keep_step(lib, driver, keep)
+        if what == KEEP_WAIT:
+            time.sleep(max(0, at - lib.redlock_now_ms()) / 1000)
+    assert what == KEEP_LOST
+    assert lib.redlock_keep_status(keep) == ENOTHELD
+    assert b"engine-keep" in lib.redlock_keep_message(keep)
+    lib.redlock_keep_free(keep)
+    lib.redlock_handle_free(handle)
+    for conns in driver.idle.values():
+        for conn in conns:
+            driver.close(conn, b"done", lib.redlock_now_ms())
+    lib.redlock_ctx_free(ctx)
+
+
+def test_a_keep_retries_failed_extensions_until_validity_runs_out(lib, uris):
+    """Failed extensions are tried again after retry_delay_ms while validity
+    lasts; at its end the lock is lost, even with an extension under way, and
+    that extension's late success changes nothing. The clock here is the
+    test's: the keep does no I/O and reads no clock."""
+    ctx = new_ctx(lib, uris)
+    assert lib.redlock_ctx_set_option(ctx, b"retry_delay_ms", b"50") == OK
+    driver = Driver(lib, ctx)
+    rc, handle, message = lock(lib, driver, ctx, "engine-keep-fail", lease_ms=3000)
+    assert rc == OK, message
+    now = lib.redlock_now_ms()
+    expires = now + lib.redlock_handle_validity_ms(handle)
+    keep, at = P(), I64()
+    assert lib.redlock_keep_new(ctypes.byref(keep), handle, now) == OK
+    assert lib.redlock_keep_next(keep, now, ctypes.byref(at)) == KEEP_WAIT
+    assert at.value == now + 1000
+    assert lib.redlock_keep_next(keep, now + 1000, ctypes.byref(at)) == KEEP_EXTEND
+    assert abs(at.value - expires) <= 1
+    # Under way: nothing more to start until it ends.
+    assert lib.redlock_keep_next(keep, now + 1001, ctypes.byref(at)) == KEEP_WAIT
+    lib.redlock_keep_extended(keep, ENOQUORUM, b"no quorum", now + 1010)
+    assert lib.redlock_keep_next(keep, now + 1020, ctypes.byref(at)) == KEEP_WAIT
+    assert at.value == now + 1060
+    assert lib.redlock_keep_next(keep, now + 1060, ctypes.byref(at)) == KEEP_EXTEND
+    # Validity runs out with this extension under way: lost, for good.
+    assert lib.redlock_keep_next(keep, expires + 5, ctypes.byref(at)) == KEEP_LOST
+    assert lib.redlock_keep_status(keep) == EEXPIRED
+    assert b"validity ran out" in lib.redlock_keep_message(keep)
+    lib.redlock_keep_extended(keep, OK, b"", expires + 10)
+    assert lib.redlock_keep_next(keep, expires + 11, ctypes.byref(at)) == KEEP_LOST
+    assert lib.redlock_keep_status(keep) == EEXPIRED
+    lib.redlock_keep_free(keep)
+    assert unlock(lib, driver, handle) == OK
+    lib.redlock_handle_free(handle)
+    for conns in driver.idle.values():
+        for conn in conns:
+            driver.close(conn, b"done", lib.redlock_now_ms())
+    lib.redlock_ctx_free(ctx)
 
 
 def test_the_engine_tells_a_driver_which_nodes_are_tls(lib):

@@ -34,10 +34,9 @@ acquisition, every third of the client's ``watchdog_lease_ms``; a lost one
 sets ``lock.lost``, runs the ``on_lost`` callbacks on the loop and ends
 ``await lock.wait_lost()``.
 
-Events go to the "redlock" logger, as the sync client's do: the library's
-(acquired, released, no_quorum, node_down...) from the engine, on the loop,
-and the renewal's own (renewal_failed, lost) from this module, under the
-same names and fields.
+Events go to the "redlock" logger, as the sync client's do, all of them
+the C library's (acquired, released, no_quorum, node_down..., and the
+renewal's renewal_failed and lost), told on the loop.
 
 TLS (``rediss://`` nodes): the loop's own TLS (``ssl.SSLContext``, with
 Python's OpenSSL), made from the client's ``tls_*`` options as the C
@@ -50,7 +49,6 @@ A client belongs to the event loop it is first used on.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import ssl
 import weakref
@@ -747,41 +745,24 @@ def _check_status(status: int, message: str) -> None:
         raise error_for(status, message)
 
 
-# Status codes by their short names, as the library's events name them.
-_CODE_NAMES = {getattr(capi, name): name[len("REDLOCK_E"):].lower()
-               for name in dir(capi) if name.startswith("REDLOCK_E")}
-
-
-def _kept_event(level: int, event: str, lock: Lock, handle: Any, code: int, fields: str,
-                detail: str) -> None:
-    """An event of a kept lock's renewal, with the fields of the library's
-    own (redlock_handle_watch's): "resource=... owner=<8 of the token>
-    code=...", then fields, then the detail."""
-    if _logger.isEnabledFor(level):
-        token = capi.redlock_handle_token(handle) or ""
-        _log(level, event, f"resource={','.join(lock.names)} owner={token[:8]} "
-             f"code={_CODE_NAMES.get(code, 'unknown')}{fields}: {detail}")
-
-
 class _Keeper:
-    """The renewal of one kept acquisition, a task on the loop, under the
-    rules of the C library's own (redlock_handle_watch): the handle is
-    extended every third of its lease after the last success, again after
-    a pause when the nodes failed while validity remains, and the lock is
-    lost when a quorum says it is no longer ours or when its validity runs
-    out first: at that moment, even with an extension under way. stop()
-    ends it after the extension under way, if any, so that no extension
-    follows the release."""
+    """The renewal of one kept acquisition, a task on the loop. When to
+    extend and when the lock is lost are the C library's rules, the same as
+    its own renewal's (redlock_keep: a third of the lease after each success,
+    again after a pause while validity lasts when the nodes fail, lost when a
+    quorum says it is not ours or when validity runs out first, even with an
+    extension under way), and so are the events renewal_failed and lost.
+    stop() ends it after the extension under way, if any, so that no
+    extension follows the release."""
 
-    def __init__(self, lock: Lock, driver: _Driver, handle: Any, lease_ms: int) -> None:
+    def __init__(self, lock: Lock, driver: _Driver, handle: Any) -> None:
         self.lock = lock
         self.handle = handle
-        self.lease_ms = lease_ms
         self.error: Optional[LockError] = None
         # Its result: the error when lost, None when stopped first.
         self.ended: asyncio.Future[Optional[LockError]] = driver.loop.create_future()
         self._stopping = asyncio.Event()
-        self._pause_ms = max(10, int(capi.redlock_ctx_get_option(driver.ctx, "retry_delay_ms")))
+        self._keep = capi.redlock_keep_new(handle, _now())
         self.task = driver.loop.create_task(self._run(driver))
 
     def stop(self) -> asyncio.Task[None]:
@@ -792,50 +773,44 @@ class _Keeper:
         return self.task
 
     async def _run(self, driver: _Driver) -> None:
-        next_at = _now() + self.lease_ms // 3
-        while not self._stopping.is_set():
-            now = _now()
-            expires_at = now + capi.redlock_handle_validity_ms(self.handle)
-            if expires_at <= now:
-                self._lose(LockExpired(capi.REDLOCK_EEXPIRED, "the lock's validity ran out "
-                                       "before an extension succeeded"))
-                return
-            if now < next_at:
-                try:
-                    await asyncio.wait_for(self._stopping.wait(),
-                                           (min(next_at, expires_at) - now) / 1000)
-                except asyncio.TimeoutError:
-                    pass
-                continue
-            try:
-                op = capi.redlock_op_extend(self.handle, self.lease_ms, now)
-            except LockError as exc:
-                self._lose(exc)
-                return
-            extension = driver.loop.create_task(driver.run(op))
-            done, _ = await asyncio.wait({extension}, timeout=(expires_at - now) / 1000)
-            if not done:
-                self._lose(LockExpired(capi.REDLOCK_EEXPIRED, "the lock's validity ran out "
-                                       "before an extension succeeded"))
-                await asyncio.wait({extension})
-                return
-            status, message, _ = extension.result()
-            if status == capi.REDLOCK_OK:
-                next_at = _now() + self.lease_ms // 3
-            elif status in (capi.REDLOCK_ENOTHELD, capi.REDLOCK_EWRONGTYPE):
-                self._lose(LockNotHeld(capi.REDLOCK_ENOTHELD, message))
-                return
-            else:
+        keep = self._keep
+        try:
+            extension: Optional[asyncio.Task[Any]] = None
+            while not self._stopping.is_set() or extension is not None:
                 now = _now()
-                next_at = now + self._pause_ms
-                validity = capi.redlock_handle_validity_ms(self.handle)
-                _kept_event(logging.WARNING, "renewal_failed", self.lock, self.handle, status,
-                            f" retry_in_ms={self._pause_ms} validity_ms={validity}", message)
+                what, at = capi.redlock_keep_next(keep, now)
+                if what == capi.REDLOCK_KEEP_LOST:
+                    self._lose(error_for(capi.redlock_keep_status(keep),
+                                         capi.redlock_keep_message(keep)))
+                    if extension is not None:
+                        await asyncio.wait({extension})
+                    return
+                if extension is not None:
+                    # Until it ends, or validity runs out (then lost).
+                    done, _ = await asyncio.wait({extension}, timeout=max(0, at - now) / 1000)
+                    if done:
+                        status, message, _ = extension.result()
+                        extension = None
+                        capi.redlock_keep_extended(keep, status, message, _now())
+                    continue
+                if what == capi.REDLOCK_KEEP_WAIT:
+                    try:
+                        await asyncio.wait_for(self._stopping.wait(), max(0, at - now) / 1000)
+                    except asyncio.TimeoutError:
+                        pass
+                    continue
+                try:
+                    op = capi.redlock_keep_extend(keep, now)
+                except LockError:
+                    continue   # the keep knows: it says what follows
+                extension = driver.loop.create_task(driver.run(op))
+        finally:
+            self._keep = None
+            capi.redlock_keep_free(keep)
 
     def _lose(self, error: LockError) -> None:
         if self._stopping.is_set():
             return
-        _kept_event(logging.ERROR, "lost", self.lock, self.handle, error.code, "", str(error))
         self.error = error
         self.ended.set_result(error)
         self.lock._tell_lost(error)
@@ -1130,8 +1105,7 @@ class Lock:
         _check_status(status, message)
         old, self._handle = self._handle, handle
         old_keeper = self._keeper
-        self._keeper = self._last_keeper = (_Keeper(self, driver, handle, lease_ms) if keep
-                                            else None)
+        self._keeper = self._last_keeper = _Keeper(self, driver, handle) if keep else None
         self._client._live.add(self)
         if old is not None:
             # The lease of the previous acquisition had run out (or it was lost).
