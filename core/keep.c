@@ -10,7 +10,7 @@
 
 void rl_keep_init(rl_keep *k, redlock_handle *h, int64_t now)
 {
-    *k = (rl_keep){ .h = h, .next_at = now + h->lease_ms / 3 };
+    *k = (rl_keep){ .h = h, .next_at = now + h->lease_ms / 3, .until = h->expires_at };
 }
 
 /* "resource=... owner=...": which lock an event is about. */
@@ -68,6 +68,7 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev)
         return RL_KEEP_WAIT;
     if (now >= k->next_at) {
         k->extending = true;
+        k->until = expires_at;
         return RL_KEEP_EXTEND;
     }
     if (k->next_at < *at)
@@ -84,6 +85,15 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
     redlock_ctx *ctx = k->h->ctx;
     switch (status) {
     case REDLOCK_OK:
+        if (now >= k->until) {
+            /* Lost at that moment, whatever the nodes did since. */
+            char why[160];
+            snprintf(why, sizeof why, "the lock's validity ran out %lld ms before an extension "
+                     "succeeded", (long long)(now - k->until));
+            lose(k, REDLOCK_EEXPIRED, why, ev);
+            return;
+        }
+        k->until = k->h->expires_at;
         k->next_at = now + k->h->lease_ms / 3;
         return;
     case REDLOCK_ENOMEM:

@@ -28,6 +28,7 @@
 typedef struct rl_keep {
     redlock_handle *h;
     int64_t next_at;       /* when the next extension is due */
+    int64_t until;         /* the validity's end before the extension under way */
     bool extending;        /* one is under way (asked for, not yet ended) */
     int status;            /* REDLOCK_OK, or why it was lost */
     char message[256];

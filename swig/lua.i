@@ -354,12 +354,16 @@ void redlock_lua_log_free(redlock_lua_log *q);
 %nodefaultdtor redlock_sub;
 %nodefaultctor redlock_waiters;
 %nodefaultdtor redlock_waiters;
+%nodefaultctor redlock_keep;
+%nodefaultdtor redlock_keep;
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_sub **out (redlock_sub *temp = NULL),
-                          redlock_waiters **out (redlock_waiters *temp = NULL)
+                          redlock_waiters **out (redlock_waiters *temp = NULL),
+                          redlock_keep **out (redlock_keep *temp = NULL)
 %{ $1 = &temp; %}
-%typemap(argout) redlock_op **out, redlock_sub **out, redlock_waiters **out {
+%typemap(argout) redlock_op **out, redlock_sub **out, redlock_waiters **out,
+                 redlock_keep **out {
   if (*$1) {
     SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
   } else {
@@ -389,6 +393,10 @@ void redlock_lua_log_free(redlock_lua_log *q);
 }
 
 %typemap(out) size_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
+
+/* redlock_keep_next: what to do, then when to ask again (ms). */
+%typemap(in, numinputs=0) int64_t *at_ms (int64_t temp = 0) %{ $1 = &temp; %}
+%typemap(argout) int64_t *at_ms %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 
 /* A waiter's id: a whole number from 1 to 2^53, as a Lua number holds it
  * exactly (0 from redlock_waiters_next: none). */

@@ -146,15 +146,6 @@ local function drain_events(ctx)
   ctx.draining = false
 end
 
--- "resource=... owner=<8 of the token> code=...": the fields of the events
--- of a kept lock's renewal, as the C library's own.
-local function kept_fields(hold, code)
-  local names = table.concat(hold.lock._names, ",")
-  local token = core.redlock_handle_token(hold.handle) or ""
-  return ("resource=%s owner=%s code=%s"):format(names, token:sub(1, 8),
-                                                  error_names[code] or "unknown")
-end
-
 -- Argument checks. The error points at the caller of the public function;
 -- depth says how many helpers lie between that function and argerror.
 local function argerror(n, fname, msg, depth)
@@ -1098,9 +1089,12 @@ end
 -- client or any of its locks.
 --
 -- Inside nginx the keeper does it: one ngx.timer per client in each worker,
--- running while the client has kept locks, which extends each one when due
--- (a light thread per extension, over the cosocket driver), marks it lost
--- when its validity runs out, and runs the callbacks (a light thread each).
+-- running while the client has kept locks. The rules are the C library's
+-- (redlock_keep, the ones its own thread follows): for each lock the keeper
+-- asks its keep what to do, runs the extension it asks for (a light thread
+-- each, over the cosocket driver), marks it lost when the keep says so, and
+-- runs the callbacks (a light thread each). The events renewal_failed and
+-- lost come from the keep.
 -- One timer rather than one per lock: a timer that waits between renewals
 -- counts against lua_max_running_timers (256 by default) for as long as its
 -- lock is kept, and one loop can watch every deadline, as the C thread does.
@@ -1111,10 +1105,8 @@ end
 --   lost, err, detail  latched once lost; err is what the callback gets
 --   told               the callback was run (or there was none)
 --   watch              outside nginx: the C record of the loss
---   lease, next_at     inside nginx: the renewals' lease and when the next is due
---   expires_at         inside nginx: when validity reaches 0, as known before
---                      the extension under way (one that succeeds after it
---                      does not bring the lock back)
+--   keep               inside nginx: its redlock_keep (when to extend it,
+--                      whether it is lost), freed with the hold
 --   busy               inside nginx: a semaphore while an extension is under
 --                      way, posted when it ends
 
@@ -1135,12 +1127,10 @@ local function keeper_of(ctx)
   return k
 end
 
--- Marks hold lost (once) with the error its callback gets.
+-- Marks hold lost (once) with the error its callback gets (the C library
+-- told the event).
 local function lose(hold, code, detail)
   if not hold.lost then
-    if not hold.watch then   -- the keeper's (inside nginx); the C library tells its own
-      emit(hold.ctx, core.REDLOCK_LOG_ERROR, "lost", kept_fields(hold, code) .. ": " .. detail)
-    end
     hold.lost, hold.kept = true, false
     hold.err, hold.detail = lost_error(code, detail), detail
     if hold.ctx.drv and hold.ctx.drv.keeper then
@@ -1149,14 +1139,21 @@ local function lose(hold, code, detail)
   end
 end
 
-local function expired_detail(late_ms)
-  return ("its validity ran out %d ms ago before an extension succeeded"):format(late_ms)
+-- Inside nginx: what hold's keep says to do now (core.REDLOCK_KEEP_*), and
+-- when to ask again; latches the loss it tells.
+local function ask_keep(hold)
+  local what, at = core.redlock_keep_next(hold.keep, now_ms())
+  drain_events(hold.ctx)
+  if what == core.REDLOCK_KEEP_LOST then
+    lose(hold, core.redlock_keep_status(hold.keep), core.redlock_keep_message(hold.keep))
+  end
+  return what, at
 end
 
 -- Whether hold was lost; latches it when it is found lost now: outside
 -- nginx when the C thread recorded it, or while kept when its validity has
 -- run out (the C thread marks it too, a moment later); inside nginx when
--- its validity has run out while kept.
+-- its validity has run out while kept (the keep then says lost, and why).
 local function check_hold(hold)
   if hold.lost then
     return true
@@ -1166,13 +1163,11 @@ local function check_hold(hold)
     if status ~= 0 then
       lose(hold, status, core.redlock_lua_watch_message(hold.watch))
     elseif hold.kept and core.redlock_handle_validity_ms(hold.handle) <= 0 then
-      lose(hold, core.REDLOCK_EEXPIRED, expired_detail(0))
+      lose(hold, core.REDLOCK_EEXPIRED,
+           "its validity ran out 0 ms ago before an extension succeeded")
     end
-  elseif hold.kept then
-    local now = now_ms()
-    if now >= hold.expires_at then
-      lose(hold, core.REDLOCK_EEXPIRED, expired_detail(now - hold.expires_at))
-    end
+  elseif hold.kept and core.redlock_handle_validity_ms(hold.handle) <= 0 then
+    ask_keep(hold)
   end
   return hold.lost
 end
@@ -1234,9 +1229,10 @@ local function wait_idle(hold)
   end
 end
 
--- Inside nginx: extends a kept lock (a renewal, or the owner's extend) over
--- the cosocket driver, and updates its hold. Returns the status and, when
--- it failed, the error. Nothing else extends it meanwhile (busy).
+-- Inside nginx: extends a kept lock over the cosocket driver: a renewal
+-- (lease_ms nil: the one its keep asked for) or the owner's extend, whose
+-- end its keep is told as well. Returns the status and, when it failed, the
+-- error. Nothing else extends it meanwhile (busy).
 local function extend_kept(ctx, hold, lease_ms)
   wait_idle(hold)
   if not hold.kept then
@@ -1245,16 +1241,15 @@ local function extend_kept(ctx, hold, lease_ms)
   end
   local busy = semaphore.new()
   hold.busy = busy
-  local now = now_ms()
-  local rc, op = core.redlock_op_extend(hold.handle, lease_ms, now)
+  local rc, op
+  if lease_ms then
+    rc, op = core.redlock_op_extend(hold.handle, lease_ms, now_ms())
+  else
+    -- When it cannot start, the keep knows already.
+    rc, op = core.redlock_keep_extend(hold.keep, now_ms())
+  end
   local status, message = rc, nil
   if rc == core.REDLOCK_OK then
-    -- A node may apply the new lease at once: the lock lasts no longer than
-    -- that whatever the outcome (the engine shortened the handle's too).
-    local left = core.redlock_handle_validity_ms(hold.handle)
-    if now + left < hold.expires_at then
-      hold.expires_at = now + left
-    end
     -- Whatever happens, busy ends: unlock waits for it.
     local ok, drove, detail = pcall(drive, ctx, op)
     if ok then
@@ -1262,31 +1257,18 @@ local function extend_kept(ctx, hold, lease_ms)
     else
       status, message = core.REDLOCK_ESYSTEM, "the extension failed: " .. tostring(drove)
     end
-    drain_events(ctx)
   else
     message = core.redlock_errmsg()
   end
-  hold.busy = nil
-  local ended = now_ms()
-  if hold.kept then
-    if ended >= hold.expires_at then
-      lose(hold, core.REDLOCK_EEXPIRED, expired_detail(ended - hold.expires_at))
-    elseif status == core.REDLOCK_OK then
-      hold.lease = lease_ms
-      hold.expires_at = ended + core.redlock_handle_validity_ms(hold.handle)
-      hold.next_at = ended + math.floor(lease_ms / 3)
-    elseif status == core.REDLOCK_ENOTHELD or status == core.REDLOCK_EWRONGTYPE then
-      lose(hold, core.REDLOCK_ENOTHELD, message)
-    else
-      -- The nodes failed: again after a pause, while validity lasts.
-      local pause = ctx.drv.retry_delay > 0 and ctx.drv.retry_delay or 10
-      hold.next_at = ended + pause
-      hold.expires_at = math.min(hold.expires_at,
-                                 ended + core.redlock_handle_validity_ms(hold.handle))
-      emit(ctx, core.REDLOCK_LOG_WARN, "renewal_failed", ("%s retry_in_ms=%d validity_ms=%d: %s")
-           :format(kept_fields(hold, status), pause, hold.expires_at - ended, message or ""))
-    end
+  if rc == core.REDLOCK_OK or lease_ms then
+    core.redlock_keep_extended(hold.keep, status, message or "", now_ms())
   end
+  drain_events(ctx)
+  local lost = core.redlock_keep_status(hold.keep)
+  if hold.kept and lost ~= core.REDLOCK_OK then
+    lose(hold, lost, core.redlock_keep_message(hold.keep))
+  end
+  hold.busy = nil   -- from here the keeper may free the keep
   post_all(busy)
   ctx.drv.keeper.sem:post(1)
   if hold.lost then
@@ -1298,7 +1280,7 @@ local function extend_kept(ctx, hold, lease_ms)
 end
 
 local function renew(ctx, hold)
-  extend_kept(ctx, hold, hold.lease)
+  extend_kept(ctx, hold)
 end
 
 local function run_callback(hold)
@@ -1316,25 +1298,25 @@ local function keep_watching(premature, ctx)
     local first = now + WATCH_WAIT * 1000
     local renewals, lost = {}, {}
     for hold in pairs(k.holds) do
-      if hold.kept and now >= hold.expires_at then
-        lose(hold, core.REDLOCK_EEXPIRED, expired_detail(now - hold.expires_at))
+      if hold.kept and (stopping or hold.busy) then
+        -- No renewal now: only whether its validity ran out.
+        check_hold(hold)
+        first = math.min(first, now + core.redlock_handle_validity_ms(hold.handle))
+      elseif hold.kept then
+        local what, at = ask_keep(hold)
+        if what == core.REDLOCK_KEEP_EXTEND then
+          renewals[#renewals + 1] = hold
+        end
+        first = math.min(first, at)
       end
-      if hold.lost then
+      if hold.lost and not hold.told then
+        lost[#lost + 1] = hold
+      end
+      -- Its keep goes once no extension of it runs.
+      if not hold.kept and not hold.busy then
         k.holds[hold] = nil
-        if not hold.told then
-          lost[#lost + 1] = hold
-        end
-      elseif not hold.kept then
-        k.holds[hold] = nil
-      else
-        first = math.min(first, hold.expires_at)
-        if not stopping and not hold.busy then
-          if now >= hold.next_at then
-            renewals[#renewals + 1] = hold
-          else
-            first = math.min(first, hold.next_at)
-          end
-        end
+        core.redlock_keep_free(hold.keep)
+        hold.keep = nil
       end
     end
     -- Light threads run at once until they first wait, so they start after
@@ -1398,14 +1380,18 @@ local function keep_lock(lock, state, lease_ms, blocking)
       problem = make_error(rc)
     end
   else
-    local now = now_ms()
-    hold.lease = lease_ms
-    hold.next_at = now + math.floor(lease_ms / 3)
-    hold.expires_at = now + core.redlock_handle_validity_ms(handle)
-    local ok, err = start_keeping(ctx, hold)
-    if not ok then
-      problem = make_error(core.REDLOCK_ESYSTEM, "cannot start the renewal timer: "
-                           .. tostring(err))
+    local rc, keep = core.redlock_keep_new(handle, now_ms())
+    if rc ~= core.REDLOCK_OK then
+      problem = make_error(rc)
+    else
+      hold.keep = keep
+      local ok, err = start_keeping(ctx, hold)
+      if not ok then
+        core.redlock_keep_free(keep)
+        hold.keep = nil
+        problem = make_error(core.REDLOCK_ESYSTEM, "cannot start the renewal timer: "
+                             .. tostring(err))
+      end
     end
   end
   if problem then

@@ -452,6 +452,16 @@ def test_a_keep_retries_failed_extensions_until_validity_runs_out(lib, uris):
     assert lib.redlock_keep_next(keep, expires + 11, ctypes.byref(at)) == KEEP_LOST
     assert lib.redlock_keep_status(keep) == EEXPIRED
     lib.redlock_keep_free(keep)
+
+    # An extension asked for before validity ran out, whose success came
+    # after: lost all the same.
+    assert lib.redlock_keep_new(ctypes.byref(keep), handle, now) == OK
+    assert lib.redlock_keep_next(keep, now + 1000, ctypes.byref(at)) == KEEP_EXTEND
+    lib.redlock_keep_extended(keep, OK, b"", expires + 10)
+    assert lib.redlock_keep_status(keep) == EEXPIRED
+    assert b"ms before an extension succeeded" in lib.redlock_keep_message(keep)
+    assert lib.redlock_keep_next(keep, now + 1100, ctypes.byref(at)) == KEEP_LOST
+    lib.redlock_keep_free(keep)
     assert unlock(lib, driver, handle) == OK
     lib.redlock_handle_free(handle)
     for conns in driver.idle.values():
