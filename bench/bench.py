@@ -61,6 +61,12 @@ def client_table(build):
         "ours-python-uvloop": ([py, os.path.join(BENCH, "clients/python/ours_asyncio.py"),
                                 "--loop", "uvloop"], {"PYTHONPATH": py_path},
                                [os.path.join(build, "bindings", "python", "redlock", "asyncio.py")]),
+        "floor-python-asyncio": ([py, os.path.join(BENCH, "clients/python/floor_asyncio.py")],
+                                 {"PYTHONPATH": py_path},
+                                 [os.path.join(BENCH, "clients/python/floor_asyncio.py")]),
+        "floor-python-uvloop": ([py, os.path.join(BENCH, "clients/python/floor_asyncio.py"),
+                                 "--loop", "uvloop"], {"PYTHONPATH": py_path},
+                                [os.path.join(BENCH, "clients/python/floor_asyncio.py")]),
         "ours-java": (["java", "-cp", ours_java_cp, "bench.OursBench"], {}, ours_java_needs),
         "ours-lua": (["luajit", os.path.join(BENCH, "clients/lua/ours.lua")],
                      {"LUA_PATH": lua_dir + "/?.lua;" + os.path.join(BENCH, "clients/lua/?.lua;;"),
@@ -69,6 +75,12 @@ def client_table(build):
         "ours-openresty": ([py, os.path.join(BENCH, "clients/lua/openresty.py")],
                            {"REDLOCK_LUA_DIR": lua_dir},
                            [os.path.join(lua_dir, "redlock_core.so"), "/usr/sbin/nginx"]),
+        "floor-openresty": ([py, os.path.join(BENCH, "clients/lua/openresty.py"), "--floor", "1"],
+                            {"REDLOCK_LUA_DIR": lua_dir},
+                            [os.path.join(lua_dir, "redlock_core.so"), "/usr/sbin/nginx"]),
+        "floor-openresty-pooled": ([py, os.path.join(BENCH, "clients/lua/openresty.py"), "--floor",
+                                    "pooled"], {"REDLOCK_LUA_DIR": lua_dir},
+                                   [os.path.join(lua_dir, "redlock_core.so"), "/usr/sbin/nginx"]),
         "redisson-redlock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant", "redlock"],
                              {}, [os.path.join(BENCH, "peers/redisson/target/classes")]),
         "redisson-rlock": (["java", "-cp", redisson_cp, "bench.RedissonBench", "--variant", "rlock"],
@@ -243,6 +255,9 @@ def stop_nodes(workdir):
 LATENCY_CLIENTS = ("floor", "floor-all", "ours-c", "ours-python", "ours-python-asyncio",
                    "ours-python-uvloop", "ours-java", "ours-lua", "ours-openresty",
                    "redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
+# The event-loop drivers' floors, on 5 nodes only.
+LOOP_FLOOR_CLIENTS = ("floor-python-asyncio", "floor-python-uvloop", "floor-openresty",
+                      "floor-openresty-pooled")
 MULTI_CLIENTS = ("ours-c", "redisson-multilock", "node-redlock")
 STRAGGLER_CLIENTS = ("floor", "floor-all", "ours-c", "redisson-redlock", "redsync",
                      "redsync-failfast", "node-redlock", "pottery")
@@ -266,7 +281,7 @@ def run_all(args, runner, nodes, workdir):
     for rep in range(args.repeat):
         print(f"bench: round {rep + 1} of {args.repeat}", flush=True)
         for n in NODE_COUNTS if "latency" in args.only else ():
-            for name in LATENCY_CLIENTS:
+            for name in LATENCY_CLIENTS + (LOOP_FLOOR_CLIENTS if n == 5 else ()):
                 if runner.available(name):
                     keep("latency", f"{name}|{n}", runner.run(
                         name, nodes[:n], "bench:lat", ["--cycles", cycles, "--warmup", warmup]))

@@ -1,6 +1,7 @@
 -- The bench cycle (bench/README.md) through the redlock Lua binding, as a
 -- function of the options: ours.lua runs it under a plain LuaJIT, and
--- openresty.py inside an nginx worker (the binding over cosockets). LuaJIT,
+-- openresty.py inside an nginx worker (the binding over cosockets, or the
+-- cosocket floor of floor_cosocket.lua). LuaJIT,
 -- because timing needs its ffi: plain Lua has no clock finer than a second.
 local ffi = require "ffi"
 local redlock = require "redlock"
@@ -27,23 +28,34 @@ local function cpu_us()
          tonumber(ru.stime.tv_sec) * 1e6 + tonumber(ru.stime.tv_usec)
 end
 
--- Runs the cycles for opt (string values: nodes, cycles, warmup, lease,
--- keys, prefix) and returns the JSON line of figures, named client.
-return function(opt, client_name)
-  local nodes = {}
-  for uri in (opt.nodes or ""):gmatch("[^,]+") do nodes[#nodes + 1] = uri end
+-- The binding's lock of opt's resources: its lock and unlock functions
+-- (each true on success), and the function that closes its client.
+local function binding(nodes, opt)
   local lease, keys = tonumber(opt.lease), tonumber(opt.keys)
-
   local client = assert(redlock.new(nodes, { node_timeout_ms = math.floor(lease / 20) }))
   local names = {}
   for i = 0, keys - 1 do names[#names + 1] = opt.prefix .. ":" .. i end
   local lock = keys == 1 and client:get_lock(names[1]) or client:get_multi_lock(names)
+  return function() return lock:try_lock(0, lease) end,
+         function() return lock:unlock() end,
+         function() client:close() end
+end
+
+-- Runs the cycles for opt (string values: nodes, cycles, warmup, lease,
+-- keys, prefix) and returns the JSON line of figures, named client. make
+-- (nodes, opt) gives the lock, unlock and close functions: the binding's
+-- when nil.
+return function(opt, client_name, make)
+  local nodes = {}
+  for uri in (opt.nodes or ""):gmatch("[^,]+") do nodes[#nodes + 1] = uri end
+  local keys = tonumber(opt.keys)
+  local lock, unlock, close = (make or binding)(nodes, opt)
 
   local function cycle()
     local t0 = now_ns()
-    if not lock:try_lock(0, lease) then return nil end
+    if not lock() then return nil end
     local t1 = now_ns()
-    if not lock:unlock() then return nil end
+    if not unlock() then return nil end
     return t1 - t0, now_ns() - t0
   end
 
@@ -62,7 +74,7 @@ return function(opt, client_name)
   end
   local wall = (now_ns() - w0) / 1e9
   local u1, s1 = cpu_us()
-  client:close()
+  close()
   return ('{"client": "%s", "mode": "cycle", "n": %d, "keys": %d, "threads": 1, '
     .. '"ok": %d, "failed": %d, "cpu_user_us": %d, "cpu_sys_us": %d, "wall_s": %.6f, '
     .. '"lock_ns": [%s], "cycle_ns": [%s]}\n'):format(client_name, #nodes, keys, ok, failed,

@@ -3,7 +3,10 @@ cosockets (cycle.lua, the same loop as ours.lua), in one request to a worker
 of an nginx this script starts; prints the figures that request returns.
 
     openresty.py --nodes URI[,URI...] [--cycles N] [--warmup N] [--lease MS] [--keys K]
+                 [--floor 1]
 
+With --floor 1 the same request runs the cosocket floor (floor_cosocket.lua)
+instead of the binding.
 REDLOCK_LUA_DIR names the LuaJIT build of the binding; nginx and its lua
 module are Debian's."""
 
@@ -43,7 +46,12 @@ http {{
     location = /ping {{ content_by_lua_block {{ ngx.say("pong") }} }}
     location = /bench {{
       content_by_lua_block {{
-        ngx.print(require("cycle")(ngx.req.get_uri_args(), "ours-openresty"))
+        local args = ngx.req.get_uri_args()
+        if args.floor then
+          ngx.print(require("cycle")(args, "floor-openresty", require("floor_cosocket")))
+        else
+          ngx.print(require("cycle")(args, "ours-openresty"))
+        end
       }}
     }}
   }}

@@ -94,3 +94,18 @@ async def measure_async(client, args, lock, unlock):
         except Exception:
             figures.failed()
     figures.done()
+
+
+def run_on_loop(run):
+    """Runs the coroutine function run(args) with the bench's arguments and
+    --loop: asyncio's own loop, or uvloop."""
+    args = parse_args(
+        lambda p: p.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio"))
+    if args.loop == "uvloop":
+        import uvloop
+
+        uvloop.run(run(args))
+    else:
+        import asyncio
+
+        asyncio.run(run(args))

@@ -1,7 +1,6 @@
 """redlock.asyncio (the engine driven by asyncio's own loop) through the
 bench cycle; --loop uvloop runs it on uvloop."""
 
-import asyncio
 
 import harness
 import redlock.asyncio
@@ -24,16 +23,5 @@ async def run(args):
         await harness.measure_async(f"ours-python-{args.loop}", args, acquire, release)
 
 
-def main():
-    args = harness.parse_args(
-        lambda p: p.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio"))
-    if args.loop == "uvloop":
-        import uvloop
-
-        uvloop.run(run(args))
-    else:
-        asyncio.run(run(args))
-
-
 if __name__ == "__main__":
-    main()
+    harness.run_on_loop(run)
