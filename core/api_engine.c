@@ -192,8 +192,10 @@ int redlock_op_wants_conn(const redlock_op *op, size_t node)
 
 void redlock_op_attach(redlock_op *op, size_t node, redlock_conn *c, int64_t now_ms)
 {
-    if (has_node(op, node) && c && c->node == node && !c->op && rl_op_wants_conn(op, node))
+    if (has_node(op, node) && c && c->node == node && !c->op && rl_op_wants_conn(op, node)) {
         rl_op_attach(op, node, c, now_ms);
+        rl_op_overdue(op, c, now_ms);
+    }
 }
 
 void redlock_op_no_conn(redlock_op *op, size_t node, const char *why, int64_t now_ms)

@@ -394,15 +394,20 @@ void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
         if (!rl_op_wants_conn(op, i))
             continue;
         rl_conn *c = pool_take(ctx, i, rl_op_follows(op));
-        /* Replies that came while it was idle are read first: what is
-         * still missing past its deadline then tells that the node is slow
-         * (rl_op_attach), and nothing that came in time does. */
-        if (c && rl_conn_owed(c) > 0 && !drain(c, now)) {
-            rl_io_bury(ctx, c, now);
-            c = NULL;
-        }
         if (c) {
+            /* The command is queued first, so that an unlock covers the
+             * acquire still owed here before its late reply is read (read
+             * first, that yes would be undone by a release of its own, ahead
+             * of the unlock's, and the unlock would find the key gone).
+             * Then what came while it was idle is read, and only what is
+             * still missing past its deadline tells that the node is slow.
+             * A connection found dead here is the op's to replace. */
+            bool owed = rl_conn_owed(c) > 0;
             rl_op_attach(op, i, c, now);
+            if (owed && !drain(c, now))
+                rl_io_bury(ctx, c, now);
+            else
+                rl_op_overdue(op, c, now);
             continue;
         }
         char why[160];

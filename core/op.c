@@ -777,19 +777,21 @@ bool rl_op_wants_conn(const rl_op *op, size_t node)
     return op->phase == PHASE_ROUND && op->slots[node].state == SLOT_WANT_CONN;
 }
 
-void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now)
+void rl_op_overdue(rl_op *op, rl_conn *c, int64_t now)
 {
-    slot *s = &op->slots[node];
-    /* A pooled connection still owing replies past their deadline: the node
-     * did not answer in time (the call that sent them ended at a quorum). */
     for (size_t k = 0; k < rl_conn_owed(c); k++) {
         rl_entry *e = rl_conn_entry(c, k);
         if (e->deadline != 0 && !e->late && now > e->deadline) {
             e->late = true;
-            rl_node_failed(&op->ctx->nodes[node], RL_NODE_SLOW, "no answer within its deadline",
-                           now);
+            rl_node_failed(&op->ctx->nodes[c->node], RL_NODE_SLOW,
+                           "no answer within its deadline", now);
         }
     }
+}
+
+void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now)
+{
+    slot *s = &op->slots[node];
     s->conn = c;
     c->op = op;
     c->uses++;

@@ -81,8 +81,15 @@ rl_conn *rl_op_conn(const rl_op *op, size_t node);
 int64_t rl_op_deadline(const rl_op *op, size_t node);
 /* Whether the operation needs a connection to node now. */
 bool rl_op_wants_conn(const rl_op *op, size_t node);
-/* Gives it one (pooled, or new and connecting), or says none can be had. */
+/* Gives it one (pooled, or new and connecting), or says none can be had.
+ * The operation's command is queued on it at once: behind it on the stream,
+ * so a release covers an acquire of its token still owed there (cmd.h)
+ * before any late reply on it is read. */
 void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now);
+/* A pooled connection still owing replies past their deadline: the node did
+ * not answer in time (the call that sent them ended at a quorum). Call it
+ * once what the connection received while idle has been read. */
+void rl_op_overdue(rl_op *op, rl_conn *c, int64_t now);
 void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t now);
 
 /* Advances on timers and decides rounds; call after events and at wake-up. */
