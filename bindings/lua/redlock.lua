@@ -499,61 +499,71 @@ local function poke(io, replied)
   if not run then
     return
   end
-  if not io.dead and replied and run.waiting then
-    local op = run.op
-    core.redlock_op_step(op, replied)
-    if core.redlock_op_done(op) == 0 and core.redlock_op_wake_at(op) == run.waiting
-        and #core.redlock_conn_output(io.conn) == 0 then
-      return
-    end
+  if not io.dead and replied and run.waiting
+      and core.redlock_op_react(run.op, io.conn, replied, run.waiting) == 0 then
+    return
   end
   run.may_want = run.may_want or io.dead
   run.sem:post(1)
 end
 
--- The reader of one connection: connects it if it has no socket yet, then
--- reads while replies are owed. It ends when none is, or the socket does.
+-- Opens the socket of a connection: a pooled one from its keepalive pool,
+-- which does not wait (unless nginx closed it meanwhile), a new one by
+-- connecting (and the TLS handshake of a rediss:// node). False when it
+-- failed, the engine told.
+local function open(d, io)
+  local conn = io.conn
+  local sock = ngx.socket.tcp()
+  sock:settimeouts(d.connect_timeout, d.node_timeout, d.node_timeout)
+  local addr = d.addr[io.node]
+  local ok, err = sock:connect(addr[1], addr[2], { pool = io.pool })
+  local tls = ok and not io.pooled and d.tls[io.node]
+  if tls and not io.freed then
+    -- A new connection to a rediss:// node: connected once TLS is.
+    ok, err = secure(d, sock, io.node)
+  end
+  if io.freed then
+    sock:close()
+    return false
+  end
+  if not ok then
+    sock:close()
+    if tls then
+      core.redlock_conn_tls_failed(conn, err, now_ms())
+    else
+      core.redlock_conn_lost(conn, "cannot connect: " .. tostring(err), now_ms())
+    end
+    io.dead = true
+    return false
+  elseif io.pooled and sock:getreusedtimes() == 0 then
+    -- The pooled socket was closed while idle: the engine tries the
+    -- command again on a new connection.
+    sock:close()
+    core.redlock_conn_lost(conn, "connection lost: closed while idle", now_ms())
+    io.dead = true
+    return false
+  end
+  io.sock, io.tls = sock, tls
+  if not io.pooled then
+    core.redlock_conn_connected(conn, now_ms())
+  end
+  return true
+end
+
+-- The reader of one connection: connects a new one first (and wakes its
+-- run then, which writes), then reads while replies are owed. It ends when
+-- none is, or the socket does.
 local function reader(d, io)
   local conn = io.conn
   if not io.sock then
-    local sock = ngx.socket.tcp()
-    sock:settimeouts(d.connect_timeout, d.node_timeout, d.node_timeout)
-    local addr = d.addr[io.node]
-    local ok, err = sock:connect(addr[1], addr[2], { pool = io.pool })
-    local tls = ok and not io.pooled and d.tls[io.node]
-    if tls and not io.freed then
-      -- A new connection to a rediss:// node: connected once TLS is.
-      ok, err = secure(d, sock, io.node)
-    end
-    if io.freed then
-      sock:close()
+    if not open(d, io) and io.freed then
       io.reader = nil
       return
     end
-    if not ok then
-      sock:close()
-      if tls then
-        core.redlock_conn_tls_failed(conn, err, now_ms())
-      else
-        core.redlock_conn_lost(conn, "cannot connect: " .. tostring(err), now_ms())
-      end
-      io.dead = true
-    elseif io.pooled and sock:getreusedtimes() == 0 then
-      -- The pooled socket was closed while idle: the engine tries the
-      -- command again on a new connection.
-      sock:close()
-      core.redlock_conn_lost(conn, "connection lost: closed while idle", now_ms())
-      io.dead = true
-    else
-      io.sock, io.tls = sock, tls
-      if not io.pooled then
-        core.redlock_conn_connected(conn, now_ms())
-      end
-    end
     poke(io)
   end
-  while not io.dead and not io.freed and core.redlock_conn_broken(conn) == 0
-      and core.redlock_conn_owed(conn) > 0 do
+  local owed = io.dead and 0 or core.redlock_conn_reading(conn)
+  while owed > 0 and not io.freed do
     -- Once the run let go of it, the reader also writes: a late reply may
     -- queue a command (the release of an acquire that came too late).
     if io.released and not write(io) then
@@ -566,7 +576,8 @@ local function reader(d, io)
     local now = now_ms()
     if data then
       io.tls = nil
-      if core.redlock_conn_received(conn, data, now) ~= core.REDLOCK_OK then
+      owed = core.redlock_conn_feed_reading(conn, data, now)
+      if owed < 0 then
         io.dead = true
       end
       poke(io, now)
@@ -577,6 +588,7 @@ local function reader(d, io)
         .. "reply (%s); does it require a client certificate (tls_cert_file)?"):format(err), now)
       io.dead = true
       poke(io)
+      break
     else
       -- A read timeout is the node's timeout: the connection is given up,
       -- and the engine decides what its unanswered commands mean.
@@ -585,6 +597,7 @@ local function reader(d, io)
         or "connection lost: " .. tostring(err), now)
       io.dead = true
       poke(io)
+      break
     end
   end
   io.reader = nil
@@ -647,7 +660,16 @@ local function attach(d, run, node, now)
   io.run, io.released = run, false
   run.ios[#run.ios + 1] = io
   core.redlock_op_attach(run.op, node, io.conn, now)
-  spawn_reader(d, io)
+  if not io.pooled then
+    spawn_reader(d, io)
+  elseif open(d, io) then
+    -- Its command goes out now, and its reader only reads.
+    write(io)
+    spawn_reader(d, io)
+  else
+    -- Closed while idle: the engine wants another connection.
+    run.may_want = true
+  end
 end
 
 -- Writes what the engine queued on each connection of the run (the calling
@@ -664,6 +686,29 @@ local function flush(d, run)
   end
 end
 
+-- Semaphores of finished runs, for the next (one for each run under way
+-- otherwise: a new one is no small allocation).
+local spare_sems = {}
+
+local function take_sem()
+  local n = #spare_sems
+  if n == 0 then
+    return semaphore.new()
+  end
+  local sem = spare_sems[n]
+  spare_sems[n] = nil
+  return sem
+end
+
+local function give_sem(sem)
+  while sem:count() > 0 do
+    sem:wait(0)
+  end
+  if #spare_sems < 64 then
+    spare_sems[#spare_sems + 1] = sem
+  end
+end
+
 local function wait(run, at, now)
   local ms = math.max(0, math.min(at - now, 1000))
   run.waiting = at
@@ -671,18 +716,10 @@ local function wait(run, at, now)
   run.waiting = nil
 end
 
--- The first deadline of a connection of the finished run still connecting.
+-- The first deadline of a connection of the finished run still sending.
 local function tail(run, now)
-  local first
-  for node = 0, run.d.n - 1 do
-    local deadline = core.redlock_op_deadline(run.op, node)
-    local conn = core.redlock_op_conn(run.op, node)
-    if conn and core.redlock_conn_sending(conn) == 1 and deadline > now
-        and (not first or deadline < first) then
-      first = deadline
-    end
-  end
-  return first
+  local at = core.redlock_op_tail_at(run.op, run.d.n, now)
+  return at >= 0 and at or nil
 end
 
 ---------------------------------------------------------------------------
@@ -910,7 +947,7 @@ end
 -- (redlock_op_answer): { locked, ttl_ms, deleted }.
 local function drive(ctx, op)
   local d = driver_of(ctx)
-  local run = { d = d, op = op, sem = semaphore.new(), ios = {}, may_want = true,
+  local run = { d = d, op = op, sem = take_sem(), ios = {}, may_want = true,
                 may_wait = true }
   local at = 0
   while true do
@@ -950,6 +987,8 @@ local function drive(ctx, op)
   while core.redlock_op_take_conn(op) do
   end
   core.redlock_op_free(op)
+  give_sem(run.sem)
+  run.sem = nil
   for _, io in ipairs(run.ios) do
     io.run = nil
     if not io.freed then
