@@ -27,8 +27,8 @@
  *      redlock_conn_tls_failed when TLS failed);
  *   4. calls redlock_op_step after events and at redlock_op_wake_at, and
  *      loops from 2 until redlock_op_done;
- *   5. optionally keeps writing connections that are still sending
- *      (redlock_conn_sending) until redlock_op_deadline of their node, so
+ *   5. optionally keeps writing connections that are still sending until
+ *      redlock_op_tail_at says none is (within its node's deadline), so
  *      every reachable node gets the command;
  *   6. takes the connections back (redlock_op_take_conn): a connection that
  *      is redlock_conn_poolable may serve the next operation, others are
@@ -159,6 +159,17 @@ REDLOCK_API void redlock_op_step(redlock_op *op, int64_t now_ms);
 REDLOCK_API int64_t redlock_op_wake_at(const redlock_op *op);
 /* The deadline of the operation's last command to node (INT64_MIN: none). */
 REDLOCK_API int64_t redlock_op_deadline(const redlock_op *op, size_t node);
+/* After an event on c (a reply read): steps the operation at now_ms, and
+ * says whether its driver has more to do than go on waiting until
+ * waiting_ms (the wake-up time it waits for): 1 when the operation is done,
+ * wants another wake-up time, or c has bytes to write (the reply queued a
+ * command); 0 otherwise. One call instead of four on every reply. */
+REDLOCK_API int redlock_op_react(redlock_op *op, const redlock_conn *c, int64_t now_ms,
+                                 int64_t waiting_ms);
+/* Once done: the first deadline after now_ms of its connections still
+ * sending (connecting, or bytes not yet written), INT64_MAX when none is:
+ * how long step 5 goes on. */
+REDLOCK_API int64_t redlock_op_tail_at(const redlock_op *op, int64_t now_ms);
 /* A lock that has not succeeded yet gives up (what it took is released)
  * and ends with REDLOCK_ECANCELED: 1. Extend and unlock are not cancelled: 0. */
 REDLOCK_API int redlock_op_cancel(redlock_op *op, int64_t now_ms);

@@ -231,6 +231,21 @@ int64_t redlock_op_deadline(const redlock_op *op, size_t node)
     return has_node(op, node) ? rl_op_deadline(op, node) : INT64_MIN;
 }
 
+int redlock_op_react(redlock_op *op, const redlock_conn *c, int64_t now_ms, int64_t waiting_ms)
+{
+    if (!op)
+        return 1;
+    rl_op_step(op, now_ms);
+    const char *bytes;
+    return rl_op_done(op) || rl_op_wake_at(op) != waiting_ms
+        || (c && rl_conn_output(c, &bytes) > 0);
+}
+
+int64_t redlock_op_tail_at(const redlock_op *op, int64_t now_ms)
+{
+    return op ? rl_op_tail_at(op, now_ms) : INT64_MAX;
+}
+
 int redlock_op_cancel(redlock_op *op, int64_t now_ms)
 {
     return op && rl_op_cancel(op, now_ms);

@@ -462,18 +462,12 @@ static int64_t advance(redlock_ctx *ctx, struct rl_async *a, job *j, bool stoppi
             j->waiter = rl_waker_await(ctx, rl_op_keys(op));
         return rl_op_wake_at(op);
     }
-    if (!rl_io_tail_left(ctx, op, now)) {
+    int64_t tail = rl_op_tail_at(op, now);
+    if (tail == INT64_MAX) {
         finish(ctx, a, j, now);
         return INT64_MIN;
     }
-    int64_t first = INT64_MAX;
-    for (size_t i = 0; i < ctx->n_nodes; i++) {
-        rl_conn *c = rl_op_conn(op, i);
-        if (c && rl_conn_sending(c) && rl_op_deadline(op, i) > now
-            && rl_op_deadline(op, i) < first)
-            first = rl_op_deadline(op, i);
-    }
-    return first;
+    return tail;
 }
 
 /* Gives back the draining connections that are done; returns when to wake

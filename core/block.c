@@ -591,9 +591,8 @@ static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int6
             rl_io_bury(ctx, c, *now);
     }
     size_t k = rl_io_watch(ctx, op, tail, *now, pfd, who);
-    for (size_t i = 0; tail && i < ctx->n_nodes; i++)
-        if (rl_op_conn(op, i) && rl_op_deadline(op, i) > *now && rl_op_deadline(op, i) < wake)
-            wake = rl_op_deadline(op, i);
+    if (tail)
+        wake = rl_op_tail_at(op, *now);
     if (tail && k == 0)
         return;
     int64_t cap = interrupt_check ? INTERRUPT_CHECK_MS : 1000;
@@ -634,18 +633,6 @@ static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int6
     }
 }
 
-/* Whether any connection of the finished op still has its command to send
- * within its deadline. */
-bool rl_io_tail_left(redlock_ctx *ctx, rl_op *op, int64_t now)
-{
-    for (size_t i = 0; i < ctx->n_nodes; i++) {
-        rl_conn *c = rl_op_conn(op, i);
-        if (c && rl_conn_sending(c) && rl_op_deadline(op, i) > now)
-            return true;
-    }
-    return false;
-}
-
 /*
  * Runs op until it is done, then until its commands are written to every
  * node it can reach (within each node's deadline): the outcome is decided at
@@ -672,7 +659,7 @@ static int drive(redlock_ctx *ctx, rl_op *op)
     char note[256] = "";
     if (waiter)
         rl_waker_done(ctx, waiter, note, sizeof note);
-    while (rl_io_tail_left(ctx, op, now))
+    while (rl_op_tail_at(op, now) != INT64_MAX)
         poll_once(ctx, op, true, &now, &checked, NULL);
 
     rl_op_note(op, note);

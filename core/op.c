@@ -772,6 +772,18 @@ int64_t rl_op_deadline(const rl_op *op, size_t node)
     return op->slots[node].sent ? op->slots[node].deadline : INT64_MIN;
 }
 
+int64_t rl_op_tail_at(const rl_op *op, int64_t now)
+{
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        const slot *s = &op->slots[i];
+        if (s->conn && s->sent && rl_conn_sending(s->conn) && s->deadline > now
+            && s->deadline < first)
+            first = s->deadline;
+    }
+    return first;
+}
+
 bool rl_op_wants_conn(const rl_op *op, size_t node)
 {
     return op->phase == PHASE_ROUND && op->slots[node].state == SLOT_WANT_CONN;

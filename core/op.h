@@ -79,6 +79,11 @@ struct redlock_ctx *rl_op_ctx(const rl_op *op);
 rl_conn *rl_op_conn(const rl_op *op, size_t node);
 /* The deadline of the operation's last command to node (INT64_MIN: none). */
 int64_t rl_op_deadline(const rl_op *op, size_t node);
+/* Once it is done: the first deadline, after now, of its connections still
+ * sending (connecting, or bytes not yet written); INT64_MAX when there is
+ * none. A driver keeps writing them until then, so that every node it can
+ * reach gets the command though the outcome was decided at a quorum. */
+int64_t rl_op_tail_at(const rl_op *op, int64_t now);
 /* Whether the operation needs a connection to node now. */
 bool rl_op_wants_conn(const rl_op *op, size_t node);
 /* Gives it one (pooled, or new and connecting), or says none can be had.

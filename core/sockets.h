@@ -35,8 +35,6 @@ size_t rl_io_watch(struct redlock_ctx *ctx, rl_op *op, bool tail, int64_t now, s
 bool rl_io_service(rl_conn *c, short revents, int64_t now);
 /* Frees a connection the engine found broken (and its node's idle ones). */
 void rl_io_bury(struct redlock_ctx *ctx, rl_conn *c, int64_t now);
-/* Whether a finished op still has a command to send within its deadline. */
-bool rl_io_tail_left(struct redlock_ctx *ctx, rl_op *op, int64_t now);
 /* Takes a finished op's connections back: pooled when sound, else closed. */
 void rl_io_give_back(struct redlock_ctx *ctx, rl_op *op, int64_t now);
 /* The same for one connection no operation holds. */

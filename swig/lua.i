@@ -426,18 +426,12 @@ void redlock_lua_log_free(redlock_lua_log *q);
 
 %include "redlock_engine.h"
 
-/* The cosocket driver's calls on every reply, each one call from Lua
- * instead of several (a call from Lua into C is much of the driver's time):
+/* The cosocket driver's calls on every reply, one call from Lua each
+ * instead of two (a call from Lua into C is much of the driver's time; the
+ * engine's redlock_op_react is the other):
  *   redlock_conn_reading(c): how many replies c still owes; 0 once broken.
  *   redlock_conn_feed_reading(c, bytes, now): feeds what was read, then the
- *     same, or -1 when the connection broke.
- *   redlock_op_react(op, c, now, waiting): steps op after a reply on c; 1
- *     when the run waiting for `waiting` (its wake-up time) has something to
- *     do: op is done, wants another wake-up time, or c has bytes to write
- *     (the reply queued a command); 0 otherwise.
- *   redlock_op_tail_at(op, n_nodes, now): once op is done, the first deadline
- *     of its connections still sending (connecting, or bytes not yet written), when
- *     it is later than now; -1 when there is none. */
+ *     same, or -1 when the connection broke. */
 %inline %{
 static long long redlock_conn_reading(const redlock_conn *c)
 {
@@ -450,26 +444,5 @@ static long long redlock_conn_feed_reading(redlock_conn *c, const char *bytes, s
     if (redlock_conn_received(c, bytes, len, now_ms) != REDLOCK_OK || redlock_conn_broken(c))
         return -1;
     return (long long)redlock_conn_owed(c);
-}
-
-static long long redlock_op_tail_at(const redlock_op *op, size_t n_nodes, int64_t now_ms)
-{
-    int64_t first = -1;
-    for (size_t i = 0; i < n_nodes; i++) {
-        redlock_conn *c = redlock_op_conn(op, i);
-        int64_t deadline = redlock_op_deadline(op, i);
-        if (c && redlock_conn_sending(c) && deadline > now_ms && (first < 0 || deadline < first))
-            first = deadline;
-    }
-    return (long long)first;
-}
-
-static int redlock_op_react(redlock_op *op, const redlock_conn *c, int64_t now_ms,
-                            int64_t waiting)
-{
-    const char *bytes;
-    redlock_op_step(op, now_ms);
-    return redlock_op_done(op) || redlock_op_wake_at(op) != waiting
-        || redlock_conn_output(c, &bytes) > 0;
 }
 %}

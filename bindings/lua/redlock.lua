@@ -285,6 +285,7 @@ end
 local COSOCKET_PHASES = { rewrite = true, access = true, content = true, timer = true,
                           ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true }
 local READ_CHUNK = 16384
+local NEVER = 2 ^ 62           -- the engine's INT64_MAX, as far as Lua's numbers tell
 local IDLE_MS = 50000          -- a pooled socket is kept this long (setkeepalive)
 local DELIVER_PERIOD = 0.1     -- releases owed to nodes are tried again this often
 local semaphore = ngx and COSOCKET_PHASES[ngx.get_phase()] ~= nil and require("ngx.semaphore")
@@ -718,8 +719,8 @@ end
 
 -- The first deadline of a connection of the finished run still sending.
 local function tail(run, now)
-  local at = core.redlock_op_tail_at(run.op, run.d.n, now)
-  return at >= 0 and at or nil
+  local at = core.redlock_op_tail_at(run.op, now)
+  return at < NEVER and at or nil
 end
 
 ---------------------------------------------------------------------------
@@ -742,7 +743,6 @@ end
 -- elsewhere, and leaves when it ends. Its timed retries stay.
 
 local SUB_READ_TIMEOUT = 86400000   -- a subscriber waits for its next message this long (ms)
-local NEVER = 2 ^ 62                -- the engine's INT64_MAX, as far as Lua's numbers tell
 
 local watch_loop
 

@@ -88,6 +88,7 @@ _op_step = _capi.redlock_op_step
 _op_wants_conn = _capi.redlock_op_wants_conn
 _op_wake_at = _capi.redlock_op_wake_at
 _op_awaits_release = _capi.redlock_op_awaits_release
+_op_react = _capi.redlock_op_react
 
 # While releases are owed to nodes that did not answer, they are tried again
 # this often (the blocking driver's service thread does the same).
@@ -131,8 +132,15 @@ class _Conn(asyncio.BufferedProtocol):
             return
         self.replied = True
         run = self.run
-        if _received(self.conn, self.driver.view[:nbytes], _now()) != 0:
+        now = _now()
+        if _received(self.conn, self.driver.view[:nbytes], now) != 0:
             self.driver.close(self, None)
+        elif run is not None and run.waiting is not None:
+            # Most replies change nothing the run waits for (a vote before
+            # the quorum): the engine says so in one call.
+            if _op_react(run.op, self.conn, now, run.waiting):
+                run.step()
+            return
         else:
             self.flush()
         if run is not None:
@@ -199,6 +207,9 @@ class _Run:
         self.again = False
         self.wait_id = 0  # registered with the driver's _Wakes while not 0
         self.may_wait = True  # a lock not yet registered (nor refused registration)
+        # The wake-up time it waits for since its last step (redlock_op_react),
+        # None when no step made it wait.
+        self.waiting: Optional[int] = None
 
     def step(self) -> None:
         # Events may arrive while stepping (a connect that fails at once):
@@ -218,6 +229,7 @@ class _Run:
     def _step_once(self) -> None:
         op, driver = self.op, self.driver
         now = _now()
+        self.waiting = None
         if not _op_done(op):
             # Only a new round (it starts in a step at a time the run was to
             # wake at) or a connection lost makes it want connections.
@@ -237,12 +249,13 @@ class _Run:
                 if self.may_wait and _op_awaits_release(op):
                     self.may_wait = False
                     driver.wakes.add(self)
-                self._wake(_op_wake_at(op), now)
+                self.waiting = _op_wake_at(op)
+                self._wake(self.waiting, now)
                 return
         # Decided. Every node reachable within its deadline still gets the
         # command: the run ends when no connection is still connecting.
-        tail = self._tail(now)
-        if tail is not None:
+        tail = capi.redlock_op_tail_at(op, now)
+        if tail < _NEVER:
             self._wake(tail, now)
             return
         self._finish(now)
@@ -251,15 +264,6 @@ class _Run:
         for node in self.driver.nodes:
             if _op_wants_conn(self.op, node):
                 self.driver.attach(self, node, now)
-
-    def _tail(self, now: int) -> Optional[int]:
-        first = None
-        for node, conn in self.conns.items():
-            deadline = capi.redlock_op_deadline(self.op, node)
-            if (not conn.freed and capi.redlock_conn_sending(conn.conn) and deadline > now
-                    and (first is None or deadline < first)):
-                first = deadline
-        return first
 
     def _wake(self, at: int, now: int) -> None:
         if self.timer is not None:
