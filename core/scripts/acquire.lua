@@ -10,17 +10,20 @@
 -- counters' new values instead of 1.
 local n, chunk = #KEYS, 1000
 if n == 1 and ARGV[3] then
-  -- One key with fencing, the common case, in the fewest calls.
-  local value = redis.pcall('get', KEYS[1])
-  if type(value) == 'table' then
-    return redis.error_reply('WRONGTYPE key ' .. KEYS[1] .. ' holds a '
-                             .. redis.call('type', KEYS[1]).ok .. ', not a lock')
-  elseif value and value ~= ARGV[1] then
-    return 0
+  -- One key with fencing, the common case, in the fewest calls: taken
+  -- outright, or found to be ours (lease set again), another's, or not a
+  -- lock at all.
+  if not redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
+    local value = redis.pcall('get', KEYS[1])
+    if type(value) == 'table' then
+      return redis.error_reply('WRONGTYPE key ' .. KEYS[1] .. ' holds a '
+                               .. redis.call('type', KEYS[1]).ok .. ', not a lock')
+    elseif value ~= ARGV[1] then
+      return 0
+    end
+    redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
   end
-  local fence = redis.call('incr', KEYS[1] .. '\0fence')
-  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
-  return { fence }
+  return { redis.call('incr', KEYS[1] .. '\0fence') }
 end
 for first = 1, n, chunk do
   local last = math.min(first + chunk - 1, n)
