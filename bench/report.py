@@ -309,7 +309,7 @@ def section_fencing(fencing):
     return ("## Fencing tokens (N=5, C)\n\n"
             "Median in microseconds, steady state: every node counted every acquisition, so "
             "none needs the fence written back. On, each acquisition also increments a "
-            "counter per resource in the acquire script (which replaces the single-key SET NX).\n\n"
+            "counter per resource: an INCR sent with the single-key SET NX GET.\n\n"
             + table(["fencing", "lock", "lock+unlock"], rows))
 
 

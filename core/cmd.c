@@ -68,7 +68,7 @@ void rl_cmd_unref(rl_cmd *cmd)
 {
     if (!cmd || atomic_fetch_sub_explicit(&cmd->refs, 1, memory_order_acq_rel) != 1)
         return;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < RL_FORMS; i++)
         rl_bytes_free(&cmd->cached[i]);
     free(cmd->fences);
     rl_keys_unref(cmd->keys);
@@ -96,6 +96,23 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
     if (cmd->kind == RL_CMD_PING) {
         const char *argv[1] = { "PING" };
         return rl_bytes_format(out, 1, argv);
+    }
+    if (form == RL_FORM_COUNT) {
+        /* The counter's key is the lock's key, a zero byte and "fence", as
+         * the scripts name it (no resource name holds a zero byte). */
+        static const char suffix[] = "fence";
+        size_t klen = strlen(cmd->keys->k[0]);
+        char *counter = malloc(klen + sizeof suffix + 1);
+        if (!counter)
+            return REDLOCK_ENOMEM;
+        memcpy(counter, cmd->keys->k[0], klen);
+        counter[klen] = '\0';
+        memcpy(counter + klen + 1, suffix, sizeof suffix);
+        const char *argv[2] = { "INCR", counter };
+        size_t lens[2] = { 4, klen + sizeof suffix };
+        int rc = rl_bytes_format_len(out, 2, argv, lens);
+        free(counter);
+        return rc;
     }
     snprintf(ttl, sizeof ttl, "%lld", (long long)cmd->ttl_ms);
     if (form == RL_FORM_SET) {
@@ -182,11 +199,31 @@ int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
 {
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
              || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
-    rl_form form = eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA;
-    if (!eval && cmd->kind == RL_CMD_ACQUIRE && cmd->keys->n == 1 && !cmd->fenced
-        && rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
-        form = RL_FORM_SET;
-    return send_form(cmd, c, form, cmd->cacheable);
+    if (eval || rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1
+        || !rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
+        return send_form(cmd, c, eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA, cmd->cacheable);
+    int rc = send_form(cmd, c, RL_FORM_SET, cmd->cacheable);
+    if (rc != REDLOCK_OK || !cmd->fenced)
+        return rc;
+    /* Fenced: the counter's INCR right behind the SET, two entries that the
+     * operation reads as one answer (op.c). The stream must never hold the
+     * SET without it. */
+    rc = send_form(cmd, c, RL_FORM_COUNT, cmd->cacheable);
+    if (rc != REDLOCK_OK)
+        rl_conn_break(c, rc, "out of memory");
+    return rc;
+}
+
+void rl_cmd_count(const redisReply *reply, rl_result *io, int64_t *fence)
+{
+    if (io->vote != RL_VOTE_YES)
+        return;
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 1
+        && reply->integer < ((long long)1 << 53))
+        *fence = reply->integer;
+    else
+        rl_result_fail(io, REDLOCK_EREDIS, "a fencing counter that is not a count from 1 "
+                       "(was a counter key written by something else?)");
 }
 
 /* FNV-1a: holders are told apart by a hash of their token. */
@@ -242,6 +279,10 @@ void rl_cmd_fences(const rl_cmd *cmd, const redisReply *reply, int64_t *out)
 void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
 {
     memset(out, 0, sizeof *out);
+    if (form == RL_FORM_COUNT) {   /* a count is no vote: its SET's reply is (rl_cmd_count) */
+        out->vote = RL_VOTE_NO;
+        return;
+    }
     if (form == RL_FORM_SET) {
         /* nil: it was free and is ours now; our token: ours already (this
          * command ran before, on a connection lost before its reply). */

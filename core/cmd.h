@@ -49,7 +49,10 @@ typedef enum rl_cmd_kind {
 typedef enum rl_form {
     RL_FORM_SET,        /* acquire one key: SET key token NX GET PX ttl (Redis 7.0+) */
     RL_FORM_EVALSHA,    /* the command's script by digest */
-    RL_FORM_EVAL        /* the command's script in full (after NOSCRIPT) */
+    RL_FORM_EVAL,       /* the command's script in full (after NOSCRIPT) */
+    RL_FORM_COUNT,      /* a fenced acquire of one key on Redis 7.0+: INCR of its counter,
+                         * queued right behind its SET (an entry of its own) */
+    RL_FORMS
 } rl_form;
 
 /* Keys (key_prefix + name), shared by a handle and its commands. */
@@ -74,15 +77,16 @@ typedef struct rl_cmd {
     struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */
-    rl_bytes cached[3];            /* cacheable: formatted bytes per rl_form */
+    rl_bytes cached[RL_FORMS];     /* cacheable: formatted bytes per rl_form */
 } rl_cmd;
 
 rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t ttl_ms);
 rl_cmd *rl_cmd_ref(rl_cmd *cmd);
 void rl_cmd_unref(rl_cmd *cmd);
 
-/* Queues cmd on c, in the form the node takes (SET NX GET for one key on
- * Redis 7.0 and later, EVALSHA otherwise); `eval` forces the full script.
+/* Queues cmd on c, in the form the node takes (an acquire of one key on
+ * Redis 7.0 and later: SET NX GET, and when fenced the INCR of its counter
+ * behind it; EVALSHA otherwise); `eval` forces the full script.
  * REDLOCK_OK, or a code when it could not be queued. */
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval);
 
@@ -90,6 +94,10 @@ int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval);
 void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply, rl_result *out);
 /* A fenced acquire's yes (classified so): its counters, one per key, into out. */
 void rl_cmd_fences(const rl_cmd *cmd, const struct redisReply *reply, int64_t *out);
+/* A fenced acquire of one key sent as SET and INCR (RL_FORM_SET, then
+ * RL_FORM_COUNT): io is what the SET's reply said; a yes takes the INCR's
+ * reply as its fence, or becomes a failure when that is not a count. */
+void rl_cmd_count(const struct redisReply *reply, rl_result *io, int64_t *fence);
 
 /* Whether c still owes the reply of an acquire of token. A release or an
  * extension of that lock belongs on c, behind it: on another connection the

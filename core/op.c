@@ -23,6 +23,8 @@ typedef struct slot {
     bool sent;            /* this round's command was queued on conn */
     bool maybe_ran;       /* ... on a connection lost after writing it */
     bool retried;         /* a stale pooled connection was replaced this round */
+    bool counting;        /* a fenced SET answered: its vote waits for the INCR's reply */
+    rl_result set;        /* ... and is this */
     int64_t deadline;
 } slot;
 
@@ -276,7 +278,10 @@ static void finish(rl_op *op, int rc, const char *msg, int64_t now)
  * and deadline, for the node's health. */
 static void stamp(rl_conn *c, int64_t now, int64_t deadline)
 {
-    rl_entry *e = rl_conn_entry(c, rl_conn_owed(c) - 1);
+    size_t last = rl_conn_owed(c) - 1;
+    rl_entry *e = rl_conn_entry(c, last);
+    if (e->kind == RL_ENTRY_CMD && e->form == RL_FORM_COUNT && last > 0)
+        e = rl_conn_entry(c, last - 1);   /* a fenced SET's INCR: the SET is timed */
     e->sent_at = c->state == RL_CONN_OPEN ? now : 0;
     e->deadline = deadline;
 }
@@ -304,6 +309,7 @@ static void send_on(rl_op *op, size_t i, int64_t now)
         return;
     }
     s->sent = true;
+    s->counting = false;
     s->state = SLOT_WAITING;
     s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
                                                               : o->node_timeout_ms);
@@ -1015,12 +1021,27 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         }
     }
     rl_result r;
+    if (e->form == RL_FORM_COUNT) {
+        /* The INCR behind a fenced SET: the node's answer is both. */
+        if (!s->counting)
+            return;
+        s->counting = false;
+        r = s->set;
+        rl_cmd_count(reply, &r, op->got + i);
+        vote(op, i, &r, now);
+        return;
+    }
     rl_cmd_classify(op->cmd, e->form, reply, &r);
     if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials or another */
         rl_node_failed(&op->ctx->nodes[i], r.code == REDLOCK_EAUTH ? RL_NODE_AUTH : RL_NODE_UP,
                        r.why, now);
     else if (!e->late)
         rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
+    if (e->form == RL_FORM_SET && op->cmd->fenced) {
+        s->set = r;
+        s->counting = true;
+        return;
+    }
     if (r.vote == RL_VOTE_YES && op->cmd->fenced)
         rl_cmd_fences(op->cmd, reply, op->got + i * op->h->keys->n);
     vote(op, i, &r, now);

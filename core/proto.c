@@ -9,9 +9,14 @@
 
 int rl_bytes_format(rl_bytes *out, int argc, const char **argv)
 {
+    return rl_bytes_format_len(out, argc, argv, NULL);
+}
+
+int rl_bytes_format_len(rl_bytes *out, int argc, const char **argv, const size_t *lens)
+{
     out->p = NULL;
     out->len = 0;
-    int len = redisFormatCommandArgv(&out->p, argc, argv, NULL);
+    int len = redisFormatCommandArgv(&out->p, argc, argv, lens);
     if (len < 0)
         return REDLOCK_ENOMEM;
     out->len = (size_t)len;

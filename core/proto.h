@@ -18,6 +18,8 @@ typedef struct rl_bytes {
 
 /* Formats argv (NUL-terminated strings) as RESP; REDLOCK_OK or REDLOCK_ENOMEM. */
 int rl_bytes_format(rl_bytes *out, int argc, const char **argv);
+/* The same with each argument's length (binary-safe); lens NULL: strlen. */
+int rl_bytes_format_len(rl_bytes *out, int argc, const char **argv, const size_t *lens);
 void rl_bytes_free(rl_bytes *b);
 
 /* What one node said, reduced to what the quorum rule needs. */

@@ -94,12 +94,16 @@ void rl_quorum_decide(const struct redlock_ctx *ctx, const rl_round *round, cons
 
 /*
  * Fencing tokens across a quorum. Each node that takes a lock increments a
- * counter per key in the same script, and a fence write-back raises the
- * counter only while the key holds our token: so on any node, the moment
- * its counter reaches our fence F our key is there. A later holder takes its
- * keys on a quorum after ours are gone, so on the node its quorum shares
- * with a quorum whose counters reached F, its increment returns more than F,
- * and its fence (the largest of its quorum) is larger than F.
+ * counter per key, right behind taking it (in the same script, or as the
+ * INCR pipelined behind a single key's SET, which counts refused attempts
+ * too), and a fence write-back raises the counter only while the key holds
+ * our token: so each node whose count we use reached it, or our fence F,
+ * with our key there (an INCR that ran after our key expired would answer
+ * too late for the lock to have validity). Counters only grow. A later
+ * holder takes its keys on a quorum after ours are gone, so on the node its
+ * quorum shares with a quorum whose counters reached F, its increment
+ * returns more than F, and its fence (the largest of its quorum) is larger
+ * than F.
  *
  * Given the counters the nodes that said yes returned (got[node * n_keys +
  * key]), writes the fence of each key (the largest) into fences, marks in

@@ -5,6 +5,8 @@
 -- set again. Keys go to EXISTS and MGET in chunks, so unpack() stays within
 -- Lua's stack.
 -- With ARGV[3] (fencing), taking them also increments each key's counter
+-- (used for several keys, and on nodes older than Redis 7.0: one key on a
+-- newer node is taken by SET NX GET with the INCR of its counter behind it)
 -- (the key followed by a zero byte and 'fence': no lock key is named so, as
 -- resource names never hold a zero byte), and the reply is the list of the
 -- counters' new values instead of 1.
