@@ -15,7 +15,9 @@
  *     connection, and a loss after it was written makes a release owed to
  *     the node; unless a release of its token was queued behind it on the
  *     same connection (the entry is covered), which undoes it in order.
- *     NOSCRIPT means it never ran.
+ *     NOSCRIPT means it never ran. A fenced acquire of one key may be two
+ *     entries, its SET and the INCR of its counter (RL_FORM_COUNT): the rules
+ *     go by the SET's reply, and a late INCR's reply means nothing.
  *   - extend: nothing; the handle already assumes the shorter lease.
  *   - inspect, force: nothing; a query changes nothing, and a forced unlock
  *     is its caller's to repeat.
