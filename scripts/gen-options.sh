@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# gen-options.sh GEN - rewrites the options' documentation in README.md and
-# abi/redlock.h from GEN (the gen_options program built from
-# core/options.def), between their "options:begin" and "options:end" lines.
+# gen-options.sh GEN - rewrites the options' documentation in docs/options.md
+# (the table), abi/redlock.h (the comment) and bindings/lua/README.md (the
+# names) from GEN (the gen_options program built from core/options.def),
+# between their "options:begin" and "options:end" lines.
 #   gen-options.sh GEN --check   only compares, and fails with a diff
 # GEN is build/tools/gen_options (or build/tests/options/gen_options in a
 # build without the tool).
@@ -11,7 +12,7 @@ gen=${1:?usage: gen-options.sh path/to/gen_options [--check]}
 check=${2:-}
 
 status=0
-for pair in "README.md markdown" "abi/redlock.h header"; do
+for pair in "docs/options.md markdown" "abi/redlock.h header" "bindings/lua/README.md names"; do
   read -r file kind <<<"$pair"
   # Without both markers, once each, there is nothing to compare or rewrite.
   if [ "$(grep -c 'options:begin' "$root/$file")" != 1 ] ||
@@ -21,7 +22,14 @@ for pair in "README.md markdown" "abi/redlock.h header"; do
     continue
   fi
   # Here, not inside the substitution below, so that a failing GEN stops us.
-  generated=$("$gen" "$kind")
+  if [ "$kind" = names ]; then
+    # The names alone, from the table's first column: `a`, `b`, ...
+    table=$("$gen" markdown)
+    generated=$(sed -n 's/^| `\([a-z0-9_]*\)` |.*/`\1`/p' <<<"$table" | paste -sd, | sed 's/,/, /g')
+    [ -n "$generated" ] || { echo "FAIL: no option names in GEN's table" >&2; exit 1; }
+  else
+    generated=$("$gen" "$kind")
+  fi
   # Through the environment: awk -v would take backslashes as escapes.
   new=$(GENERATED=$generated awk '
     /options:begin/ { print; print ENVIRON["GENERATED"]; skipping = 1; next }

@@ -1,4 +1,4 @@
-"""The README's parity tables are true: every name in them exists where they say.
+"""The parity tables (docs/parity.md) are true: every name in them exists where they say.
 
 C names are looked up in abi/redlock.h, Python names on the package's classes
 (redlock.asyncio's for the asynchronous table), Lua names on real client and
@@ -24,11 +24,10 @@ LANGUAGES = ["C", "Python", "Lua", "Java"]
 
 
 def table_rows(first_column_line: str) -> List[Dict[str, str]]:
-    """The rows of the README table under '### Parity' whose header is
+    """The rows of the table of docs/parity.md whose header is
     first_column_line, cells by column; the asynchronous table's columns are
     named as the synchronous one's (Python asyncio as Python, OpenResty as Lua)."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Parity", 1)[1].splitlines()
+    section = (ROOT / "docs" / "parity.md").read_text().splitlines()
     first = section.index(first_column_line)
     lines = []
     for line in section[first:]:
