@@ -8,8 +8,10 @@ of the files given) are run, in order, each document in a working directory
 of its own, with REDLOCK_NODES naming five nodes started here
 (scripts/redis-nodes.sh). tests/docs/README.md says how each kind of block
 is run and how a block is marked when it is not a whole program. Besides the
-blocks: every function declared in abi/redlock.h must appear in docs/abi.md,
-and every relative link of these pages must name a file that exists.
+blocks: every function declared in abi/redlock.h must appear in docs/abi.md's
+table, every relative link of these pages must name a file that exists, and
+README.md keeps to 400 lines with the two commands (scripts/demo.sh,
+scripts/test.sh).
 
 Quiet when all is well (one summary line); one line per failed block,
 FILE:LINE and why (-v adds the block's output). Exits 1 on any failure.
@@ -376,6 +378,19 @@ def check_abi_page(failures: List[str]) -> None:
               "'Every function'")
 
 
+def check_readme(failures: List[str]) -> None:
+    """The front door stays one: a few hundred lines, with the two commands."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    if len(lines) > 400:
+        failures.append("README.md")
+        print(f"README.md:{len(lines)}: {len(lines)} lines; the README keeps to 400 (move "
+              "reference material to docs/)")
+    for command in ("scripts/demo.sh", "scripts/test.sh"):
+        if not any(line.startswith(command + " ") for line in lines):
+            failures.append("README.md")
+            print(f"README.md:1: no line starting with the command {command}")
+
+
 def check_links(path: Path, failures: List[str]) -> None:
     """Relative links name files that exist (anchors are not checked)."""
     text = path.read_text()
@@ -408,6 +423,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="docs-examples-") as tmp:
         runner = Runner(args, Path(tmp))
         check_abi_page(runner.failures)
+        if not args.files:
+            check_readme(runner.failures)
         for f in files:
             check_links(f, runner.failures)
         runner.start()
