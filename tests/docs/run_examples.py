@@ -391,17 +391,33 @@ def check_readme(failures: List[str]) -> None:
             print(f"README.md:1: no line starting with the command {command}")
 
 
+def anchors(path: Path) -> set:
+    """The anchors GitHub gives a Markdown file's headings."""
+    found = set()
+    for line in path.read_text().splitlines():
+        m = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-")
+            found.add(slug)
+    return found
+
+
 def check_links(path: Path, failures: List[str]) -> None:
-    """Relative links name files that exist (anchors are not checked)."""
+    """Relative links name files that exist, and their headings' anchors."""
     text = path.read_text()
     for n, line in enumerate(text.splitlines(), 1):
         for target in re.findall(r"\]\(([^)\s]+)\)", line):
-            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            if re.match(r"^[a-z]+:", target):
                 continue
-            file = target.split("#", 1)[0]
-            if file and not (path.parent / file).exists():
-                failures.append(f"{path.relative_to(ROOT)}:{n}")
-                print(f"{path.relative_to(ROOT)}:{n}: link to {file}, which does not exist")
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file) if file else path
+            where = f"{path.relative_to(ROOT)}:{n}"
+            if not dest.exists():
+                failures.append(where)
+                print(f"{where}: link to {file}, which does not exist")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                failures.append(where)
+                print(f"{where}: link to {target}, which has no heading '#{anchor}'")
 
 
 def main() -> int:
