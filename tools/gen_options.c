@@ -2,7 +2,8 @@
  * gen_options.c - prints the library's options from core/options.def, the
  * one table of them:
  *
- *   gen_options markdown [OUT]  the README's table
+ *   gen_options markdown [OUT]  the table of docs/options.md (and its names,
+ *                               for bindings/lua/README.md)
  *   gen_options header [OUT]    the lines of the comment in abi/redlock.h
  *   gen_options help [OUT]      the lines of the tool's --help
  *   gen_options help-c [OUT]    the same lines as a C string, which the tool's
