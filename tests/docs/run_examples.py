@@ -153,6 +153,10 @@ class Runner:
     def fail(self, block: Block, why: str, output: str = "") -> None:
         self.failures.append(block.where)
         why = " ".join(re.sub(r"<[^>]*>", " ", why).split())
+        # A line of the block's file is a line of the page.
+        page = block.path.relative_to(ROOT)
+        why = re.sub(r"\S*/block(\d+)\.\w+:(\d+)",
+                     lambda m: f"{page}:{int(m.group(1)) + int(m.group(2))}", why)
         print(f"{block.where}: ```{block.info}: {why[:300]}", flush=True)
         if self.verbose and output:
             print("    " + output.rstrip().replace("\n", "\n    "), flush=True)
