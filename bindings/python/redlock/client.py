@@ -22,7 +22,7 @@ import threading
 import weakref
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, Optional, Set, Sequence, Tuple, Type
 
 from . import capi
 from ._front import (  # noqa: F401 - re-exported for the modules that import them from here
@@ -401,6 +401,13 @@ class Lock(_LockFront):
             self.unlock()
         else:
             self._discard()
+
+    @property
+    def fences(self) -> Dict[str, int]:
+        """The fence of each resource of the current acquisition, by name;
+        empty when not held or taken without fencing."""
+        with self._mutex:  # the handle is freed by a release under it
+            return {} if self._held is None else _fences(self._held.handle, self._names)
 
     def _current_handle(self) -> Any:
         with self._mutex:
