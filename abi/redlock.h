@@ -159,7 +159,12 @@ REDLOCK_API void redlock_ctx_free(redlock_ctx *ctx);
 
 /*
  * Acquires `resource` for ttl_ms (the lease). With wait_ms 0 it makes one
- * attempt; otherwise it retries after random pauses until wait_ms has passed.
+ * attempt; otherwise it retries after random pauses until wait_ms has passed
+ * (a wait_ms larger than any real wait, such as INT64_MAX / 4, waits until
+ * acquired: it ends with REDLOCK_ENOQUORUM only when the nodes fail for
+ * unavailable_timeout_ms). The bindings' defaults, the same everywhere and
+ * Redisson's: lock() and the context managers (with_lock) with no wait wait
+ * until acquired; tryLock() with no wait makes one attempt.
  * On success *out is a handle that the caller frees with redlock_handle_free.
  * Fails with REDLOCK_ELOCKED when someone else holds it, REDLOCK_ENOQUORUM when
  * too few nodes answered, REDLOCK_EEXPIRED when acquiring took the whole lease.
@@ -301,8 +306,54 @@ typedef void (*redlock_lost_fn)(void *data, redlock_handle *handle, int status,
  * when it is watched already.
  */
 REDLOCK_API int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data);
-/* 1 once a watched h was lost, else 0 (also for NULL). */
+
+/*
+ * Whether h is lost: 1 whenever its keys can have expired while it was
+ * held, for every lock, kept or not: a watched lock whose renewal failed
+ * (above), a lock whose validity ran out before it was released (a lease
+ * that nothing renewed, or a kept lock whose owner did not see the loss
+ * yet), a lock an extension found no longer ours. Once 1 it stays 1, also
+ * after redlock_unlock (which then fails with REDLOCK_ENOTHELD: the critical
+ * section may not have been exclusive). 0 while validity remains, for a lock
+ * released in time, and for NULL. It reads the clock; no I/O.
+ */
 REDLOCK_API int redlock_handle_lost(const redlock_handle *h);
+
+/* ---- 1.2: reentry (acquiring a held lock again) ----
+ *
+ * The rule every binding follows: when the holder of a lock acquires it
+ * again (Java's RLock and Python's RLock by the owning thread or task, Lua's
+ * Lock through the same object), no acquisition is made: the binding calls
+ * redlock_handle_reenter, which counts one more hold and keeps the first
+ * terms: the keys' TTL is not changed and a kept lock's renewal goes on as
+ * before (its lease and period), a lock with a lease stays unrenewed. So no
+ * lease is ever left without its renewal, nor a renewal on a shorter lease.
+ * Each hold is given back with redlock_handle_leave; the last one is
+ * released with redlock_unlock. The owner (which thread or task holds it)
+ * is the binding's business; the count and the rule are here.
+ */
+
+/*
+ * Counts one more hold of h by its holder. REDLOCK_OK when h is held with
+ * validity left; REDLOCK_ENOTHELD (nothing counted) when it was released or
+ * is lost (redlock_handle_lost: its lease ran out, its renewal failed): the
+ * holder then learns it, unlocks (REDLOCK_ENOTHELD) and may acquire anew.
+ * REDLOCK_EINVAL for NULL. No I/O: the nodes are not contacted.
+ */
+REDLOCK_API int redlock_handle_reenter(redlock_handle *h);
+
+/* The holds of h: 1 after its acquisition, plus those counted by
+ * redlock_handle_reenter and not yet left; 0 once released, and for NULL. */
+REDLOCK_API int redlock_handle_holds(const redlock_handle *h);
+
+/*
+ * Gives back one hold of h: *left (may be NULL) is the number of holds that
+ * remain after it. When *left is 0 this was the last hold, which this call
+ * does not give back (redlock_handle_holds stays 1): the caller releases it
+ * with redlock_unlock. REDLOCK_ENOTHELD when h was released already,
+ * REDLOCK_EINVAL for NULL.
+ */
+REDLOCK_API int redlock_handle_leave(redlock_handle *h, int *left);
 
 /* ---- 1.2: asking the nodes about a lock, and forcing it open ---- */
 
@@ -320,6 +371,30 @@ REDLOCK_API int redlock_handle_lost(const redlock_handle *h);
  */
 REDLOCK_API int redlock_inspect(redlock_ctx *ctx, const char *resource, int *locked,
                                 int64_t *ttl_ms);
+
+/*
+ * redlock_inspect for a multi-lock (the n_resources taken together by
+ * redlock_lock_multi): *locked is 1 when any of them is locked, by anyone
+ * (the multi-lock cannot be taken now), and *ttl_ms then the longest of the
+ * locked ones' times to live (-1 when one has no expiry): how long until
+ * all of them could be free; *locked 0 and *ttl_ms -2 when none is locked.
+ * The rule is redlock_inspect_merge's. One round per resource, one after
+ * the other (for display and diagnosis, as redlock_inspect). The first
+ * failure is returned (REDLOCK_ENOQUORUM, REDLOCK_EWRONGTYPE...), with
+ * *locked 0 and *ttl_ms -2. REDLOCK_EINVAL for no resources or a NULL one.
+ */
+REDLOCK_API int redlock_inspect_multi(redlock_ctx *ctx, const char *const *resources,
+                                      size_t n_resources, int *locked, int64_t *ttl_ms);
+
+/*
+ * The multi-lock's answer from its resources' answers, one at a time (for a
+ * binding that asks the nodes itself, as an event loop does with
+ * redlock_op_inspect): ttl_ms is the answer so far (-2 to start with),
+ * more_ttl_ms one more resource's ttl_ms from redlock_inspect (-2: not
+ * locked, -1: no expiry). Returns -2 while no resource is locked, -1 once one
+ * has no expiry, else the longest. Locked is "the result is not -2".
+ */
+REDLOCK_API int64_t redlock_inspect_merge(int64_t ttl_ms, int64_t more_ttl_ms);
 
 /*
  * Deletes resource's key on every node whatever its token, and wakes the

@@ -372,11 +372,6 @@ int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     return REDLOCK_OK;
 }
 
-int redlock_handle_lost(const redlock_handle *h)
-{
-    return h && h->lost ? 1 : 0;
-}
-
 bool rl_async_unwatch(redlock_handle *h, bool freeing)
 {
     struct rl_async *a = rl_io_async(h->ctx);

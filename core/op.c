@@ -669,6 +669,9 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
     op->was_held = h->held;
     op->old_expires_at = h->expires_at;
     describe(op, "unlock");
+    /* The keys may have expired while it was held: it stays lost once
+     * released (redlock_handle_lost, hold.c). */
+    h->ran_out = h->lost || !h->held || h->expires_at <= now;
     /* From here on the lock is given up: a late reply of the acquire that
      * made it is undone wherever it arrives. */
     h->released = true;

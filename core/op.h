@@ -41,6 +41,8 @@ struct redlock_handle {
     _Atomic bool held;            /* acquired, and not since lost or released */
     _Atomic bool lost;            /* its renewal failed for good, or came too late */
     _Atomic bool released;        /* unlock was called */
+    _Atomic bool ran_out;         /* unlock found it lost or its validity run out */
+    _Atomic int reentries;        /* holds counted by redlock_handle_reenter (hold.c) */
     rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
     int64_t *fences;              /* fencing: the fence of each key; else NULL */
     /* Its renewal, if watched: set and cleared under async.c's mutex; read

@@ -529,6 +529,9 @@ REDLOCK_RETURNS_VOID(redlock_inspect)
 REDLOCK_RETURNS_VOID(redlock_force_unlock)
 REDLOCK_RETURNS_VOID(redlock_handle_fence)
 REDLOCK_RETURNS_VOID(redlock_ctx_ping)
+REDLOCK_RETURNS_VOID(redlock_inspect_multi)
+REDLOCK_RETURNS_VOID(redlock_handle_reenter)
+REDLOCK_RETURNS_VOID(redlock_handle_leave)
 
 /* The library is loaded by the class that declares the native methods. */
 %pragma(java) jniclasscode=%{

@@ -96,7 +96,8 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
 %typemap(out) int redlock_ctx_new, int redlock_ctx_set_option, int redlock_lock,
               int redlock_lock_multi, int redlock_extend, int redlock_unlock,
               int redlock_inspect, int redlock_force_unlock, int redlock_handle_fence,
-              int redlock_ctx_ping {
+              int redlock_ctx_ping, int redlock_inspect_multi, int redlock_handle_reenter,
+              int redlock_handle_leave {
   if ($1 < 0) {
     if ($1 != REDLOCK_ECANCELED || !PyErr_Occurred())
       redlock_py_raise($1);

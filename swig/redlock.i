@@ -23,11 +23,12 @@
 %include <stdint.i>
 %include <typemaps.i>
 
-/* The answers of the queries (redlock_inspect, redlock_force_unlock, and
- * the engine's redlock_op_answer) and the fence (redlock_handle_fence) come
+/* The answers of the queries (redlock_inspect, redlock_inspect_multi,
+ * redlock_force_unlock, and the engine's redlock_op_answer), the fence
+ * (redlock_handle_fence) and the holds left (redlock_handle_leave) come
  * back as extra return values (a language file that defines
  * REDLOCK_INT64_OUTPUTS has its own typemaps for the 64-bit ones). */
-%apply int *OUTPUT { int *locked, int *deleted, int *answered };
+%apply int *OUTPUT { int *locked, int *deleted, int *answered, int *left };
 #ifndef REDLOCK_INT64_OUTPUTS
 %apply long long *OUTPUT { int64_t *ttl_ms, int64_t *fence };
 #endif

@@ -14,6 +14,20 @@
 -- unlock, and lock:lost() and lock:on_lost(fn) tell when it was lost (see
 -- "Kept locks" below).
 --
+-- The rules every language of the library follows (docs/locks.md):
+--   * Reentry keeps the first terms: taking a lock again through the Lock
+--     object that holds it counts a hold (lock:hold_count()) and changes
+--     neither the keys' TTL nor the renewal; each hold needs its unlock, the
+--     last one releases. Taking again a hold that was lost returns nil and a
+--     "notheld" error.
+--   * lock:lost() is true whenever the keys can have expired while held: a
+--     kept lock whose renewal failed, or any lock whose validity ran out
+--     before its unlock.
+--   * The default wait: lock:lock() and client:with_lock() wait until
+--     acquired; lock:try_lock() with no wait makes one attempt.
+--   * A multi-lock is locked when any of its resources is, for the longest
+--     of their times to live (the C library's redlock_inspect_multi).
+--
 -- Times are whole milliseconds. Failures the caller must expect return
 -- `nil, err`, err being a table { code = <C status>, name = "locked" |
 -- "noquorum" | "notheld" | ..., message = <description and node detail> }
@@ -234,7 +248,7 @@ end
 -- Frees the lock's C handle. A kept lock's renewal ends with it: outside
 -- nginx redlock_handle_free stops the C thread's renewal (waiting for an
 -- extension under way), after which its lost record can go; inside nginx
--- no extension is under way here (see let_go).
+-- no extension is under way here (see stop_keeping).
 local function drop_handle(state)
   if state.handle then
     local hold = state.hold
@@ -323,8 +337,6 @@ local function driver_of(ctx)
     d.connect_timeout = tonumber(text)
     _, text = core.redlock_ctx_get_option(ctx.ptr, "node_timeout_ms")
     d.node_timeout = tonumber(text)
-    _, text = core.redlock_ctx_get_option(ctx.ptr, "retry_delay_ms")
-    d.retry_delay = tonumber(text)
     d.tls = {}
     for i = 0, n - 1 do
       d.idle[i] = {}
@@ -1485,39 +1497,35 @@ local function validity_of(state)
   return left
 end
 
--- Lets go of the lock's handle before it is taken again or released:
--- renewal stops first (inside nginx an extension under way ends first).
-local function let_go(state)
-  stop_keeping(state)
-  drop_handle(state)
+-- Taking again the lock that state holds (reentry): counts a hold and keeps
+-- the first terms (the C library's redlock_handle_reenter). true, or nil
+-- and the error: "notheld" when the hold was lost.
+local function reenter(state)
+  local hold = state.hold
+  if hold and check_hold(hold) then
+    return nil, make_error(core.REDLOCK_ENOTHELD, "acquiring again: the kept lock was lost: "
+                           .. hold.detail)
+  end
+  local rc = core.redlock_handle_reenter(state.handle)
+  if rc ~= core.REDLOCK_OK then
+    return nil, make_error(rc)
+  end
+  return true
 end
 
---- Tries to acquire the lock, waiting up to wait_ms (0: one attempt), for a
--- lease of lease_ms. With no lease_ms the lock is kept: its lease is the
--- client's watchdog_lease_ms and it is renewed until unlock. Returns true,
--- or nil and an error ("locked" when someone else holds it).
-function Lock:try_lock(wait_ms, lease_ms)
-  check_self(self, Lock, "try_lock")
-  check_wait(1, "try_lock", wait_ms)
+-- The common part of try_lock and lock, once their arguments are checked.
+local function take(self, fname, wait_ms, lease_ms)
   local kept = lease_ms == nil
-  if not kept then
-    check_lease(2, "try_lock", lease_ms)
-  end
   local state = self._state
   if state.ctx.closed then
-    error("try_lock: the client is closed", 2)
+    error(fname .. ": the client is closed", 3)
   end
   poll_lost(state.ctx)
   if state.handle then
-    if validity_of(state) > 0 then
-      error("try_lock: the lock is already held; unlock it first", 2)
-    end
-    if blocking_allowed() == false then
-      return nil, no_cosockets_error("try_lock")
-    end
-    let_go(state)
+    return reenter(state)
   end
   state.hold = nil
+  state.was_lost = false
   local lease = kept and state.ctx.watchdog_lease or lease_ms
   local rc, handle, err = acquire(state.ctx, self._names, lease, wait_ms)
   if rc ~= core.REDLOCK_OK then
@@ -1535,16 +1543,60 @@ function Lock:try_lock(wait_ms, lease_ms)
   return true
 end
 
+--- Tries to acquire the lock, waiting up to wait_ms (nil or 0: one
+-- attempt), for a lease of lease_ms. With no lease_ms the lock is kept: its
+-- lease is the client's watchdog_lease_ms and it is renewed until unlock.
+-- Returns true, or nil and an error ("locked" when someone else holds it).
+-- When this Lock holds it already, it counts one more hold (each needs its
+-- unlock) and keeps the first terms: the lease and the renewal stay as the
+-- first acquisition made them ("notheld" when that hold was lost).
+function Lock:try_lock(wait_ms, lease_ms)
+  check_self(self, Lock, "try_lock")
+  if wait_ms == nil then
+    wait_ms = 0
+  end
+  check_wait(1, "try_lock", wait_ms)
+  if lease_ms ~= nil then
+    check_lease(2, "try_lock", lease_ms)
+  end
+  return take(self, "try_lock", wait_ms, lease_ms)
+end
+
+--- Waits until the lock is acquired, for a lease of lease_ms (nil: kept,
+-- as try_lock). A wait without end still ends with "noquorum" once the nodes
+-- have failed for the client's unavailable_timeout_ms. Returns true, or nil
+-- and an error; reentry as try_lock.
+function Lock:lock(lease_ms)
+  check_self(self, Lock, "lock")
+  if lease_ms ~= nil then
+    check_lease(1, "lock", lease_ms)
+  end
+  return take(self, "lock", MAX_MS, lease_ms)
+end
+
+--- How many times this Lock holds the lock: 1 after its acquisition, plus
+-- each reentry not yet unlocked; 0 when not held.
+function Lock:hold_count()
+  check_self(self, Lock, "hold_count")
+  local handle = self._state.handle
+  return handle and core.redlock_handle_holds(handle) or 0
+end
+
 --- Releases the lock. Returns true, or nil and an error: "notheld" when it
 -- had expired or been lost (the critical section may not have been
 -- exclusive) or was never taken. The lock is not held afterwards either way.
--- A kept lock's renewal stops before the release is sent.
+-- A kept lock's renewal stops before the release is sent. With several
+-- holds (reentry) it gives back one; the last one releases.
 function Lock:unlock()
   check_self(self, Lock, "unlock")
   local state = self._state
   poll_lost(state.ctx)
   if not state.handle then
     return nil, make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired")
+  end
+  local _, left = core.redlock_handle_leave(state.handle)
+  if left and left > 0 then
+    return true
   end
   if blocking_allowed() == false then
     return nil, no_cosockets_error("unlock")
@@ -1554,11 +1606,14 @@ function Lock:unlock()
     check_hold(hold)
     stop_keeping(state)
   end
-  local _, err = handle_call(state.ctx, "unlock", state.handle)
+  local handle = state.handle
+  local _, err = handle_call(state.ctx, "unlock", handle)
   if hold and hold.watch then
     -- Lost on the C thread between the check and the unlock: told now.
     poll_lost(state.ctx)
   end
+  -- Whether its keys could have expired before the release (lost() after it).
+  state.was_lost = core.redlock_handle_lost(handle) == 1
   drop_handle(state)
   if hold and hold.lost then
     return nil, make_error(core.REDLOCK_ENOTHELD, "the kept lock had been lost before unlock: "
@@ -1604,15 +1659,21 @@ function Lock:validity_ms()
   return validity_of(self._state)
 end
 
---- Whether this lock, kept (taken with no lease), was lost: renewal failed
--- for good, or its validity ran out. True from the moment its validity
--- reaches 0 at the latest, until it is taken again. Always false for a lock
--- taken with a lease (validity_ms tells about those).
+--- Whether this lock was lost: its keys can have expired while it was held
+-- (a kept lock's renewal failed for good, or the validity of any lock, kept
+-- or with a lease, ran out before its unlock). True from the moment its
+-- validity reaches 0 at the latest, until it is taken again.
 function Lock:lost()
   check_self(self, Lock, "lost")
   local state = self._state
   poll_lost(state.ctx)
-  return state.hold ~= nil and check_hold(state.hold)
+  if state.hold ~= nil and check_hold(state.hold) then
+    return true
+  end
+  if state.handle then
+    return core.redlock_handle_lost(state.handle) == 1
+  end
+  return state.was_lost == true
 end
 
 --- Sets the function called when a kept lock of this object is lost, as
@@ -1629,6 +1690,38 @@ function Lock:on_lost(fn)
   self._state.on_lost = fn
   poll_lost(self._state.ctx)
   return true
+end
+
+-- What the nodes say of the lock, held by anyone: ttl_ms as
+-- redlock_inspect_multi gives it (-2: not locked, -1: no expiry: a
+-- multi-lock is locked when any of its resources is, for the longest), or
+-- nil and the error. Inside nginx one query per resource over the cosocket
+-- driver, merged by the C library's rule (redlock_inspect_merge).
+local function inspect(self, what)
+  local state = self._state
+  if state.ctx.closed then
+    error(what .. ": the client is closed", 3)
+  end
+  poll_lost(state.ctx)
+  local ctx = state.ctx
+  local blocking = blocking_allowed()
+  if blocking then
+    local rc, locked, ttl = core.redlock_inspect_multi(ctx.ptr, self._names)
+    drain_events(ctx)
+    if rc ~= core.REDLOCK_OK then
+      return nil, make_error(rc)
+    end
+    return locked == 1 and math.floor(ttl) or -2
+  end
+  local answer = -2
+  for _, name in ipairs(self._names) do
+    local rc, err, locked, ttl = query_call(ctx, name, false, what)
+    if rc ~= core.REDLOCK_OK then
+      return nil, err
+    end
+    answer = core.redlock_inspect_merge(answer, locked and ttl or -2)
+  end
+  return math.floor(answer)
 end
 
 -- Runs query_call for each of the lock's resources; fn(locked, ttl_ms,
@@ -1655,14 +1748,11 @@ end
 -- too few nodes answer to tell).
 function Lock:is_locked()
   check_self(self, Lock, "is_locked")
-  local any = false
-  local ok, err = each_resource(self, false, "is_locked", function(locked)
-    any = any or locked
-  end)
-  if not ok then
+  local ttl, err = inspect(self, "is_locked")
+  if not ttl then
     return nil, err
   end
-  return any
+  return ttl ~= -2
 end
 
 --- Milliseconds for which a quorum of the nodes still has the lock,
@@ -1671,16 +1761,7 @@ end
 -- resources'. Or nil and an error.
 function Lock:remain_time_to_live()
   check_self(self, Lock, "remain_time_to_live")
-  local longest = -2
-  local ok, err = each_resource(self, false, "remain_time_to_live", function(locked, ttl)
-    if locked and longest ~= -1 and (ttl == -1 or ttl > longest) then
-      longest = ttl
-    end
-  end)
-  if not ok then
-    return nil, err
-  end
-  return longest
+  return inspect(self, "remain_time_to_live")
 end
 
 --- Deletes the lock on every node whatever its token, and wakes the clients
@@ -1954,12 +2035,13 @@ local function pack(...)
   return { n = select("#", ...), ... }
 end
 
---- Runs fn(...) while holding the lock on `name`, waiting up to lease_ms for
--- it, and releases it afterwards, also when fn raises an error (which is
--- raised again). With lease_ms nil the lock is kept (renewed while fn runs),
--- and the wait is watchdog_lease_ms. Returns fn's results, or nil and an
--- error when the lock could not be taken, or when it was lost before the
--- release (then fn did run, but perhaps not alone).
+--- Runs fn(...) while holding the lock on `name`, waiting until it is
+-- acquired (as lock:lock()), and releases it afterwards, also when fn raises
+-- an error (which is raised again). With lease_ms nil the lock is kept
+-- (renewed while fn runs). Returns fn's results, or nil and an error when
+-- the lock could not be taken ("noquorum" once the nodes have failed for
+-- unavailable_timeout_ms), or when it was lost before the release (then fn
+-- did run, but perhaps not alone).
 function Client:with_lock(name, lease_ms, fn, ...)
   check_self(self, Client, "with_lock")
   check_open(self, "with_lock")
@@ -1971,7 +2053,7 @@ function Client:with_lock(name, lease_ms, fn, ...)
     argerror(3, "with_lock", "function expected, got " .. type(fn))
   end
   local lock = new_lock(self._ctx, { name })
-  local ok, err = lock:try_lock(lease_ms or self._ctx.watchdog_lease, lease_ms)
+  local ok, err = lock:lock(lease_ms)
   if not ok then
     return nil, err
   end

@@ -219,6 +219,82 @@ static void a_forced_unlock_wakes_the_waiters(void **state)
     redlock_ctx_free(operator);
 }
 
+/* Asserts what redlock_inspect_multi says of names. */
+static void assert_multi(redlock_ctx *ctx, const char *const *names, size_t n, int locked,
+                         long long low, long long high)
+{
+    int is_locked = -1;
+    int64_t ttl = 12345;
+    assert_rc(redlock_inspect_multi(ctx, names, n, &is_locked, &ttl), REDLOCK_OK);
+    assert_int_equal(is_locked, locked);
+    if (ttl < low || ttl > high)
+        fail_msg("%s...: ttl %lld, expected %lld..%lld", names[0], (long long)ttl, low, high);
+}
+
+static void a_multi_lock_is_locked_when_any_resource_is_for_the_longest(void **state)
+{
+    nodes *ns = *state;
+    redlock_ctx *ctx = ctx_for(ns, NULL);
+    static const char *const names[] = {"inspect-m1", "inspect-m2", "inspect-m3"};
+    assert_multi(ctx, names, 3, 0, -2, -2);
+    /* One resource held elsewhere: the multi-lock cannot be taken. */
+    set_on(ns, 0, 5, "inspect-m2", "someone", 4000);
+    assert_multi(ctx, names, 3, 1, 3000, 4000);
+    /* Two: as long as the longest of them. */
+    set_on(ns, 0, 5, "inspect-m3", "other", 9000);
+    assert_multi(ctx, names, 3, 1, 8000, 9000);
+    /* One without expiry: no end. */
+    set_on(ns, 0, 5, "inspect-m1", "forever", 0);
+    assert_multi(ctx, names, 3, 1, -1, -1);
+    for (size_t i = 0; i < 3; i++)
+        del_everywhere(ns, names[i]);
+    /* A multi-lock held as one: its lease. */
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock_multi(&h, ctx, names, 3, 6000, 0), REDLOCK_OK);
+    assert_multi(ctx, names, 3, 1, 5000, 6000);
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+    assert_multi(ctx, names, 3, 0, -2, -2);
+    redlock_ctx_free(ctx);
+}
+
+static void the_multi_answer_merges_one_resource_at_a_time(void **state)
+{
+    (void)state;
+    assert_int_equal(redlock_inspect_merge(-2, -2), -2);
+    assert_int_equal(redlock_inspect_merge(-2, 500), 500);
+    assert_int_equal(redlock_inspect_merge(500, -2), 500);
+    assert_int_equal(redlock_inspect_merge(500, 700), 700);
+    assert_int_equal(redlock_inspect_merge(700, 500), 700);
+    assert_int_equal(redlock_inspect_merge(-1, 500), -1);
+    assert_int_equal(redlock_inspect_merge(500, -1), -1);
+    assert_int_equal(redlock_inspect_merge(-2, -1), -1);
+    assert_int_equal(redlock_inspect_merge(-1, -2), -1);
+    assert_int_equal(redlock_inspect_merge(0, -2), 0);
+}
+
+static void a_multi_inspect_fails_as_its_first_failure(void **state)
+{
+    nodes *ns = *state;
+    redlock_ctx *ctx = ctx_for(ns, NULL);
+    static const char *const names[] = {"inspect-mfree", "inspect-mlist"};
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(nodes_exec(ns, i, "RPUSH inspect-mlist item"), 0);
+    int locked = 7;
+    int64_t ttl = 7;
+    assert_fails(redlock_inspect_multi(ctx, names, 2, &locked, &ttl), REDLOCK_EWRONGTYPE);
+    assert_int_equal(locked, 0);
+    assert_int_equal(ttl, -2);
+    del_everywhere(ns, "inspect-mlist");
+    const char *const with_null[] = {"inspect-mfree", NULL};
+    assert_fails(redlock_inspect_multi(ctx, with_null, 2, &locked, &ttl), REDLOCK_EINVAL);
+    assert_fails(redlock_inspect_multi(ctx, names, 0, NULL, NULL), REDLOCK_EINVAL);
+    assert_fails(redlock_inspect_multi(ctx, NULL, 1, NULL, NULL), REDLOCK_EINVAL);
+    assert_fails(redlock_inspect_multi(NULL, names, 2, &locked, &ttl), REDLOCK_EINVAL);
+    assert_int_equal(ttl, -2);
+    redlock_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +308,9 @@ int main(void)
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(a_forced_unlock_takes_the_lock_from_its_holder),
         cmocka_unit_test(a_forced_unlock_wakes_the_waiters),
+        cmocka_unit_test(a_multi_lock_is_locked_when_any_resource_is_for_the_longest),
+        cmocka_unit_test(the_multi_answer_merges_one_resource_at_a_time),
+        cmocka_unit_test(a_multi_inspect_fails_as_its_first_failure),
     };
     return cmocka_run_group_tests_name("inspect", tests, five_nodes_setup, nodes_teardown);
 }

@@ -1,20 +1,30 @@
+import io.redlock.LockNotHeldException;
 import io.redlock.RLock;
 import io.redlock.Redlock;
+import io.redlock.RedlockException;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
  * One contender of the cross-language tests: java -cp redlock.jar Contender.java MODE NODES NAMES.
  * NODES and NAMES are comma-separated; several names make a multi-lock. MODE "try": one attempt,
  * released at once when taken; "hold": one attempt, held until a line arrives on standard input.
- * Prints "acquired" then "released", or "refused".
+ * Prints "acquired" then "released", or "refused". MODE "rules": the scenarios of the rules every
+ * language follows (docs/locks.md) on resources named after NAMES' first one; prints one line of
+ * observations per rule, which test_parity.py compares across languages.
  */
 public class Contender {
     public static void main(String[] args) throws Exception {
         String mode = args[0];
         String[] names = args[2].split(",");
+        if (mode.equals("rules")) {
+            rules(args[1].split(","), names[0]);
+            return;
+        }
         try (Redlock client = Redlock.create(args[1].split(","))) {
             RLock lock = names.length == 1 ? client.getLock(names[0]) : client.getMultiLock(names);
             if (!lock.tryLock(0, 30, TimeUnit.SECONDS)) {
@@ -28,6 +38,80 @@ public class Contender {
             }
             lock.unlock();
             System.out.println("released");
+        }
+    }
+
+    private static String yes(boolean cond) {
+        return cond ? "yes" : "no";
+    }
+
+    /** A call's outcome as one word: "ok", or the name of the library's error. */
+    private static String word(Runnable call) {
+        try {
+            call.run();
+            return "ok";
+        } catch (LockNotHeldException e) {
+            return "notheld";
+        } catch (RedlockException e) {
+            return "error";
+        }
+    }
+
+    private static void rules(String[] nodes, String base) throws Exception {
+        try (Redlock c = Redlock.create(List.of(nodes), Map.of("watchdog_lease_ms", "900"));
+                Redlock other = Redlock.create(nodes)) {
+            RLock kept = c.getLock(base + ":kept");
+            kept.lock();
+            boolean again = kept.tryLock(1000, 150, TimeUnit.MILLISECONDS);
+            int holds = kept.getHoldCount();
+            long ttl = kept.remainTimeToLive();
+            Thread.sleep(1200);
+            System.out.printf("reentry-kept again=%s holds=%d ttl_kept=%s held=%s lost=%s"
+                    + " unlock=%s,%s%n", yes(again), holds, yes(ttl > 150),
+                    yes(kept.remainingValidity(TimeUnit.MILLISECONDS) > 0), yes(kept.isLost()),
+                    word(kept::unlock), word(kept::unlock));
+
+            RLock leased = c.getLock(base + ":leased");
+            if (!leased.tryLock(0, 300, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("not acquired");
+            }
+            again = leased.tryLock();
+            holds = leased.getHoldCount();
+            ttl = leased.remainTimeToLive();
+            Thread.sleep(450);
+            boolean lost = leased.isLost();
+            String third = word(leased::tryLock);
+            System.out.printf("reentry-lease again=%s holds=%d ttl_first=%s lost=%s reenter=%s"
+                    + " unlock=%s,%s%n", yes(again), holds, yes(ttl <= 300), yes(lost), third,
+                    word(leased::unlock), word(leased::unlock));
+
+            RLock holder = other.getLock(base + ":wait");
+            if (!holder.tryLock(0, 400, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("not acquired");
+            }
+            RLock waiter = c.getLock(base + ":wait");
+            long started = System.nanoTime();
+            String tried = waiter.tryLock() ? "ok" : "locked";
+            boolean once = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) < 300;
+            String locked = word(() -> waiter.lock(5000, TimeUnit.MILLISECONDS));
+            boolean waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) >= 300;
+            System.out.printf("wait try=%s once=%s lock=%s waited=%s%n", tried, yes(once), locked,
+                    yes(waited));
+            waiter.unlock();
+
+            RLock multi = c.getMultiLock(base + ":ma", base + ":mb", base + ":mc");
+            boolean free = !multi.isLocked();
+            RLock b = other.getLock(base + ":mb");
+            RLock d = other.getLock(base + ":mc");
+            if (!b.tryLock(0, 3000, TimeUnit.MILLISECONDS)
+                    || !d.tryLock(0, 8000, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("not acquired");
+            }
+            long left = multi.remainTimeToLive();
+            System.out.printf("multi free=%s locked=%s longest=%s%n", yes(free),
+                    yes(multi.isLocked()), yes(left > 7000 && left <= 8000));
+            b.unlock();
+            d.unlock();
         }
     }
 }

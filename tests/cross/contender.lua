@@ -4,15 +4,89 @@
 -- MODE "try": one attempt, released at once when taken; "hold": one attempt,
 -- held until a line arrives on standard input.
 -- Prints "acquired" then "released", or "refused", or "error: ...".
+-- MODE "rules": the scenarios of the rules every language follows
+-- (docs/locks.md) on resources named after NAMES' first one; prints one line
+-- of observations per rule, which test_parity.py compares across languages.
 local dir, mode, nodes_csv, names_csv = ...
 package.path = dir .. "/?.lua;" .. package.path
 package.cpath = dir .. "/?.so;" .. package.cpath
 local redlock = require "redlock"
+local core = require "redlock_core"
 
 local function split(text)
   local items = {}
   for item in text:gmatch("[^,]+") do items[#items + 1] = item end
   return items
+end
+
+local function sleep_ms(ms)
+  local deadline = core.redlock_now_ms() + ms
+  while core.redlock_now_ms() < deadline do
+    os.execute("sleep 0.05")
+  end
+end
+
+local function yes(cond) return cond and "yes" or "no" end
+
+-- ok and err of a call as one word: "ok", or the error's name.
+local function word(ok, err)
+  return ok and "ok" or err.name
+end
+
+if mode == "rules" then
+  local base = split(names_csv)[1]
+  local c = assert(redlock.new(split(nodes_csv), { watchdog_lease_ms = 900 }))
+  local other = assert(redlock.new(split(nodes_csv)))
+
+  -- Reentry of a kept lock with a short lease: the keys keep their lease,
+  -- renewal goes on.
+  local kept = c:get_lock(base .. ":kept")
+  assert(kept:lock())
+  local again = kept:try_lock(1000, 150)
+  local holds = kept:hold_count()
+  local ttl = kept:remain_time_to_live()
+  sleep_ms(1200)
+  print(("reentry-kept again=%s holds=%d ttl_kept=%s held=%s lost=%s unlock=%s,%s"):format(
+    yes(again), holds, yes(ttl > 150), yes(kept:validity_ms() > 0),
+    yes(kept:lost()), word(kept:unlock()), word(kept:unlock())))
+
+  -- Reentry of a lease with no lease: not renewed, lost once it ran out.
+  local leased = c:get_lock(base .. ":leased")
+  assert(leased:try_lock(0, 300))
+  again = leased:try_lock()
+  holds = leased:hold_count()
+  ttl = leased:remain_time_to_live()
+  sleep_ms(450)
+  local lost = leased:lost()
+  local third = word(leased:try_lock())
+  print(("reentry-lease again=%s holds=%d ttl_first=%s lost=%s reenter=%s unlock=%s,%s"):format(
+    yes(again), holds, yes(ttl <= 300), yes(lost), third,
+    word(leased:unlock()), word(leased:unlock())))
+
+  -- The default wait: try_lock() once, lock() until acquired.
+  local holder = other:get_lock(base .. ":wait")
+  assert(holder:try_lock(0, 400))
+  local waiter = c:get_lock(base .. ":wait")
+  local started = core.redlock_now_ms()
+  local tried = word(waiter:try_lock())
+  local once = core.redlock_now_ms() - started < 300
+  local locked = waiter:lock(5000)
+  print(("wait try=%s once=%s lock=%s waited=%s"):format(
+    tried, yes(once), word(locked), yes(core.redlock_now_ms() - started >= 300)))
+  waiter:unlock()
+
+  -- A multi-lock's answer: locked when any resource is, for the longest.
+  local multi = c:get_multi_lock({ base .. ":ma", base .. ":mb", base .. ":mc" })
+  local free = multi:is_locked()
+  local b, d = other:get_lock(base .. ":mb"), other:get_lock(base .. ":mc")
+  assert(b:try_lock(0, 3000))
+  assert(d:try_lock(0, 8000))
+  local left = multi:remain_time_to_live()
+  print(("multi free=%s locked=%s longest=%s"):format(
+    yes(not free), yes(multi:is_locked()), yes(left > 7000 and left <= 8000)))
+  b:unlock()
+  d:unlock()
+  os.exit(0)
 end
 
 local client = assert(redlock.new(split(nodes_csv)))

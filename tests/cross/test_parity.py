@@ -144,3 +144,185 @@ def test_java_names_exist() -> None:
             continue
         receiver, member = name_in(row["Java"])
         assert member in members.get(JAVA_CLASSES[receiver], set()), f"{receiver}.{member}"
+
+
+# ---- The rules (docs/locks.md), the same in every language ----
+#
+# Each language runs the same scenarios against the same nodes and prints one
+# line of observations per rule: Lua 5.4, LuaJIT and Java through their
+# contenders ("rules" mode), Python sync and asyncio here. Every language must
+# print exactly the expected lines.
+
+NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
+
+RULES = [
+    # Reentry keeps the first terms: a kept lock taken again with a short lease
+    # keeps its keys' lease and its renewal, and is released in time.
+    "reentry-kept again=yes holds=2 ttl_kept=yes held=yes lost=no unlock=ok,ok",
+    # A lease taken again with no lease is not renewed: lost once it ran out;
+    # taking it again says so; only the last unlock reports the loss.
+    "reentry-lease again=yes holds=2 ttl_first=yes lost=yes reenter=notheld unlock=ok,notheld",
+    # try_lock() with no wait makes one attempt; lock() waits until acquired.
+    "wait try=locked once=yes lock=ok waited=yes",
+    # A multi-lock is locked when any resource is, for the longest.
+    "multi free=yes locked=yes longest=yes",
+]
+
+
+@pytest.fixture(scope="module")
+def rule_nodes(tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("nodes")
+    subprocess.run([str(NODES_SCRIPT), "start", str(path), "5"], check=True,
+                   stdout=subprocess.DEVNULL)
+    try:
+        yield (path / "uris").read_text().split()
+    finally:
+        subprocess.run([str(NODES_SCRIPT), "stop", str(path)], check=True)
+
+
+def _word(call) -> str:
+    try:
+        call()
+    except redlock.LockNotHeld:
+        return "notheld"
+    return "ok"
+
+
+def _yes(cond: bool) -> str:
+    return "yes" if cond else "no"
+
+
+def python_rules(nodes: List[str], base: str) -> List[str]:
+    import time
+    lines = []
+    with redlock.Redlock(nodes, watchdog_lease_ms=900) as c, redlock.Redlock(nodes) as other:
+        kept = c.get_rlock(base + ":kept")
+        kept.acquire()
+        again = kept.try_lock(wait=1.0, lease=0.15)
+        holds = kept.get_hold_count()
+        ttl = kept.remain_time_to_live()
+        time.sleep(1.2)
+        lines.append(f"reentry-kept again={_yes(again)} holds={holds} "
+                     f"ttl_kept={_yes(ttl is not None and ttl > 0.15)} "
+                     f"held={_yes(kept.lock.validity > 0)} lost={_yes(kept.lock.lost)} "
+                     f"unlock={_word(kept.release)},{_word(kept.release)}")
+
+        leased = c.get_rlock(base + ":leased")
+        assert leased.try_lock(lease=0.3)
+        again = leased.try_lock()
+        holds = leased.get_hold_count()
+        ttl = leased.remain_time_to_live()
+        time.sleep(0.45)
+        lost = leased.lock.lost
+        third = _word(leased.try_lock)
+        lines.append(f"reentry-lease again={_yes(again)} holds={holds} "
+                     f"ttl_first={_yes(ttl is not None and ttl <= 0.3)} lost={_yes(lost)} "
+                     f"reenter={third} unlock={_word(leased.release)},{_word(leased.release)}")
+
+        holder = other.get_lock(base + ":wait")
+        assert holder.try_lock(lease=0.4)
+        waiter = c.get_lock(base + ":wait")
+        started = time.monotonic()
+        tried = "ok" if waiter.try_lock() else "locked"
+        once = time.monotonic() - started < 0.3
+        with c.lock(base + ":wait", lease=5.0):
+            waited = time.monotonic() - started >= 0.3
+        lines.append(f"wait try={tried} once={_yes(once)} lock=ok waited={_yes(waited)}")
+
+        multi = c.get_multi_lock(base + ":ma", base + ":mb", base + ":mc")
+        free = not multi.locked()
+        b, d = other.get_lock(base + ":mb"), other.get_lock(base + ":mc")
+        assert b.try_lock(lease=3.0) and d.try_lock(lease=8.0)
+        left = multi.remain_time_to_live()
+        lines.append(f"multi free={_yes(free)} locked={_yes(multi.locked())} "
+                     f"longest={_yes(left is not None and 7.0 < left <= 8.0)}")
+        b.unlock()
+        d.unlock()
+    return lines
+
+
+async def asyncio_rules(nodes: List[str], base: str) -> List[str]:
+    import asyncio
+    import time
+    lines = []
+    async with redlock.asyncio.Redlock(nodes, watchdog_lease_ms=900) as c, \
+            redlock.asyncio.Redlock(nodes) as other:
+        kept = c.get_rlock(base + ":kept")
+        await kept.acquire()
+        again = await kept.try_lock(wait=1.0, lease=0.15)
+        holds = kept.get_hold_count()
+        ttl = await kept.remain_time_to_live()
+        await asyncio.sleep(1.2)
+        first = await _aword(kept.release())
+        lines.append(f"reentry-kept again={_yes(again)} holds={holds} "
+                     f"ttl_kept={_yes(ttl is not None and ttl > 0.15)} "
+                     f"held={_yes(kept.lock.validity > 0)} lost={_yes(kept.lock.lost)} "
+                     f"unlock={first},{await _aword(kept.release())}")
+
+        leased = c.get_rlock(base + ":leased")
+        assert await leased.try_lock(lease=0.3)
+        again = await leased.try_lock()
+        holds = leased.get_hold_count()
+        ttl = await leased.remain_time_to_live()
+        await asyncio.sleep(0.45)
+        lost = leased.lock.lost
+        third = await _aword(leased.try_lock())
+        first = await _aword(leased.release())
+        lines.append(f"reentry-lease again={_yes(again)} holds={holds} "
+                     f"ttl_first={_yes(ttl is not None and ttl <= 0.3)} lost={_yes(lost)} "
+                     f"reenter={third} unlock={first},{await _aword(leased.release())}")
+
+        holder = other.get_lock(base + ":wait")
+        assert await holder.try_lock(lease=0.4)
+        waiter = c.get_lock(base + ":wait")
+        started = time.monotonic()
+        tried = "ok" if await waiter.try_lock() else "locked"
+        once = time.monotonic() - started < 0.3
+        async with c.lock(base + ":wait", lease=5.0):
+            waited = time.monotonic() - started >= 0.3
+        lines.append(f"wait try={tried} once={_yes(once)} lock=ok waited={_yes(waited)}")
+
+        multi = c.get_multi_lock(base + ":ma", base + ":mb", base + ":mc")
+        free = not await multi.locked()
+        b, d = other.get_lock(base + ":mb"), other.get_lock(base + ":mc")
+        assert await b.try_lock(lease=3.0) and await d.try_lock(lease=8.0)
+        left = await multi.remain_time_to_live()
+        lines.append(f"multi free={_yes(free)} locked={_yes(await multi.locked())} "
+                     f"longest={_yes(left is not None and 7.0 < left <= 8.0)}")
+        await b.unlock()
+        await d.unlock()
+    return lines
+
+
+async def _aword(awaitable) -> str:
+    try:
+        await awaitable
+    except redlock.LockNotHeld:
+        return "notheld"
+    return "ok"
+
+
+def contender_rules(language: str, nodes: List[str], base: str) -> List[str]:
+    here = ROOT / "tests" / "cross"
+    if language == "java":
+        argv = ["java", "-cp", os.environ["REDLOCK_JAR"], str(here / "Contender.java")]
+    else:
+        variable = {"lua5.4": "REDLOCK_LUA54_DIR", "luajit": "REDLOCK_LUAJIT_DIR"}[language]
+        argv = [language, str(here / "contender.lua"), os.environ[variable]]
+    run = subprocess.run(argv + ["rules", ",".join(nodes), base], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+@pytest.mark.parametrize("language", ["python", "asyncio", "lua5.4", "luajit", "java"])
+def test_the_rules_hold_alike_in_every_language(rule_nodes: List[str], language: str) -> None:
+    base = f"rules-{language}"
+    if language == "python":
+        lines = python_rules(rule_nodes, base)
+    elif language == "asyncio":
+        import asyncio
+        lines = asyncio.run(asyncio_rules(rule_nodes, base))
+    else:
+        lines = contender_rules(language, rule_nodes, base)
+    assert lines == RULES

@@ -126,6 +126,62 @@ function app.inspect()
   client:close()
 end
 
+-- The rules every language follows (docs/locks.md), over cosockets: one
+-- line of observations per rule, as tests/cross/contender.lua prints them.
+function app.rules()
+  local base = "rules-" .. ngx.var.arg_run
+  local c = new_client({ watchdog_lease_ms = KEPT_LEASE_MS })
+  local other = new_client({})
+  local function yes(cond) return cond and "yes" or "no" end
+  local function word(ok, err) return ok and "ok" or err.name end
+
+  local kept = c:get_lock(base .. ":kept")
+  assert(kept:lock())
+  local again = kept:try_lock(1000, 150)
+  local holds = kept:hold_count()
+  local ttl = kept:remain_time_to_live()
+  ngx.sleep(1.2)
+  ngx.say(("reentry-kept again=%s holds=%d ttl_kept=%s held=%s lost=%s unlock=%s,%s"):format(
+    yes(again), holds, yes(ttl > 150), yes(kept:validity_ms() > 0), yes(kept:lost()),
+    word(kept:unlock()), word(kept:unlock())))
+
+  local leased = c:get_lock(base .. ":leased")
+  assert(leased:try_lock(0, 300))
+  again = leased:try_lock()
+  holds = leased:hold_count()
+  ttl = leased:remain_time_to_live()
+  ngx.sleep(0.45)
+  local lost = leased:lost()
+  local third = word(leased:try_lock())
+  ngx.say(("reentry-lease again=%s holds=%d ttl_first=%s lost=%s reenter=%s unlock=%s,%s"):format(
+    yes(again), holds, yes(ttl <= 300), yes(lost), third, word(leased:unlock()),
+    word(leased:unlock())))
+
+  local holder = other:get_lock(base .. ":wait")
+  assert(holder:try_lock(0, 400))
+  local waiter = c:get_lock(base .. ":wait")
+  local started = now_ms()
+  local tried = word(waiter:try_lock())
+  local once = now_ms() - started < 300
+  local locked = word(waiter:lock(5000))
+  ngx.say(("wait try=%s once=%s lock=%s waited=%s"):format(tried, yes(once), locked,
+                                                           yes(now_ms() - started >= 300)))
+  waiter:unlock()
+
+  local multi = c:get_multi_lock({ base .. ":ma", base .. ":mb", base .. ":mc" })
+  local free = not multi:is_locked()
+  local b, d = other:get_lock(base .. ":mb"), other:get_lock(base .. ":mc")
+  assert(b:try_lock(0, 3000))
+  assert(d:try_lock(0, 8000))
+  local left = multi:remain_time_to_live()
+  ngx.say(("multi free=%s locked=%s longest=%s"):format(yes(free), yes(multi:is_locked()),
+                                                        yes(left > 7000 and left <= 8000)))
+  b:unlock()
+  d:unlock()
+  c:close()
+  other:close()
+end
+
 -- Fences over cosockets: two holders in turn, the second's larger.
 function app.fence()
   local client = new_client({ fencing = 1 })
@@ -365,6 +421,7 @@ http {{
     location = /multi {{ content_by_lua_block {{ require("app").multi() }} }}
     location = /inspect {{ content_by_lua_block {{ require("app").inspect() }} }}
     location = /fence {{ content_by_lua_block {{ require("app").fence() }} }}
+    location = /rules {{ content_by_lua_block {{ require("app").rules() }} }}
     location = /stats {{ content_by_lua_block {{ require("app").stats() }} }}
     location = /ping {{ content_by_lua_block {{ ngx.say("pong") }} }}
     location = /hold {{ content_by_lua_block {{ require("app").hold() }} }}
@@ -591,6 +648,20 @@ def test_a_location_asks_the_nodes_and_forces_a_lock_open(nginx_factory):
     status, body, _ = nginx.get("/inspect")
     assert status == 200, body
     assert body.splitlines() == ["locked true true", "forced true false -2", "holder nil notheld"]
+
+
+def test_the_rules_hold_inside_nginx_as_in_every_language(nginx_factory):
+    # The lines tests/cross/test_parity.py expects of every language.
+    nginx = nginx_factory(workers=1)
+    status, body, _ = nginx.get("/rules?run=1")
+    assert status == 200, body
+    assert body.splitlines() == [
+        "reentry-kept again=yes holds=2 ttl_kept=yes held=yes lost=no unlock=ok,ok",
+        "reentry-lease again=yes holds=2 ttl_first=yes lost=yes reenter=notheld "
+        "unlock=ok,notheld",
+        "wait try=locked once=yes lock=ok waited=yes",
+        "multi free=yes locked=yes longest=yes",
+    ]
 
 
 def test_a_location_gets_fences_that_grow(nginx_factory):

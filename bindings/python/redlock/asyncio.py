@@ -58,24 +58,26 @@ from typing import (Any, AsyncIterator, Callable, Dict, List, Optional, Sequence
                     Type)
 
 from . import _capi, capi
-from .client import (
+from ._front import (
     _FOREVER_MS,
     DEFAULT_LEASE,
     OptionValue,
-    _health,
+    _acquire_wait_ms,
+    _check_name,
+    _ClientFront,
     _lease_ms,
-    _fences,
-    _lease_or_kept,
+    _LockFront,
     _log,
     _logger,
     _millis,
     _names,
-    _new_ctx,
+    _Reentrant,
     _time_to_live,
+    _wait_ms,
 )
 from .errors import LockError, LockExpired, LockNotAcquired, LockNotHeld, error_for
 
-__all__ = ["DEFAULT_LEASE", "Lock", "Redlock"]
+__all__ = ["DEFAULT_LEASE", "Lock", "Redlock", "RLock"]
 
 _now = capi.redlock_now_ms
 # The engine's calls made on every reply go straight to the extension module
@@ -820,18 +822,27 @@ class _Keeper:
         self.lock._tell_lost(error)
 
 
-class Redlock:
+class Redlock(_ClientFront):
     """A client for N independent Redis masters, for asyncio: the same
     nodes and options as redlock.Redlock. Nothing connects until the first
     lock call; ``await client.close()`` (or leaving ``async with``) releases
-    the locks still held and closes the connections."""
+    the locks still held and closes the connections.
+
+    The rules are the sync client's (docs/locks.md): an RLock acquired again
+    by the task holding it counts a hold and keeps the first terms;
+    ``lock.lost`` is True whenever the keys can have expired while held;
+    ``client.lock()`` and ``async with lock:`` wait until acquired,
+    ``try_lock()`` with no wait makes one attempt; a multi-lock is locked
+    when any of its resources is, for the longest of their times to live."""
 
     def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
-        self._ctx = ctx = _new_ctx(nodes, options)
-        self._kept_lease_ms = int(capi.redlock_ctx_get_option(ctx, "watchdog_lease_ms"))
+        ctx = self._setup(nodes, options)
         self._driver: Optional[_Driver] = None
         self._live: Set[Lock] = set()
         self._closed = False
+        # The state get_rlock() objects of one name share, while any is alive.
+        self._rlocks: weakref.WeakValueDictionary[str, _Reentrant[Lock]] = \
+            weakref.WeakValueDictionary()
         self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
 
     def get_lock(self, name: str) -> Lock:
@@ -844,14 +855,28 @@ class Redlock:
         self._check_open()
         return Lock(self, _names(*names))
 
+    def get_rlock(self, name: str) -> RLock:
+        """A reentrant lock on one resource, owned by the task that acquires
+        it: that task may acquire it again (through this object or any other
+        get_rlock() of the name from this client), which counts a hold and
+        keeps the first terms, and holds it until it has released it as many
+        times (redlock.Redlock.get_rlock, with tasks for threads)."""
+        self._check_open()
+        _check_name(name)
+        shared = self._rlocks.get(name)
+        if shared is None:
+            shared = self._rlocks[name] = _Reentrant(Lock(self, (name,)))
+        return RLock(shared)
+
     @asynccontextmanager
     async def lock(self, name: str, lease: Optional[float] = None,
-                   wait: float = 0.0) -> AsyncIterator[Lock]:
+                   wait: Optional[float] = None) -> AsyncIterator[Lock]:
         """``async with client.lock(name, lease=..., wait=...) as lock:`` runs
         the block under the lock and releases it after (kept until then
-        without a lease); raises as the sync client's ``lock()`` does."""
+        without a lease); without a wait it waits until acquired. Raises as
+        the sync client's ``lock()`` does."""
         lock = self.get_lock(name)
-        await lock._acquire(_millis(wait, "wait"), *lock._lease(lease))
+        await lock._acquire(_wait_ms(wait), *lock._lease(lease))
         try:
             yield lock
         except BaseException:
@@ -859,16 +884,10 @@ class Redlock:
             raise
         await lock.unlock()
 
-    def get_option(self, name: str) -> str:
-        """The current value of a library option, as text (as set)."""
-        self._check_open()
-        return capi.redlock_ctx_get_option(self._ctx, name)
-
     def health(self) -> List[Dict[str, Any]]:
         """What the client knows of each node (redlock.Redlock.health): no
         I/O, hence not awaited."""
-        self._check_open()
-        return _health(self._ctx)
+        return super().health()
 
     async def ping(self) -> int:
         """redlock.Redlock.ping on the loop: PING to every node at once, the
@@ -901,6 +920,10 @@ class Redlock:
         if self._closed:
             raise ValueError("the Redlock client is closed")
 
+    def _context(self) -> Any:
+        self._check_open()
+        return self._ctx
+
     def _drive(self) -> _Driver:
         self._check_open()
         loop = asyncio.get_running_loop()
@@ -911,30 +934,28 @@ class Redlock:
         return self._driver
 
 
-class Lock:
+class Lock(_LockFront):
     """A distributed lock on one or more resources, from Redlock.get_lock()
     or Redlock.get_multi_lock(): redlock.Lock's methods, awaited. Times are
-    seconds. One acquisition at a time per object; not reentrant. Without a
-    lease a lock is kept (renewed by a task on the loop) until released."""
+    seconds. One acquisition at a time per object; not reentrant (get_rlock()
+    gives a reentrant one). Without a lease a lock is kept (renewed by a task
+    on the loop) until released."""
+
+    _LABEL = "redlock.asyncio.Lock"
+    _client: Redlock
 
     def __init__(self, client: Redlock, names: Tuple[str, ...]) -> None:
-        self._client = client
-        self._names = names
+        super().__init__(client, names)
         self._handle: Any = None
         self._keeper: Optional[_Keeper] = None  # while kept
         self._last_keeper: Optional[_Keeper] = None  # the latest acquisition's, if kept
-        self._on_lost: List[Callable[[Lock, LockError], Any]] = []
-
-    @property
-    def names(self) -> Tuple[str, ...]:
-        """The resources this lock covers."""
-        return self._names
+        self._was_lost = False  # whether the latest acquisition, released, had been lost
 
     async def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
         """Tries to acquire the lock for ``lease`` seconds (None: kept until
-        released), retrying for up to ``wait`` seconds. True when acquired,
-        False when held by someone else all along; failures (NoQuorum
-        among them) raise, as in redlock.Lock."""
+        released), retrying for up to ``wait`` seconds (0, the default: one
+        attempt). True when acquired, False when held by someone else all
+        along; failures (NoQuorum among them) raise, as in redlock.Lock."""
         wait_ms = _millis(wait, "wait")
         try:
             await self._acquire(wait_ms, *self._lease(lease))
@@ -944,16 +965,9 @@ class Lock:
 
     async def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         """asyncio.Lock.acquire with redlock.Lock.acquire's arguments: waits
-        up to ``timeout`` seconds (-1: as long as it takes; ``blocking=False``:
+        up to ``timeout`` seconds (-1: until acquired; ``blocking=False``:
         one attempt), kept until released."""
-        if not blocking:
-            if timeout != -1:
-                raise ValueError("can't specify a timeout for a non-blocking call")
-            wait_ms: Optional[int] = 0
-        elif timeout == -1:
-            wait_ms = None
-        else:
-            wait_ms = _millis(timeout, "timeout")
+        wait_ms = _acquire_wait_ms(blocking, timeout)
         try:
             await self._acquire(wait_ms, *self._lease(None))
         except LockNotAcquired:
@@ -964,6 +978,7 @@ class Lock:
         """Releases the lock on the nodes. Raises LockNotHeld when it was not
         held, or had expired or been lost. A cancelled unlock still releases."""
         driver = self._client._drive() if self._handle is not None else None
+        self._was_lost = self.lost
         handle, self._handle = self._handle, None
         if handle is None or driver is None:
             raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
@@ -982,6 +997,9 @@ class Lock:
         except BaseException:
             capi.redlock_handle_free(handle)
             raise
+        # The C library tells, once the release started, whether the keys
+        # could have expired before it.
+        self._was_lost = self._was_lost or capi.redlock_handle_lost(handle) == 1
         # Cancelled, the release goes on to its end all the same.
         status, message, _ = await driver.run(op, handle=handle)
         _check_status(status, message)
@@ -1009,23 +1027,25 @@ class Lock:
 
     @property
     def lost(self) -> bool:
-        """Whether the latest acquisition, a kept one, was lost (renewal
-        failed for good, or validity ran out first); False again once the
-        lock is acquired anew. A lock with a lease just expires."""
-        keeper = self._last_keeper
-        return keeper is not None and keeper.error is not None
+        """Whether the latest acquisition was lost: its keys can have expired
+        while it was held (a kept lock's renewal failed for good, or the
+        validity of any acquisition ran out before its release); False again
+        once the lock is acquired anew."""
+        handle = self._handle
+        if handle is None:
+            return self._was_lost
+        keeper = self._keeper
+        return (keeper is not None and keeper.error is not None) \
+            or capi.redlock_handle_lost(handle) == 1
 
     def on_lost(self, callback: Callable[[Lock, LockError], Any]) -> None:
         """Calls ``callback(lock, error)`` on the loop when a kept
         acquisition of this lock is lost, for this and every later one; at
         once, here, when the current acquisition is lost already. An
-        exception it raises goes to the loop's exception handler."""
-        if not callable(callback):
-            raise TypeError(f"on_lost() needs a callable, not {type(callback).__name__}")
-        self._on_lost.append(callback)
-        keeper = self._keeper
-        if keeper is not None and keeper.error is not None:
-            callback(self, keeper.error)
+        exception it raises goes to the loop's exception handler. A lock with
+        a lease has no renewal to fail: ``lost`` tells when its lease ran
+        out."""
+        super().on_lost(callback)
 
     async def wait_lost(self) -> Optional[LockError]:
         """Waits until the current kept acquisition is lost, and returns why
@@ -1041,37 +1061,34 @@ class Lock:
         """The random token of the current acquisition, None when released."""
         return None if self._handle is None else capi.redlock_handle_token(self._handle)
 
-    @property
-    def fence(self) -> Optional[int]:
-        """The fencing token of the current acquisition (redlock.Lock.fence)."""
-        return self.fences.get(self._names[0])
-
-    @property
-    def fences(self) -> Dict[str, int]:
-        """The fence of each resource, by name (redlock.Lock.fences)."""
-        return _fences(self._handle, self._names)
-
-    def is_held(self) -> bool:
-        """Whether this object holds the lock with validity left."""
-        return self.validity > 0
-
     async def locked(self) -> bool:
         """Whether the lock is held, by anyone: asks the nodes, as redis-py's
-        asyncio Lock.locked() does (redlock.Lock.locked). is_held() is this
-        object's own hold."""
-        return any([(await self._inspect(name, False))[0] for name in self._names])
+        asyncio Lock.locked() does (redlock.Lock.locked: a multi-lock is
+        locked when any of its resources is). is_held() is this object's own
+        hold."""
+        return await self._inspect_all() != -2
 
     async def remain_time_to_live(self) -> Optional[float]:
         """redlock.Lock.remain_time_to_live: seconds a quorum still has the
         lock, whoever holds it; None when nobody does, math.inf without
-        expiry."""
-        return _time_to_live([(await self._inspect(name, False))[:2] for name in self._names])
+        expiry; for a multi-lock the longest of its locked resources'."""
+        return _time_to_live(await self._inspect_all())
 
     async def force_unlock(self) -> bool:
         """redlock.Lock.force_unlock: deletes the lock on every node whatever
         its token (dangerous: read it there). True when a lock was deleted."""
         deleted = [(await self._inspect(name, True))[2] for name in self._names]
         return sum(deleted) > 0
+
+    async def _inspect_all(self) -> int:
+        """The lock's answer as redlock_inspect_multi gives it (its ttl_ms,
+        -2 when not locked), merged by the C library's rule from one query
+        per resource on the loop."""
+        answer = -2
+        for name in self._names:
+            locked, ttl_ms, _ = await self._inspect(name, False)
+            answer = capi.redlock_inspect_merge(answer, ttl_ms if locked else -2)
+        return answer
 
     async def _inspect(self, name: str, force: bool) -> Tuple[int, int, int]:
         """Asks the nodes about name, or forces it open: (locked, ttl_ms,
@@ -1094,12 +1111,12 @@ class Lock:
         else:
             await self._discard()
 
-    def __repr__(self) -> str:
-        state = "held" if self.is_held() else "not held"
-        return f"<redlock.asyncio.Lock {', '.join(map(repr, self._names))} {state}>"
+    def _current_handle(self) -> Any:
+        return self._handle
 
-    def _lease(self, lease: Optional[float]) -> Tuple[int, bool]:
-        return _lease_or_kept(lease, self._client._kept_lease_ms)
+    def _lost_now(self) -> Optional[LockError]:
+        keeper = self._keeper
+        return None if keeper is None else keeper.error
 
     async def _acquire(self, wait_ms: Optional[int], lease_ms: int, keep: bool) -> None:
         driver = self._client._drive()
@@ -1108,6 +1125,7 @@ class Lock:
         status, message, handle = await driver.run(op, cancellable=True)
         _check_status(status, message)
         old, self._handle = self._handle, handle
+        self._was_lost = False
         old_keeper = self._keeper
         self._keeper = self._last_keeper = _Keeper(self, driver, handle) if keep else None
         self._client._live.add(self)
@@ -1120,13 +1138,10 @@ class Lock:
                 driver.release_in_background(old)
 
     def _tell_lost(self, error: LockError) -> None:
-        for callback in list(self._on_lost):
-            try:
-                callback(self, error)
-            except Exception as exc:  # noqa: BLE001 - the loop's handler reports it
-                asyncio.get_running_loop().call_exception_handler({
-                    "message": "an on_lost callback of a redlock.asyncio.Lock raised",
-                    "exception": exc, "lock": self})
+        for exc in self._run_callbacks(error):
+            asyncio.get_running_loop().call_exception_handler({
+                "message": "an on_lost callback of a redlock.asyncio.Lock raised",
+                "exception": exc, "lock": self})
 
     async def _discard(self) -> None:
         """Unlocks, ignoring failures."""
@@ -1135,3 +1150,90 @@ class Lock:
         except LockError:
             pass
 
+
+class RLock:
+    """A reentrant distributed lock for asyncio, from Redlock.get_rlock():
+    owned by the task that acquires it. The first acquisition by a task takes
+    the lock on the nodes (kept until released when no lease is given);
+    later ones by the same task only count a hold and keep the first terms
+    (the keys' TTL and the renewal are not changed), and the last release
+    unlocks it on the nodes. Acquiring again a hold that was lost (its lease
+    ran out, its renewal failed) raises LockNotHeld."""
+
+    def __init__(self, shared: _Reentrant[Lock]) -> None:
+        self._shared = shared
+
+    @property
+    def lock(self) -> Lock:
+        """The underlying Lock (lost, on_lost, validity, token)."""
+        return self._shared.lock
+
+    async def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
+        """As Lock.try_lock; True at once when this task holds it already
+        (its lease and renewal stay what the first acquisition made them)."""
+        _millis(wait, "wait")
+        self._shared.lock._lease(lease)
+        if self._shared.reenter(_task()):
+            return True
+        return self._first(await self._shared.lock.try_lock(wait, lease))
+
+    async def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Lock.acquire for the lock on the nodes (until acquired by default);
+        True at once when this task holds it already."""
+        _acquire_wait_ms(blocking, timeout)
+        if self._shared.reenter(_task()):
+            return True
+        return self._first(await self._shared.lock.acquire(blocking, timeout))
+
+    async def release(self) -> None:
+        """Counts one release; the last one unlocks on the nodes (raising
+        LockNotHeld, as Lock.unlock does, if the lock had been lost).
+        RuntimeError when this task does not hold it."""
+        if self._shared.leave(_task()):
+            await self._shared.lock.unlock()
+
+    unlock = release
+
+    def get_hold_count(self) -> int:
+        """How many times the current task holds it (0: not at all)."""
+        return self._shared.holds(_task())
+
+    def is_held_by_current_task(self) -> bool:
+        return self.get_hold_count() > 0
+
+    async def locked(self) -> bool:
+        """Whether the lock is held, by anyone: asks the nodes (Lock.locked)."""
+        return await self._shared.lock.locked()
+
+    async def remain_time_to_live(self) -> Optional[float]:
+        """Lock.remain_time_to_live: the lock's time left on the nodes."""
+        return await self._shared.lock.remain_time_to_live()
+
+    async def force_unlock(self) -> bool:
+        """Lock.force_unlock (dangerous). A task's holds still count; its last
+        release finds the lock gone and raises LockNotHeld."""
+        return await self._shared.lock.force_unlock()
+
+    async def __aenter__(self) -> RLock:
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return (f"<redlock.asyncio.RLock {self._shared.lock.names[0]!r} held "
+                f"{self.get_hold_count()} times>")
+
+    def _first(self, acquired: bool) -> bool:
+        if acquired:
+            self._shared.first(_task())
+        return acquired
+
+
+def _task() -> asyncio.Task[Any]:
+    """The owner of an RLock's holds: the current task."""
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("a redlock.asyncio.RLock is used from a task")
+    return task

@@ -1,51 +1,52 @@
-"""Redlock clients and their locks: the Python face of redlock.capi."""
+"""Redlock clients and their locks: the Python face of redlock.capi.
+
+The rules every language follows (docs/locks.md):
+
+- Reentry keeps the first terms: an RLock acquired again by the thread
+  holding it counts a hold; the keys' TTL and the renewal stay as the first
+  acquisition made them. Acquiring again a hold that was lost raises
+  LockNotHeld.
+- ``lock.lost`` is True whenever the keys can have expired while held: a
+  kept lock whose renewal failed, or a lock with a lease whose validity ran
+  out before it was released.
+- The default wait: ``client.lock()``, ``with lock:`` and ``acquire()`` wait
+  until acquired; ``try_lock()`` with no wait makes one attempt.
+- A multi-lock is locked when any of its resources is, for the longest of
+  their times to live.
+"""
 
 from __future__ import annotations
 
 import itertools
-import logging
-import math
 import threading
 import weakref
-from collections.abc import Iterable
 from contextlib import contextmanager
-from numbers import Real
 from types import TracebackType
-from urllib.parse import unquote
-from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type,
-                    Union)
+from typing import Any, Callable, Dict, Iterator, Optional, Set, Sequence, Tuple, Type
 
 from . import capi
+from ._front import (  # noqa: F401 - re-exported for the modules that import them from here
+    _FOREVER_MS,
+    DEFAULT_LEASE,
+    OptionValue,
+    _acquire_wait_ms,
+    _ClientFront,
+    _fences,
+    _health,
+    _lease_ms,
+    _lease_or_kept,
+    _LockFront,
+    _log,
+    _logger,
+    _millis,
+    _names,
+    _new_ctx,
+    _Reentrant,
+    _time_to_live,
+    _wait_ms,
+    _check_name,
+)
 from .errors import LockError, LockNotAcquired, LockNotHeld, error_for
-
-#: The default of the option ``watchdog_lease_ms``, in seconds: the lease of
-#: a kept lock (one acquired without a lease), renewed every third of it.
-DEFAULT_LEASE = 30.0
-
-# "As long as it takes": the C library saturates a wait this long.
-_FOREVER_MS = 2**62
-
-OptionValue = Union[str, int, float]
-
-
-def _millis(seconds: Any, what: str) -> int:
-    kind = type(seconds)
-    # int and float skip the abstract-class check, which costs more than the rest.
-    if kind is not int and kind is not float and (kind is bool or not isinstance(seconds, Real)):
-        raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
-    value = float(seconds)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} must be a finite number of seconds >= 0, not {seconds!r}")
-    return math.ceil(value * 1000)
-
-
-def _lease_ms(lease: Any) -> int:
-    ms = _millis(lease, "lease")
-    if ms == 0 or ms > capi.REDLOCK_MAX_TTL_MS:
-        raise ValueError(f"lease must be above 0 and at most {capi.REDLOCK_MAX_TTL_MS / 1000} "
-                         f"seconds, not {lease!r}")
-    return ms
-
 
 # Kept locks by id, for the C library's report of a lost one (_lost): an id
 # crosses into C, never a Python object.
@@ -61,121 +62,7 @@ def _lost(ident: int, status: int, message: str) -> None:
         held.lose(error_for(status, message))
 
 
-def _lease_or_kept(lease: Optional[float], kept_ms: int) -> Tuple[int, bool]:
-    """The lease in milliseconds, and whether the lock is to be kept (no
-    lease given: the client's watchdog_lease_ms, renewed)."""
-    if lease is None:
-        return kept_ms, True
-    return _lease_ms(lease), False
-
-
-def _time_to_live(answers: Iterable[Sequence[int]]) -> Optional[float]:
-    """The longest time to live, in seconds, among redlock_inspect answers
-    (locked, ttl_ms) of a lock's resources: None when none is locked,
-    math.inf when one has no expiry."""
-    left = [math.inf if ttl_ms < 0 else ttl_ms / 1000 for locked, ttl_ms in answers if locked]
-    return max(left) if left else None
-
-
-def _fences(handle: Any, names: Tuple[str, ...]) -> Dict[str, int]:
-    """The fence of each resource of a held lock; {} when it was taken
-    without fencing (the C library says 0)."""
-    if handle is None:
-        return {}
-    fences = {name: capi.redlock_handle_fence(handle, i) for i, name in enumerate(names)}
-    return fences if all(fences.values()) else {}
-
-
-#: The library's events go to this logger (README: "Logging and health").
-_logger = logging.getLogger("redlock")
-
-
-def _log(level: int, event: str, message: str) -> None:
-    """Called by redlock.capi with each event of a client, on whichever
-    thread emitted it: hands it to the "redlock" logger. The record's message
-    is "event message"; ``record.redlock_event`` is the event's name."""
-    _logger.log(level, "%s %s", event, message, extra={"redlock_event": event})
-
-
-def _log_events(ctx: Any) -> None:
-    """Sends the client's events to the "redlock" logger, from the level
-    it is enabled for now; with that level above ERROR nothing is sent (and
-    nothing is formatted)."""
-    level = _logger.getEffectiveLevel()
-    if level <= logging.ERROR:
-        capi.redlock_py_set_log(ctx, level)
-
-
-_HEALTH_NUMBERS = ("for_ms", "retry_in_ms", "guard_ms", "commands", "failures", "timeouts")
-
-
-def _health(ctx: Any) -> List[Dict[str, Any]]:
-    """redlock_ctx_health's lines, one dict per node (README: "Logging and
-    health"): node, state, last_error (None for none), rtt_ms (None before
-    any reply), the counters and times as ints, run_id and version."""
-    text = capi.redlock_swig_health(ctx)
-    if text is None:
-        raise MemoryError("redlock_ctx_health")
-    nodes = []
-    for line in text.splitlines():
-        node: Dict[str, Any] = {}
-        for field in line.split(" "):
-            key, _, value = field.partition("=")
-            node[key] = unquote(value)
-        for key in _HEALTH_NUMBERS:
-            node[key] = int(node[key])
-        rtt = float(node["rtt_ms"])
-        node["rtt_ms"] = None if rtt < 0 else rtt
-        node["last_error"] = node["last_error"] or None
-        nodes.append(node)
-    return nodes
-
-
-def _check_name(name: Any) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"a lock name must be str, not {type(name).__name__}")
-    return name
-
-
-def _check_nodes(nodes: Any) -> List[str]:
-    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Iterable):
-        raise TypeError(f"nodes must be a list of URI strings, not {type(nodes).__name__}")
-    uris = list(nodes)
-    for uri in uris:
-        if not isinstance(uri, str):
-            raise TypeError(f"a node URI must be str, not {type(uri).__name__}")
-    return uris
-
-
-def _option_text(name: str, value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Real) and not isinstance(value, bool):
-        return repr(value)
-    raise TypeError(f"option {name} must be str, int or float, not {type(value).__name__}")
-
-
-def _new_ctx(nodes: Any, options: Dict[str, Any]) -> Any:
-    """A C client for the nodes with the options set, or raises."""
-    ctx = capi.redlock_ctx_new(_check_nodes(nodes))
-    try:
-        for name, value in options.items():
-            capi.redlock_ctx_set_option(ctx, name, _option_text(name, value))
-        _log_events(ctx)
-    except BaseException:
-        capi.redlock_ctx_free(ctx)
-        raise
-    return ctx
-
-
-def _names(*names: Any) -> Tuple[str, ...]:
-    """The resources of get_lock() or get_multi_lock(), checked."""
-    if not names:
-        raise TypeError("get_multi_lock() needs at least one name")
-    return tuple(_check_name(name) for name in names)
-
-
-class Redlock:
+class Redlock(_ClientFront):
     """A client for N independent Redis masters.
 
     ``nodes`` is a list of URIs, ``redis://[[user]:password@]host[:port][/db]``
@@ -190,12 +77,11 @@ class Redlock:
     """
 
     def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
-        self._ctx = ctx = _new_ctx(nodes, options)
-        self._kept_lease_ms = int(capi.redlock_ctx_get_option(ctx, "watchdog_lease_ms"))
+        ctx = self._setup(nodes, options)
         # Every _Held made through this client and not yet freed.
         self._live: Set[_Held] = set()
         # The state get_rlock() objects of one name share, while any is alive.
-        self._rlocks: weakref.WeakValueDictionary[str, _Reentrant] = weakref.WeakValueDictionary()
+        self._rlocks: weakref.WeakValueDictionary[str, _Shared] = weakref.WeakValueDictionary()
         self._rlocks_mutex = threading.Lock()
         self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
 
@@ -213,49 +99,39 @@ class Redlock:
         """A reentrant lock on one resource, like threading.RLock: the
         thread holding it may acquire it again (through this object or any
         other get_rlock() of the same name from this client), and holds it
-        until it has released it as many times."""
+        until it has released it as many times. Acquiring it again keeps
+        the first terms: the lease and the renewal stay as the first
+        acquisition made them."""
         self._context()
         _check_name(name)
         with self._rlocks_mutex:
             shared = self._rlocks.get(name)
             if shared is None:
-                shared = self._rlocks[name] = _Reentrant(Lock(self, (name,)))
+                shared = self._rlocks[name] = _Shared(Lock(self, (name,)))
         return RLock(shared)
 
     @contextmanager
     def lock(self, name: str, lease: Optional[float] = None,
-             wait: float = 0.0) -> Iterator[Lock]:
+             wait: Optional[float] = None) -> Iterator[Lock]:
         """``with client.lock(name, lease=..., wait=...) as lock:`` runs the
         block under the lock and releases it after; without a lease the lock
-        is kept (renewed) until then.
+        is kept (renewed) until then. Without a wait it waits until acquired
+        (as ``with lock:`` and Redisson's lock()); a wait as long as it takes
+        ends with NoQuorum once the nodes have failed for the client's
+        ``unavailable_timeout_ms``.
 
         Raises LockNotAcquired when someone else still holds it after
         ``wait`` seconds, NoQuorum when too few nodes answered. On leaving the
         block, LockNotHeld if the lock had been lost meanwhile (unless the
         block raised: its exception goes on)."""
         lock = self.get_lock(name)
-        lock._acquire(_millis(wait, "wait"), *lock._lease(lease))
+        lock._acquire(_wait_ms(wait), *lock._lease(lease))
         try:
             yield lock
         except BaseException as exc:
             lock.__exit__(type(exc), exc, exc.__traceback__)
             raise
         lock.__exit__(None, None, None)
-
-    def get_option(self, name: str) -> str:
-        """The current value of a library option, as text (as set)."""
-        return capi.redlock_ctx_get_option(self._context(), name)
-
-    def health(self) -> List[Dict[str, Any]]:
-        """What the client knows of each node, in the order of ``nodes``:
-        one dict per node with ``node`` ("host:port"), ``state`` ("unknown",
-        "up", "slow", "down", "guarded" or "auth_refused"), ``last_error``
-        (None when none), ``rtt_ms`` (a recent round trip, None before any),
-        the counters ``commands``, ``failures`` and ``timeouts`` since the
-        client was made, ``for_ms`` (time in that state), ``retry_in_ms``,
-        ``guard_ms``, ``run_id`` and ``version``. No I/O: it is what the
-        calls so far have seen (ping() refreshes it)."""
-        return _health(self._context())
 
     def ping(self) -> int:
         """Sends PING to every node at once and waits for each (up to its
@@ -317,6 +193,9 @@ class _Held:
             return self._was_lost
         return self._lost_error is not None or capi.redlock_handle_lost(handle) == 1
 
+    def kept(self) -> bool:
+        return self._id != 0
+
     def lost_error(self) -> LockError:
         return self._lost_error or LockNotHeld(capi.REDLOCK_ENOTHELD, "the kept lock was lost")
 
@@ -342,9 +221,6 @@ class _Held:
     def token(self) -> Optional[str]:
         return None if self.handle is None else capi.redlock_handle_token(self.handle)
 
-    def fences(self, names: Tuple[str, ...]) -> Dict[str, int]:
-        return _fences(self.handle, names)
-
     def _free(self, quiet: bool) -> None:
         handle = self.handle
         self.client._live.discard(self)
@@ -361,7 +237,7 @@ class _Held:
             _kept.pop(self._id, None)
 
 
-class Lock:
+class Lock(_LockFront):
     """A distributed lock on one or more resources, from Redlock.get_lock()
     or Redlock.get_multi_lock().
 
@@ -374,34 +250,33 @@ class Lock:
     of that until it is released. Should renewal fail for good (too few
     nodes answer) the lock is lost no later than its validity reaching 0:
     ``lost`` turns True and the callbacks given to on_lost() run. With a
-    lease, nothing renews the lock: it expires when the lease runs out.
+    lease, nothing renews the lock: it expires when the lease runs out, and
+    ``lost`` turns True then if it was not released first (its keys can
+    have expired while it was held).
 
     The object holds at most one acquisition, and works like
     ``threading.Lock``: ``acquire``/``release``/``locked``, ``with lock:``.
     It is not reentrant: acquiring a lock this object already holds waits
-    until the lease runs out. Threads may share it, like a threading.Lock.
+    until the lease runs out (Redlock.get_rlock() gives a reentrant one).
+    Threads may share it, like a threading.Lock.
 
     A Lock that is collected while held is released on the nodes, best effort
     (a weakref finalizer runs the release); release explicitly rather than
     rely on it.
     """
 
+    _client: Redlock
+
     def __init__(self, client: Redlock, names: Tuple[str, ...]) -> None:
-        self._client = client
-        self._names = names
+        super().__init__(client, names)
         self._mutex = threading.Lock()  # guards _held; never held while waiting for a lock
         self._held: Optional[_Held] = None
         self._last: Optional[_Held] = None  # the latest acquisition, even once released
-        self._on_lost: List[Callable[[Lock, LockError], Any]] = []
-
-    @property
-    def names(self) -> Tuple[str, ...]:
-        """The resources this lock covers."""
-        return self._names
 
     def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
         """Tries to acquire the lock for ``lease`` seconds (None: kept until
-        released), retrying for up to ``wait`` seconds (0: one attempt).
+        released), retrying for up to ``wait`` seconds (0, the default: one
+        attempt).
 
         Returns True when acquired, False when someone else held it all
         along, like Redisson's tryLock. Failures raise: too few nodes
@@ -422,15 +297,7 @@ class Lock:
         it acquired the lock, kept until released. Errors raise as in
         try_lock(): a wait as long as it takes ends with NoQuorum once the
         nodes have failed for the client's ``unavailable_timeout_ms``."""
-        wait_ms: Optional[int]
-        if not blocking:
-            if timeout != -1:
-                raise ValueError("can't specify a timeout for a non-blocking call")
-            wait_ms = 0
-        elif timeout == -1:
-            wait_ms = None
-        else:
-            wait_ms = _millis(timeout, "timeout")
+        wait_ms = _acquire_wait_ms(blocking, timeout)
         try:
             self._acquire(wait_ms, *self._lease(None))
         except LockNotAcquired:
@@ -473,28 +340,11 @@ class Lock:
             return None if self._held is None else self._held.token()
 
     @property
-    def fence(self) -> Optional[int]:
-        """The fencing token of the current acquisition (client option
-        ``fencing=1``): larger for every later holder of the resource. Send it
-        with each write to the storage the lock protects, and have the storage
-        refuse one older than the newest it has seen. For a multi-lock, the
-        first resource's (``fences`` has them all). None when not held or
-        taken without fencing."""
-        return self.fences.get(self._names[0])
-
-    @property
-    def fences(self) -> Dict[str, int]:
-        """The fence of each resource of the current acquisition, by name;
-        empty when not held or taken without fencing."""
-        with self._mutex:
-            return {} if self._held is None else self._held.fences(self._names)
-
-    @property
     def lost(self) -> bool:
-        """Whether the latest acquisition, a kept one, was lost: True from
-        the moment renewal failed for good or validity ran out, until the
-        lock is acquired again. False for a lock with a lease, which simply
-        expires (``validity`` tells)."""
+        """Whether the latest acquisition was lost: its keys can have expired
+        while it was held. True from the moment a kept lock's renewal failed
+        for good or the validity of any acquisition (kept, or with a lease)
+        ran out before its release, until the lock is acquired again."""
         last = self._last
         return last is not None and last.lost()
 
@@ -502,41 +352,32 @@ class Lock:
         """Calls ``callback(lock, error)`` when a kept acquisition of this
         lock is lost (error: LockNotHeld when a quorum says the lock is no
         longer ours, LockExpired when the nodes failed until its validity ran
-        out), for this and every later acquisition.
+        out), for this and every later acquisition. A lock with a lease has
+        no renewal to fail: ``lost`` tells when its lease ran out.
 
         The callback runs on the client's thread, which renews every kept lock
         of the client: it must return quickly and not call into the client
         (hand the news to your own thread or event loop). If the current
-        acquisition is lost already, the callback runs at once, here."""
-        if not callable(callback):
-            raise TypeError(f"on_lost() needs a callable, not {type(callback).__name__}")
-        self._on_lost.append(callback)
-        held = self._held
-        if held is not None and held.lost():
-            callback(self, held.lost_error())
-
-    def is_held(self) -> bool:
-        """Whether this object holds the lock with validity left: False once
-        the lease has run out, even before any release."""
-        return self.validity > 0
+        kept acquisition is lost already, the callback runs at once, here."""
+        super().on_lost(callback)
 
     def locked(self) -> bool:
         """Whether the lock is held, by anyone: asks the nodes (a quorum of
         them has it under one token), as redis-py's Lock.locked() does. A
-        multi-lock is locked when any of its resources is. Raises NoQuorum
-        when too few nodes answer to tell. is_held() is this object's own
-        hold."""
+        multi-lock is locked when any of its resources is (the C library's
+        rule, redlock_inspect_multi). Raises NoQuorum when too few nodes
+        answer to tell. is_held() is this object's own hold."""
         ctx = self._client._context()
-        return any(capi.redlock_inspect(ctx, name)[0] for name in self._names)
+        return bool(capi.redlock_inspect_multi(ctx, self._names)[0])
 
     def remain_time_to_live(self) -> Optional[float]:
         """Seconds for which a quorum of the nodes still has the lock,
         whoever holds it (Redisson's remainTimeToLive); None when nobody
         holds it, math.inf when its key has no expiry. For a multi-lock, the
-        longest of its resources'. Raises NoQuorum when too few nodes answer
-        to tell."""
+        longest of its locked resources' (redlock_inspect_multi). Raises
+        NoQuorum when too few nodes answer to tell."""
         ctx = self._client._context()
-        return _time_to_live(capi.redlock_inspect(ctx, name) for name in self._names)
+        return _time_to_live(capi.redlock_inspect_multi(ctx, self._names)[1])
 
     def force_unlock(self) -> bool:
         """Deletes the lock on every node whatever its token, and wakes the
@@ -561,18 +402,28 @@ class Lock:
         else:
             self._discard()
 
-    def __repr__(self) -> str:
-        state = "held" if self.is_held() else "not held"
-        return f"<redlock.Lock {', '.join(map(repr, self._names))} {state}>"
+    @property
+    def fences(self) -> Dict[str, int]:
+        """The fence of each resource of the current acquisition, by name;
+        empty when not held or taken without fencing."""
+        with self._mutex:  # the handle is freed by a release under it
+            return {} if self._held is None else _fences(self._held.handle, self._names)
+
+    def _current_handle(self) -> Any:
+        with self._mutex:
+            return None if self._held is None else self._held.handle
+
+    def _lost_now(self) -> Optional[LockError]:
+        held = self._held
+        if held is not None and held.kept() and held.lost():
+            return held.lost_error()
+        return None
 
     def _discard(self) -> None:
         with self._mutex:
             held, self._held = self._held, None
         if held is not None:
             held.discard()
-
-    def _lease(self, lease: Optional[float]) -> Tuple[int, bool]:
-        return _lease_or_kept(lease, self._client._kept_lease_ms)
 
     def _acquire(self, wait_ms: Optional[int], lease_ms: int, keep: bool) -> None:
         """Acquires, with the C library retrying for wait_ms (None: until it
@@ -602,15 +453,9 @@ class Lock:
         """Runs the on_lost callbacks (on the client's thread); the first
         exception one raised is raised after all ran. No _mutex here: its
         holder may be waiting in C for this very thread."""
-        callbacks = list(self._on_lost)
-        failure: Optional[BaseException] = None
-        for callback in callbacks:
-            try:
-                callback(self, error)
-            except BaseException as exc:  # noqa: B902 - reported once all ran
-                failure = failure or exc
-        if failure is not None:
-            raise failure
+        failures = self._run_callbacks(error)
+        if failures:
+            raise failures[0]
 
     def _lock_call(self, ctx: Any, lease_ms: int, wait_ms: int) -> Any:
         if len(self._names) == 1:
@@ -618,15 +463,13 @@ class Lock:
         return capi.redlock_lock_multi(ctx, self._names, lease_ms, wait_ms)
 
 
-class _Reentrant:
-    """What the RLock objects of one name share: the lock, its owner thread
-    and how many times that thread acquired it."""
+class _Shared(_Reentrant[Lock]):
+    """What the RLock objects of one name share (_Reentrant), and the mutex
+    that serializes its calls: never held while waiting for the nodes."""
 
     def __init__(self, lock: Lock) -> None:
-        self.lock = lock
-        self.mutex = threading.Lock()  # guards owner and count; never held while waiting
-        self.owner: Optional[int] = None
-        self.count = 0
+        super().__init__(lock)
+        self.mutex = threading.Lock()
 
 
 class RLock:
@@ -634,10 +477,12 @@ class RLock:
     of threading.RLock (``acquire(blocking, timeout)``, ``release()``,
     ``with``), plus try_lock(wait, lease). The first acquisition by a thread
     takes the lock on the nodes (kept until released when no lease is
-    given); later ones by the same thread only count, and the last release
-    unlocks it on the nodes."""
+    given); later ones by the same thread only count a hold and keep the
+    first terms (the keys' TTL and the renewal are not changed), and the last
+    release unlocks it on the nodes. Acquiring again a hold that was lost
+    (its lease ran out, its renewal failed) raises LockNotHeld."""
 
-    def __init__(self, shared: _Reentrant) -> None:
+    def __init__(self, shared: _Shared) -> None:
         self._shared = shared
 
     @property
@@ -647,13 +492,17 @@ class RLock:
 
     def try_lock(self, wait: float = 0.0, lease: Optional[float] = None) -> bool:
         """As Lock.try_lock; True at once when this thread holds it already
-        (its lease stays what the first acquisition made it)."""
+        (its lease and renewal stay what the first acquisition made them)."""
+        _millis(wait, "wait")
+        self._shared.lock._lease(lease)
         if self._reenter():
             return True
         return self._first(self._shared.lock.try_lock(wait, lease))
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        """threading.RLock.acquire, for the lock on the nodes."""
+        """threading.RLock.acquire, for the lock on the nodes: waits until
+        acquired unless told otherwise."""
+        _acquire_wait_ms(blocking, timeout)
         if self._reenter():
             return True
         return self._first(self._shared.lock.acquire(blocking, timeout))
@@ -664,13 +513,9 @@ class RLock:
         RuntimeError when this thread does not hold it."""
         shared = self._shared
         with shared.mutex:
-            if shared.owner != threading.get_ident():
-                raise RuntimeError("cannot release un-acquired lock")
-            shared.count -= 1
-            if shared.count:
-                return
-            shared.owner = None
-        shared.lock.unlock()
+            last = shared.leave(threading.get_ident())
+        if last:
+            shared.lock.unlock()
 
     unlock = release
 
@@ -678,7 +523,7 @@ class RLock:
         """How many times the calling thread holds it (0: not at all)."""
         shared = self._shared
         with shared.mutex:
-            return shared.count if shared.owner == threading.get_ident() else 0
+            return shared.holds(threading.get_ident())
 
     def is_held_by_current_thread(self) -> bool:
         return self.get_hold_count() > 0
@@ -710,14 +555,11 @@ class RLock:
     def _reenter(self) -> bool:
         shared = self._shared
         with shared.mutex:
-            if shared.owner == threading.get_ident():
-                shared.count += 1
-                return True
-        return False
+            return shared.reenter(threading.get_ident())
 
     def _first(self, acquired: bool) -> bool:
         if acquired:
             shared = self._shared
             with shared.mutex:
-                shared.owner, shared.count = threading.get_ident(), 1
+                shared.first(threading.get_ident())
         return acquired

@@ -60,7 +60,8 @@ async def test_an_explicit_lease_is_not_renewed(nodes, prefix):
         assert await lock.try_lock(lease=0.5)
         assert await lock.wait_lost() is None
         await asyncio.sleep(0.7)
-        assert lock.validity <= 0 and not lock.lost
+        # Not renewed, it ran out while held: lost (its keys can have expired).
+        assert lock.validity <= 0 and lock.lost
         assert on_every_node(nodes, "EXISTS", prefix + "job") == ["0"] * 5
 
 

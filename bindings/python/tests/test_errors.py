@@ -175,9 +175,10 @@ def test_bad_times(client, kwargs, error):
     lock = client.get_lock("job")
     with pytest.raises(error):
         lock.try_lock(**kwargs)
-    with pytest.raises(error):
-        with client.lock("job", **kwargs):
-            pass
+    if kwargs != {"wait": None}:   # lock()'s default: it waits until acquired
+        with pytest.raises(error):
+            with client.lock("job", **kwargs):
+                pass
     assert not lock.locked()
 
 

@@ -5,7 +5,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * What the {@link RLock} objects of one lock share: its hold (the native handle of the current
- * acquisition), which owner holds it and how many times. {@link Redlock#getLock} gives every
+ * acquisition) and which owner holds it; how many times is the library's count on the handle
+ * (redlock_handle_reenter, redlock_handle_leave), where the reentry rule lives. {@link Redlock#getLock} gives every
  * RLock of a name the same state while any of them is reachable, so that the hold counts per
  * client, name and owner thread, as in Redisson; each multi-lock has a state of its own.
  *
@@ -24,7 +25,6 @@ final class LockState implements NativeClient.Watcher {
     // Guarded by this. The owner is a thread id (Thread.getId()), or an id given to the async
     // methods; 0 when not held.
     long owner;
-    int holds;
     NativeHandle handle;
 
     // Changed under this, read without it by lost() (on the client's thread, which must not
@@ -43,7 +43,6 @@ final class LockState implements NativeClient.Watcher {
         endFollowers();
         handle = acquired;
         owner = ownerId;
-        holds = 1;
         follow(via);
     }
 
@@ -63,9 +62,27 @@ final class LockState implements NativeClient.Watcher {
         NativeHandle released = handle;
         handle = null;
         owner = 0;
-        holds = 0;
         endFollowers();
         return released;
+    }
+
+    /**
+     * Acquiring again by the owner (reentry): counts one more hold and keeps the first terms (the
+     * keys' TTL and the renewal are not changed); LockNotHeldException when the hold was lost.
+     */
+    void reenter(LostSignal via) {
+        handle.reenter();
+        follow(via);
+    }
+
+    /** Gives back one hold; true when it was the last (the caller then unlocks the handle). */
+    boolean leave() {
+        return handle.leave() == 0;
+    }
+
+    /** The holds of the current owner (0 when not held). */
+    int holds() {
+        return handle == null ? 0 : handle.holds();
     }
 
     /** Whether ownerId holds the lock and its lease has not run out. */

@@ -413,11 +413,19 @@ final class NativeClient {
      * too few answer, WrongTypeException when the key is not a lock.
      */
     long timeToLive(String name) {
+        return timeToLive(new String[] {name});
+    }
+
+    /**
+     * What the nodes say of the lock of names, held by anyone (redlock_inspect_multi: locked when
+     * any of them is, for the longest of their times to live): as {@link #timeToLive(String)}.
+     */
+    long timeToLive(String[] names) {
         int[] locked = new int[1];
         long[] ttlMs = new long[1];
         Lock read = openForCall();
         try {
-            RedlockNative.redlock_inspect(ctx, name, locked, ttlMs);
+            RedlockNative.redlock_inspect_multi(ctx, names, locked, ttlMs);
         } finally {
             read.unlock();
         }
@@ -462,7 +470,10 @@ final class NativeClient {
         }
     }
 
-    /** Whether the library lost the kept lock of ptr; false once the handle or client was freed. */
+    /**
+     * Whether the library says the lock of ptr is lost (redlock_handle_lost: its keys can have
+     * expired while held, kept or not); false once the handle or client was freed.
+     */
     boolean isLost(SWIGTYPE_p_redlock_handle ptr) {
         Lock read = closing.readLock();
         read.lock();
@@ -479,6 +490,54 @@ final class NativeClient {
         read.lock();
         try {
             return handles.contains(ptr) ? RedlockNative.redlock_handle_validity_ms(ptr) : 0;
+        } finally {
+            read.unlock();
+        }
+    }
+
+    /**
+     * Acquiring the lock of ptr again by its holder (redlock_handle_reenter): counts one more
+     * hold, changes neither the keys' TTL nor the renewal. LockNotHeldException when it was
+     * lost (its lease ran out, its renewal failed) or released; IllegalStateException once the
+     * client is closed.
+     */
+    void reenter(SWIGTYPE_p_redlock_handle ptr) {
+        Lock read = openForCall();
+        try {
+            if (!handles.contains(ptr)) {
+                throw new LockNotHeldException(RedlockNativeConstants.REDLOCK_ENOTHELD,
+                        "the lock's handle was freed");
+            }
+            RedlockNative.redlock_handle_reenter(ptr);
+        } finally {
+            read.unlock();
+        }
+    }
+
+    /**
+     * Gives back one hold of ptr (redlock_handle_leave): the holds left; 0 when it was the
+     * last, which the caller then unlocks (also once the handle or client was freed).
+     */
+    int leave(SWIGTYPE_p_redlock_handle ptr) {
+        int[] left = new int[1];
+        Lock read = closing.readLock();
+        read.lock();
+        try {
+            if (handles.contains(ptr)) {
+                RedlockNative.redlock_handle_leave(ptr, left);
+            }
+        } finally {
+            read.unlock();
+        }
+        return left[0];
+    }
+
+    /** The holds of ptr (redlock_handle_holds); 0 once the handle or the client was freed. */
+    int holds(SWIGTYPE_p_redlock_handle ptr) {
+        Lock read = closing.readLock();
+        read.lock();
+        try {
+            return handles.contains(ptr) ? RedlockNative.redlock_handle_holds(ptr) : 0;
         } finally {
             read.unlock();
         }

@@ -60,9 +60,27 @@ final class NativeHandle {
         return watchId;
     }
 
-    /** Whether this kept lock was lost (never for a lock that is not kept). */
+    /**
+     * Whether this lock was lost: its keys can have expired while it was held (a kept lock's
+     * renewal failed, or any lock's validity ran out before its release).
+     */
     boolean isLost() {
-        return watchId != 0 && client.isLost(ptr);
+        return client.isLost(ptr);
+    }
+
+    /** Counts one more hold (reentry keeps the first terms); LockNotHeldException when lost. */
+    void reenter() {
+        client.reenter(ptr);
+    }
+
+    /** Gives back one hold: the holds left, 0 when it was the last (then unlock it). */
+    int leave() {
+        return client.leave(ptr);
+    }
+
+    /** The holds counted: 1 after the acquisition, plus the reentries not yet left. */
+    int holds() {
+        return client.holds(ptr);
     }
 
     void free() {

@@ -25,21 +25,21 @@ import java.util.concurrent.locks.Lock;
  * unlocked (no renewal follows an unlock). Renewal is the library's business: the owner rule
  * below is unchanged, only the owner unlocks. The methods that take a lease use it and nothing
  * renews it, as in Redisson: the lock ends with its lease unless the holder calls
- * {@link #extend}. Such a hold is never "lost" ({@link #isLost()} stays false):
- * {@link #isHeldByCurrentThread()} and {@link #remainingValidity} tell whether it is still
- * held. When a lease has run out,
- * {@link #isHeldByCurrentThread()} is false and {@link #unlock()} throws
+ * {@link #extend}. When a lease has run out while held, {@link #isLost()} is true (its keys can
+ * have expired), {@link #isHeldByCurrentThread()} is false and {@link #unlock()} throws
  * {@link LockNotHeldException}: the critical section may not have been exclusive. A kept lock
  * whose program drops its RLocks is not renewed forever: once they are collected (this one and
  * the other RLocks of its name from the client) its renewal ends and the lock expires. The
  * renewal belongs to the acquisition, whichever RLock of the name made it: it goes on until
  * the hold's last unlock, through any of them.
  *
- * <p><b>The lost lock.</b> A kept lock is lost when its renewal fails for good (a majority of
- * the nodes says it is no longer ours) or when its validity runs out before a renewal succeeds
- * (too few nodes answer). It is marked lost no later than the moment its validity reaches 0:
- * {@link #isLost()} is true from then on, and the listeners registered with
- * {@link #onLost(Runnable)} run at once. Listeners belong to this RLock object and stay
+ * <p><b>The lost lock.</b> A lock is lost whenever its keys can have expired while it is held:
+ * a kept lock when its renewal fails for good (a majority of the nodes says it is no longer
+ * ours) or its validity runs out before a renewal succeeds (too few nodes answer), a lock with a
+ * lease when its validity runs out before it is unlocked. {@link #isLost()} is true from then
+ * on, no later than the moment its validity reaches 0. For a kept lock the listeners
+ * registered with {@link #onLost(Runnable)} run at once (a lease that runs out has no renewal to
+ * tell it: {@link #isLost()} says it). Listeners belong to this RLock object and stay
  * registered across holds: each runs once for each kept hold taken or acquired again through
  * this object that is lost (not for one that is unlocked, nor for a lease that just runs out,
  * nor for a hold taken only through another RLock of the name), and one registered while such a
@@ -56,19 +56,24 @@ import java.util.concurrent.locks.Lock;
  * <p><b>Threads.</b> Like a {@link java.util.concurrent.locks.ReentrantLock}, one RLock object
  * may be shared by threads: the thread that acquired it owns it, only that thread may unlock or
  * extend it ({@link IllegalMonitorStateException} otherwise), and it may acquire it again
- * (reentrancy: each acquisition needs its unlock; acquiring again renews the lease to the
- * requested time, or to the watchdog lease when it gives none, as Redisson does;
- * {@link #getHoldCount()} counts them). As in Redisson, the holds are per client, name and
+ * (reentrancy: each acquisition needs its unlock; {@link #getHoldCount()} counts them).
+ * <b>Acquiring again keeps the first terms</b>, in every language of this library (the C
+ * library's redlock_handle_reenter): it only counts a hold, whatever lease it names; the keys'
+ * TTL is not changed and a kept lock goes on being renewed as before, a lock with a lease stays
+ * unrenewed. So no lease is ever left without its renewal, nor a renewal on a shorter lease
+ * (Redisson instead renews to the new lease, which can leave a kept lock on a TTL shorter than
+ * its renewal's period). To change the lease, call {@link #extend}. Acquiring again a hold that
+ * was lost (its lease ran out, its renewal failed) throws {@link LockNotHeldException} and
+ * counts nothing; its unlocks then tell the loss too. As in Redisson, the holds are per client, name and
  * owner: the RLocks that {@link Redlock#getLock} gives for one name share them, so a thread
  * holding the lock through one acquires it again at once through another, and the last unlock,
  * through any of them, releases it on the nodes; the other threads of the client wait for it
  * like any other client. A multi-lock ({@link Redlock#getMultiLock}) shares its holds with no
  * other RLock: it is reentrant through its own object only. The first
  * acquisition of a hold decides whether it is kept, and acquiring again leaves that as it is:
- * a kept hold stays kept until its last unlock (acquiring it again with an explicit lease
- * renews it now to that lease, and the renewals go on with that lease, as after
- * {@link #extend}), and a hold with an explicit lease is not renewed automatically, even when
- * acquired again without a lease. When the owner's lease ran out and another thread acquired
+ * a kept hold stays kept until its last unlock, and a hold with an explicit lease is not
+ * renewed automatically, even when acquired again without a lease. When the owner's lease ran
+ * out and another thread acquired
  * this lock (through any RLock of its name), the former owner's hold is dropped and its
  * {@link #unlock()} throws IllegalMonitorStateException.
  *
@@ -80,7 +85,8 @@ import java.util.concurrent.locks.Lock;
  * holds it: dangerous (see there).
  *
  * <p><b>Waiting.</b> Each acquiring method makes one call into the library with its whole wait
- * ({@link #lock()}: as long as it takes). The library alone decides which failed attempts are
+ * ({@link #lock()}: as long as it takes; {@link #tryLock()}: one attempt, the defaults of every
+ * language of this library, as Redisson's). The library alone decides which failed attempts are
  * worth another (held by someone else, too few nodes answered, the lease ran out while
  * acquiring, nodes answered with Redis errors) and how long to pause between them (the
  * retry_delay_ms and retry_jitter_ms options); this class makes no such decision. When the wait
@@ -168,7 +174,7 @@ public final class RLock implements Lock, AutoCloseable {
     /** One attempt; false when not acquired. An acquired lock is kept until unlocked. */
     @Override
     public boolean tryLock() {
-        if (reenter(KEEP)) {
+        if (reenter()) {
             return true;
         }
         NativeHandle acquired = attemptThroughInterrupts(KEEP, 0, false);
@@ -213,7 +219,7 @@ public final class RLock implements Lock, AutoCloseable {
     public void unlock() {
         synchronized (state) {
             state.checkOwner("unlock", currentThreadId(), this);
-            if (--state.holds > 0) {
+            if (!state.leave()) {
                 return;
             }
             NativeHandle released = state.detach();
@@ -310,25 +316,21 @@ public final class RLock implements Lock, AutoCloseable {
      */
     public int getHoldCount() {
         synchronized (state) {
-            return state.isHeldBy(currentThreadId()) ? state.holds : 0;
+            return state.isHeldBy(currentThreadId()) ? state.holds() : 0;
         }
     }
 
     /**
      * Whether the lock is held, by anyone (this client or another, or a key of that name set by
      * other means): asks the nodes, and is true when a quorum of them has its key under one
-     * token. A multi-lock is locked when any of its resources is. The answer may be stale as
+     * token. A multi-lock is locked when any of its resources is (the library's rule,
+     * redlock_inspect_multi). The answer may be stale as
      * soon as it is returned: it is for display and diagnosis; to hold the lock, take it.
      * Throws {@link NoQuorumException} when too few nodes answer to tell,
      * {@link WrongTypeException} when the key is not a lock.
      */
     public boolean isLocked() {
-        for (String name : names) {
-            if (client.nativeClient().timeToLive(name) != NOT_LOCKED) {
-                return true;
-            }
-        }
-        return false;
+        return client.nativeClient().timeToLive(names) != NOT_LOCKED;
     }
 
     /**
@@ -336,18 +338,12 @@ public final class RLock implements Lock, AutoCloseable {
      * remainTimeToLive: asks the nodes, and answers how long a quorum of them still has the key
      * (its lease as they count it, which may outlast the holder's validity). {@link #NOT_LOCKED}
      * (-2) when it is not held, {@link #NO_EXPIRY} (-1) when its key has no expiry. For a
-     * multi-lock, the longest among its resources that are held. Throws
+     * multi-lock, the longest among its resources that are held (redlock_inspect_multi). Throws
      * {@link NoQuorumException} when too few nodes answer to tell, {@link WrongTypeException}
      * when the key is not a lock.
      */
     public long remainTimeToLive() {
-        long longest = NOT_LOCKED;
-        for (String name : names) {
-            long ttl = client.nativeClient().timeToLive(name);
-            longest = ttl == NO_EXPIRY || longest == NO_EXPIRY ? NO_EXPIRY
-                    : Math.max(longest, ttl);
-        }
-        return longest;
+        return client.nativeClient().timeToLive(names);
     }
 
     /**
@@ -373,10 +369,10 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Whether the current hold is a kept lock that was lost: its renewal failed for good, or its
-     * validity ran out first. True no later than the moment its validity reached 0, and until it
-     * is unlocked. False when not held, for a hold with an explicit lease (which just expires:
-     * see {@link #isHeldByCurrentThread()}) and for a fresh acquisition. Any thread may ask.
+     * Whether the current hold was lost: its keys can have expired while it was held (a kept
+     * lock's renewal failed for good or its validity ran out first; a lease ran out before the
+     * unlock). True no later than the moment its validity reached 0, and until it is unlocked.
+     * False when not held and for a fresh acquisition. Any thread may ask.
      */
     public boolean isLost() {
         synchronized (state) {
@@ -433,9 +429,9 @@ public final class RLock implements Lock, AutoCloseable {
     // They return at once; the waiting is done by the library on the client's one thread (no
     // thread per call). The owner is the calling thread's id, or the threadId given, as in
     // Redisson: unlockAsync(threadId) releases what tryLockAsync(..., threadId) took, from any
-    // thread. Futures complete on the common ForkJoinPool. Reentry by the same owner renews the
-    // lease and counts the hold, as the blocking forms do, through any RLock of the name (the
-    // hold is per client, name and owner id). The forms without a lease keep the lock, as the
+    // thread. Futures complete on the common ForkJoinPool. Reentry by the same owner counts the
+    // hold and keeps the first terms, as the blocking forms do, through any RLock of the name
+    // (the hold is per client, name and owner id). The forms without a lease keep the lock, as the
     // blocking ones do. isLocked, remainTimeToLive and forceUnlock have no asynchronous forms:
     // the library has no asynchronous call for them, and running them on a pool thread would
     // take a thread per call.
@@ -504,7 +500,7 @@ public final class RLock implements Lock, AutoCloseable {
             } catch (IllegalMonitorStateException notOwner) {
                 return CompletableFuture.failedFuture(notOwner);
             }
-            if (--state.holds > 0) {
+            if (!state.leave()) {
                 return CompletableFuture.completedFuture(null);
             }
             released = state.detach();
@@ -541,22 +537,15 @@ public final class RLock implements Lock, AutoCloseable {
      * elsewhere (no quorum completes it with NoQuorumException).
      */
     private CompletableFuture<Boolean> acquireAsync(long waitMs, long lease, long ownerId) {
-        NativeHandle reentered;
         synchronized (state) {
-            reentered = state.owner == ownerId && ownerId != 0 ? state.handle : null;
-        }
-        if (reentered != null) {
-            return reentered.extendAsync(leaseMsOf(lease)).thenApply(ok -> {
-                synchronized (state) {
-                    if (state.handle != reentered) {
-                        throw new IllegalMonitorStateException("cannot acquire " + this
-                                + " again: owner " + ownerId + " unlocked it meanwhile");
-                    }
-                    state.holds++;
-                    state.follow(lostSignal);
+            if (state.owner == ownerId && ownerId != 0) {
+                try {
+                    state.reenter(lostSignal);
+                } catch (RedlockException lost) {
+                    return CompletableFuture.failedFuture(lost);
                 }
-                return true;
-            });
+                return CompletableFuture.completedFuture(true);
+            }
         }
         return client.nativeClient().lockAsync(state, names, leaseMsOf(lease), waitMs,
                         lease == KEEP ? state : null)
@@ -587,7 +576,7 @@ public final class RLock implements Lock, AutoCloseable {
 
     /** The blocking lock methods: waits until acquired, through interrupts. */
     private void lockUninterruptibly(long lease) {
-        if (reenter(lease)) {
+        if (reenter()) {
             return;
         }
         NativeHandle acquired = attemptThroughInterrupts(lease, FOREVER_MS, true);
@@ -598,7 +587,7 @@ public final class RLock implements Lock, AutoCloseable {
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
-        if (reenter(lease)) {
+        if (reenter()) {
             return true;
         }
         NativeHandle acquired;
@@ -658,17 +647,16 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Acquiring again by the owner: renews the lease (KEEP: to the watchdog lease) and counts the
-     * hold. Whether the hold is kept stays as its first acquisition made it.
+     * Acquiring again by the owner: counts the hold and keeps the first terms (the lease asked for
+     * is not used: the keys' TTL and the renewal stay as the first acquisition made them).
+     * Throws LockNotHeldException when the hold was lost.
      */
-    private boolean reenter(long lease) {
+    private boolean reenter() {
         synchronized (state) {
             if (state.owner != currentThreadId()) {
                 return false;
             }
-            state.handle.extend(leaseMsOf(lease));
-            state.holds++;
-            state.follow(lostSignal);
+            state.reenter(lostSignal);
             return true;
         }
     }

@@ -151,7 +151,10 @@ class KeptLockTest extends TwoClients {
         }
     }
 
-    /** A hold with an explicit lease: not renewed, just expires; never "lost". */
+    /**
+     * A hold with an explicit lease: not renewed; once it ran out while held it is lost (its keys
+     * can have expired), with no listener told (no renewal failed).
+     */
     private void assertExpiresUnrenewed(RLock lock) throws Exception {
         AtomicInteger told = new AtomicInteger();
         lock.onLost(told::incrementAndGet);
@@ -159,11 +162,12 @@ class KeptLockTest extends TwoClients {
         assertFalse(lock.isLost());
         awaitExpiry(lock, 3 * LEASE_MS);
         assertFalse(lock.isHeldByCurrentThread());
-        assertFalse(lock.isLost(), "an explicit lease expires, it is not lost");
+        assertTrue(lock.isLost(), "a lease that ran out while held is lost");
         RLock rival = other.getLock(name);
         assertTrue(rival.tryLock(2, 10, TimeUnit.SECONDS), "the lease was not renewed");
-        assertFalse(lock.isLost());
+        assertTrue(lock.isLost());
         assertThrows(LockNotHeldException.class, lock::unlock);
+        assertFalse(lock.isLost(), "no hold any more");
         assertEquals(0, told.get(), "no listener for a lease that ran out");
         rival.unlock();
     }
@@ -200,27 +204,67 @@ class KeptLockTest extends TwoClients {
         assertKeptThenReleased(lock, name); // the last unlock
     }
 
+    /** The PTTL of name's key on each node. */
+    private List<Long> pttls(String key) throws Exception {
+        List<Long> ttls = new ArrayList<>();
+        for (int i = 1; i <= 5; i++) {
+            ttls.add(Long.parseLong(nodes.call(i, "PTTL", "kept:" + key)));
+        }
+        return ttls;
+    }
+
+    /**
+     * Regression: lock() (kept) then tryLock(wait, lease) in the same thread. Reentry once
+     * renewed the keys to the shorter lease while renewal stayed on the kept schedule, and the
+     * lock was lost. Reentry keeps the first terms: the hold stays kept, on its own lease.
+     */
     @Test
-    void anExplicitLeaseOnAKeptHoldStaysKeptWithThatLease() throws Exception {
+    void aReentryWithAShortLeaseLeavesAKeptHoldOnItsRenewal() throws Exception {
         RLock lock = client.getLock(name);
-        assertTrue(lock.tryLock());
-        long lease = 1_500;
-        assertTrue(lock.tryLock(0, lease, TimeUnit.MILLISECONDS));
-        long validity = lock.remainingValidity(TimeUnit.MILLISECONDS);
-        assertTrue(validity > LEASE_MS && validity <= lease, "renewed to the lease given: "
-                + validity);
-        assertStaysHeld(lock, other.getLock(name), 2 * lease + 300, lease);
+        lock.lock();
+        long shortLease = LEASE_MS / 6;
+        assertTrue(lock.tryLock(2, shortLease, TimeUnit.MILLISECONDS));
+        assertEquals(2, lock.getHoldCount());
+        for (long ttl : pttls(name)) {
+            assertTrue(ttl > shortLease, "the keys' TTL was cut to the reentry's lease: " + ttl);
+        }
+        assertStaysHeld(lock, other.getLock(name), 3 * LEASE_MS, LEASE_MS);
+        assertFalse(lock.isLost());
         lock.unlock();
         assertTrue(lock.isHeldByCurrentThread());
-        lock.unlock();
+        lock.unlock(); // the last: released in time, no exception
         assertTrue(other.getLock(name).tryLock(0, 10, TimeUnit.SECONDS));
+    }
+
+    /**
+     * Regression: lock(lease) then tryLock() in the same thread. Reentry once reset the keys to
+     * the watchdog lease with nothing renewing them, and the lock expired while isLost() stayed
+     * false. Reentry keeps the first terms: the lease is not renewed, and once it runs out the
+     * hold is lost and acquiring it again says so.
+     */
+    @Test
+    void aReentryWithoutALeaseLeavesALeaseUnrenewedAndItsLossTold() throws Exception {
+        RLock lock = client.getLock(name);
+        lock.lock(LEASE_MS / 2, TimeUnit.MILLISECONDS);
+        assertTrue(lock.tryLock());
+        for (long ttl : pttls(name)) {
+            assertTrue(ttl <= LEASE_MS / 2, "the keys' TTL was reset: " + ttl);
+        }
+        assertTrue(lock.remainingValidity(TimeUnit.MILLISECONDS) <= LEASE_MS / 2);
+        awaitExpiry(lock, 3 * LEASE_MS);
+        assertTrue(lock.isLost(), "a lease that ran out while held is lost");
+        assertThrows(LockNotHeldException.class, lock::tryLock, "acquiring a lost hold again");
+        assertThrows(LockNotHeldException.class, lock::lock);
+        lock.unlock(); // one of the two holds
+        assertThrows(LockNotHeldException.class, lock::unlock);
+        assertEquals(0, lock.getHoldCount());
     }
 
     @Test
     void aHoldWithAnExplicitLeaseIsNotKeptByAReentrantLock() throws Exception {
         RLock lock = client.getLock(name);
         assertTrue(lock.tryLock(0, LEASE_MS, TimeUnit.MILLISECONDS));
-        assertTrue(lock.tryLock()); // renews to the watchdog lease once, keeps nothing
+        assertTrue(lock.tryLock()); // counts a hold, keeps nothing
         lock.unlock(); // the first hold is left
         assertExpiresUnrenewed(lock);
     }

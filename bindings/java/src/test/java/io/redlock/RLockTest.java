@@ -237,7 +237,12 @@ class RLockTest extends TwoClients {
         RLock lock = client.getLock(name);
         assertTrue(lock.tryLock(0, 2, TimeUnit.SECONDS));
         assertTrue(lock.tryLock(0, 20, TimeUnit.SECONDS));
-        assertTrue(lock.remainingValidity(TimeUnit.MILLISECONDS) > 10_000, "reentry renews the lease");
+        assertTrue(lock.remainingValidity(TimeUnit.MILLISECONDS) <= 2_000,
+                "reentry keeps the first lease");
+        for (int i = 1; i <= 5; i++) {
+            long pttl = Long.parseLong(nodes.cli(i, "PTTL", keyPrefix() + name));
+            assertTrue(pttl <= 2_000, "the keys' TTL is not changed: " + pttl);
+        }
         assertEquals(2, lock.getHoldCount());
         lock.unlock();
         assertEquals(1, lock.getHoldCount());

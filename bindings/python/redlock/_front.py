@@ -1,0 +1,360 @@
+"""What the sync client (redlock.client) and the asyncio one (redlock.asyncio)
+share: argument checks and conversions, options, names, the events and the
+health of the nodes, and the parts of a lock that do no I/O (on_lost and its
+callbacks, fences, repr, the reentry count and its owner). Each front adds
+its own way of waiting for the nodes: a blocking call, or the loop.
+
+The rules (docs/locks.md; abi/redlock.h says them for C):
+
+- Reentry keeps the first terms: an RLock acquired again by its owner
+  (thread, or task) counts a hold (redlock_handle_reenter) and changes
+  neither the keys' TTL nor the renewal; acquiring again a hold that was
+  lost raises LockNotHeld.
+- ``lost`` is true whenever the keys can have expired while held: a kept
+  lock whose renewal failed, and a lock with a lease whose validity ran out
+  before it was released (redlock_handle_lost).
+- The default wait: ``lock()`` and ``with`` wait until acquired;
+  ``try_lock()`` with no wait makes one attempt.
+- A multi-lock is locked when any of its resources is, for the longest of
+  their times to live (redlock_inspect_merge).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from numbers import Real
+from urllib.parse import unquote
+from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union
+
+from . import capi
+from .errors import LockError, LockNotHeld
+
+#: The default of the option ``watchdog_lease_ms``, in seconds: the lease of
+#: a kept lock (one acquired without a lease), renewed every third of it.
+DEFAULT_LEASE = 30.0
+
+# "As long as it takes": the C library saturates a wait this long.
+_FOREVER_MS = 2**62
+
+OptionValue = Union[str, int, float]
+
+
+def _millis(seconds: Any, what: str) -> int:
+    kind = type(seconds)
+    # int and float skip the abstract-class check, which costs more than the rest.
+    if kind is not int and kind is not float and (kind is bool or not isinstance(seconds, Real)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
+    value = float(seconds)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, not {seconds!r}")
+    return math.ceil(value * 1000)
+
+
+def _lease_ms(lease: Any) -> int:
+    ms = _millis(lease, "lease")
+    if ms == 0 or ms > capi.REDLOCK_MAX_TTL_MS:
+        raise ValueError(f"lease must be above 0 and at most {capi.REDLOCK_MAX_TTL_MS / 1000} "
+                         f"seconds, not {lease!r}")
+    return ms
+
+
+def _wait_ms(wait: Optional[float]) -> Optional[int]:
+    """A wait argument in milliseconds; None (the default of lock() and of
+    the context managers): until acquired."""
+    return None if wait is None else _millis(wait, "wait")
+
+
+def _acquire_wait_ms(blocking: bool, timeout: float) -> Optional[int]:
+    """The wait of acquire(blocking, timeout), as threading.Lock.acquire
+    takes them: None (until acquired) for timeout -1, 0 for blocking=False."""
+    if not blocking:
+        if timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        return 0
+    if timeout == -1:
+        return None
+    return _millis(timeout, "timeout")
+
+
+def _lease_or_kept(lease: Optional[float], kept_ms: int) -> Tuple[int, bool]:
+    """The lease in milliseconds, and whether the lock is to be kept (no
+    lease given: the client's watchdog_lease_ms, renewed)."""
+    if lease is None:
+        return kept_ms, True
+    return _lease_ms(lease), False
+
+
+def _time_to_live(ttl_ms: int) -> Optional[float]:
+    """A lock's time to live in seconds from the C library's answer
+    (redlock_inspect_multi, or redlock_inspect_merge over redlock_inspect's):
+    None when not locked (-2), math.inf without expiry (-1)."""
+    if ttl_ms == -2:
+        return None
+    return math.inf if ttl_ms < 0 else ttl_ms / 1000
+
+
+def _fences(handle: Any, names: Tuple[str, ...]) -> Dict[str, int]:
+    """The fence of each resource of a held lock; {} when it was taken
+    without fencing (the C library says 0)."""
+    if handle is None:
+        return {}
+    fences = {name: capi.redlock_handle_fence(handle, i) for i, name in enumerate(names)}
+    return fences if all(fences.values()) else {}
+
+
+#: The library's events go to this logger (README: "Logging and health").
+_logger = logging.getLogger("redlock")
+
+
+def _log(level: int, event: str, message: str) -> None:
+    """Called by redlock.capi with each event of a client, on whichever
+    thread emitted it: hands it to the "redlock" logger. The record's message
+    is "event message"; ``record.redlock_event`` is the event's name."""
+    _logger.log(level, "%s %s", event, message, extra={"redlock_event": event})
+
+
+def _log_events(ctx: Any) -> None:
+    """Sends the client's events to the "redlock" logger, from the level
+    it is enabled for now; with that level above ERROR nothing is sent (and
+    nothing is formatted)."""
+    level = _logger.getEffectiveLevel()
+    if level <= logging.ERROR:
+        capi.redlock_py_set_log(ctx, level)
+
+
+_HEALTH_NUMBERS = ("for_ms", "retry_in_ms", "guard_ms", "commands", "failures", "timeouts")
+
+
+def _health(ctx: Any) -> List[Dict[str, Any]]:
+    """redlock_ctx_health's lines, one dict per node (README: "Logging and
+    health"): node, state, last_error (None for none), rtt_ms (None before
+    any reply), the counters and times as ints, run_id and version."""
+    text = capi.redlock_swig_health(ctx)
+    if text is None:
+        raise MemoryError("redlock_ctx_health")
+    nodes = []
+    for line in text.splitlines():
+        node: Dict[str, Any] = {}
+        for field in line.split(" "):
+            key, _, value = field.partition("=")
+            node[key] = unquote(value)
+        for key in _HEALTH_NUMBERS:
+            node[key] = int(node[key])
+        rtt = float(node["rtt_ms"])
+        node["rtt_ms"] = None if rtt < 0 else rtt
+        node["last_error"] = node["last_error"] or None
+        nodes.append(node)
+    return nodes
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a lock name must be str, not {type(name).__name__}")
+    return name
+
+
+def _check_nodes(nodes: Any) -> List[str]:
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Iterable):
+        raise TypeError(f"nodes must be a list of URI strings, not {type(nodes).__name__}")
+    uris = list(nodes)
+    for uri in uris:
+        if not isinstance(uri, str):
+            raise TypeError(f"a node URI must be str, not {type(uri).__name__}")
+    return uris
+
+
+def _option_text(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return repr(value)
+    raise TypeError(f"option {name} must be str, int or float, not {type(value).__name__}")
+
+
+def _new_ctx(nodes: Any, options: Dict[str, Any]) -> Any:
+    """A C client for the nodes with the options set, or raises."""
+    ctx = capi.redlock_ctx_new(_check_nodes(nodes))
+    try:
+        for name, value in options.items():
+            capi.redlock_ctx_set_option(ctx, name, _option_text(name, value))
+        _log_events(ctx)
+    except BaseException:
+        capi.redlock_ctx_free(ctx)
+        raise
+    return ctx
+
+
+def _names(*names: Any) -> Tuple[str, ...]:
+    """The resources of get_lock() or get_multi_lock(), checked."""
+    if not names:
+        raise TypeError("get_multi_lock() needs at least one name")
+    return tuple(_check_name(name) for name in names)
+
+
+class _ClientFront:
+    """The part of a client that does no I/O: its C client and options."""
+
+    _ctx: Any
+    _kept_lease_ms: int
+
+    def _setup(self, nodes: Any, options: Dict[str, Any]) -> Any:
+        self._ctx = ctx = _new_ctx(nodes, options)
+        self._kept_lease_ms = int(capi.redlock_ctx_get_option(ctx, "watchdog_lease_ms"))
+        return ctx
+
+    def _context(self) -> Any:
+        """The C client, or ValueError once the client is closed."""
+        raise NotImplementedError
+
+    def get_option(self, name: str) -> str:
+        """The current value of a library option, as text (as set)."""
+        return capi.redlock_ctx_get_option(self._context(), name)
+
+    def health(self) -> List[Dict[str, Any]]:
+        """What the client knows of each node, in the order of ``nodes``:
+        one dict per node with ``node`` ("host:port"), ``state`` ("unknown",
+        "up", "slow", "down", "guarded" or "auth_refused"), ``last_error``
+        (None when none), ``rtt_ms`` (a recent round trip, None before any),
+        the counters ``commands``, ``failures`` and ``timeouts`` since the
+        client was made, ``for_ms`` (time in that state), ``retry_in_ms``,
+        ``guard_ms``, ``run_id`` and ``version``. No I/O: it is what the
+        calls so far have seen (ping() refreshes it)."""
+        return _health(self._context())
+
+
+L = TypeVar("L", bound="_LockFront")
+
+
+class _LockFront:
+    """The part of a lock that does no I/O: its names, lease, fences, the
+    on_lost callbacks and repr. A front's Lock gives _current_handle() (the current
+    acquisition's C handle, or None) and _lost_now() (its current loss, if
+    any, for a callback registered late)."""
+
+    _LABEL = "redlock.Lock"
+
+    def __init__(self, client: Any, names: Tuple[str, ...]) -> None:
+        self._client = client
+        self._names = names
+        self._on_lost: List[Callable[[Any, LockError], Any]] = []
+
+    @property
+    def names(self) -> Tuple[str, ...]:
+        """The resources this lock covers."""
+        return self._names
+
+    @property
+    def fence(self) -> Optional[int]:
+        """The fencing token of the current acquisition (client option
+        ``fencing=1``): larger for every later holder of the resource. Send it
+        with each write to the storage the lock protects, and have the storage
+        refuse one older than the newest it has seen. For a multi-lock, the
+        first resource's (``fences`` has them all). None when not held or
+        taken without fencing."""
+        return self.fences.get(self._names[0])
+
+    @property
+    def fences(self) -> Dict[str, int]:
+        """The fence of each resource of the current acquisition, by name;
+        empty when not held or taken without fencing."""
+        return _fences(self._current_handle(), self._names)
+
+    def is_held(self) -> bool:
+        """Whether this object holds the lock with validity left: False once
+        the lease has run out, even before any release."""
+        return self.validity > 0
+
+    @property
+    def validity(self) -> float:
+        raise NotImplementedError
+
+    def on_lost(self, callback: Callable[[Any, LockError], Any]) -> None:
+        """Calls ``callback(lock, error)`` when a kept acquisition of this
+        lock is lost (error: LockNotHeld when a quorum says the lock is no
+        longer ours, LockExpired when the nodes failed until its validity ran
+        out), for this and every later acquisition; at once, here, when the
+        current acquisition is lost already. A lock with a lease has no
+        renewal to fail: ``lost`` tells when its lease ran out."""
+        if not callable(callback):
+            raise TypeError(f"on_lost() needs a callable, not {type(callback).__name__}")
+        self._on_lost.append(callback)
+        error = self._lost_now()
+        if error is not None:
+            callback(self, error)
+
+    def _current_handle(self) -> Any:
+        raise NotImplementedError
+
+    def _lost_now(self) -> Optional[LockError]:
+        raise NotImplementedError
+
+    def _lease(self, lease: Optional[float]) -> Tuple[int, bool]:
+        return _lease_or_kept(lease, self._client._kept_lease_ms)
+
+    def _run_callbacks(self, error: LockError) -> List[BaseException]:
+        """Runs every on_lost callback; what they raised, for the front to
+        report its way once all ran."""
+        failures: List[BaseException] = []
+        for callback in list(self._on_lost):
+            try:
+                callback(self, error)
+            except BaseException as exc:  # noqa: B902 - reported once all ran
+                failures.append(exc)
+        return failures
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_held() else "not held"
+        return f"<{self._LABEL} {', '.join(map(repr, self._names))} {state}>"
+
+
+class _Reentrant(Generic[L]):
+    """What the RLock objects of one name share: the lock, the owner (a
+    thread's ident, or a task) and the reentry rule. The count of holds is
+    the C library's (redlock_handle_reenter, _leave, _holds): reentry keeps
+    the first terms, it never touches the keys' TTL nor the renewal. The
+    caller serializes the calls (a mutex in the sync front; the loop in
+    asyncio's)."""
+
+    def __init__(self, lock: L) -> None:
+        self.lock = lock
+        self.owner: Optional[object] = None
+
+    def reenter(self, owner: object) -> bool:
+        """True when owner holds the lock and one more hold was counted;
+        False when owner does not hold it (then acquire it). Raises
+        LockNotHeld when owner's hold was lost (its lease ran out, its renewal
+        failed): release it (which raises too), then acquire anew."""
+        if self.owner is None or self.owner != owner:
+            return False
+        handle = self.lock._current_handle()
+        if handle is None:
+            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock was released when its client "
+                              "closed")
+        capi.redlock_handle_reenter(handle)
+        return True
+
+    def first(self, owner: object) -> None:
+        """owner has just acquired the lock."""
+        self.owner = owner
+
+    def leave(self, owner: object) -> bool:
+        """Counts one release by owner; True when it was the last hold (the
+        caller then unlocks on the nodes). RuntimeError when owner does not
+        hold it."""
+        if self.owner is None or self.owner != owner:
+            raise RuntimeError("cannot release un-acquired lock")
+        handle = self.lock._current_handle()
+        left = capi.redlock_handle_leave(handle) if handle is not None else 0
+        if left:
+            return False
+        self.owner = None
+        return True
+
+    def holds(self, owner: object) -> int:
+        """How many times owner holds it (0: not at all)."""
+        if self.owner is None or self.owner != owner:
+            return 0
+        handle = self.lock._current_handle()
+        return 0 if handle is None else capi.redlock_handle_holds(handle)
