@@ -87,7 +87,11 @@ def _fences(handle: Any, names: Tuple[str, ...]) -> Dict[str, int]:
 
 
 #: The library's events go to this logger (README: "Logging and health").
+#: It has a NullHandler and nothing else, as libraries do: the application
+#: decides where records go, and one that configures no logging gets none of
+#: them on stderr from logging's last-resort handler.
 _logger = logging.getLogger("redlock")
+_logger.addHandler(logging.NullHandler())
 
 
 def _log(level: int, event: str, message: str) -> None:
