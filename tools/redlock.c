@@ -128,9 +128,10 @@ static const char usage_head[] =
     "                               node (state, round trip, run_id, version) and\n"
     "                               exit 0 when a quorum answers, 69 when not\n"
     "  -q, --quiet                  print no messages, usage errors aside\n"
-    "  -v, --verbose                print the token, validity, extensions and\n"
-    "                               release on stderr, and the library's events\n"
-    "                               (acquired, node_down, no_quorum, ...)\n"
+    "  -v, --verbose                print the owner (the token's first 8\n"
+    "                               characters), validity, extensions and release\n"
+    "                               on stderr, and the library's events (acquired,\n"
+    "                               node_down, no_quorum, ...); never a whole token\n"
     "  -h, --help                   print this help and exit\n"
     "  -V, --version                print the version and exit\n";
 
@@ -1196,7 +1197,10 @@ static int acquire_and_run(redlock_ctx *ctx, const struct config *cfg)
         return acquire_failure_status(rc, cfg);
     }
     if (verbosity == VERBOSE)
-        say("acquired '%s' (token %s, valid for %" PRId64 " ms)", cfg->name,
+        /* The owner, as the library's events show it: the token's first 8
+         * characters. The whole token would let a reader of the log release
+         * the lock; the command alone gets it (REDLOCK_TOKEN). */
+        say("acquired '%s' (owner %.8s, valid for %" PRId64 " ms)", cfg->name,
             redlock_handle_token(lock), redlock_handle_validity_ms(lock));
     status = run_locked(lock, cfg);
     redlock_handle_free(lock);
