@@ -163,9 +163,10 @@ static const char usage_tail[] =
     "stderr loses the messages, not the lock); COMMAND gets it back as it was.\n"
     "\n"
     "Health check: redlock --check prints each node's address and state (up,\n"
-    "down, slow, guarded: restarted and not counted yet, auth_refused), its\n"
-    "round trip, run_id and Redis version or its last error, then whether a\n"
-    "quorum answers: for a container probe or a cron alert (0 or 69).\n"
+    "down, slow, guarded: restarted and not counted yet, auth_refused,\n"
+    "permission_denied: its ACL refused a command), its round trip, run_id and\n"
+    "Redis version or its last error, then whether a quorum answers: for a\n"
+    "container probe or a cron alert (0 or 69).\n"
     "\n"
     "Exit status:\n"
     "  the status of COMMAND, or 128+N when a signal N killed it; otherwise:\n"
@@ -176,8 +177,11 @@ static const char usage_tail[] =
     "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM if it\n"
     "       was still running)\n"
     "  75   someone else holds the lock: with -n, or when -w ran out (see -E)\n"
-    "  77   a node refused the credentials, or TLS failed (its handshake or\n"
-    "       the check of a node's certificate)\n"
+    "  77   permission denied: a node refused the credentials, or its ACL\n"
+    "       does not allow a command or key the tool uses (NOPERM: the message\n"
+    "       names the node and what it refused), or TLS failed (its handshake\n"
+    "       or the check of a node's certificate). One status for the three,\n"
+    "       as sysexits.h has one for permission denied; the message says which\n"
     "  126  COMMAND cannot be executed\n"
     "  127  COMMAND not found\n"
     "\n"
@@ -823,6 +827,7 @@ static int acquire_failure_status(int rc, const struct config *cfg)
     case REDLOCK_EREDIS:
         return EX_UNAVAILABLE;
     case REDLOCK_EAUTH:
+    case REDLOCK_ENOPERM:   /* shares 77 with refused credentials: see the help's exit status */
     case REDLOCK_ETLS:
         return EX_NOPERM;
     case REDLOCK_EINVAL:

@@ -207,10 +207,10 @@ static void keys_outside_the_prefix_are_refused(void **state)
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
         redlock_ctx *ctx = client_as(ns, USER, 0, prefixes[i]);
         redlock_handle *h = UNSET_HANDLE;
-        assert_fails(redlock_lock(&h, ctx, "acl-out-1", 10000, 0), REDLOCK_EAUTH);
+        assert_fails(redlock_lock(&h, ctx, "acl-out-1", 10000, 0), REDLOCK_ENOPERM);
         assert_null(h);
         h = UNSET_HANDLE;
-        assert_fails(redlock_lock_multi(&h, ctx, names, 2, 10000, 0), REDLOCK_EAUTH);
+        assert_fails(redlock_lock_multi(&h, ctx, names, 2, 10000, 0), REDLOCK_ENOPERM);
         assert_null(h);
         redlock_ctx_free(ctx);
 
@@ -221,7 +221,7 @@ static void keys_outside_the_prefix_are_refused(void **state)
 }
 
 /* Without any one of the commands that locking itself uses, some step fails,
- * and it fails as a refusal of the credentials' permissions. (SCRIPT LOAD and
+ * and it fails as the ACL's refusal (REDLOCK_ENOPERM), not refused credentials. (SCRIPT LOAD and
  * INFO are not in the list: without them a node answers with an error that
  * the library works around, with EVAL and without the restart guard.) */
 static void each_needed_permission_is_needed(void **state)
@@ -239,8 +239,8 @@ static void each_needed_permission_is_needed(void **state)
         redlock_ctx *rival = client_as(ns, USER, 0, PREFIX);
         const char *step = "";
         int rc = use_locks(ns, ctx, rival, &step);
-        if (rc != REDLOCK_EAUTH)
-            fail_msg("without %s: %s gave %d (%s), expected REDLOCK_EAUTH; errmsg: %s",
+        if (rc != REDLOCK_ENOPERM)
+            fail_msg("without %s: %s gave %d (%s), expected REDLOCK_ENOPERM; errmsg: %s",
                      needed[i], step, rc, redlock_strerror(rc), redlock_errmsg());
         redlock_ctx_free(rival);
         redlock_ctx_free(ctx);

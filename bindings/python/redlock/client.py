@@ -253,7 +253,8 @@ class Redlock:
     def health(self) -> List[Dict[str, Any]]:
         """What the client knows of each node, in the order of ``nodes``:
         one dict per node with ``node`` ("host:port"), ``state`` ("unknown",
-        "up", "slow", "down", "guarded" or "auth_refused"), ``last_error``
+        "up", "slow", "down", "guarded", "auth_refused" or
+        "permission_denied"), ``last_error``
         (None when none), ``rtt_ms`` (a recent round trip, None before any),
         the counters ``commands``, ``failures`` and ``timeouts`` since the
         client was made, ``for_ms`` (time in that state), ``retry_in_ms``,
