@@ -1028,7 +1028,8 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         s->counting = false;
         r = s->set;
         rl_cmd_count(reply, &r, op->got + i);
-        if (r.vote == RL_VOTE_FAILED && reply->type == REDIS_REPLY_ERROR)
+        if (s->set.vote == RL_VOTE_YES && r.vote == RL_VOTE_FAILED
+            && reply->type == REDIS_REPLY_ERROR)   /* the INCR refused (its SET's was counted) */
             rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
         vote(op, i, &r, now);
         return;
