@@ -70,6 +70,8 @@ extern "C" {
 #define REDLOCK_ESYSTEM      -11  /* an operating system call failed (random source, poll) */
 #define REDLOCK_ECANCELED    -12  /* the wait was cancelled by the interrupt check (1.1) */
 #define REDLOCK_ETLS         -13  /* a TLS handshake or certificate check failed (1.2) */
+#define REDLOCK_ENOPERM      -14  /* a node's ACL does not allow a command or key the library
+                                   * uses (a NOPERM reply; 1.2) */
 
 /* Limits on arguments; larger values are rejected with REDLOCK_EINVAL. */
 #define REDLOCK_MAX_NODES        64
@@ -215,7 +217,7 @@ REDLOCK_API const char *redlock_strerror(int code);
  * until the thread's next call into the library. "" when there is none. */
 REDLOCK_API const char *redlock_errmsg(void);
 
-/* The library's version: "1.2.0" and 10100. */
+/* The library's version: "1.2.0" and 10200. */
 REDLOCK_API const char *redlock_version_string(void);
 REDLOCK_API int redlock_version_number(void);
 
@@ -436,7 +438,8 @@ REDLOCK_API int redlock_handle_fence(const redlock_handle *h, size_t index, int6
 #define REDLOCK_LOG_INFO  20   /* node_back, force_unlocked */
 #define REDLOCK_LOG_WARN  30   /* no_quorum, failed, renewal_failed, node_down, node_slow,
                                 * node_restarted */
-#define REDLOCK_LOG_ERROR 40   /* lost, auth_refused (and failed with REDLOCK_EAUTH) */
+#define REDLOCK_LOG_ERROR 40   /* lost, auth_refused, permission_denied (and failed with
+                                * REDLOCK_EAUTH or REDLOCK_ENOPERM) */
 
 /*
  * An event of the client: level (REDLOCK_LOG_*), event a stable short name
@@ -453,7 +456,8 @@ REDLOCK_API int redlock_handle_fence(const redlock_handle *h, size_t index, int6
  *   force_unlocked  op resource nodes deleted ms
  *   no_quorum       op resource [owner] nodes need ms [attempts] code: too few nodes answered
  *   failed          op resource [owner] nodes ms code: any other failure of a call
- *                   (ERROR for code=auth, DEBUG for code=canceled, else WARN)
+ *                   (ERROR for code=auth and code=noperm, DEBUG for code=canceled,
+ *                   else WARN)
  *   renewal_failed  resource owner code retry_in_ms validity_ms: a kept lock's extension
  *                   failed; it is tried again while validity remains
  *   lost            resource owner code: a kept lock is lost (redlock_handle_watch)
@@ -462,7 +466,9 @@ REDLOCK_API int redlock_handle_fence(const redlock_handle *h, size_t index, int6
  *   node_back       node was for_ms: the node answers again
  *   node_restarted  node run_id guard_ms: a new run_id (the restart guard holds the node's
  *                   votes back for guard_ms)
- *   auth_refused    node: the node refused the credentials (AUTH, or an ACL)
+ *   auth_refused    node: the node refused the credentials (AUTH)
+ *   permission_denied  node was: the node's ACL does not allow a command or key the
+ *                   library uses (its NOPERM reply, which names the command, follows)
  * New events and fields may be added; names and existing fields do not change.
  *
  * Threads: the hook is called synchronously, on whichever thread runs the
@@ -499,7 +505,9 @@ REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min
  *   state        unknown (not contacted yet), up, slow (its last command got
  *                no answer within node_timeout_ms), down (cannot connect),
  *                guarded (restarted: its votes do not count yet, the restart
- *                guard), auth_refused (refused the credentials)
+ *                guard), auth_refused (refused the credentials),
+ *                permission_denied (its ACL refused a command or key: last_error
+ *                says which)
  *   for_ms       how long it has been in that state
  *   retry_in_ms  down: when a connection will be tried again (0: at the next call)
  *   guard_ms     guarded: for how long its votes do not count yet
@@ -529,9 +537,10 @@ REDLOCK_API int redlock_ctx_health(const redlock_ctx *ctx, char *buf, size_t buf
  * each answer up to the node's deadline (all of them: the health above is
  * refreshed for every node). REDLOCK_OK when a quorum of the nodes answered
  * and counts (as for a lock: not a node under the restart guard, nor a
- * second name of one server); else REDLOCK_ENOQUORUM, or the code all the
- * failed nodes share (REDLOCK_EAUTH for refused credentials), with the
- * message naming each failed node. *answered (may be NULL) is how many
+ * second name of one server); else REDLOCK_ENOQUORUM, or the code of the
+ * failures that alone leave too few nodes for a quorum (REDLOCK_EAUTH for
+ * refused credentials, REDLOCK_ENOPERM when the ACL does not allow PING),
+ * with the message naming each failed node. *answered (may be NULL) is how many
  * counted. The blocking driver; on the calling thread.
  */
 REDLOCK_API int redlock_ctx_ping(redlock_ctx *ctx, int *answered);

@@ -221,6 +221,8 @@ void rl_cmd_count(const redisReply *reply, rl_result *io, int64_t *fence)
     if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 1
         && reply->integer < ((long long)1 << 53))
         *fence = reply->integer;
+    else if (reply->type == REDIS_REPLY_ERROR)   /* the INCR refused (an ACL without +incr) */
+        rl_result_from_bad_reply(io, reply);
     else
         rl_result_fail(io, REDLOCK_EREDIS, "a fencing counter that is not a count from 1 "
                        "(was a counter key written by something else?)");
@@ -276,7 +278,54 @@ void rl_cmd_fences(const rl_cmd *cmd, const redisReply *reply, int64_t *out)
         out[i] = reply->element[i]->integer;
 }
 
+/* Appends to why the commands that script calls, " (the acquire script
+ * calls exists, type, ...)", read from its text: up to Redis 7.0 an ACL's
+ * refusal inside a script does not say which command it refused. */
+static void name_calls(const rl_cmd *cmd, char *why, size_t len)
+{
+    static const char *const names[] = {
+        [RL_CMD_ACQUIRE] = "acquire", [RL_CMD_EXTEND] = "extend", [RL_CMD_RELEASE] = "release",
+        [RL_CMD_INSPECT] = "inspect", [RL_CMD_FORCE] = "force", [RL_CMD_FENCE] = "fence",
+    };
+    const char *body = script_of(cmd)->body, *name = NULL;
+    if ((size_t)cmd->kind < sizeof names / sizeof names[0])
+        name = names[cmd->kind];
+    size_t used = strlen(why);
+    int w = snprintf(why + used, len - used, " (the %s script calls", name ? name : "library's");
+    if (w < 0 || (size_t)w >= len - used)
+        return;
+    used += (size_t)w;
+    const char *sep = " ";
+    for (const char *p = strstr(body, "call('"); p; p = strstr(p + 1, "call('")) {
+        const char *word = p + 6;
+        size_t n = strcspn(word, "'");
+        /* Each command once: skip one that an earlier call named. */
+        bool seen = false;
+        for (const char *q = strstr(body, "call('"); q < p && !seen; q = strstr(q + 1, "call('"))
+            seen = strncmp(q + 6, word, n) == 0 && q[6 + n] == '\'';
+        if (seen)
+            continue;
+        w = snprintf(why + used, len - used, "%s%.*s", sep, (int)n, word);
+        if (w < 0 || (size_t)w >= len - used)
+            return;
+        used += (size_t)w;
+        sep = ", ";
+    }
+    snprintf(why + used, len - used, ")");
+}
+
+static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out);
+
 void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
+{
+    classify(cmd, form, r, out);
+    if (out->vote == RL_VOTE_FAILED && out->code == REDLOCK_ENOPERM
+        && (form == RL_FORM_EVAL || form == RL_FORM_EVALSHA)
+        && strstr(out->why, "run this command"))
+        name_calls(cmd, out->why, sizeof out->why);
+}
+
+static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
 {
     memset(out, 0, sizeof *out);
     if (form == RL_FORM_COUNT) {   /* a count is no vote: its SET's reply is (rl_cmd_count) */

@@ -211,7 +211,15 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
             int code = rl_reply_error_code(reply->str);
             rl_conn_break(c, code, "connection setup refused (%s): %.100s",
                           kind == RL_ENTRY_AUTH ? "AUTH" : "SELECT", reply->str);
-            rl_node_failed(node, code == REDLOCK_EAUTH ? RL_NODE_AUTH : RL_NODE_UP, c->why, now);
+            rl_node_failed(node, rl_node_state_after(code), c->why, now);
+        } else {
+            /* SCRIPT LOAD or INFO refused (an ACL without +script|load or
+             * +info): the connection works without them (EVAL; no restart
+             * guard for this node), and the node's health says why. */
+            char why[160];
+            snprintf(why, sizeof why, "%s refused: %.120s",
+                     kind == RL_ENTRY_INFO ? "INFO" : "SCRIPT LOAD", reply->str);
+            rl_node_failed(node, RL_NODE_KEEP, why, now);
         }
         return;
     }

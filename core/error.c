@@ -23,6 +23,7 @@ const char *redlock_strerror(int code)
     case REDLOCK_ESYSTEM:      return "an operating system call failed";
     case REDLOCK_ECANCELED:    return "the wait was cancelled";
     case REDLOCK_ETLS:         return "a TLS handshake or certificate check failed";
+    case REDLOCK_ENOPERM:      return "a node's ACL does not allow a command or key the library uses";
     default:                   return "unknown status code";
     }
 }

@@ -29,7 +29,7 @@ static void prepare(const rl_keep *k, rl_keep_event *ev, int level, const char *
 {
     if (!rl_logging(k->h->ctx, level))
         return;
-    char which[320];
+    char which[RL_KEEP_WHICH_LEN];
     describe(k->h, which, sizeof which);
     ev->level = level;
     ev->name = name;
@@ -46,7 +46,7 @@ static void lose(rl_keep *k, int status, const char *message, rl_keep_event *ev)
 {
     k->status = status;
     snprintf(k->message, sizeof k->message, "%s", message);
-    char fields[64];
+    char fields[RL_KEEP_FIELDS_LEN];
     snprintf(fields, sizeof fields, "code=%s", rl_log_code(status));
     prepare(k, ev, REDLOCK_LOG_ERROR, "lost", fields, k->message);
 }
@@ -114,7 +114,7 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
     int64_t pause = ctx->opt.retry_delay_ms > ENOMEM_PAUSE_MS ? ctx->opt.retry_delay_ms
                                                               : ENOMEM_PAUSE_MS;
     k->next_at = now + pause;
-    char fields[128];
+    char fields[RL_KEEP_FIELDS_LEN];
     snprintf(fields, sizeof fields, "code=%s retry_in_ms=%lld validity_ms=%lld",
              rl_log_code(status), (long long)pause, (long long)(k->h->expires_at - now));
     prepare(k, ev, REDLOCK_LOG_WARN, "renewal_failed", fields, message);

@@ -25,13 +25,20 @@
 
 #include "redlock.h"
 
+/* The parts of an event's text, each buffer's size with its NUL: which lock
+ * ("resource=... owner=..."), the fields ("code=... retry_in_ms=..."), and
+ * the message, k->message for the loss. */
+#define RL_KEEP_WHICH_LEN 320
+#define RL_KEEP_FIELDS_LEN 128
+#define RL_KEEP_MESSAGE_LEN 256
+
 typedef struct rl_keep {
     redlock_handle *h;
     int64_t next_at;       /* when the next extension is due */
     int64_t until;         /* the validity's end before the extension under way */
     bool extending;        /* one is under way (asked for, not yet ended) */
     int status;            /* REDLOCK_OK, or why it was lost */
-    char message[256];
+    char message[RL_KEEP_MESSAGE_LEN];
 } rl_keep;
 
 /* An event to tell (name NULL: none, or none the hook would take). The
@@ -39,7 +46,10 @@ typedef struct rl_keep {
 typedef struct rl_keep_event {
     int level;
     const char *name;
-    char text[640];
+    /* "which fields: message": the three parts' sizes hold their lengths and
+     * the three separators' characters; one more for the NUL. The loss's
+     * text is always whole; a longer message of a failed extension is cut. */
+    char text[RL_KEEP_WHICH_LEN + RL_KEEP_FIELDS_LEN + RL_KEEP_MESSAGE_LEN + 1];
 } rl_keep_event;
 
 #define RL_KEEP_WAIT 0      /* nothing to do before *at */

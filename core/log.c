@@ -78,6 +78,8 @@ const char *rl_log_code(int code)
     case REDLOCK_EREDIS:       return "redis";
     case REDLOCK_ESYSTEM:      return "system";
     case REDLOCK_ECANCELED:    return "canceled";
+    case REDLOCK_ETLS:         return "tls";
+    case REDLOCK_ENOPERM:      return "noperm";
     default:                   return "unknown";
     }
 }

@@ -62,6 +62,7 @@ void rl_node_connect_ok(rl_node *node)
 static const char *const state_names[] = {
     [RL_NODE_UNKNOWN] = "unknown", [RL_NODE_UP] = "up", [RL_NODE_SLOW] = "slow",
     [RL_NODE_DOWN] = "down", [RL_NODE_AUTH] = "auth_refused",
+    [RL_NODE_NOPERM] = "permission_denied",
 };
 
 const char *rl_node_state_name(rl_node_state state)
@@ -108,6 +109,10 @@ static void change(rl_node *node, rl_node_state to, const char *why, int64_t now
         RL_LOG(ctx, REDLOCK_LOG_ERROR, "auth_refused", "node=%s was=%s: %s", label, from,
                why ? why : "");
         break;
+    case RL_NODE_NOPERM:
+        RL_LOG(ctx, REDLOCK_LOG_ERROR, "permission_denied", "node=%s was=%s: %s", label, from,
+               why ? why : "");
+        break;
     case RL_NODE_UP:
         if (was != RL_NODE_UNKNOWN)
             RL_LOG(ctx, REDLOCK_LOG_INFO, "node_back", "node=%s was=%s for_ms=%lld", label, from,
@@ -139,6 +144,12 @@ void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t
         atomic_fetch_add_explicit(&node->timeouts, 1, memory_order_relaxed);
     if (why)
         change(node, state, why, now);
+}
+
+rl_node_state rl_node_state_after(int code)
+{
+    return code == REDLOCK_EAUTH ? RL_NODE_AUTH : code == REDLOCK_ENOPERM ? RL_NODE_NOPERM
+         : RL_NODE_UP;
 }
 
 void rl_node_connect_failure(rl_node *node, int code, const char *why)

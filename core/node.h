@@ -24,7 +24,8 @@ typedef enum rl_node_state {
     RL_NODE_UP,          /* it answered */
     RL_NODE_SLOW,        /* its last command got no answer in time */
     RL_NODE_DOWN,        /* connecting to it failed */
-    RL_NODE_AUTH         /* it refused the credentials */
+    RL_NODE_AUTH,        /* it refused the credentials */
+    RL_NODE_NOPERM       /* its ACL refused a command or key (NOPERM) */
 } rl_node_state;
 
 typedef struct rl_node {
@@ -72,14 +73,18 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, siz
  * not known, e.g. it waited for a connect); the node failed a command or a
  * connection: state RL_NODE_DOWN (cannot connect), RL_NODE_SLOW (no answer
  * in time: also a timeout), RL_NODE_AUTH (refused the credentials),
- * RL_NODE_UP (it answered, with an error) or RL_NODE_KEEP (a connection
- * lost: its state is what connecting again says); why (its last error) NULL
- * only counts the failure. A change of state is an event: node_down,
- * node_slow, auth_refused, node_back. */
+ * RL_NODE_NOPERM (its ACL refused a command or key), RL_NODE_UP (it
+ * answered, with another error) or RL_NODE_KEEP (a connection lost: its
+ * state is what connecting again says); why (its last error) NULL only
+ * counts the failure. A change of state is an event: node_down, node_slow,
+ * auth_refused, permission_denied, node_back. */
 const char *rl_node_state_name(rl_node_state state);
 void rl_node_sent(rl_node *node);
 void rl_node_answered(rl_node *node, int64_t rtt_ms, int64_t now);
 void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t now);
+/* The state an error reply with code (rl_reply_error_code) leaves a node in:
+ * RL_NODE_AUTH, RL_NODE_NOPERM, or RL_NODE_UP (it answered). */
+rl_node_state rl_node_state_after(int code);
 
 /* Milliseconds for which the node's votes do not count yet, because it
  * restarted less than max_lease_ms ago; 0 when they count. */

@@ -215,7 +215,7 @@ static void report(const rl_op *op, int64_t now)
         level = REDLOCK_LOG_DEBUG;
     } else if (rc == REDLOCK_ENOQUORUM) {
         event = "no_quorum";
-    } else if (rc == REDLOCK_EAUTH) {
+    } else if (rc == REDLOCK_EAUTH || rc == REDLOCK_ENOPERM) {
         level = REDLOCK_LOG_ERROR;
     } else if (rc == REDLOCK_ECANCELED) {
         level = REDLOCK_LOG_DEBUG;
@@ -1031,13 +1031,15 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         s->counting = false;
         r = s->set;
         rl_cmd_count(reply, &r, op->got + i);
+        if (s->set.vote == RL_VOTE_YES && r.vote == RL_VOTE_FAILED
+            && reply->type == REDIS_REPLY_ERROR)   /* the INCR refused (its SET's was counted) */
+            rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
         vote(op, i, &r, now);
         return;
     }
     rl_cmd_classify(op->cmd, e->form, reply, &r);
-    if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials or another */
-        rl_node_failed(&op->ctx->nodes[i], r.code == REDLOCK_EAUTH ? RL_NODE_AUTH : RL_NODE_UP,
-                       r.why, now);
+    if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials, an ACL's NOPERM... */
+        rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     else if (!e->late)
         rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
     if (e->form == RL_FORM_SET && op->cmd->fenced) {

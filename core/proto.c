@@ -40,24 +40,43 @@ void rl_result_fail(rl_result *r, int code, const char *fmt, ...)
     va_end(ap);
 }
 
-void rl_result_from_bad_reply(rl_result *r, const redisReply *reply)
+/* How much of an error reply to show: all of it, but for the " script:
+ * <sha1>, on @user_script:N." that Redis appends to an error raised inside a
+ * script (which script it was, the message around it says). */
+static int shown_len(const char *err)
 {
-    if (reply->type == REDIS_REPLY_ERROR)
-        rl_result_fail(r, rl_reply_error_code(reply->str), "%.150s", reply->str);
-    else
-        rl_result_fail(r, REDLOCK_EREDIS, "unexpected reply of type %d", reply->type);
+    const char *cut = NULL;
+    for (const char *p = strstr(err, " script: "); p; p = strstr(p + 1, " script: "))
+        if (strspn(p + 9, "0123456789abcdef") == 40)
+            cut = p;
+    return cut ? (int)(cut - err) : (int)strlen(err);
 }
 
-/* Redis error replies by their first word. */
+void rl_result_from_bad_reply(rl_result *r, const redisReply *reply)
+{
+    if (reply->type == REDIS_REPLY_ERROR) {
+        int len = shown_len(reply->str);
+        rl_result_fail(r, rl_reply_error_code(reply->str), "%.*s", len < 150 ? len : 150,
+                       reply->str);
+    } else {
+        rl_result_fail(r, REDLOCK_EREDIS, "unexpected reply of type %d", reply->type);
+    }
+}
+
+/* Redis error replies by their first word; an ACL's refusal of a command or
+ * key is NOPERM, but inside a script Redis words it otherwise (up to 7.0:
+ * "ERR The user executing the script can't ...", since 7.2: "ERR ACL
+ * failure in script: ..."). */
 int rl_reply_error_code(const char *err)
 {
     if (strstr(err, "WRONGTYPE"))
         return REDLOCK_EWRONGTYPE;
     if (strncmp(err, "NOAUTH", 6) == 0 || strncmp(err, "WRONGPASS", 9) == 0
-        || strncmp(err, "NOPERM", 6) == 0 || strstr(err, "invalid password")
-        || strstr(err, "invalid username-password")
-        || strstr(err, "The user executing the script can't"))  /* ACL, inside a script */
+        || strstr(err, "invalid password") || strstr(err, "invalid username-password"))
         return REDLOCK_EAUTH;
+    if (strncmp(err, "NOPERM", 6) == 0 || strstr(err, "The user executing the script can't")
+        || strstr(err, "ACL failure in script"))
+        return REDLOCK_ENOPERM;
     return REDLOCK_EREDIS;
 }
 

@@ -76,13 +76,25 @@ static void describe_failures(const redlock_ctx *ctx, const rl_result *results,
     }
 }
 
+/* How many of the results failed with code. */
+static size_t failed_with(const rl_result *results, size_t n, int code)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += results[i].vote == RL_VOTE_FAILED && results[i].code == code;
+    return k;
+}
+
 /*
  * The status of a round without a quorum of yes votes. Failures (down, timed
  * out, error replies) decide it only when they alone leave too few nodes for
- * a quorum; then, when every failed node failed the same way (all AUTH, all
- * WRONGTYPE, ...), that code, so a wrong password reads as a wrong password,
- * and otherwise REDLOCK_ENOQUORUM. Otherwise the nodes that answered refused:
- * refused_code is what that means for the verb.
+ * a quorum; then it is the code of one kind of failure that alone leaves too
+ * few (a quorum refused the credentials, or its ACL refused a command: that
+ * is what the caller must fix, whatever the other nodes did), else the code
+ * every failed node shares (all AUTH, all WRONGTYPE, ...), so a wrong
+ * password reads as a wrong password, and otherwise REDLOCK_ENOQUORUM.
+ * Otherwise the nodes that answered refused: refused_code is what that
+ * means for the verb.
  */
 static int outcome(const redlock_ctx *ctx, const rl_result *results, const char *what,
                    int refused_code, char *msg, size_t msglen)
@@ -97,6 +109,10 @@ static int outcome(const redlock_ctx *ctx, const rl_result *results, const char 
         for (size_t i = 0; i < ctx->n_nodes; i++) {
             if (results[i].vote != RL_VOTE_FAILED)
                 continue;
+            if (failed_with(results, ctx->n_nodes, results[i].code) > t.n - q) {
+                code = results[i].code;
+                break;
+            }
             if (code == 0)
                 code = results[i].code;
             else if (code != results[i].code)

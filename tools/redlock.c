@@ -128,9 +128,10 @@ static const char usage_head[] =
     "                               node (state, round trip, run_id, version) and\n"
     "                               exit 0 when a quorum answers, 69 when not\n"
     "  -q, --quiet                  print no messages, usage errors aside\n"
-    "  -v, --verbose                print the token, validity, extensions and\n"
-    "                               release on stderr, and the library's events\n"
-    "                               (acquired, node_down, no_quorum, ...)\n"
+    "  -v, --verbose                print the owner (the token's first 8\n"
+    "                               characters), validity, extensions and release\n"
+    "                               on stderr, and the library's events (acquired,\n"
+    "                               node_down, no_quorum, ...); never a whole token\n"
     "  -h, --help                   print this help and exit\n"
     "  -V, --version                print the version and exit\n";
 
@@ -162,9 +163,10 @@ static const char usage_tail[] =
     "stderr loses the messages, not the lock); COMMAND gets it back as it was.\n"
     "\n"
     "Health check: redlock --check prints each node's address and state (up,\n"
-    "down, slow, guarded: restarted and not counted yet, auth_refused), its\n"
-    "round trip, run_id and Redis version or its last error, then whether a\n"
-    "quorum answers: for a container probe or a cron alert (0 or 69).\n"
+    "down, slow, guarded: restarted and not counted yet, auth_refused,\n"
+    "permission_denied: its ACL refused a command), its round trip, run_id and\n"
+    "Redis version or its last error, then whether a quorum answers: for a\n"
+    "container probe or a cron alert (0 or 69).\n"
     "\n"
     "Exit status:\n"
     "  the status of COMMAND, or 128+N when a signal N killed it; otherwise:\n"
@@ -175,8 +177,11 @@ static const char usage_tail[] =
     "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM if it\n"
     "       was still running)\n"
     "  75   someone else holds the lock: with -n, or when -w ran out (see -E)\n"
-    "  77   a node refused the credentials, or TLS failed (its handshake or\n"
-    "       the check of a node's certificate)\n"
+    "  77   permission denied: a node refused the credentials, or its ACL\n"
+    "       does not allow a command or key the tool uses (NOPERM: the message\n"
+    "       names the node and what it refused), or TLS failed (its handshake\n"
+    "       or the check of a node's certificate). One status for the three,\n"
+    "       as sysexits.h has one for permission denied; the message says which\n"
     "  126  COMMAND cannot be executed\n"
     "  127  COMMAND not found\n"
     "\n"
@@ -822,6 +827,7 @@ static int acquire_failure_status(int rc, const struct config *cfg)
     case REDLOCK_EREDIS:
         return EX_UNAVAILABLE;
     case REDLOCK_EAUTH:
+    case REDLOCK_ENOPERM:   /* shares 77 with refused credentials: see the help's exit status */
     case REDLOCK_ETLS:
         return EX_NOPERM;
     case REDLOCK_EINVAL:
@@ -1196,7 +1202,10 @@ static int acquire_and_run(redlock_ctx *ctx, const struct config *cfg)
         return acquire_failure_status(rc, cfg);
     }
     if (verbosity == VERBOSE)
-        say("acquired '%s' (token %s, valid for %" PRId64 " ms)", cfg->name,
+        /* The owner, as the library's events show it: the token's first 8
+         * characters. The whole token would let a reader of the log release
+         * the lock; the command alone gets it (REDLOCK_TOKEN). */
+        say("acquired '%s' (owner %.8s, valid for %" PRId64 " ms)", cfg->name,
             redlock_handle_token(lock), redlock_handle_validity_ms(lock));
     status = run_locked(lock, cfg);
     redlock_handle_free(lock);

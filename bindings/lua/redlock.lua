@@ -1948,9 +1948,10 @@ end
 
 --- What the client knows of each node, in the order of the URIs: an array
 -- of tables { node = "host:port", state = "unknown" | "up" | "slow" | "down"
--- | "guarded" | "auth_refused", last_error = text or nil, rtt_ms = a recent
--- round trip or nil before any, commands, failures, timeouts (counts since
--- the client was made), for_ms, retry_in_ms, guard_ms, run_id, version }.
+-- | "guarded" | "auth_refused" | "permission_denied", last_error = text or
+-- nil, rtt_ms = a recent round trip or nil before any, commands, failures,
+-- timeouts (counts since the client was made), for_ms, retry_in_ms,
+-- guard_ms, run_id, version }.
 -- No I/O: what the calls so far have seen (client:ping() refreshes it).
 function Client:health()
   check_self(self, Client, "health")

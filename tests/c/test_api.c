@@ -337,7 +337,7 @@ static void strerror_is_distinct_for_every_code(void **state)
         REDLOCK_OK,     REDLOCK_ELOCKED,      REDLOCK_ENOQUORUM, REDLOCK_ENOTHELD,
         REDLOCK_EINVAL, REDLOCK_ENOMEM,       REDLOCK_EEXPIRED,  REDLOCK_EUNSUPPORTED,
         REDLOCK_EAUTH,  REDLOCK_EWRONGTYPE,   REDLOCK_EREDIS,    REDLOCK_ESYSTEM,
-        REDLOCK_ECANCELED, REDLOCK_ETLS,
+        REDLOCK_ECANCELED, REDLOCK_ETLS, REDLOCK_ENOPERM,
     };
     size_t n = sizeof(codes) / sizeof(codes[0]);
     const char *unknown = redlock_strerror(-1000);

@@ -6,6 +6,7 @@
 start_nodes 5
 
 run_bg a redlock --nodes "$NODES" --ttl 1s --verbose long-job -- sh -c '
+  echo "$REDLOCK_TOKEN" > "$0/a-token"
   touch "$0/a-started"
   sleep 3
   while [ ! -e "$0/checked" ]; do sleep 0.05; done' "$work" 2> "$work/a-err"
@@ -27,5 +28,10 @@ touch "$work/checked"
 wait_bg "$a"
 expect_eq 0 "$status" "status of the long command"
 grep -q "extended 'long-job'" "$work/a-err" || fail "no extension reported: $(cat "$work/a-err")"
+# Neither the tool's messages nor the library's events (extended ...) show a
+# whole token.
+token=$(cat "$work/a-token")
+[[ "$token" =~ ^[0-9a-f]{32}$ ]] || fail "REDLOCK_TOKEN is not 32 hex characters: '$token'"
+! grep -qF "$token" "$work/a-err" || fail "--verbose prints the whole token: $(cat "$work/a-err")"
 expect_released long-job
 echo "ok"

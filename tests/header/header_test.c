@@ -63,6 +63,7 @@ int header_test(int code)
     case REDLOCK_ESYSTEM:
     case REDLOCK_ECANCELED:
     case REDLOCK_ETLS:
+    case REDLOCK_ENOPERM:
         return all[0] != NULL && limits[0] > 0 && version[0] != '\0';
     default:
         return 0;

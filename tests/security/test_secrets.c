@@ -174,7 +174,7 @@ static void refusals_and_silences_hide_the_password(void **state)
                                     PASSWORD), 0);
     make_uris(ns, "alice:" ENCODED "@", 0, buf, uris);
     ctx = client(uris, "other:");
-    assert_locks_fail_hidden(ctx, REDLOCK_EAUTH, "key outside the ACL");
+    assert_locks_fail_hidden(ctx, REDLOCK_ENOPERM, "key outside the ACL");
     redlock_ctx_free(ctx);
 
     /* Held, then the nodes fall silent (paused), then they are gone. */

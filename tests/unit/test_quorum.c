@@ -112,6 +112,47 @@ static void failures_say_what_failed(void **state)
     redlock_ctx_free(ctx);
 }
 
+/* Failures of mixed kinds: the one kind that alone leaves too few nodes for
+ * a quorum decides (an ACL refusing a quorum is what the caller must fix,
+ * whatever the other nodes did); when none does, no quorum. */
+static void a_quorum_of_one_failure_names_it(void **state)
+{
+    (void)state;
+    redlock_ctx *ctx = five();
+    static const struct {
+        const char *codes;   /* p NOPERM, a AUTH, d down (no quorum), y yes, n no */
+        int rc;
+    } cases[] = {
+        { "pppdd", REDLOCK_ENOPERM }, { "dpdpp", REDLOCK_ENOPERM }, { "pppyy", REDLOCK_ENOPERM },
+        { "pppay", REDLOCK_ENOPERM }, { "ppddy", REDLOCK_ENOQUORUM }, { "ppady", REDLOCK_ENOQUORUM },
+        { "aaapd", REDLOCK_EAUTH },   { "ppnnn", REDLOCK_ELOCKED },  { "pyyyn", REDLOCK_OK },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rl_result r[N];
+        for (size_t i = 0; i < N; i++) {
+            memset(&r[i], 0, sizeof r[i]);
+            switch (cases[c].codes[i]) {
+            case 'p': rl_result_fail(&r[i], REDLOCK_ENOPERM, "NOPERM no permissions"); break;
+            case 'a': rl_result_fail(&r[i], REDLOCK_EAUTH, "WRONGPASS"); break;
+            case 'd': rl_result_fail(&r[i], REDLOCK_ENOQUORUM, "cannot connect"); break;
+            case 'y': r[i].vote = RL_VOTE_YES; break;
+            default:  r[i].vote = RL_VOTE_NO; break;
+            }
+        }
+        char msg[RL_ERRMSG_MAX];
+        rl_round round = { .verb = RL_VERB_ACQUIRE, .results = r, .start = 0, .now = 5,
+                           .ttl_ms = 10000, .final = true };
+        rl_verdict v;
+        rl_quorum_decide(ctx, &round, "lock 'x'", &v, msg, sizeof msg);
+        if (v.rc != cases[c].rc)
+            fail_msg("%s: %d, expected %d (%s)", cases[c].codes, v.rc, cases[c].rc, msg);
+        /* The message names each failed node with its reason. */
+        if (v.rc == REDLOCK_ENOPERM && !strstr(msg, "10.0.0.2:6379: NOPERM no permissions"))
+            fail_msg("%s: %s", cases[c].codes, msg);
+    }
+    redlock_ctx_free(ctx);
+}
+
 static void a_failed_extend_keeps_the_shorter_expiry(void **state)
 {
     (void)state;
@@ -204,6 +245,7 @@ int main(void)
         cmocka_unit_test(acquire_is_decided_as_soon_as_it_can_be),
         cmocka_unit_test(a_quorum_too_late_has_no_validity),
         cmocka_unit_test(failures_say_what_failed),
+        cmocka_unit_test(a_quorum_of_one_failure_names_it),
         cmocka_unit_test(a_failed_extend_keeps_the_shorter_expiry),
         cmocka_unit_test(release_reports_what_the_lock_was),
         cmocka_unit_test(restarted_nodes_and_second_names_do_not_vote),

@@ -104,8 +104,12 @@ def _fences(handle: Any, names: Tuple[str, ...]) -> Dict[str, int]:
     return fences if all(fences.values()) else {}
 
 
-#: The library's events go to this logger (README: "Logging and health").
+#: The library's events go to this logger (docs/logging.md).
+#: It has a NullHandler and nothing else, as libraries do: the application
+#: decides where records go, and one that configures no logging gets none of
+#: them on stderr from logging's last-resort handler.
 _logger = logging.getLogger("redlock")
+_logger.addHandler(logging.NullHandler())
 
 
 def _log(level: int, event: str, message: str) -> None:
@@ -215,7 +219,8 @@ class _ClientFront:
     def health(self) -> List[Dict[str, Any]]:
         """What the client knows of each node, in the order of ``nodes``:
         one dict per node with ``node`` ("host:port"), ``state`` ("unknown",
-        "up", "slow", "down", "guarded" or "auth_refused"), ``last_error``
+        "up", "slow", "down", "guarded", "auth_refused" or
+        "permission_denied"), ``last_error``
         (None when none), ``rtt_ms`` (a recent round trip, None before any),
         the counters ``commands``, ``failures`` and ``timeouts`` since the
         client was made, ``for_ms`` (time in that state), ``retry_in_ms``,

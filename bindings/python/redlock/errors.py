@@ -55,6 +55,12 @@ class AuthError(LockError):
     """A node refused the credentials."""
 
 
+class PermissionDenied(LockError):
+    """A node's ACL does not allow a command or key the library uses (its
+    NOPERM reply): the message names each such node and what it refused,
+    e.g. "no permissions to run the 'incr' command"."""
+
+
 class WrongTypeError(LockError):
     """The key exists and is not a lock (a Redis value of another type)."""
 
@@ -92,6 +98,7 @@ ERRORS: Dict[int, Type[LockError]] = {
     capi.REDLOCK_ESYSTEM: SystemCallError,
     capi.REDLOCK_ECANCELED: Cancelled,
     capi.REDLOCK_ETLS: TLSError,
+    capi.REDLOCK_ENOPERM: PermissionDenied,
 }
 
 

@@ -1,6 +1,9 @@
 """Each failure raises its own exception, with the code and the detail."""
 
+import logging
 import math
+import re
+import time
 
 import pytest
 
@@ -237,3 +240,66 @@ def test_raw_module_refuses_none_and_bad_arguments(nodes):
             capi.redlock_handle_free(None)
     finally:
         capi.redlock_ctx_free(ctx)
+
+
+def names_incr(text: str) -> bool:
+    """Whether a NOPERM's text names INCR: the node's own words for a
+    command refused outright, or, for one refused inside a script (which
+    Redis 7.0 does not name), the library's list of what the script calls."""
+    return "no permissions to run the 'incr' command" in text or bool(
+        re.search(r"script calls [^)]*\bincr\b", text))
+
+
+def test_a_command_the_acl_forbids_is_not_refused_credentials(nodes, prefix, caplog):
+    """A node's NOPERM (its ACL forbids a command the library sends) is
+    PermissionDenied, naming the nodes and the command, not AuthError; each
+    node's permission_denied event says it too, at ERROR."""
+    user, password = "noincr", "pw-noincr-7"
+    # Everything locking needs, but +incr (fencing's counter).
+    on_every_node(nodes, "ACL", "SETUSER", user, "reset", "on", ">" + password,
+                  f"~{prefix}*", "resetchannels", "-@all", "+set", "+get", "+exists", "+mget",
+                  "+del", "+pexpire", "+pttl", "+type", "+eval", "+evalsha", "+script|load",
+                  "+info", "+ping")
+    uris = [uri.replace("redis://", f"redis://{user}:{password}@") for uri in nodes.uris]
+    labels = [uri[len("redis://"):] for uri in nodes.uris]
+    caplog.set_level(logging.ERROR, logger="redlock")
+    errors = []
+    try:
+        with redlock.Redlock(uris, key_prefix=prefix) as client:
+            lock = client.get_lock("job")
+            assert lock.try_lock()
+            lock.unlock()
+        with redlock.Redlock(uris, key_prefix=prefix, fencing=1) as client:
+            # The first attempt goes through a script (the nodes' versions
+            # are not known yet), the second is SET and INCR on Redis 7.0+.
+            for _ in range(2):
+                with pytest.raises(redlock.PermissionDenied) as failed:
+                    client.get_lock("job").try_lock()
+                errors.append(failed.value)
+            health = client.health()
+    finally:
+        on_every_node(nodes, "ACL", "DELUSER", user)
+    for error in errors:
+        text = str(error)
+        assert error.code == capi.REDLOCK_ENOPERM
+        assert not isinstance(error, redlock.AuthError)
+        assert names_incr(text), text
+        # A quorum of the nodes refused, each named with its refusal.
+        assert sum(f"{label}: " in text for label in labels) >= 3, text
+        assert password not in text
+    denied = [r for r in caplog.records
+              if getattr(r, "redlock_event", None) == "permission_denied"]
+    assert len(denied) >= 3
+    for record in denied:
+        assert record.levelno == logging.ERROR
+        assert record.getMessage().split()[1] in {"node=" + label for label in labels}
+        assert names_incr(record.getMessage()), record.getMessage()
+    refused = [node for node in health if node["state"] == "permission_denied"]
+    assert len(refused) >= 3, health
+    assert all(names_incr(node["last_error"]) for node in refused)
+    # Nothing is left behind: the refused acquisitions were undone (on the
+    # nodes that had not answered yet, a moment later).
+    deadline = time.monotonic() + 5
+    while on_every_node(nodes, "EXISTS", prefix + "job") != ["0"] * len(nodes.uris):
+        assert time.monotonic() < deadline, "a refused acquisition left its key"
+        time.sleep(0.05)

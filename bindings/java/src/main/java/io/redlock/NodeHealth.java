@@ -53,7 +53,10 @@ public final class NodeHealth {
         return fields.get("node");
     }
 
-    /** "unknown" (not contacted yet), "up", "slow", "down", "guarded" or "auth_refused". */
+    /**
+     * "unknown" (not contacted yet), "up", "slow", "down", "guarded", "auth_refused" or
+     * "permission_denied" (its ACL refused a command or key: {@link #lastError()} says which).
+     */
     public String state() {
         return fields.get("state");
     }

@@ -54,6 +54,8 @@ public class RedlockException extends RuntimeException {
                 return new CancelledException(code, text);
             case RedlockNativeConstants.REDLOCK_ETLS:
                 return new TlsException(code, text);
+            case RedlockNativeConstants.REDLOCK_ENOPERM:
+                return new PermissionDeniedException(code, text);
             default:
                 return new RedlockException(code, text);
         }

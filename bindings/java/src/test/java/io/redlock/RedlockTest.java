@@ -103,6 +103,24 @@ class RedlockTest extends FiveNodes {
     }
 
     @Test
+    void aCommandTheAclForbidsIsNotRefusedCredentials() throws Exception {
+        for (int i = 1; i <= 5; i++) {
+            assertEquals("OK", nodes.cli(i, "ACL", "SETUSER", "nofence", "on", ">s3cret", "~*",
+                    "&*", "+@all", "-incr"));
+        }
+        try (Redlock client = Redlock.create(nodes.urisWithCredentials("nofence", "s3cret"),
+                Map.of("fencing", "1"))) {
+            RLock lock = client.getLock("acl-fenced");
+            RedlockException e = assertCode(RedlockNativeConstants.REDLOCK_ENOPERM,
+                    PermissionDeniedException.class, lock::tryLock);
+            assertFalse(e instanceof AuthException, e.getMessage());
+            assertTrue(e.getMessage().contains("incr"), "names the command: " + e.getMessage());
+            assertTrue(e.getMessage().contains("127.0.0.1:"), "names the nodes: " + e.getMessage());
+            assertFalse(lock.isHeldByCurrentThread());
+        }
+    }
+
+    @Test
     void closeFreesTheClientAndLeavesLocksToExpire() throws Exception {
         Redlock client = Redlock.create(nodes.uris(), Map.of());
         RLock lock = client.getLock("closed");
