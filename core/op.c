@@ -874,7 +874,10 @@ static bool writing(const rl_op *op)
 
 int rl_op_drive(rl_op *op, int64_t now, int64_t *at)
 {
-    rl_op_step(op, now);
+    /* Connections first, as every driver did: a round is stepped once its
+     * nodes have theirs (or were told they cannot). */
+    if (rl_op_next_wanted(op, 0) < 0)
+        rl_op_step(op, now);
     int what;
     if (op->phase == PHASE_DONE) {
         *at = rl_op_tail_at(op, now);
