@@ -275,12 +275,15 @@ end
 -- engine's state of a connection (handshake done) always goes with its
 -- socket; only a connection with no reply owed goes back to its pool.
 --
--- rediss:// nodes: the cosocket's own TLS (sslhandshake), whose trust is
--- nginx's (lua_ssl_trusted_certificate, lua_ssl_verify_depth): the options
--- tls_ca_file and tls_ca_dir cannot apply per call and are not used here.
--- The certificate is checked by name (tls_server_name, or the node's host,
--- which must then be a name: nginx checks no IP address); tls_verify 0
--- checks nothing; tls_cert_file and tls_key_file are sent with setclientcert.
+-- rediss:// nodes: the cosocket's own TLS (sslhandshake) with the library's
+-- settings (redlock_ctx_tls_*: its checks of the tls_* options included),
+-- as far as nginx can apply them per call: its trust is nginx's
+-- (lua_ssl_trusted_certificate, lua_ssl_verify_depth), so tls_ca_file and
+-- tls_ca_dir are checked but not used here, nor is the lowest protocol
+-- version (lua_ssl_protocols). The certificate is checked by name
+-- (tls_server_name, or the node's host, which must then be a name: nginx
+-- checks no IP address); tls_verify 0 checks nothing; the client's
+-- certificate and key are sent with setclientcert.
 
 local COSOCKET_PHASES = { rewrite = true, access = true, content = true, timer = true,
                           ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true }
