@@ -39,9 +39,10 @@ the C library's (acquired, released, no_quorum, node_down..., and the
 renewal's renewal_failed and lost), told on the loop.
 
 TLS (``rediss://`` nodes): the loop's own TLS (``ssl.SSLContext``, with
-Python's OpenSSL), made from the client's ``tls_*`` options as the C
-library's blocking calls make theirs, and failing the same way: a handshake
-or certificate check that fails is ``TLSError``.
+Python's OpenSSL), with the settings the C library's blocking calls use,
+which it derives from the client's ``tls_*`` options (its checks of them
+included), and failing the same way: a handshake or certificate check that
+fails is ``TLSError``.
 
 A client belongs to the event loop it is first used on.
 """
@@ -315,7 +316,6 @@ class _Driver:
         self.ctx = ctx
         self.loop = loop
         self.n_nodes = capi.redlock_ctx_node_count(ctx)
-        self.nodes = range(self.n_nodes)
         self.pool_size = int(capi.redlock_ctx_get_option(ctx, "pool_size"))
         self.idle: List[List[_Conn]] = [[] for _ in range(self.n_nodes)]
         self.by_ptr: Dict[int, _Conn] = {}
