@@ -563,6 +563,8 @@ local function open(d, io)
   return true
 end
 
+local start_delivery
+
 -- The reader of one connection: connects a new one first (and wakes its
 -- run then, which writes), then reads while replies are owed. It ends when
 -- none is, or the socket does.
@@ -617,6 +619,10 @@ local function reader(d, io)
   if io.released then
     if io.dead or io.freed then
       close_io(d, io)
+      -- What it still owed may be releases owed now: delivered in time.
+      if not d.ctx.closed and core.redlock_ctx_owes(d.ctx.ptr) == 1 then
+        start_delivery(d.ctx)
+      end
     else
       keep(d, io)
     end
@@ -932,8 +938,6 @@ watch_loop = function(premature, d)
     ngx.log(ngx.ERR, "redlock: the release watch timer failed: ", problem)
   end
 end
-
-local start_delivery
 
 local function attach_wanted(d, run, now)
   local op = run.op

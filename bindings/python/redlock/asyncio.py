@@ -450,6 +450,8 @@ class _Driver:
         if why is not None:
             (capi.redlock_conn_tls_failed if tls else capi.redlock_conn_lost)(conn.conn, why,
                                                                               _now())
+            # What it still owed may be releases owed now: delivered in time.
+            self.after_run()
         if capi.redlock_conn_held(conn.conn):
             return
         conn.run = None
