@@ -14,29 +14,41 @@
  *   1. makes it: redlock_op_lock / _extend / _unlock (time in ms from
  *      redlock_now_ms(), the clock the blocking API uses, so handles can
  *      move between the two);
- *   2. gives it a connection for every node it wants one for
- *      (redlock_op_wants_conn): one of its idle connections to that node, or
- *      a new one (redlock_conn_new, then its own connect to the node's
- *      address, over TLS when redlock_ctx_node_tls says so), or none
- *      (redlock_op_no_conn, e.g. while redlock_ctx_node_connect_wait says
- *      the node is backing off);
- *   3. moves bytes: writes what redlock_conn_output gives and reports it
- *      (redlock_conn_wrote), feeds what it reads (redlock_conn_received),
- *      reports the connect (redlock_conn_connected: for TLS, once the
- *      handshake is done) and the end of a socket (redlock_conn_lost, or
- *      redlock_conn_tls_failed when TLS failed);
- *   4. calls redlock_op_step after events and at redlock_op_wake_at, and
- *      loops from 2 until redlock_op_done;
- *   5. optionally keeps writing connections that are still sending until
- *      redlock_op_tail_at says none is (within its node's deadline), so
- *      every reachable node gets the command;
- *   6. takes the connections back (redlock_op_take_conn): a connection that
+ *   2. asks what to do (redlock_op_drive, which steps the operation and
+ *      answers with REDLOCK_DRIVE_* bits and a time), and does it:
+ *      - CONNECT: gives a connection to every node the operation wants one
+ *        for (redlock_op_next_wanted): one of its idle connections to that
+ *        node (redlock_op_attach), or else a new one (redlock_op_connect,
+ *        then its own connect to the node's address, over TLS when
+ *        redlock_ctx_node_tls says so); then asks again, at once;
+ *      - WRITE: writes what redlock_conn_output gives on its connections,
+ *        and reports it (redlock_conn_wrote);
+ *      - WAIT: waits for events until the time given, then asks again;
+ *      - AWAITS: a lock waits for a lock held elsewhere (see wake-ups);
+ *      - DONE with TAIL: decided, but connections are still sending (within
+ *        their nodes' deadlines, so that every reachable node gets the
+ *        command): it goes on writing and waiting until the time given,
+ *        then asks again; DONE alone: the operation is over (step 4);
+ *   3. moves bytes: feeds what it reads (redlock_conn_received), reports
+ *      the connect (redlock_conn_connected: for TLS, once the handshake is
+ *      done) and the end of a socket (redlock_conn_lost, or
+ *      redlock_conn_tls_failed when TLS failed), and asks again (step 2)
+ *      after each; after a reply, redlock_op_react says whether to;
+ *   4. takes the connections back (redlock_op_take_conn): a connection that
  *      is redlock_conn_poolable may serve the next operation, others are
  *      closed with redlock_conn_lost and freed;
- *   7. frees the operation, after redlock_op_take_handle for a lock.
+ *   5. frees the operation, after redlock_op_take_handle for a lock.
+ * The finer calls under redlock_op_drive (redlock_op_step, _wake_at,
+ * _tail_at, _wants_conn, _no_conn; redlock_conn_new with
+ * redlock_ctx_node_connect_wait) stay for drivers that want them.
  * Releases owed to nodes that did not answer (cmd rules in the engine) are
  * sent on the next connection given to an operation for that node, or by
- * redlock_op_deliver when redlock_ctx_owes says some are owed.
+ * redlock_op_deliver, which the driver runs at redlock_ctx_owed_at (and
+ * asks again after it, and after every operation).
+ *
+ * TLS (rediss:// nodes) with the driver's own TLS: the settings are the
+ * ones the library's blocking calls use, from the tls_* options, given by
+ * redlock_ctx_tls_* below (the driver only applies them to its TLS API).
  *
  * Wake-ups (optional; without them a waiting lock retries on its timer,
  * retry_delay_ms +- retry_jitter_ms). A release publishes its token on a
@@ -112,8 +124,50 @@ REDLOCK_API int64_t redlock_ctx_node_connect_wait(redlock_ctx *ctx, size_t i, in
  * the string belongs to ctx. */
 REDLOCK_API int redlock_ctx_node_tls(const redlock_ctx *ctx, size_t i);
 REDLOCK_API const char *redlock_ctx_node_server_name(const redlock_ctx *ctx, size_t i);
+/* 1 when node i's server name (redlock_ctx_node_server_name) is an IP
+ * address: the certificate is checked for that address, and no SNI is
+ * sent; 0 for a host name (checked, and sent as SNI), other nodes and bad
+ * indexes. */
+REDLOCK_API int redlock_ctx_node_server_ip(const redlock_ctx *ctx, size_t i);
 /* 1 when releases are owed to some node (see redlock_op_deliver). */
 REDLOCK_API int redlock_ctx_owes(redlock_ctx *ctx);
+/* When the driver is next to run redlock_op_deliver: the first time a
+ * release owed may be sent and its node connected to (its connect
+ * back-off), no sooner than 100 ms after a delivery last tried it; at or
+ * before now_ms: now. INT64_MAX when none is owed (those past their time
+ * are given up here). */
+REDLOCK_API int64_t redlock_ctx_owed_at(redlock_ctx *ctx, int64_t now_ms);
+
+/* ---- TLS settings for a driver's own TLS ----
+ *
+ * What the library's own TLS does with the tls_* options, for a driver that
+ * makes its sessions with its runtime's TLS (Python's ssl, nginx's). The
+ * first of these calls fixes the tls_* options (redlock_ctx_set_option
+ * refuses them from then on, as once the library's own TLS read them), so
+ * the strings they give belong to ctx and live as long as it. */
+/* REDLOCK_OK, or REDLOCK_ETLS (redlock_errmsg names the option and why)
+ * when the settings cannot be made: a file named that cannot be read
+ * (tls_ca_file and tls_ca_dir only when certificates are checked), or
+ * tls_key_file without tls_cert_file. The driver's connects to rediss://
+ * nodes then fail with that (redlock_conn_tls_failed). */
+REDLOCK_API int redlock_ctx_tls_check(redlock_ctx *ctx);
+/* 1 when the node's certificate is checked (chain and name), 0 when
+ * nothing is (tls_verify 0: insecure). */
+REDLOCK_API int redlock_ctx_tls_verify(redlock_ctx *ctx);
+/* The certificate authorities trusted when checking: a PEM file and a
+ * directory of hashed certificates (either or both NULL); both NULL: the
+ * system's. NULL, NULL when nothing is checked. */
+REDLOCK_API const char *redlock_ctx_tls_ca_file(redlock_ctx *ctx);
+REDLOCK_API const char *redlock_ctx_tls_ca_dir(redlock_ctx *ctx);
+/* The client's certificate (PEM, its chain) and its key (PEM, not
+ * encrypted: no passphrase is ever asked), the certificate's file when the
+ * key has none of its own; NULL, NULL: none is sent. */
+REDLOCK_API const char *redlock_ctx_tls_cert_file(redlock_ctx *ctx);
+REDLOCK_API const char *redlock_ctx_tls_key_file(redlock_ctx *ctx);
+/* The lowest protocol version accepted, as TLS numbers it (0x0303: TLS 1.2;
+ * Python's ssl.TLSVersion has the same values); the highest is the TLS
+ * library's. Ciphers are the TLS library's defaults: the library sets none. */
+REDLOCK_API int redlock_ctx_tls_min_version(redlock_ctx *ctx);
 
 /* ---- operations ---- */
 
@@ -143,6 +197,33 @@ REDLOCK_API int redlock_op_ping(redlock_op **out, redlock_ctx *ctx, int64_t now_
 REDLOCK_API int redlock_op_answer(const redlock_op *op, int64_t *ttl_ms, int *deleted);
 /* Frees an operation once its connections were taken back. NULL is a no-op. */
 REDLOCK_API void redlock_op_free(redlock_op *op);
+
+/* ---- driving an operation ---- */
+
+/* What redlock_op_drive asks of the driver (bits; see the steps above). */
+#define REDLOCK_DRIVE_CONNECT 1   /* nodes want a connection: give them, then drive again now */
+#define REDLOCK_DRIVE_WRITE   2   /* connections of the operation have bytes to write */
+#define REDLOCK_DRIVE_WAIT    4   /* wait for events until *at_ms, then drive again */
+#define REDLOCK_DRIVE_AWAITS  8   /* a lock pauses for a lock held elsewhere: register it
+                                   * with the waiters (redlock_op_awaits_release) */
+#define REDLOCK_DRIVE_DONE    16  /* decided: redlock_op_status, _message, _take_handle */
+#define REDLOCK_DRIVE_TAIL    32  /* with DONE: connections still sending; write them and
+                                   * wait until *at_ms, then drive again */
+
+/* Steps op at now_ms and says what its driver is to do: REDLOCK_DRIVE_*
+ * bits. *at_ms (may be NULL): when to drive it again if nothing happens:
+ * now_ms after CONNECT, INT64_MAX for never; DONE without TAIL: the
+ * operation is over, its connections to be taken back. NULL op: DONE. */
+REDLOCK_API int redlock_op_drive(redlock_op *op, int64_t now_ms, int64_t *at_ms);
+/* The first node, from index start on, that the operation wants a
+ * connection to now; -1 when none does. */
+REDLOCK_API int redlock_op_next_wanted(const redlock_op *op, size_t start);
+/* For a node the operation wants a connection to and the driver has no
+ * idle one for: a new connection (as redlock_conn_new) attached to the
+ * operation, for the driver to connect. NULL when none may be made now:
+ * the node backs off after failed connects (REDLOCK_ETLS when TLS made
+ * them fail), or no memory; the operation was told, nothing is left to do. */
+REDLOCK_API redlock_conn *redlock_op_connect(redlock_op *op, size_t node, int64_t now_ms);
 
 /* 1 when the operation needs a connection to node now. */
 REDLOCK_API int redlock_op_wants_conn(const redlock_op *op, size_t node);

@@ -15,7 +15,13 @@
 #include "keep.h"
 #include "op.h"
 #include "sub.h"
+#include "tls.h"
 #include "waiters.h"
+
+_Static_assert(REDLOCK_DRIVE_CONNECT == RL_DRIVE_CONNECT && REDLOCK_DRIVE_WRITE == RL_DRIVE_WRITE
+               && REDLOCK_DRIVE_WAIT == RL_DRIVE_WAIT && REDLOCK_DRIVE_AWAITS == RL_DRIVE_AWAITS
+               && REDLOCK_DRIVE_DONE == RL_DRIVE_DONE && REDLOCK_DRIVE_TAIL == RL_DRIVE_TAIL,
+               "redlock_engine.h's REDLOCK_DRIVE_* are op.h's RL_DRIVE_*");
 
 int64_t redlock_now_ms(void)
 {
@@ -74,6 +80,82 @@ const char *redlock_ctx_node_server_name(const redlock_ctx *ctx, size_t i)
 int redlock_ctx_owes(redlock_ctx *ctx)
 {
     return ctx && rl_owed_any(ctx, SIZE_MAX);
+}
+
+int64_t redlock_ctx_owed_at(redlock_ctx *ctx, int64_t now_ms)
+{
+    return ctx ? rl_owed_at(ctx, now_ms) : INT64_MAX;
+}
+
+int redlock_ctx_node_server_ip(const redlock_ctx *ctx, size_t i)
+{
+    const char *name = redlock_ctx_node_server_name(ctx, i);
+    return name && rl_tls_name_is_ip(name);
+}
+
+/* ---- TLS settings for drivers with their own TLS ---- */
+
+/* The options, fixed from now on (as once the library's own TLS read
+ * them): the strings given out stay valid while ctx lives. */
+static const rl_options *tls_options(redlock_ctx *ctx)
+{
+    if (!ctx)
+        return NULL;
+    atomic_store(&ctx->tls_fixed, true);
+    return &ctx->opt;
+}
+
+/* An option's string, NULL for "" (and for no ctx). */
+static const char *given(const char *value)
+{
+    return value && value[0] ? value : NULL;
+}
+
+int redlock_ctx_tls_check(redlock_ctx *ctx)
+{
+    rl_clear_error();
+    const rl_options *o = tls_options(ctx);
+    if (!o)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    char why[RL_ERRMSG_MAX];
+    int rc = rl_tls_check_options(o, why, sizeof why);
+    return rc == REDLOCK_OK ? rc : rl_fail(rc, "%s", why);
+}
+
+int redlock_ctx_tls_verify(redlock_ctx *ctx)
+{
+    const rl_options *o = tls_options(ctx);
+    return !o || o->tls_verify;
+}
+
+const char *redlock_ctx_tls_ca_file(redlock_ctx *ctx)
+{
+    const rl_options *o = tls_options(ctx);
+    return o && o->tls_verify ? given(o->tls_ca_file) : NULL;
+}
+
+const char *redlock_ctx_tls_ca_dir(redlock_ctx *ctx)
+{
+    const rl_options *o = tls_options(ctx);
+    return o && o->tls_verify ? given(o->tls_ca_dir) : NULL;
+}
+
+const char *redlock_ctx_tls_cert_file(redlock_ctx *ctx)
+{
+    const rl_options *o = tls_options(ctx);
+    return o ? given(o->tls_cert_file) : NULL;
+}
+
+const char *redlock_ctx_tls_key_file(redlock_ctx *ctx)
+{
+    const rl_options *o = tls_options(ctx);
+    return o && o->tls_cert_file[0] ? given(rl_tls_key_file(o)) : NULL;
+}
+
+int redlock_ctx_tls_min_version(redlock_ctx *ctx)
+{
+    (void)ctx;
+    return RL_TLS_MIN_VERSION;
 }
 
 /* ---- operations ---- */
@@ -239,6 +321,27 @@ int redlock_op_react(redlock_op *op, const redlock_conn *c, int64_t now_ms, int6
     const char *bytes;
     return rl_op_done(op) || rl_op_wake_at(op) != waiting_ms
         || (c && rl_conn_output(c, &bytes) > 0);
+}
+
+int redlock_op_drive(redlock_op *op, int64_t now_ms, int64_t *at_ms)
+{
+    int64_t at = INT64_MAX;
+    int what = op ? rl_op_drive(op, now_ms, &at) : REDLOCK_DRIVE_DONE;
+    if (at_ms)
+        *at_ms = at;
+    return what;
+}
+
+int redlock_op_next_wanted(const redlock_op *op, size_t start)
+{
+    return op ? rl_op_next_wanted(op, start) : -1;
+}
+
+redlock_conn *redlock_op_connect(redlock_op *op, size_t node, int64_t now_ms)
+{
+    if (!has_node(op, node) || !rl_op_wants_conn(op, node))
+        return NULL;
+    return rl_op_connect(op, node, now_ms);
 }
 
 int64_t redlock_op_tail_at(const redlock_op *op, int64_t now_ms)

@@ -13,6 +13,9 @@
  * have expired on any node that executed the acquire without a long stall. */
 #define OWED_GRACE_MS 60000
 #define OWED_MAX 10000
+/* A delivery that could not send a release tries again this much later at
+ * the soonest (the node's connect back-off may say later). */
+#define RL_OWED_RETRY_MS 100
 
 rl_keys *rl_keys_new(size_t n)
 {
@@ -495,6 +498,67 @@ int64_t rl_owed_next(redlock_ctx *ctx, size_t node)
             first = o->not_before;
     pthread_mutex_unlock(&ctx->owed_mu);
     return first;
+}
+
+bool rl_owed_try(redlock_ctx *ctx, size_t node, int64_t now)
+{
+    if (atomic_load_explicit(&ctx->n_owed, memory_order_relaxed) == 0)
+        return false;
+    bool due = false;
+    pthread_mutex_lock(&ctx->owed_mu);
+    for (rl_owed *o = ctx->owed; o && !due; o = o->next)
+        due = o->node == node && o->not_before <= now;
+    for (rl_owed *o = ctx->owed; o && due; o = o->next)
+        if (o->node == node && o->not_before <= now)
+            o->tried_at = now;
+    pthread_mutex_unlock(&ctx->owed_mu);
+    return due;
+}
+
+int64_t rl_owed_at(redlock_ctx *ctx, int64_t now)
+{
+    if (atomic_load_explicit(&ctx->n_owed, memory_order_relaxed) == 0)
+        return INT64_MAX;
+    /* Each node's first time, from its releases; then its back-off, read
+     * without the list's lock held. */
+    int64_t first[REDLOCK_MAX_NODES];
+    for (size_t i = 0; i < ctx->n_nodes; i++)
+        first[i] = INT64_MAX;
+    rl_owed *expired = NULL;
+    pthread_mutex_lock(&ctx->owed_mu);
+    for (rl_owed **p = &ctx->owed; *p;) {
+        rl_owed *o = *p;
+        if (o->until <= now) {
+            *p = o->next;
+            ctx->n_owed--;
+            o->next = expired;
+            expired = o;
+            continue;
+        }
+        int64_t at = o->not_before;
+        if (o->tried_at != 0 && o->tried_at + RL_OWED_RETRY_MS > at)
+            at = o->tried_at + RL_OWED_RETRY_MS;
+        if (at < first[o->node])
+            first[o->node] = at;
+        p = &o->next;
+    }
+    pthread_mutex_unlock(&ctx->owed_mu);
+    while (expired) {
+        rl_owed *o = expired;
+        expired = o->next;
+        rl_cmd_unref(o->cmd);
+        free(o);
+    }
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        if (first[i] == INT64_MAX)
+            continue;
+        int64_t connectable = now + rl_node_connect_wait(&ctx->nodes[i], now);
+        int64_t at = first[i] > connectable ? first[i] : connectable;
+        if (at < next)
+            next = at;
+    }
+    return next;
 }
 
 bool rl_owed_any(redlock_ctx *ctx, size_t node)

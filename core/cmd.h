@@ -123,6 +123,15 @@ void rl_owed_send(struct redlock_ctx *ctx, rl_conn *c, int64_t now);
 int64_t rl_owed_next(struct redlock_ctx *ctx, size_t node);
 /* Whether any release is owed (to node, or to any node when node is SIZE_MAX). */
 bool rl_owed_any(struct redlock_ctx *ctx, size_t node);
+/* Whether releases owed to node may be sent at now (the first one's time
+ * came): a delivery asks for a connection to it, and they are marked tried. */
+bool rl_owed_try(struct redlock_ctx *ctx, size_t node, int64_t now);
+/* When the releases owed are next to be delivered (rl_op_deliver): the
+ * first time one of them may be sent, and its node be connected to (its
+ * connect back-off), and no sooner than RL_OWED_RETRY_MS after a delivery
+ * last tried it; INT64_MAX when none is owed. Those past their time are
+ * dropped first. */
+int64_t rl_owed_at(struct redlock_ctx *ctx, int64_t now);
 void rl_owed_clear(struct redlock_ctx *ctx);
 
 #endif /* RL_CMD_H */

@@ -22,6 +22,7 @@ typedef struct rl_owed {
     size_t node;
     int64_t not_before;       /* sent no sooner: what it undoes lands first */
     int64_t until;            /* given up after this (the keys expired anyway) */
+    int64_t tried_at;         /* when a delivery last asked for its node (0: never) */
     struct rl_owed *next;
 } rl_owed;
 

@@ -738,7 +738,7 @@ int rl_op_deliver(rl_op **out, redlock_ctx *ctx, int64_t now)
     op->phase = PHASE_ROUND;
     bool any = false;
     for (size_t i = 0; i < ctx->n_nodes; i++) {
-        if (rl_owed_next(ctx, i) <= now) {
+        if (rl_owed_try(ctx, i, now)) {
             op->slots[i].state = SLOT_WANT_CONN;
             any = true;
         }
@@ -836,6 +836,63 @@ void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t no
     rl_result r;
     rl_result_fail(&r, code, "%s", why);
     vote(op, node, &r, now);
+}
+
+/* ---- what the driver does next ---- */
+
+int rl_op_next_wanted(const rl_op *op, size_t from)
+{
+    for (size_t i = from; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WANT_CONN)
+            return (int)i;
+    return -1;
+}
+
+rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
+{
+    char why[160];
+    int code = rl_node_backoff(&op->ctx->nodes[node], now, why, sizeof why);
+    rl_conn *c = NULL;
+    if (code == REDLOCK_OK && !(c = rl_conn_new(op->ctx, node))) {
+        code = REDLOCK_ENOMEM;
+        snprintf(why, sizeof why, "out of memory");
+    }
+    if (!c) {
+        rl_op_no_conn(op, node, code, why, now);
+        return NULL;
+    }
+    rl_op_attach(op, node, c, now);
+    return c;
+}
+
+/* Whether a connection of the operation has bytes to write now. */
+static bool writing(const rl_op *op)
+{
+    const char *bytes;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++)
+        if (op->slots[i].conn && rl_conn_output(op->slots[i].conn, &bytes) > 0)
+            return true;
+    return false;
+}
+
+int rl_op_drive(rl_op *op, int64_t now, int64_t *at)
+{
+    /* Connections first, as every driver did: a round is stepped once its
+     * nodes have theirs (or were told they cannot). */
+    if (rl_op_next_wanted(op, 0) < 0)
+        rl_op_step(op, now);
+    int what;
+    if (op->phase == PHASE_DONE) {
+        *at = rl_op_tail_at(op, now);
+        what = RL_DRIVE_DONE | (*at != INT64_MAX ? RL_DRIVE_TAIL : 0);
+    } else if (rl_op_next_wanted(op, 0) >= 0) {
+        *at = now;
+        return RL_DRIVE_CONNECT;
+    } else {
+        *at = rl_op_wake_at(op);
+        what = RL_DRIVE_WAIT | (rl_op_awaits_release(op) ? RL_DRIVE_AWAITS : 0);
+    }
+    return what | (writing(op) ? RL_DRIVE_WRITE : 0);
 }
 
 /* Delivery ends on each node when every reply its connection owed is in

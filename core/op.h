@@ -138,6 +138,31 @@ redlock_handle *rl_op_handle(const rl_op *op);
  * NULL when none is left. */
 rl_conn *rl_op_take_conn(rl_op *op);
 
+/* What a driver does next (rl_op_drive): a set of these bits. */
+enum {
+    RL_DRIVE_CONNECT = 1,   /* nodes want a connection now (rl_op_next_wanted) */
+    RL_DRIVE_WRITE = 2,     /* connections of the op have bytes to write */
+    RL_DRIVE_WAIT = 4,      /* wait for events until *at, then drive again */
+    RL_DRIVE_AWAITS = 8,    /* a lock pauses for a lock held elsewhere (rl_op_awaits_release) */
+    RL_DRIVE_DONE = 16,     /* decided: status, message, handle */
+    RL_DRIVE_TAIL = 32      /* with DONE: still sending; wait until *at, then drive again */
+};
+/* Steps op at now and says what its driver is to do next; *at: when to
+ * drive it again if nothing happens (now after RL_DRIVE_CONNECT, INT64_MAX
+ * for never). The loop every driver runs: give each wanted node a
+ * connection and drive again while RL_DRIVE_CONNECT is set; write what the
+ * connections hold on RL_DRIVE_WRITE; wait for events until *at unless
+ * RL_DRIVE_DONE is set without RL_DRIVE_TAIL, which ends the operation. */
+int rl_op_drive(rl_op *op, int64_t now, int64_t *at);
+/* The first node from `from` on that the operation wants a connection to
+ * now; -1 when none does. */
+int rl_op_next_wanted(const rl_op *op, size_t from);
+/* A new connection to node, for an operation that wants one when the
+ * driver has none idle: attached to the operation, waiting for the
+ * driver's connect. NULL when none may be made now (the node backs off
+ * after failed connects, or no memory): the operation was told why. */
+rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now);
+
 /* Events of the connections the operation has (engine.c calls these). */
 void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const struct redisReply *reply,
                  int64_t now);

@@ -59,6 +59,59 @@ ssize_t rl_sock_recv(int fd, rl_tls *tls, char *buf, size_t len, int *code, char
     }
 }
 
+/* ---- the rules of the options ---- */
+
+/* A file option that cannot be read: REDLOCK_ETLS with why. */
+static int unreadable(const char *option, const char *path, int mode, char *why, size_t whylen)
+{
+    if (access(path, mode) == 0)
+        return REDLOCK_OK;
+    snprintf(why, whylen, "%s '%.80s': %s", option, path, strerror(errno));
+    return REDLOCK_ETLS;
+}
+
+/* The CA files, when given. */
+static int check_trust(const rl_options *o, char *why, size_t whylen)
+{
+    int rc = REDLOCK_OK;
+    if (o->tls_ca_file[0])
+        rc = unreadable("tls_ca_file", o->tls_ca_file, R_OK, why, whylen);
+    if (rc == REDLOCK_OK && o->tls_ca_dir[0])
+        rc = unreadable("tls_ca_dir", o->tls_ca_dir, R_OK | X_OK, why, whylen);
+    return rc;
+}
+
+/* The client's certificate and key, when given. */
+static int check_identity(const rl_options *o, char *why, size_t whylen)
+{
+    if (!o->tls_cert_file[0]) {
+        if (!o->tls_key_file[0])
+            return REDLOCK_OK;
+        snprintf(why, whylen, "tls_key_file is set without tls_cert_file");
+        return REDLOCK_ETLS;
+    }
+    int rc = unreadable("tls_cert_file", o->tls_cert_file, R_OK, why, whylen);
+    return rc == REDLOCK_OK ? unreadable("tls_key_file", rl_tls_key_file(o), R_OK, why, whylen)
+                            : rc;
+}
+
+int rl_tls_check_options(const rl_options *o, char *why, size_t whylen)
+{
+    int rc = o->tls_verify ? check_trust(o, why, whylen) : REDLOCK_OK;
+    return rc == REDLOCK_OK ? check_identity(o, why, whylen) : rc;
+}
+
+const char *rl_tls_key_file(const rl_options *o)
+{
+    return o->tls_key_file[0] ? o->tls_key_file : o->tls_cert_file;
+}
+
+bool rl_tls_name_is_ip(const char *name)
+{
+    unsigned char addr[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1;
+}
+
 #ifndef RL_HAVE_OPENSSL
 
 /* Built without OpenSSL 3's headers: rediss:// is not supported. */
@@ -124,6 +177,9 @@ short rl_tls_events(const rl_tls *t)
 
 #if OPENSSL_VERSION_MAJOR < 3
 #error "core/tls.c needs OpenSSL 3's headers: it loads libssl.so.3"
+#endif
+#if RL_TLS_MIN_VERSION != TLS1_2_VERSION
+#error "RL_TLS_MIN_VERSION is TLS 1.2"
 #endif
 
 /* ---- OpenSSL, loaded once ---- */
@@ -227,24 +283,13 @@ static int no_passphrase(char *buf, int size, int rwflag, void *data)
     return 0;
 }
 
-/* A file option that cannot be read: REDLOCK_ETLS with why. */
-static int unreadable(const char *option, const char *path, int mode, char *why, size_t whylen)
-{
-    if (access(path, mode) == 0)
-        return REDLOCK_OK;
-    snprintf(why, whylen, "%s '%.80s': %s", option, path, strerror(errno));
-    return REDLOCK_ETLS;
-}
-
 /* Whom to trust: the options' CAs, or the system's. */
 static int load_trust(rl_tls_ctx *t, const rl_options *o, char *why, size_t whylen)
 {
     const char *file = o->tls_ca_file[0] ? o->tls_ca_file : NULL;
     const char *dir = o->tls_ca_dir[0] ? o->tls_ca_dir : NULL;
-    int rc;
-    if (file && (rc = unreadable("tls_ca_file", file, R_OK, why, whylen)) != REDLOCK_OK)
-        return rc;
-    if (dir && (rc = unreadable("tls_ca_dir", dir, R_OK | X_OK, why, whylen)) != REDLOCK_OK)
+    int rc = check_trust(o, why, whylen);
+    if (rc != REDLOCK_OK)
         return rc;
     int ok = file || dir ? ossl.SSL_CTX_load_verify_locations(t->ssl, file, dir)
                          : ossl.SSL_CTX_set_default_verify_paths(t->ssl);
@@ -262,16 +307,9 @@ static int load_trust(rl_tls_ctx *t, const rl_options *o, char *why, size_t whyl
 /* The client's own certificate and key, when given. */
 static int load_identity(rl_tls_ctx *t, const rl_options *o, char *why, size_t whylen)
 {
-    const char *cert = o->tls_cert_file, *key = o->tls_key_file[0] ? o->tls_key_file : cert;
-    if (!cert[0]) {
-        if (!key[0])
-            return REDLOCK_OK;
-        snprintf(why, whylen, "tls_key_file is set without tls_cert_file");
-        return REDLOCK_ETLS;
-    }
-    int rc;
-    if ((rc = unreadable("tls_cert_file", cert, R_OK, why, whylen)) != REDLOCK_OK
-        || (rc = unreadable("tls_key_file", key, R_OK, why, whylen)) != REDLOCK_OK)
+    const char *cert = o->tls_cert_file, *key = rl_tls_key_file(o);
+    int rc = check_identity(o, why, whylen);
+    if (rc != REDLOCK_OK || !cert[0])
         return rc;
     const char *what = "tls_cert_file: cannot load the certificate";
     if (ossl.SSL_CTX_use_certificate_chain_file(t->ssl, cert) == 1) {
@@ -312,7 +350,7 @@ int rl_tls_ctx_new(rl_tls_ctx **out, const rl_options *o, char *why, size_t whyl
     t->verify = o->tls_verify;
     ossl.SSL_CTX_set_verify(t->ssl, t->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
     ossl.SSL_CTX_set_default_passwd_cb(t->ssl, no_passphrase);
-    ossl.SSL_CTX_ctrl(t->ssl, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+    ossl.SSL_CTX_ctrl(t->ssl, SSL_CTRL_SET_MIN_PROTO_VERSION, RL_TLS_MIN_VERSION, NULL);
     ossl.SSL_CTX_ctrl(t->ssl, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE, NULL);
     int rc = t->verify ? load_trust(t, o, why, whylen) : REDLOCK_OK;
     if (rc == REDLOCK_OK)
@@ -380,8 +418,7 @@ int rl_tls_new(rl_tls **out, rl_tls_ctx *ctx, int fd, const char *name, char *wh
     ossl.SSL_set_bio(t->ssl, t->in, t->out);
     /* An address is checked against the certificate's IP addresses and not
      * sent as SNI; a name against its DNS names, and sent. */
-    unsigned char addr[sizeof(struct in6_addr)];
-    bool is_ip = inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1;
+    bool is_ip = rl_tls_name_is_ip(name);
     int ok = 1;
     if (!is_ip)
         ok = (int)ossl.SSL_ctrl(t->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,

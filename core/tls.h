@@ -18,6 +18,22 @@
 #include "base.h"
 #include "options.h"
 
+/* The lowest protocol version a session accepts (TLS 1.2, its number on
+ * the wire and in OpenSSL). */
+#define RL_TLS_MIN_VERSION 0x0303
+
+/* The rules of the tls_* options, which rl_tls_ctx_new follows and which
+ * drivers with a TLS of their own are given (redlock_engine.h):
+ *   - the files named must be readable (tls_ca_dir searchable), the CA files
+ *     only when certificates are checked (tls_verify); tls_key_file needs
+ *     tls_cert_file: REDLOCK_OK, or REDLOCK_ETLS with why naming the option;
+ *   - the client's key is in tls_key_file, or else in tls_cert_file;
+ *   - a server name that is an IP address is checked against the
+ *     certificate's addresses and not sent as SNI; a host name is both. */
+int rl_tls_check_options(const rl_options *o, char *why, size_t whylen);
+const char *rl_tls_key_file(const rl_options *o);
+bool rl_tls_name_is_ip(const char *name);
+
 /* A client's TLS settings: whom it trusts, and its own certificate. */
 typedef struct rl_tls_ctx rl_tls_ctx;
 /* One connection's TLS session. */

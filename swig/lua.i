@@ -344,7 +344,10 @@ void redlock_lua_log_free(redlock_lua_log *q);
  * connection is a light userdata, so that the driver can key its own state
  * by it (the same pointer is the same Lua value). Constructors return the
  * status, then the object or nil. The bytes of connections and subscribers
- * go out and come in as Lua strings; the waiters' ids are integers. */
+ * go out and come in as Lua strings; the waiters' ids are integers.
+ * redlock_op_drive returns its bits, then when to drive again (ms, from the
+ * at_ms typemap below); redlock_op_connect a connection or nil; the TLS
+ * settings (redlock_ctx_tls_*) strings or nil. */
 %{
 #include "redlock_engine.h"
 %}
@@ -394,7 +397,8 @@ void redlock_lua_log_free(redlock_lua_log *q);
 
 %typemap(out) size_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 
-/* redlock_keep_next: what to do, then when to ask again (ms). */
+/* redlock_keep_next: what to do, then when to ask again (ms); likewise
+ * redlock_op_drive. */
 %typemap(in, numinputs=0) int64_t *at_ms (int64_t temp = 0) %{ $1 = &temp; %}
 %typemap(argout) int64_t *at_ms %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 

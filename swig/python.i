@@ -277,7 +277,10 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
  *
  * Its calls are short and never wait, so they keep the GIL. An operation's
  * constructor returns the operation or raises; the connection's bytes go
- * out as bytes and come in from any bytes-like object. */
+ * out as bytes and come in from any bytes-like object. redlock_op_drive
+ * returns (bits, at_ms) and redlock_op_connect a connection or None; the
+ * TLS settings (redlock_ctx_tls_*) are str or None, redlock_ctx_tls_check a
+ * status that does not raise (the driver makes it its connects' failure). */
 %{
 #include "redlock_engine.h"
 %}

@@ -289,22 +289,34 @@ end
 -- engine's state of a connection (handshake done) always goes with its
 -- socket; only a connection with no reply owed goes back to its pool.
 --
--- rediss:// nodes: the cosocket's own TLS (sslhandshake), whose trust is
--- nginx's (lua_ssl_trusted_certificate, lua_ssl_verify_depth): the options
--- tls_ca_file and tls_ca_dir cannot apply per call and are not used here.
--- The certificate is checked by name (tls_server_name, or the node's host,
--- which must then be a name: nginx checks no IP address); tls_verify 0
--- checks nothing; tls_cert_file and tls_key_file are sent with setclientcert.
+-- rediss:// nodes: the cosocket's own TLS (sslhandshake) with the library's
+-- settings (redlock_ctx_tls_*: its checks of the tls_* options included),
+-- as far as nginx can apply them per call: its trust is nginx's
+-- (lua_ssl_trusted_certificate, lua_ssl_verify_depth), so tls_ca_file and
+-- tls_ca_dir are checked but not used here, nor is the lowest protocol
+-- version (lua_ssl_protocols). The certificate is checked by name
+-- (tls_server_name, or the node's host, which must then be a name: nginx
+-- checks no IP address); tls_verify 0 checks nothing; the client's
+-- certificate and key are sent with setclientcert.
 
 local COSOCKET_PHASES = { rewrite = true, access = true, content = true, timer = true,
                           ssl_cert = true, ssl_session_fetch = true, ssl_client_hello = true }
 local READ_CHUNK = 16384
 local NEVER = 2 ^ 62           -- the engine's INT64_MAX, as far as Lua's numbers tell
 local IDLE_MS = 50000          -- a pooled socket is kept this long (setkeepalive)
-local DELIVER_PERIOD = 0.1     -- releases owed to nodes are tried again this often
 local semaphore = ngx and COSOCKET_PHASES[ngx.get_phase()] ~= nil and require("ngx.semaphore")
 local ctx_ids = 0
 local now_ms = core.redlock_now_ms
+local op_drive = core.redlock_op_drive
+
+-- What the engine asks of a run (redlock_op_drive's bits), and a test of one
+-- that Lua 5.1 and LuaJIT can read (they have no bit operators).
+local CONNECT, WRITE, AWAITS = core.REDLOCK_DRIVE_CONNECT, core.REDLOCK_DRIVE_WRITE,
+                               core.REDLOCK_DRIVE_AWAITS
+local DONE, TAIL = core.REDLOCK_DRIVE_DONE, core.REDLOCK_DRIVE_TAIL
+local function has(bits, flag)
+  return bits % (flag + flag) >= flag
+end
 
 -- nil when this call may use cosockets; otherwise true (outside nginx: the
 -- blocking C call), or false (inside nginx in a phase without them).
@@ -337,7 +349,7 @@ local function driver_of(ctx)
     d.connect_timeout = tonumber(text)
     _, text = core.redlock_ctx_get_option(ctx.ptr, "node_timeout_ms")
     d.node_timeout = tonumber(text)
-    d.tls = {}
+    d.tls, d.tls_ip = {}, {}
     for i = 0, n - 1 do
       d.idle[i] = {}
       local host = core.redlock_ctx_node_host(ctx.ptr, i)
@@ -345,30 +357,33 @@ local function driver_of(ctx)
                   or { "unix:" .. core.redlock_ctx_node_path(ctx.ptr, i) }
       d.tls[i] = core.redlock_ctx_node_tls(ctx.ptr, i) == 1
                  and core.redlock_ctx_node_server_name(ctx.ptr, i) or nil
+      d.tls_ip[i] = core.redlock_ctx_node_server_ip(ctx.ptr, i) == 1
     end
     ctx.drv = d
   end
   return d
 end
 
--- The client's TLS settings for cosockets, from its options, made once: the
+-- The client's TLS settings for cosockets, made once: the library's own
+-- (redlock_ctx_tls_*, from its tls_* options), applied as nginx allows: the
 -- check on or off, and the client certificate (ngx.ssl's cdata). nil and
 -- why when they cannot be made.
 local function tls_settings(d)
   if d.tls_settings or d.tls_failure then
     return d.tls_settings, d.tls_failure
   end
-  local function option(name)
-    local _, value = core.redlock_ctx_get_option(d.ctx.ptr, name)
-    return value ~= "" and value or nil
+  local ptr = d.ctx.ptr
+  if core.redlock_ctx_tls_check(ptr) ~= core.REDLOCK_OK then
+    d.tls_failure = core.redlock_errmsg()
+    return nil, d.tls_failure
   end
-  local settings = { verify = option("tls_verify") == "1" }
-  if settings.verify and (option("tls_ca_file") or option("tls_ca_dir")) and not d.warned then
+  local settings = { verify = core.redlock_ctx_tls_verify(ptr) == 1 }
+  if (core.redlock_ctx_tls_ca_file(ptr) or core.redlock_ctx_tls_ca_dir(ptr)) and not d.warned then
     d.warned = true
     ngx.log(ngx.WARN, "redlock: tls_ca_file and tls_ca_dir are not used inside nginx: the ",
             "nodes' certificates are checked against lua_ssl_trusted_certificate")
   end
-  local cert_file, key_file = option("tls_cert_file"), option("tls_key_file")
+  local cert_file, key_file = core.redlock_ctx_tls_cert_file(ptr), core.redlock_ctx_tls_key_file(ptr)
   local function read(name, path)
     local f, err = io.open(path, "rb")
     if not f then
@@ -379,14 +394,12 @@ local function tls_settings(d)
     return text
   end
   local failure
-  if key_file and not cert_file then
-    failure = "tls_key_file is set without tls_cert_file"
-  elseif cert_file then
+  if cert_file then
     local ssl = require "ngx.ssl"
     local cert_pem, key_pem
     cert_pem, failure = read("tls_cert_file", cert_file)
     if cert_pem then
-      key_pem, failure = read("tls_key_file", key_file or cert_file)
+      key_pem, failure = read("tls_key_file", key_file)
     end
     if key_pem then
       local err
@@ -414,7 +427,7 @@ local function secure(d, sock, node)
   if not settings then
     return nil, failure
   end
-  if settings.verify and (name:find("^[%d.]+$") or name:find(":", 1, true)) then
+  if settings.verify and d.tls_ip[node] then
     return nil, ("TLS: inside nginx a certificate is checked by name only, and %s is an "
                  .. "address: set tls_server_name to the name in the nodes' certificates"):format(name)
   end
@@ -516,7 +529,6 @@ local function poke(io, replied)
       and core.redlock_op_react(run.op, io.conn, replied, run.waiting) == 0 then
     return
   end
-  run.may_want = run.may_want or io.dead
   run.sem:post(1)
 end
 
@@ -562,6 +574,8 @@ local function open(d, io)
   end
   return true
 end
+
+local start_delivery
 
 -- The reader of one connection: connects a new one first (and wakes its
 -- run then, which writes), then reads while replies are owed. It ends when
@@ -617,6 +631,10 @@ local function reader(d, io)
   if io.released then
     if io.dead or io.freed then
       close_io(d, io)
+      -- What it still owed may be releases owed now: delivered in time.
+      if not d.ctx.closed and core.redlock_ctx_owes(d.ctx.ptr) == 1 then
+        start_delivery(d.ctx)
+      end
     else
       keep(d, io)
     end
@@ -650,20 +668,16 @@ local function take_idle(d, node, now)
   end
 end
 
+-- Gives the run's operation a connection to node: an idle one, or a new one
+-- unless the engine says none may be made now (it then fails the node).
 local function attach(d, run, node, now)
   local io = take_idle(d, node, now)
   if io then
     io.pooled = true
+    core.redlock_op_attach(run.op, node, io.conn, now)
   else
-    local wait = core.redlock_ctx_node_connect_wait(d.ctx.ptr, node, now)
-    if wait > 0 then
-      core.redlock_op_no_conn(run.op, node,
-        ("unreachable, next connection attempt in %d ms"):format(wait), now)
-      return
-    end
-    local rc, conn = core.redlock_conn_new(d.ctx.ptr, node)
-    if rc ~= core.REDLOCK_OK then
-      core.redlock_op_no_conn(run.op, node, "out of memory", now)
+    local conn = core.redlock_op_connect(run.op, node, now)
+    if not conn then
       return
     end
     d.seq = d.seq + 1
@@ -672,31 +686,31 @@ local function attach(d, run, node, now)
   end
   io.run, io.released = run, false
   run.ios[#run.ios + 1] = io
-  core.redlock_op_attach(run.op, node, io.conn, now)
   if not io.pooled then
     spawn_reader(d, io)
   elseif open(d, io) then
     -- Its command goes out now, and its reader only reads.
     write(io)
     spawn_reader(d, io)
-  else
-    -- Closed while idle: the engine wants another connection.
-    run.may_want = true
   end
+  -- (A pooled socket closed while idle: the engine wants another connection,
+  -- and its next redlock_op_drive says so.)
 end
 
 -- Writes what the engine queued on each connection of the run (the calling
 -- coroutine is the only writer), and sees that each connection that owes
--- replies has a reader.
+-- replies has a reader. False when a socket failed (the engine was told).
 local function flush(d, run)
+  local ok = true
   for _, io in ipairs(run.ios) do
     if io.sock and not io.dead and not io.freed then
-      write(io)
+      ok = write(io) and ok
       if not io.reader and not io.dead and not io.freed and core.redlock_conn_owed(io.conn) > 0 then
         spawn_reader(d, io)
       end
     end
   end
+  return ok
 end
 
 -- Semaphores of finished runs, for the next (one for each run under way
@@ -727,12 +741,6 @@ local function wait(run, at, now)
   run.waiting = at
   run.sem:wait(ms / 1000)
   run.waiting = nil
-end
-
--- The first deadline of a connection of the finished run still sending.
-local function tail(run, now)
-  local at = core.redlock_op_tail_at(run.op, now)
-  return at < NEVER and at or nil
 end
 
 ---------------------------------------------------------------------------
@@ -819,7 +827,6 @@ local function wake_woken(w)
     local run = w.runs[id]
     if run then
       core.redlock_op_wake(run.op, now_ms())
-      run.may_want = true
       run.sem:post(1)
     end
   end
@@ -944,55 +951,47 @@ watch_loop = function(premature, d)
   end
 end
 
-local start_delivery
-
 local function attach_wanted(d, run, now)
-  for node = 0, d.n - 1 do
-    if core.redlock_op_wants_conn(run.op, node) == 1 then
-      attach(d, run, node, now)
-    end
+  local op = run.op
+  local node = core.redlock_op_next_wanted(op, 0)
+  while node >= 0 do
+    attach(d, run, node, now)
+    node = core.redlock_op_next_wanted(op, node + 1)
   end
 end
 
--- Drives op to its end in this coroutine; returns its status, its message
--- and a lock's handle, or, from an operation that gives none, its answer
--- (redlock_op_answer): { locked, ttl_ms, deleted }.
+-- Drives op to its end in this coroutine, doing what the engine says
+-- (redlock_op_drive); returns its status, its message and a lock's handle,
+-- or, from an operation that gives none, its answer (redlock_op_answer):
+-- { locked, ttl_ms, deleted }.
 local function drive(ctx, op)
   local d = driver_of(ctx)
-  local run = { d = d, op = op, sem = take_sem(), ios = {}, may_want = true,
-                may_wait = true }
-  local at = 0
+  local run = { d = d, op = op, sem = take_sem(), ios = {}, may_wait = true }
   while true do
     local now = now_ms()
-    -- Only a new round (it starts in a step at a time the run was to wake
-    -- at) or a connection lost makes the operation want connections.
-    if run.may_want or now >= at then
-      run.may_want = false
+    local what, at = op_drive(op, now)
+    while has(what, CONNECT) do
       attach_wanted(d, run, now)
-      core.redlock_op_step(op, now)
-      attach_wanted(d, run, now)
+      what, at = op_drive(op, now)
     end
-    core.redlock_op_step(op, now)
-    flush(d, run)
-    if core.redlock_op_done(op) == 1 then
-      break
-    end
-    if run.may_wait and core.redlock_op_awaits_release(op) == 1 then
+    -- A write that failed changed the operation: it is driven again at once.
+    local written = not has(what, WRITE) or flush(d, run)
+    if has(what, DONE) then
+      if run.wait_id then
+        stop_waiting(d, run, op)
+      end
+      -- Decided at a quorum; while TAIL, every node reachable in time still
+      -- gets the command.
+      if not has(what, TAIL) then
+        break
+      end
+    elseif run.may_wait and has(what, AWAITS) then
       run.may_wait = false
       wait_for_release(d, run)
     end
-    at = core.redlock_op_wake_at(op)
-    wait(run, at, now)
-  end
-  if run.wait_id then
-    stop_waiting(d, run, op)
-  end
-  -- Decided at a quorum; every node reachable in time still gets the command.
-  at = tail(run, now_ms())
-  while at do
-    wait(run, at, now_ms())
-    flush(d, run)
-    at = tail(run, now_ms())
+    if written then
+      wait(run, at, now)
+    end
   end
   local status, message = core.redlock_op_status(op), core.redlock_op_message(op)
   local handle = core.redlock_op_take_handle(op) or { core.redlock_op_answer(op) }
@@ -1021,22 +1020,36 @@ local function drive(ctx, op)
 end
 
 -- Delivers the releases owed to nodes that did not answer, from a timer of
--- this worker, while the client is open.
+-- this worker, while the client is open, when the engine says
+-- (redlock_ctx_owed_at); a run that leaves more owed wakes it.
 local function deliver_loop(premature, ctx)
-  while not premature and not ctx.closed and core.redlock_ctx_owes(ctx.ptr) == 1 do
-    local rc, op = core.redlock_op_deliver(ctx.ptr, now_ms())
-    if rc == core.REDLOCK_OK then
-      drive(ctx, op)
-      drain_events(ctx)
+  local d = ctx.drv
+  while not premature and not ctx.closed do
+    local now = now_ms()
+    local at = core.redlock_ctx_owed_at(ctx.ptr, now)
+    if at >= NEVER then
+      break
+    elseif at > now then
+      d.deliver_sem:wait(math.min(at - now, 1000) / 1000)
+    else
+      local rc, op = core.redlock_op_deliver(ctx.ptr, now)
+      if rc == core.REDLOCK_OK then
+        drive(ctx, op)
+        drain_events(ctx)
+      end
     end
-    ngx.sleep(DELIVER_PERIOD)
   end
-  ctx.drv.delivering = false
+  d.delivering = false
 end
 
 start_delivery = function(ctx)
   local d = ctx.drv
-  if not d.delivering then
+  if d.delivering then
+    if d.deliver_sem:count() < 0 then
+      d.deliver_sem:post(1)
+    end
+  else
+    d.deliver_sem = d.deliver_sem or semaphore.new()
     d.delivering = ngx.timer.at(0, deliver_loop, ctx) and true or false
   end
 end

@@ -61,6 +61,7 @@ SIGNATURES = {
     "redlock_conn_sending": (ctypes.c_int, [P]),
     "redlock_op_deadline": (I64, [P, SIZE]),
     "redlock_conn_broken": (ctypes.c_int, [P]),
+    "redlock_conn_owed": (SIZE, [P]),
     "redlock_handle_token": (ctypes.c_char_p, [P]),
     "redlock_handle_validity_ms": (I64, [P]),
     "redlock_handle_free": (None, [P]),
@@ -93,7 +94,27 @@ SIGNATURES = {
     "redlock_keep_extended": (None, [P, ctypes.c_int, ctypes.c_char_p, I64]),
     "redlock_keep_status": (ctypes.c_int, [P]),
     "redlock_keep_message": (ctypes.c_char_p, [P]),
+    "redlock_op_drive": (ctypes.c_int, [P, I64, ctypes.POINTER(I64)]),
+    "redlock_op_next_wanted": (ctypes.c_int, [P, SIZE]),
+    "redlock_op_connect": (P, [P, SIZE, I64]),
+    "redlock_op_deliver": (ctypes.c_int, [ctypes.POINTER(P), P, I64]),
+    "redlock_ctx_owes": (ctypes.c_int, [P]),
+    "redlock_ctx_owed_at": (I64, [P, I64]),
+    "redlock_ctx_node_server_ip": (ctypes.c_int, [P, SIZE]),
+    "redlock_ctx_tls_check": (ctypes.c_int, [P]),
+    "redlock_ctx_tls_verify": (ctypes.c_int, [P]),
+    "redlock_ctx_tls_ca_file": (ctypes.c_char_p, [P]),
+    "redlock_ctx_tls_ca_dir": (ctypes.c_char_p, [P]),
+    "redlock_ctx_tls_cert_file": (ctypes.c_char_p, [P]),
+    "redlock_ctx_tls_key_file": (ctypes.c_char_p, [P]),
+    "redlock_ctx_tls_min_version": (ctypes.c_int, [P]),
+    "redlock_errmsg": (ctypes.c_char_p, []),
 }
+
+# redlock_op_drive's bits.
+CONNECT, WRITE, WAIT, AWAITS, DONE, TAIL = 1, 2, 4, 8, 16, 32
+NEVER = 2**63 - 1
+EINVAL = -4
 
 
 @pytest.fixture(scope="module")
@@ -523,3 +544,311 @@ def test_the_engine_tells_a_driver_which_nodes_are_tls(lib):
         lib.redlock_op_free(op)
     finally:
         lib.redlock_ctx_free(ctx)
+
+
+# ---- redlock_op_drive, redlock_ctx_owed_at and the TLS settings: no I/O, a
+# fake clock, and the nodes' replies scripted here.
+
+def commands(data):
+    """The command names of RESP arrays of bulk strings, as a driver writes them."""
+    names, i = [], 0
+    while i < len(data):
+        assert data[i:i + 1] == b"*", data[i:i + 40]
+        end = data.index(b"\r\n", i)
+        argc, i = int(data[i + 1:end]), end + 2
+        args = []
+        for _ in range(argc):
+            end = data.index(b"\r\n", i)
+            n = int(data[i + 1:end])
+            args.append(data[end + 2:end + 2 + n])
+            i = end + 2 + n + 2
+        names.append(args[0].decode())
+    return names
+
+
+def bulk(text):
+    return b"$%d\r\n%s\r\n" % (len(text), text)
+
+
+def replies(names, node, vote=b":1\r\n"):
+    """What a Redis 6.2 node answers to them (vote: to the lock's command)."""
+    answer = {"SCRIPT": bulk(b"0" * 40), "EVALSHA": vote, "EVAL": vote,
+              "INFO": bulk(b"redis_version:6.2.0\r\nrun_id:%040x\r\n" % (node + 1))}
+    return b"".join(answer[name] for name in names)
+
+
+def take_output(lib, conn):
+    out = ctypes.c_void_p()
+    n = lib.redlock_conn_output(conn, ctypes.byref(out))
+    data = ctypes.string_at(out, n) if n else b""
+    if n:
+        lib.redlock_conn_wrote(conn, n)
+    return data
+
+
+def drive(lib, op, now):
+    at = I64()
+    what = lib.redlock_op_drive(op, now, ctypes.byref(at))
+    return what, at.value
+
+
+def fake_ctx(lib, n=3, **options):
+    uris = [f"redis://127.0.0.1:{7001 + i}" for i in range(n)]
+    ctx = new_ctx(lib, uris)
+    for name, value in options.items():
+        assert lib.redlock_ctx_set_option(ctx, name.encode(), str(value).encode()) == OK
+    return ctx
+
+
+def lock_op(lib, ctx, name, now, wait_ms=0):
+    op = P()
+    names = (ctypes.c_char_p * 1)(name.encode())
+    assert lib.redlock_op_lock(ctypes.byref(op), ctx, names, 1, 10000, wait_ms, now) == OK
+    return op
+
+
+def free_op(lib, op):
+    """Frees op and every connection it gives back (those lost included)."""
+    while True:
+        c = lib.redlock_op_take_conn(op)
+        if not c:
+            break
+        lib.redlock_conn_free(c)
+    lib.redlock_op_free(op)
+
+
+def test_drive_says_connect_write_wait_tail_and_done(lib):
+    """A lock on three nodes driven by redlock_op_drive alone: it asks for a
+    connection to each node, waits for the connects (nothing to write yet),
+    has the commands written once they are made, decides at a quorum while
+    the third node is still connecting (the tail, until that node's
+    deadline), and is over after it."""
+    t = 1000
+    ctx = fake_ctx(lib, connect_timeout_ms=100, node_timeout_ms=50)
+    op = lock_op(lib, ctx, "drive", t)
+    assert drive(lib, op, t) == (CONNECT, t)
+    wanted, node = [], lib.redlock_op_next_wanted(op, 0)
+    while node >= 0:
+        wanted.append(node)
+        node = lib.redlock_op_next_wanted(op, node + 1)
+    assert wanted == [0, 1, 2]
+    conns = [lib.redlock_op_connect(op, i, t) for i in wanted]
+    assert all(conns) and [lib.redlock_conn_node(c) for c in conns] == [0, 1, 2]
+    assert lib.redlock_op_next_wanted(op, 0) == -1
+    assert not lib.redlock_op_connect(op, 0, t), "a node that has its connection gets none"
+    # Connecting (until the connect deadline): nothing to write.
+    assert drive(lib, op, t) == (WAIT, t + 100)
+    for c in conns[:2]:
+        lib.redlock_conn_connected(c, t + 1)
+    what, at = drive(lib, op, t + 1)
+    assert what == WAIT | WRITE and at == t + 51
+    for node, c in enumerate(conns[:2]):
+        names = commands(take_output(lib, c))
+        assert names[-2:] == ["INFO", "EVALSHA"], names
+        assert lib.redlock_conn_received(c, replies(names, node), len(replies(names, node)),
+                                         t + 2) == OK
+    # Decided at two of three; node 2 still connecting: the tail runs to its deadline.
+    what, at = drive(lib, op, t + 2)
+    assert what == DONE | TAIL and at == t + 100, (what, at)
+    assert lib.redlock_op_status(op) == OK
+    handle = lib.redlock_op_take_handle(op)
+    assert handle
+    # Past the deadline nothing is sending any more: over.
+    assert drive(lib, op, t + 101) == (DONE, NEVER)
+    free_op(lib, op)
+    lib.redlock_handle_free(handle)
+    lib.redlock_ctx_free(ctx)
+
+
+def test_drive_applies_the_nodes_connect_back_off(lib):
+    """A node whose connects failed backs off: redlock_op_connect makes no
+    connection to it and fails it, with the time of the next attempt."""
+    t = 5000
+    ctx = fake_ctx(lib)
+    c = P()
+    assert lib.redlock_conn_new(ctypes.byref(c), ctx, 1) == OK
+    lib.redlock_conn_lost(c, b"cannot connect: Connection refused", t)
+    lib.redlock_conn_free(c)
+    assert lib.redlock_ctx_node_connect_wait(ctx, 1, t) == 25
+    op = lock_op(lib, ctx, "backoff", t)
+    assert drive(lib, op, t)[0] == CONNECT
+    made = [lib.redlock_op_connect(op, i, t) for i in range(3)]
+    assert made[0] and not made[1] and made[2]
+    what, _ = drive(lib, op, t)
+    assert what == WAIT
+    for i in (0, 2):
+        lib.redlock_conn_lost(made[i], b"connection lost: reset", t + 1)
+    assert drive(lib, op, t + 1) == (DONE, NEVER)
+    assert lib.redlock_op_status(op) == ENOQUORUM
+    assert "next connection attempt in 25 ms" in lib.redlock_op_message(op).decode()
+    free_op(lib, op)
+    lib.redlock_ctx_free(ctx)
+
+
+def test_drive_says_when_a_lock_awaits_a_release(lib):
+    """Refused by a quorum with time left to wait: the release of what it
+    took goes out (WRITE), and the lock pauses for retry_delay_ms (AWAITS,
+    worth waking); at the pause's end a new round goes out on the same
+    connections."""
+    t = 2000
+    ctx = fake_ctx(lib, retry_delay_ms=200, retry_jitter_ms=0)
+    op = lock_op(lib, ctx, "awaits", t, wait_ms=5000)
+    assert drive(lib, op, t)[0] == CONNECT
+    conns = [lib.redlock_op_connect(op, i, t) for i in range(3)]
+    for c in conns:
+        lib.redlock_conn_connected(c, t)
+    assert drive(lib, op, t)[0] == WAIT | WRITE
+    for node, c in enumerate(conns):
+        names = commands(take_output(lib, c))
+        data = replies(names, node, vote=b":0\r\n")
+        assert lib.redlock_conn_received(c, data, len(data), t + 1) == OK
+    what, at = drive(lib, op, t + 1)
+    assert what == WAIT | AWAITS | WRITE and at == t + 201, (what, at)
+    for c in conns:
+        assert commands(take_output(lib, c)) == ["EVALSHA"]   # the release
+    assert drive(lib, op, t + 2) == (WAIT | AWAITS, t + 201)
+    what, _ = drive(lib, op, t + 201)
+    assert what == WAIT | WRITE
+    assert lib.redlock_op_cancel(op, t + 202) == 1
+    free_op(lib, op)
+    lib.redlock_ctx_free(ctx)
+
+
+def owe_a_release(lib, ctx, t):
+    """A failed lock whose command to node 2 was written and then cut off:
+    the release of what it may have taken there is owed to node 2."""
+    op = lock_op(lib, ctx, "owed", t)
+    drive(lib, op, t)
+    conns = [lib.redlock_op_connect(op, i, t) for i in range(3)]
+    for c in conns:
+        lib.redlock_conn_connected(c, t)
+    drive(lib, op, t)
+    sent = [commands(take_output(lib, c)) for c in conns]
+    lib.redlock_conn_lost(conns[2], b"connection lost: reset", t + 1)
+    data = replies(sent[0], 0, vote=b":0\r\n")
+    assert lib.redlock_conn_received(conns[0], data, len(data), t + 1) == OK
+    what, _ = drive(lib, op, t + 1)
+    assert what & DONE and lib.redlock_op_status(op) == ELOCKED
+    # Nodes 0 and 1 answer the attempt and the release that undoes it.
+    for node in (0, 1):
+        assert commands(take_output(lib, conns[node])) == ["EVALSHA"]
+        data = (replies(sent[node], node, vote=b":0\r\n") if node else b"") + b":1\r\n"
+        assert lib.redlock_conn_received(conns[node], data, len(data), t + 2) == OK
+        assert lib.redlock_conn_owed(conns[node]) == 0
+    free_op(lib, op)
+
+
+def test_owed_at_schedules_the_delivery_of_owed_releases(lib):
+    """redlock_ctx_owed_at: nothing owed is never; an owed release is due a
+    node deadline after it was owed (what it undoes lands first); a delivery
+    that could not send it tries again 100 ms later at the soonest, or when
+    the node's back-off ends; one sent is no longer owed; one past its time
+    is given up."""
+    t = 10000
+    ctx = fake_ctx(lib, node_timeout_ms=50)
+    assert lib.redlock_ctx_owed_at(ctx, t) == NEVER
+    owe_a_release(lib, ctx, t)
+    assert lib.redlock_ctx_owes(ctx) == 1
+    assert lib.redlock_ctx_owed_at(ctx, t + 2) == t + 51
+    # Due: a delivery asks for node 2 only; no connection given, it is tried again 100 ms on.
+    op = P()
+    assert lib.redlock_op_deliver(ctypes.byref(op), ctx, t + 60) == OK
+    assert drive(lib, op, t + 60)[0] == CONNECT
+    assert lib.redlock_op_next_wanted(op, 0) == 2 and lib.redlock_op_next_wanted(op, 3) == -1
+    lib.redlock_op_no_conn(op, 2, b"no connection", t + 60)
+    assert drive(lib, op, t + 60) == (DONE, NEVER)
+    free_op(lib, op)
+    assert lib.redlock_ctx_owed_at(ctx, t + 61) == t + 160
+    # The node backs off past that: its back-off says when.
+    c = P()
+    for _ in range(4):   # 25, 50, 100, 200 ms
+        assert lib.redlock_conn_new(ctypes.byref(c), ctx, 2) == OK
+        lib.redlock_conn_lost(c, b"cannot connect: refused", t + 61)
+        lib.redlock_conn_free(c)
+    wait = lib.redlock_ctx_node_connect_wait(ctx, 2, t + 61)
+    assert wait > 100
+    assert lib.redlock_ctx_owed_at(ctx, t + 61) == t + 61 + wait
+    # Then a delivery sends it on the connection it is given: nothing is owed.
+    later = t + 61 + wait
+    assert lib.redlock_ctx_owed_at(ctx, later) == later
+    assert lib.redlock_op_deliver(ctypes.byref(op), ctx, later) == OK
+    assert drive(lib, op, later)[0] == CONNECT
+    conn = lib.redlock_op_connect(op, 2, later)
+    assert conn
+    assert lib.redlock_ctx_owes(ctx) == 0
+    assert lib.redlock_ctx_owed_at(ctx, later) == NEVER
+    lib.redlock_conn_connected(conn, later)
+    what, _ = drive(lib, op, later)
+    assert what == WAIT | WRITE
+    assert commands(take_output(lib, conn))[-1] == "EVALSHA"
+    # Its connection cut off unanswered: owed again, a node deadline on.
+    lib.redlock_conn_lost(conn, b"connection lost: reset", later + 1)
+    assert drive(lib, op, later + 1) == (DONE, NEVER)
+    free_op(lib, op)
+    assert lib.redlock_ctx_owes(ctx) == 1
+    assert lib.redlock_ctx_owed_at(ctx, later + 1) == later + 51
+    # Past its time (the lease, and a grace of a minute), it is given up.
+    assert lib.redlock_ctx_owed_at(ctx, later + 1 + 10000 + 60000) == NEVER
+    assert lib.redlock_ctx_owes(ctx) == 0
+    lib.redlock_ctx_free(ctx)
+
+
+def test_tls_settings_come_from_the_library(lib, tmp_path):
+    """redlock_ctx_tls_*: the settings of the library's own TLS, from the
+    tls_* options, with its checks; once read, the options are fixed."""
+    uris = [b"rediss://10.0.0.1:6380", b"rediss://[::1]:6390", b"rediss://redis.example",
+            b"redis://10.0.0.2"]
+    ctx = P()
+    assert lib.redlock_ctx_new(ctypes.byref(ctx), (ctypes.c_char_p * 4)(*uris), 4) == OK
+    assert [lib.redlock_ctx_node_server_ip(ctx, i) for i in range(5)] == [1, 1, 0, 0, 0]
+    assert lib.redlock_ctx_set_option(ctx, b"tls_server_name", b"redis.example") == OK
+    assert [lib.redlock_ctx_node_server_ip(ctx, i) for i in range(3)] == [0, 0, 0]
+    cert, key, ca = tmp_path / "client.crt", tmp_path / "client.key", tmp_path / "ca.crt"
+    for f in (cert, key, ca):
+        f.write_text("not checked here\n")
+    missing = str(tmp_path / "missing.crt").encode()
+    assert lib.redlock_ctx_set_option(ctx, b"tls_ca_file", missing) == OK
+    assert lib.redlock_ctx_tls_check(ctx) == ETLS
+    assert lib.redlock_errmsg().decode().startswith("tls_ca_file '")
+    assert lib.redlock_ctx_set_option(ctx, b"tls_ca_file", b"") != OK, "fixed once read"
+    lib.redlock_ctx_free(ctx)
+
+    def made(**options):
+        c = P()
+        assert lib.redlock_ctx_new(ctypes.byref(c), (ctypes.c_char_p * 1)(uris[0]), 1) == OK
+        for name, value in options.items():
+            assert lib.redlock_ctx_set_option(c, name.encode(), str(value).encode()) == OK
+        return c
+
+    # Nothing checked: no CA is read, and a missing one is no failure.
+    ctx = made(tls_verify=0, tls_ca_file=missing.decode())
+    assert lib.redlock_ctx_tls_check(ctx) == OK
+    assert lib.redlock_ctx_tls_verify(ctx) == 0
+    assert lib.redlock_ctx_tls_ca_file(ctx) is None and lib.redlock_ctx_tls_ca_dir(ctx) is None
+    assert lib.redlock_ctx_tls_cert_file(ctx) is None and lib.redlock_ctx_tls_key_file(ctx) is None
+    assert lib.redlock_ctx_tls_min_version(ctx) == 0x0303
+    lib.redlock_ctx_free(ctx)
+    # The defaults: checked against the system's CAs.
+    ctx = made()
+    assert lib.redlock_ctx_tls_check(ctx) == OK and lib.redlock_ctx_tls_verify(ctx) == 1
+    assert lib.redlock_ctx_tls_ca_file(ctx) is None and lib.redlock_ctx_tls_ca_dir(ctx) is None
+    lib.redlock_ctx_free(ctx)
+    # CAs and a client certificate whose key is in its own file.
+    ctx = made(tls_ca_file=ca, tls_ca_dir=tmp_path, tls_cert_file=cert)
+    assert lib.redlock_ctx_tls_check(ctx) == OK
+    assert lib.redlock_ctx_tls_ca_file(ctx) == str(ca).encode()
+    assert lib.redlock_ctx_tls_ca_dir(ctx) == str(tmp_path).encode()
+    assert lib.redlock_ctx_tls_cert_file(ctx) == str(cert).encode()
+    assert lib.redlock_ctx_tls_key_file(ctx) == str(cert).encode()
+    lib.redlock_ctx_free(ctx)
+    ctx = made(tls_cert_file=cert, tls_key_file=key)
+    assert lib.redlock_ctx_tls_key_file(ctx) == str(key).encode()
+    lib.redlock_ctx_free(ctx)
+    ctx = made(tls_key_file=key)
+    assert lib.redlock_ctx_tls_check(ctx) == ETLS
+    assert lib.redlock_errmsg() == b"tls_key_file is set without tls_cert_file"
+    lib.redlock_ctx_free(ctx)
+    ctx = made(tls_cert_file=cert, tls_key_file=missing.decode())
+    assert lib.redlock_ctx_tls_check(ctx) == ETLS
+    assert lib.redlock_errmsg().decode().startswith("tls_key_file '")
+    lib.redlock_ctx_free(ctx)

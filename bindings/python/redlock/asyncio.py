@@ -39,9 +39,10 @@ the C library's (acquired, released, no_quorum, node_down..., and the
 renewal's renewal_failed and lost), told on the loop.
 
 TLS (``rediss://`` nodes): the loop's own TLS (``ssl.SSLContext``, with
-Python's OpenSSL), made from the client's ``tls_*`` options as the C
-library's blocking calls make theirs, and failing the same way: a handshake
-or certificate check that fails is ``TLSError``.
+Python's OpenSSL), with the settings the C library's blocking calls use,
+which it derives from the client's ``tls_*`` options (its checks of them
+included), and failing the same way: a handshake or certificate check that
+fails is ``TLSError``.
 
 A client belongs to the event loop it is first used on.
 """
@@ -49,7 +50,6 @@ A client belongs to the event loop it is first used on.
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
 import weakref
 from contextlib import asynccontextmanager
@@ -85,16 +85,16 @@ _now = capi.redlock_now_ms
 _received = _capi.redlock_conn_received
 _output = _capi.redlock_conn_output
 _wrote = _capi.redlock_conn_wrote
-_op_done = _capi.redlock_op_done
-_op_step = _capi.redlock_op_step
-_op_wants_conn = _capi.redlock_op_wants_conn
-_op_wake_at = _capi.redlock_op_wake_at
-_op_awaits_release = _capi.redlock_op_awaits_release
+_op_drive = _capi.redlock_op_drive
+_op_next_wanted = _capi.redlock_op_next_wanted
 _op_react = _capi.redlock_op_react
 
-# While releases are owed to nodes that did not answer, they are tried again
-# this often (the blocking driver's service thread does the same).
-_DELIVER_PERIOD = 0.1
+# What the engine asks of a run (redlock_op_drive's bits).
+_CONNECT = capi.REDLOCK_DRIVE_CONNECT
+_WRITE = capi.REDLOCK_DRIVE_WRITE
+_AWAITS = capi.REDLOCK_DRIVE_AWAITS
+_DONE = capi.REDLOCK_DRIVE_DONE
+_TAIL = capi.REDLOCK_DRIVE_TAIL
 
 # The engine's "never" (INT64_MAX), and anything beyond.
 _NEVER = 2**62
@@ -202,7 +202,6 @@ class _Run:
         self.conns: Dict[int, _Conn] = {}
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = 0
-        self.may_want = True
         self.future: asyncio.Future[Tuple[int, str, Any]] = driver.loop.create_future()
         self.abandoned = False  # the caller was cancelled: a lock gained is given back
         self.stepping = False
@@ -229,43 +228,35 @@ class _Run:
             self.stepping = False
 
     def _step_once(self) -> None:
-        op, driver = self.op, self.driver
+        # The engine says what to do (redlock_op_drive); this does it.
+        op = self.op
         now = _now()
         self.waiting = None
-        if not _op_done(op):
-            # Only a new round (it starts in a step at a time the run was to
-            # wake at) or a connection lost makes it want connections.
-            if self.may_want or now >= self.timer_at:
-                self.may_want = False
-                self._attach_wanted(now)
-                _op_step(op, now)
-                self._attach_wanted(now)
-            _op_step(op, now)
+        what, at = _op_drive(op, now)
+        while what & _CONNECT:
+            node = _op_next_wanted(op, 0)
+            while node >= 0:
+                self.driver.attach(self, node, now)
+                node = _op_next_wanted(op, node + 1)
+            what, at = _op_drive(op, now)
+        if what & _WRITE:
             for conn in self.conns.values():
                 if conn.transport is not None and not conn.freed:
                     out = _output(conn.conn)
                     if out:
                         conn.transport.write(out)
                         _wrote(conn.conn, len(out))
-            if not _op_done(op):
-                if self.may_wait and _op_awaits_release(op):
-                    self.may_wait = False
-                    driver.wakes.add(self)
-                self.waiting = _op_wake_at(op)
-                self._wake(self.waiting, now)
-                return
-        # Decided. Every node reachable within its deadline still gets the
-        # command: the run ends when no connection is still connecting.
-        tail = capi.redlock_op_tail_at(op, now)
-        if tail < _NEVER:
-            self._wake(tail, now)
+        if what & _AWAITS and self.may_wait:
+            self.may_wait = False
+            self.driver.wakes.add(self)
+        if not what & _DONE:
+            self.waiting = at
+        elif not what & _TAIL:
+            self._finish(now)
             return
-        self._finish(now)
-
-    def _attach_wanted(self, now: int) -> None:
-        for node in self.driver.nodes:
-            if _op_wants_conn(self.op, node):
-                self.driver.attach(self, node, now)
+        # Waiting for events, or when decided, for the connections still
+        # sending (every node reachable within its deadline gets the command).
+        self._wake(at, now)
 
     def _wake(self, at: int, now: int) -> None:
         if self.timer is not None:
@@ -285,7 +276,6 @@ class _Run:
         """A release of its keys: the pause ends, and a new attempt starts."""
         if self.op is not None:
             capi.redlock_op_wake(self.op, _now())
-            self.may_want = True
             self.step()
 
     def _finish(self, now: int) -> None:
@@ -328,7 +318,6 @@ class _Driver:
         self.ctx = ctx
         self.loop = loop
         self.n_nodes = capi.redlock_ctx_node_count(ctx)
-        self.nodes = range(self.n_nodes)
         self.pool_size = int(capi.redlock_ctx_get_option(ctx, "pool_size"))
         self.idle: List[List[_Conn]] = [[] for _ in range(self.n_nodes)]
         self.by_ptr: Dict[int, _Conn] = {}
@@ -336,6 +325,7 @@ class _Driver:
         self.background: Set[asyncio.Task[Any]] = set()
         self.delivering = False
         self.deliver_timer: Optional[asyncio.TimerHandle] = None
+        self.deliver_at = 0  # when deliver_timer is due (the engine's ms)
         self.closed = False
         self.view = memoryview(bytearray(16384))
         self.wakes = _Wakes(self)
@@ -372,17 +362,19 @@ class _Driver:
             raise
 
     def attach(self, run: _Run, node: int, now: int) -> None:
+        """Gives run's operation a connection to node: an idle one, or a new
+        one unless the engine says none may be made now (it then fails the
+        node itself)."""
         conn = self._take_idle(node)
-        if conn is None:
-            wait = capi.redlock_ctx_node_connect_wait(self.ctx, node, now)
-            if wait > 0:
-                capi.redlock_op_no_conn(run.op, node,
-                                        f"unreachable, next connection attempt in {wait} ms", now)
+        if conn is not None:
+            capi.redlock_op_attach(run.op, node, conn.conn, now)
+        else:
+            c = capi.redlock_op_connect(run.op, node, now)
+            if c is None:
                 return
-            conn = self._connect(node)
+            conn = self._connect(node, c)
         conn.run = run
         run.conns[node] = conn
-        capi.redlock_op_attach(run.op, node, conn.conn, now)
 
     def _take_idle(self, node: int) -> Optional[_Conn]:
         pool = self.idle[node]
@@ -392,8 +384,8 @@ class _Driver:
                 return conn
         return None
 
-    def _connect(self, node: int) -> _Conn:
-        conn = _Conn(self, node, capi.redlock_conn_new(self.ctx, node))
+    def _connect(self, node: int, c: Any) -> _Conn:
+        conn = _Conn(self, node, c)
         self.by_ptr[int(conn.conn)] = conn
         conn.connecting = self.open(node, conn)
         return conn
@@ -431,7 +423,7 @@ class _Driver:
         that cannot be used raises _TLSFailure (again on every use)."""
         if self.tls is None and not self.tls_failure:
             try:
-                self.tls = _tls_context(lambda name: capi.redlock_ctx_get_option(self.ctx, name))
+                self.tls = _tls_context(self.ctx)
             except _TLSFailure as failure:
                 self.tls_failure = str(failure)
         if self.tls is None:
@@ -460,8 +452,8 @@ class _Driver:
         if why is not None:
             (capi.redlock_conn_tls_failed if tls else capi.redlock_conn_lost)(conn.conn, why,
                                                                               _now())
-        if conn.run is not None:
-            conn.run.may_want = True
+            # What it still owed may be releases owed now: delivered in time.
+            self.after_run()
         if capi.redlock_conn_held(conn.conn):
             return
         conn.run = None
@@ -476,23 +468,33 @@ class _Driver:
     # -- releases owed, and handles given back
 
     def after_run(self) -> None:
-        if not self.closed and not self.delivering and self.deliver_timer is None \
-                and capi.redlock_ctx_owes(self.ctx):
-            self.deliver_timer = self.loop.call_later(0, self._deliver)
+        """Schedules the delivery of the releases owed, when the engine says
+        (redlock_ctx_owed_at): after every run, and after each delivery."""
+        if self.closed or self.delivering:
+            return
+        now = _now()
+        at = capi.redlock_ctx_owed_at(self.ctx, now)
+        if at >= _NEVER or (self.deliver_timer is not None and self.deliver_at <= at):
+            return
+        if self.deliver_timer is not None:
+            self.deliver_timer.cancel()
+        self.deliver_at = at
+        self.deliver_timer = self.loop.call_later(max(0, at - now) / 1000, self._deliver)
 
     def _deliver(self) -> None:
         self.deliver_timer = None
-        if self.closed or not capi.redlock_ctx_owes(self.ctx):
+        now = _now()
+        if self.closed or capi.redlock_ctx_owed_at(self.ctx, now) > now:
+            self.after_run()
             return
         self.delivering = True
-        task = self.loop.create_task(self.run(capi.redlock_op_deliver(self.ctx, _now())))
+        task = self.loop.create_task(self.run(capi.redlock_op_deliver(self.ctx, now)))
         self.background.add(task)
 
         def done(t: asyncio.Task[Any]) -> None:
             self.background.discard(t)
             self.delivering = False
-            if not self.closed and capi.redlock_ctx_owes(self.ctx):
-                self.deliver_timer = self.loop.call_later(_DELIVER_PERIOD, self._deliver)
+            self.after_run()
 
         task.add_done_callback(done)
 
@@ -693,42 +695,31 @@ class _TLSFailure(Exception):
     """The client's TLS settings cannot be made (a file of the options)."""
 
 
-def _tls_context(option: Callable[[str], str]) -> ssl.SSLContext:
-    """An SSLContext from the tls_* options, as the C library reads them:
-    the CAs of tls_ca_file / tls_ca_dir, else the system's; the client's
-    certificate; tls_verify 0 checks nothing (insecure)."""
+def _tls_context(ctx: Any) -> ssl.SSLContext:
+    """An SSLContext with the settings the C library's own TLS takes from
+    the tls_* options (redlock_ctx_tls_*): they are the library's, only
+    applied here to Python's ssl."""
+    if capi.redlock_ctx_tls_check(ctx) != capi.REDLOCK_OK:
+        raise _TLSFailure(capi.redlock_errmsg())
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    verify = option("tls_verify") != "0"
-    files = ("tls_ca_file", "tls_ca_dir") if verify else ()
-    for name in files + ("tls_cert_file", "tls_key_file"):
-        path = option(name)
-        try:
-            if path and name == "tls_ca_dir":
-                os.listdir(path)
-            elif path:
-                open(path, "rb").close()
-        except OSError as error:
-            raise _TLSFailure(f"{name} '{path[:80]}': {error.strerror}") from None
+    context.minimum_version = ssl.TLSVersion(capi.redlock_ctx_tls_min_version(ctx))
+    ca_file, ca_dir = capi.redlock_ctx_tls_ca_file(ctx), capi.redlock_ctx_tls_ca_dir(ctx)
+    cert, key = capi.redlock_ctx_tls_cert_file(ctx), capi.redlock_ctx_tls_key_file(ctx)
     what = ""
     try:
-        if not verify:
+        if not capi.redlock_ctx_tls_verify(ctx):
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
-        elif option("tls_ca_file") or option("tls_ca_dir"):
-            what = "tls_ca_file" if option("tls_ca_file") else "tls_ca_dir"
-            context.load_verify_locations(cafile=option("tls_ca_file") or None,
-                                          capath=option("tls_ca_dir") or None)
+        elif ca_file or ca_dir:
+            what = "tls_ca_file" if ca_file else "tls_ca_dir"
+            context.load_verify_locations(cafile=ca_file, capath=ca_dir)
         else:
             what = "the system's CA certificates"
             context.set_default_verify_paths()
-        cert, key = option("tls_cert_file"), option("tls_key_file")
-        if key and not cert:
-            raise _TLSFailure("tls_key_file is set without tls_cert_file")
         if cert:
             what = "tls_cert_file"
             # No passphrase: OpenSSL would otherwise ask the terminal for one.
-            context.load_cert_chain(cert, key or None, password=lambda: b"")
+            context.load_cert_chain(cert, key, password=lambda: b"")
     except ssl.SSLError as error:
         raise _TLSFailure(f"{what}: cannot load the certificates or key "
                           f"({error.reason or error})") from None

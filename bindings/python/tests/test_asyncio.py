@@ -400,3 +400,49 @@ async def test_subscriber_connections_lost_are_made_again_after_a_pause(nodes, p
         await holder.unlock()
         assert await waiting
         assert time.monotonic() - released < 1.0, "not woken by the release"
+
+
+async def test_a_release_cut_off_is_delivered_when_the_engine_says(nodes, prefix, tmp_path):
+    """An unlock whose release was written to a node that then died is owed
+    to that node: the driver delivers it when redlock_ctx_owed_at says, once
+    the node is back (here, a new server on the same socket), with no call
+    of the application's to carry it."""
+    socket = tmp_path / "node.sock"
+
+    def cli(*command: str) -> str:
+        return subprocess.run(["redis-cli", "-s", str(socket), *command], capture_output=True,
+                              text=True).stdout.strip()
+
+    def server() -> subprocess.Popen:
+        process = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", str(socket), "--dir", str(tmp_path),
+             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not socket.exists() or cli("PING") != "PONG":
+            assert process.poll() is None and time.monotonic() < deadline, "no redis-server"
+            time.sleep(0.01)
+        return process
+
+    def releases_run() -> int:
+        stats = cli("INFO", "commandstats")
+        return sum(int(line.split("calls=")[1].split(",")[0]) for line in stats.splitlines()
+                   if line.startswith(("cmdstat_evalsha:", "cmdstat_eval:")))
+
+    node = server()
+    try:
+        async with aredlock.Redlock(nodes.uris[:2] + [f"unix://{socket}"], key_prefix=prefix,
+                                    node_timeout_ms=300) as client:
+            lock = client.get_lock("owed")
+            assert await lock.try_lock(lease=10.0)
+            os.kill(node.pid, signal.SIGSTOP)
+            await lock.unlock()   # at two of three: the third has the release unanswered
+            node.kill()
+            node.wait()
+            socket.unlink(missing_ok=True)
+            await asyncio.sleep(0.1)   # the connection's end is seen: the release is owed
+            node = server()
+            assert releases_run() == 0
+            assert await eventually(lambda: releases_run() == 1, timeout=5.0)
+    finally:
+        node.kill()
+        node.wait()
