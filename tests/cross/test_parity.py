@@ -56,7 +56,7 @@ IDS = [f"{kind}-{row['operation']}" for kind, row in ROWS]
 def test_the_tables_cover_the_issue_operations() -> None:
     assert {"client", "lock", "multi-lock", "try", "release", "extend", "time left",
             "scoped use", "keep (no lease: renewed)", "lost?", "when lost", "reentrant lock",
-            "holds of this thread", "held by anyone (asks the nodes)",
+            "holds of this holder", "wait until acquired", "held by anyone (asks the nodes)",
             "holder's time left on the nodes",
             "force unlock (dangerous)", "fencing token",
             "fencing token of a resource", "events (logging)", "health of the nodes",
