@@ -10,10 +10,12 @@
 
 #include "clock.h"
 #include "cmd.h"
-#include "ctx.h"
+#include "driver.h"
 #include "engine.h"
 #include "keep.h"
+#include "node.h"
 #include "op.h"
+#include "owed.h"
 #include "sub.h"
 #include "waiters.h"
 
@@ -26,12 +28,12 @@ int64_t redlock_now_ms(void)
 
 static const rl_node_addr *addr_of(const redlock_ctx *ctx, size_t i)
 {
-    return ctx && i < ctx->n_nodes ? &ctx->nodes[i].addr : NULL;
+    return ctx && i < ctx->client.n_nodes ? &ctx->client.nodes[i].addr : NULL;
 }
 
 size_t redlock_ctx_node_count(const redlock_ctx *ctx)
 {
-    return ctx ? ctx->n_nodes : 0;
+    return ctx ? ctx->client.n_nodes : 0;
 }
 
 const char *redlock_ctx_node_host(const redlock_ctx *ctx, size_t i)
@@ -54,7 +56,7 @@ const char *redlock_ctx_node_path(const redlock_ctx *ctx, size_t i)
 
 int64_t redlock_ctx_node_connect_wait(redlock_ctx *ctx, size_t i, int64_t now_ms)
 {
-    return ctx && i < ctx->n_nodes ? rl_node_connect_wait(&ctx->nodes[i], now_ms) : 0;
+    return ctx && i < ctx->client.n_nodes ? rl_node_connect_wait(&ctx->client.nodes[i], now_ms) : 0;
 }
 
 int redlock_ctx_node_tls(const redlock_ctx *ctx, size_t i)
@@ -68,12 +70,12 @@ const char *redlock_ctx_node_server_name(const redlock_ctx *ctx, size_t i)
     const rl_node_addr *a = addr_of(ctx, i);
     if (!a || !a->tls)
         return NULL;
-    return ctx->opt.tls_server_name[0] ? ctx->opt.tls_server_name : a->host;
+    return ctx->client.opt.tls_server_name[0] ? ctx->client.opt.tls_server_name : a->host;
 }
 
 int redlock_ctx_owes(redlock_ctx *ctx)
 {
-    return ctx && rl_owed_any(ctx, SIZE_MAX);
+    return ctx && rl_owed_any(&ctx->client, SIZE_MAX);
 }
 
 /* ---- operations ---- */
@@ -90,7 +92,7 @@ int redlock_op_lock(redlock_op **out, redlock_ctx *ctx, const char *const *resou
     if (!resources || n_resources == 0 || n_resources > REDLOCK_MAX_RESOURCES)
         return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
                        : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
-    return rl_op_lock(out, ctx, resources, n_resources, ttl_ms, wait_ms, now_ms);
+    return rl_op_lock(out, &ctx->client, resources, n_resources, ttl_ms, wait_ms, now_ms);
 }
 
 int redlock_op_extend(redlock_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now_ms)
@@ -130,7 +132,7 @@ static int check_ctx_op(redlock_op **out, const redlock_ctx *ctx)
 int redlock_op_deliver(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
 {
     int rc = check_ctx_op(out, ctx);
-    return rc == REDLOCK_OK ? rl_op_deliver(out, ctx, now_ms) : rc;
+    return rc == REDLOCK_OK ? rl_op_deliver(out, &ctx->client, now_ms) : rc;
 }
 
 static int query(redlock_op **out, redlock_ctx *ctx, const char *resource, bool force,
@@ -141,7 +143,7 @@ static int query(redlock_op **out, redlock_ctx *ctx, const char *resource, bool 
         return rc;
     if (!resource)
         return rl_fail(REDLOCK_EINVAL, "resource is NULL");
-    return rl_op_query(out, ctx, resource, force, now_ms);
+    return rl_op_query(out, &ctx->client, resource, force, now_ms);
 }
 
 int redlock_op_inspect(redlock_op **out, redlock_ctx *ctx, const char *resource, int64_t now_ms)
@@ -158,7 +160,7 @@ int redlock_op_force_unlock(redlock_op **out, redlock_ctx *ctx, const char *reso
 int redlock_op_ping(redlock_op **out, redlock_ctx *ctx, int64_t now_ms)
 {
     int rc = check_ctx_op(out, ctx);
-    return rc == REDLOCK_OK ? rl_op_ping(out, ctx, now_ms) : rc;
+    return rc == REDLOCK_OK ? rl_op_ping(out, &ctx->client, now_ms) : rc;
 }
 
 int redlock_op_answer(const redlock_op *op, int64_t *ttl_ms, int *deleted)
@@ -284,9 +286,9 @@ int redlock_conn_new(redlock_conn **out, redlock_ctx *ctx, size_t node)
     if (!out)
         return rl_fail(REDLOCK_EINVAL, "out is NULL");
     *out = NULL;
-    if (!ctx || node >= ctx->n_nodes)
+    if (!ctx || node >= ctx->client.n_nodes)
         return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "no node %zu", node);
-    if (!(*out = rl_conn_new(ctx, node)))
+    if (!(*out = rl_conn_new(&ctx->client, node)))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     return REDLOCK_OK;
 }
@@ -404,9 +406,9 @@ int redlock_sub_new(redlock_sub **out, redlock_ctx *ctx, size_t node)
     if (!out)
         return rl_fail(REDLOCK_EINVAL, "out is NULL");
     *out = NULL;
-    if (!ctx || node >= ctx->n_nodes)
+    if (!ctx || node >= ctx->client.n_nodes)
         return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "no node %zu", node);
-    if (!(*out = rl_sub_new(&ctx->nodes[node].addr)))
+    if (!(*out = rl_sub_new(&ctx->client.nodes[node].addr)))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     return REDLOCK_OK;
 }
@@ -462,7 +464,7 @@ int redlock_waiters_new(redlock_waiters **out, const redlock_ctx *ctx)
     *out = NULL;
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
-    if (!(*out = rl_waiters_new(ctx->n_nodes)))
+    if (!(*out = rl_waiters_new(ctx->client.n_nodes)))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     return REDLOCK_OK;
 }

@@ -1,10 +1,8 @@
-/* error.c - status code descriptions and the per-thread failure message. */
+/* errors.c - status code descriptions, and the calling thread's failure message (base.h). */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "base.h"
-
-static _Thread_local char last_error[1024];
 
 const char *redlock_strerror(int code)
 {
@@ -29,19 +27,5 @@ const char *redlock_strerror(int code)
 
 const char *redlock_errmsg(void)
 {
-    return last_error;
-}
-
-int rl_fail(int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-void rl_clear_error(void)
-{
-    last_error[0] = '\0';
+    return rl_errmsg();
 }

@@ -3,7 +3,8 @@
 #include <string.h>
 
 #include "clock.h"
-#include "ctx.h"
+#include "driver.h"
+#include "node.h"
 
 /* Values are cut to these many bytes once encoded, so a line always fits
  * REDLOCK_HEALTH_LINE_MAX (the other fields are numbers, names and a run_id). */
@@ -35,7 +36,7 @@ static void encode(char *out, size_t max, const char *s)
 }
 
 /* One node's line, into line (REDLOCK_HEALTH_LINE_MAX bytes); its length. */
-static size_t node_line(const redlock_ctx *ctx, rl_node *node, int64_t now, char *line)
+static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *line)
 {
     char label[LABEL_MAX + 1], error[ERROR_MAX + 1], run_id[41], rtt[32], version[16];
     pthread_mutex_lock(&node->mu);
@@ -73,8 +74,9 @@ static size_t node_line(const redlock_ctx *ctx, rl_node *node, int64_t now, char
     return w < 0 ? 0 : (size_t)w;
 }
 
-int redlock_ctx_health(const redlock_ctx *ctx, char *buf, size_t buflen)
+int redlock_ctx_health(const redlock_ctx *pair, char *buf, size_t buflen)
 {
+    const rl_client *ctx = pair ? &pair->client : NULL;
     rl_clear_error();
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");

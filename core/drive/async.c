@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "ctx.h"
+#include "client.h"
+#include "driver.h"
 #include "log.h"
 #include "keep.h"
 #include "op.h"
@@ -109,7 +110,7 @@ void rl_async_forget(struct rl_async *a)
     while (a->watches) {
         rl_watch *w = a->watches;
         a->watches = w->next;
-        w->h->watch = NULL;
+        w->h->driver_data = NULL;
         free(w);
     }
 }
@@ -128,7 +129,7 @@ static void empty_pipe(struct rl_async *a)
     }
 }
 
-void rl_async_free(redlock_ctx *ctx, struct rl_async *a)
+void rl_async_free(rl_client *ctx, struct rl_async *a)
 {
     (void)ctx;
     if (!a)
@@ -145,7 +146,7 @@ void rl_async_free(redlock_ctx *ctx, struct rl_async *a)
     while (a->watches) {
         rl_watch *w = a->watches;
         a->watches = w->next;
-        w->h->watch = NULL;
+        w->h->driver_data = NULL;
         free(w);
     }
     close(a->wake[0]);
@@ -172,7 +173,7 @@ static void drop_watch(struct rl_async *a, rl_watch *w)
             break;
         }
     }
-    w->h->watch = NULL;
+    w->h->driver_data = NULL;
     free(w);
 }
 
@@ -220,7 +221,7 @@ static void notify(struct rl_async *a, notice *notices)
 /* Starts the extensions that are due and marks lost the watches whose
  * validity ran out, adding renewal jobs to *active. Returns when a watch
  * next needs the thread (INT64_MAX: no live watch). */
-static int64_t plan_watches(redlock_ctx *ctx, struct rl_async *a, bool stopping, int64_t now,
+static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, int64_t now,
                             job **active, size_t *n_active)
 {
     int64_t first = INT64_MAX;
@@ -243,7 +244,7 @@ static int64_t plan_watches(redlock_ctx *ctx, struct rl_async *a, bool stopping,
             } else {
                 free(j);
                 rl_keep_extended(&w->keep, rc, rc == REDLOCK_ENOMEM ? "out of memory"
-                                 : redlock_errmsg(), now, &ev);
+                                 : rl_errmsg(), now, &ev);
                 what = rl_keep_next(&w->keep, now, &at, &ev);
             }
         }
@@ -261,7 +262,7 @@ static int64_t plan_watches(redlock_ctx *ctx, struct rl_async *a, bool stopping,
 
 /* A renewal ended: the next one is planned, or the lock is lost; unlocks
  * that waited for it go on. */
-static void renewal_ended(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
+static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
 {
     rl_watch *w = j->watch;
     int status = rl_op_status(j->op);
@@ -304,8 +305,8 @@ static void stop_renewals(redlock_handle *h)
 {
     struct rl_async *a = rl_io_async(h->ctx);
     pthread_mutex_lock(&a->mu);
-    if (h->watch)
-        h->watch->over = true;
+    if (h->driver_data)
+        ((rl_watch *)h->driver_data)->over = true;
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -316,7 +317,7 @@ static bool park(struct rl_async *a, job *j)
     if (!j->is_unlock)
         return false;
     pthread_mutex_lock(&a->mu);
-    rl_watch *w = rl_op_handle(j->op)->watch;   /* the mutex is held */
+    rl_watch *w = rl_op_handle(j->op)->driver_data;   /* the mutex is held */
     bool parked = w && w->keep.extending;
     if (parked) {
         j->next = w->parked;
@@ -329,7 +330,7 @@ static bool park(struct rl_async *a, job *j)
 }
 
 /* Starts the client's thread if it is not running (under the mutex). */
-static int ensure_running(redlock_ctx *ctx, struct rl_async *a)
+static int ensure_running(rl_client *ctx, struct rl_async *a)
 {
     if (a->running)
         return REDLOCK_OK;
@@ -356,12 +357,12 @@ int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     *w = (rl_watch){ .h = h, .lost = lost, .data = data };
     rl_keep_init(&w->keep, h, now);
     pthread_mutex_lock(&a->mu);
-    int rc = h->watch ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
+    int rc = h->driver_data ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
                       : ensure_running(h->ctx, a);
     if (rc == REDLOCK_OK) {
         w->next = a->watches;
         a->watches = w;
-        h->watch = w;
+        h->driver_data = w;
     }
     pthread_mutex_unlock(&a->mu);
     if (rc != REDLOCK_OK) {
@@ -381,7 +382,7 @@ bool rl_async_unwatch(redlock_handle *h, bool freeing)
 {
     struct rl_async *a = rl_io_async(h->ctx);
     pthread_mutex_lock(&a->mu);
-    rl_watch *w = h->watch;
+    rl_watch *w = h->driver_data;
     bool now = true;
     if (w) {
         w->over = true;
@@ -405,7 +406,7 @@ bool rl_async_unwatch(redlock_handle *h, bool freeing)
 }
 
 /* Whether the op wants a connection to some node. */
-static bool wants_any(const redlock_ctx *ctx, const rl_op *op)
+static bool wants_any(const rl_client *ctx, const rl_op *op)
 {
     for (size_t i = 0; i < ctx->n_nodes; i++)
         if (rl_op_wants_conn(op, i))
@@ -414,7 +415,7 @@ static bool wants_any(const redlock_ctx *ctx, const rl_op *op)
 }
 
 /* Ends a job: its connections back, its callback, its op freed. */
-static void finish(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
+static void finish(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
 {
     if (j->waiter)
         rl_waker_done(ctx, j->waiter, NULL, 0);
@@ -441,7 +442,7 @@ static void finish(redlock_ctx *ctx, struct rl_async *a, job *j, int64_t now)
 
 /* Advances a job as far as it goes without waiting. Returns when to wake
  * for it, or INT64_MIN when it is over (and was finished). */
-static int64_t advance(redlock_ctx *ctx, struct rl_async *a, job *j, bool stopping, int64_t now)
+static int64_t advance(rl_client *ctx, struct rl_async *a, job *j, bool stopping, int64_t now)
 {
     rl_op *op = j->op;
     if (stopping)
@@ -472,7 +473,7 @@ static int64_t advance(redlock_ctx *ctx, struct rl_async *a, job *j, bool stoppi
 
 /* Gives back the draining connections that are done; returns when to wake
  * for the others (INT64_MAX: none left). */
-static int64_t advance_drains(redlock_ctx *ctx, struct rl_async *a, int64_t now)
+static int64_t advance_drains(rl_client *ctx, struct rl_async *a, int64_t now)
 {
     int64_t first = INT64_MAX;
     for (draining **pp = &a->drains; *pp;) {
@@ -496,14 +497,14 @@ static int64_t advance_drains(redlock_ctx *ctx, struct rl_async *a, int64_t now)
  * that they run on pooled connections; more wait their turn (their wait
  * counts from the call). Extends and unlocks always start at once: a lock
  * waiting for a release must never hold the release up. */
-static size_t lock_places(const redlock_ctx *ctx)
+static size_t lock_places(const rl_client *ctx)
 {
     return ctx->opt.pool_size > 0 ? (size_t)ctx->opt.pool_size : 1;
 }
 
 static void *async_main(void *arg)
 {
-    redlock_ctx *ctx = arg;
+    rl_client *ctx = arg;
     struct rl_async *a = rl_io_async(ctx);
     job *active = NULL, *queued = NULL, **queued_end = &queued;
     size_t n_active = 0, n_locks = 0;
@@ -673,7 +674,7 @@ static void *async_main(void *arg)
 }
 
 /* Hands a job to the client's thread, starting it if it is not running. */
-static int submit(redlock_ctx *ctx, rl_op *op, bool is_lock, bool is_unlock, redlock_done_fn done,
+static int submit(rl_client *ctx, rl_op *op, bool is_lock, bool is_unlock, redlock_done_fn done,
                   void *data)
 {
     struct rl_async *a = rl_io_async(ctx);
@@ -699,9 +700,10 @@ static int submit(redlock_ctx *ctx, rl_op *op, bool is_lock, bool is_unlock, red
     return REDLOCK_OK;
 }
 
-int redlock_lock_async(redlock_ctx *ctx, const char *const *resources, size_t n_resources,
+int redlock_lock_async(redlock_ctx *pair, const char *const *resources, size_t n_resources,
                        int64_t ttl_ms, int64_t wait_ms, redlock_done_fn done, void *data)
 {
+    rl_client *ctx = rl_client_of(pair);
     rl_clear_error();
     if (!ctx || !done)
         return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "done is NULL");
@@ -722,7 +724,7 @@ static int handle_async(redlock_handle *h, int64_t ttl_ms, bool extend, redlock_
     if (!h || !done)
         return rl_fail(REDLOCK_EINVAL, !h ? "handle is NULL" : "done is NULL");
     rl_io_check_fork(h->ctx);
-    if (!extend && h->watch)
+    if (!extend && h->driver_data)
         stop_renewals(h);
     rl_op *op;
     int64_t now = rl_now_ms();

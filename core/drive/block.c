@@ -33,11 +33,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "clock.h"
-#include "ctx.h"
 #include "driver.h"
 #include "engine.h"
+#include "node.h"
 #include "op.h"
+#include "owed.h"
 #include "sockets.h"
 #include "tls.h"
 
@@ -73,6 +75,7 @@ struct rl_driver {
      * (tls_code: why they could not be, REDLOCK_OK while they may be). */
     pthread_mutex_t tls_mu;
     rl_tls_ctx *tls;
+    _Atomic bool tls_fixed;    /* tls was made from the options: they cannot change */
     int tls_code;
     char tls_why[160];
 };
@@ -120,9 +123,9 @@ static void drop_forked(rl_conn *c)
 }
 
 /* In a child after fork(): forgets the parent's connections and owed work. */
-void rl_io_check_fork(redlock_ctx *ctx)
+void rl_io_check_fork(rl_client *ctx)
 {
-    struct rl_driver *d = ctx->driver;
+    struct rl_driver *d = rl_driver_of(ctx);
     unsigned now_gen = atomic_load_explicit(&fork_generation, memory_order_relaxed);
     if (atomic_load_explicit(&d->gen, memory_order_relaxed) == now_gen)
         return;
@@ -154,13 +157,13 @@ int rl_driver_new(redlock_ctx *ctx)
 {
     pthread_once(&fork_once, register_fork_handler);
     struct rl_driver *d = calloc(1, sizeof *d);
-    if (!d || !(d->pools = calloc(ctx->n_nodes, sizeof *d->pools))) {
+    if (!d || !(d->pools = calloc(ctx->client.n_nodes, sizeof *d->pools))) {
         free(d);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     }
-    d->n_pools = ctx->n_nodes;
-    if (!(d->async = rl_async_new()) || !(d->waker = rl_waker_new(ctx->n_nodes))) {
-        rl_async_free(ctx, d->async);
+    d->n_pools = ctx->client.n_nodes;
+    if (!(d->async = rl_async_new()) || !(d->waker = rl_waker_new(ctx->client.n_nodes))) {
+        rl_async_free(&ctx->client, d->async);
         free(d->pools);
         free(d);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
@@ -193,8 +196,8 @@ void rl_driver_free(redlock_ctx *ctx)
     struct rl_driver *d = ctx->driver;
     if (!d)
         return;
-    rl_io_check_fork(ctx);
-    rl_async_free(ctx, d->async);
+    rl_io_check_fork(&ctx->client);
+    rl_async_free(&ctx->client, d->async);
     d->async = NULL;
     rl_waker_free(d->waker);
     d->waker = NULL;
@@ -223,22 +226,27 @@ void rl_driver_free(redlock_ctx *ctx)
     ctx->driver = NULL;
 }
 
-struct rl_async *rl_io_async(redlock_ctx *ctx)
+bool rl_driver_tls_fixed(const struct rl_driver *d)
 {
-    return ctx->driver->async;
+    return atomic_load(&((struct rl_driver *)d)->tls_fixed);
 }
 
-struct rl_waker *rl_io_waker(redlock_ctx *ctx)
+struct rl_async *rl_io_async(rl_client *ctx)
 {
-    return ctx->driver->waker;
+    return rl_driver_of(ctx)->async;
+}
+
+struct rl_waker *rl_io_waker(rl_client *ctx)
+{
+    return rl_driver_of(ctx)->waker;
 }
 
 /* An idle connection to node: the last one given back, or when follows is
  * set (rl_op_follows), one that still owes the reply of that lock's acquire,
  * so that what follows it runs after it on the node. */
-static rl_conn *pool_take(redlock_ctx *ctx, size_t node, const char *follows)
+static rl_conn *pool_take(rl_client *ctx, size_t node, const char *follows)
 {
-    pool *p = &ctx->driver->pools[node];
+    pool *p = &rl_driver_of(ctx)->pools[node];
     rl_conn *c = NULL;
     pthread_mutex_lock(&p->mu);
     size_t at = p->n;
@@ -258,9 +266,9 @@ static rl_conn *pool_take(redlock_ctx *ctx, size_t node, const char *follows)
 }
 
 /* Closes every idle connection of a node (one was found dead: it restarted). */
-static void pool_discard(redlock_ctx *ctx, size_t node, int64_t now)
+static void pool_discard(rl_client *ctx, size_t node, int64_t now)
 {
-    pool *p = &ctx->driver->pools[node];
+    pool *p = &rl_driver_of(ctx)->pools[node];
     pthread_mutex_lock(&p->mu);
     rl_conn **idle = p->idle;
     size_t n = p->n;
@@ -273,9 +281,9 @@ static void pool_discard(redlock_ctx *ctx, size_t node, int64_t now)
 }
 
 /* Gives a connection back after an operation: pooled when sound. */
-static void pool_give(redlock_ctx *ctx, rl_conn *c, int64_t now)
+static void pool_give(rl_client *ctx, rl_conn *c, int64_t now)
 {
-    pool *p = &ctx->driver->pools[c->node];
+    pool *p = &rl_driver_of(ctx)->pools[c->node];
     int64_t size = ctx->opt.pool_size;
     if (rl_conn_poolable(c)) {
         pthread_mutex_lock(&p->mu);
@@ -353,14 +361,14 @@ int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen)
 
 /* ---- TLS ---- */
 
-int rl_io_tls_ready(redlock_ctx *ctx, char *why, size_t whylen)
+int rl_io_tls_ready(rl_client *ctx, char *why, size_t whylen)
 {
-    struct rl_driver *d = ctx->driver;
+    struct rl_driver *d = rl_driver_of(ctx);
     pthread_mutex_lock(&d->tls_mu);
     int rc = d->tls_code;
     if (!d->tls && rc == REDLOCK_OK) {
         /* The options are read now: from here on they are fixed. */
-        atomic_store(&ctx->tls_fixed, true);
+        atomic_store(&d->tls_fixed, true);
         rc = rl_tls_ctx_new(&d->tls, &ctx->opt, d->tls_why, sizeof d->tls_why);
         /* A failure stays, as the options do, but for want of memory. */
         if (rc != REDLOCK_ENOMEM)
@@ -372,7 +380,7 @@ int rl_io_tls_ready(redlock_ctx *ctx, char *why, size_t whylen)
     return rc;
 }
 
-int rl_io_tls_start(redlock_ctx *ctx, size_t node, int fd, rl_tls **out, char *why,
+int rl_io_tls_start(rl_client *ctx, size_t node, int fd, rl_tls **out, char *why,
                     size_t whylen)
 {
     *out = NULL;
@@ -382,13 +390,13 @@ int rl_io_tls_start(redlock_ctx *ctx, size_t node, int fd, rl_tls **out, char *w
     const rl_node_addr *a = &ctx->nodes[node].addr;
     const char *name = ctx->opt.tls_server_name[0] ? ctx->opt.tls_server_name : a->host;
     /* The settings are made once and never changed: no lock is needed. */
-    return rl_tls_new(out, ctx->driver->tls, fd, name, why, whylen);
+    return rl_tls_new(out, rl_driver_of(ctx)->tls, fd, name, why, whylen);
 }
 
 /* Gives the operation a connection for every node it wants one for. */
 static bool drain(rl_conn *c, int64_t now);
 
-void rl_io_attach(redlock_ctx *ctx, rl_op *op, int64_t now)
+void rl_io_attach(rl_client *ctx, rl_op *op, int64_t now)
 {
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         if (!rl_op_wants_conn(op, i))
@@ -551,7 +559,7 @@ short rl_io_events(const rl_conn *c)
 
 /* Frees a connection the engine found broken, and if it was a pooled one,
  * the node's other idle connections with it (they are likely stale too). */
-void rl_io_bury(redlock_ctx *ctx, rl_conn *c, int64_t now)
+void rl_io_bury(rl_client *ctx, rl_conn *c, int64_t now)
 {
     bool stale = c->uses > 1;
     size_t node = c->node;
@@ -560,7 +568,7 @@ void rl_io_bury(redlock_ctx *ctx, rl_conn *c, int64_t now)
         pool_discard(ctx, node, now);
 }
 
-size_t rl_io_watch(redlock_ctx *ctx, rl_op *op, bool tail, int64_t now, struct pollfd *pfd,
+size_t rl_io_watch(rl_client *ctx, rl_op *op, bool tail, int64_t now, struct pollfd *pfd,
                    rl_conn **who)
 {
     size_t k = 0;
@@ -576,7 +584,7 @@ size_t rl_io_watch(redlock_ctx *ctx, rl_op *op, bool tail, int64_t now, struct p
 
 /* One poll over the operation's connections (all of them, or when `tail`
  * only those still sending within their deadline), and their events. */
-static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked,
+static void poll_once(rl_client *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked,
                       rl_waiter *waiter)
 {
     struct pollfd pfd[REDLOCK_MAX_NODES + 1];
@@ -639,7 +647,7 @@ static void poll_once(redlock_ctx *ctx, rl_op *op, bool tail, int64_t *now, int6
  * a quorum, but every node that can be reached gets the command. Returns the
  * status with this thread's message set.
  */
-static int drive(redlock_ctx *ctx, rl_op *op)
+static int drive(rl_client *ctx, rl_op *op)
 {
     int64_t now = rl_now_ms(), checked = now;
     rl_waiter *waiter = NULL;   /* once the lock was found held elsewhere */
@@ -670,14 +678,14 @@ static int drive(redlock_ctx *ctx, rl_op *op)
     return rc;
 }
 
-void rl_io_give_back(redlock_ctx *ctx, rl_op *op, int64_t now)
+void rl_io_give_back(rl_client *ctx, rl_op *op, int64_t now)
 {
     rl_conn *c;
     while ((c = rl_op_take_conn(op)) != NULL)
         rl_io_give(ctx, c, now);
 }
 
-void rl_io_give(redlock_ctx *ctx, rl_conn *c, int64_t now)
+void rl_io_give(rl_client *ctx, rl_conn *c, int64_t now)
 {
     if (c->state == RL_CONN_OPEN && !rl_io_flush(c, now)) {
         rl_io_bury(ctx, c, now);
@@ -690,8 +698,8 @@ void rl_io_give(redlock_ctx *ctx, rl_conn *c, int64_t now)
 
 static void *service_main(void *arg)
 {
-    redlock_ctx *ctx = arg;
-    struct rl_driver *d = ctx->driver;
+    rl_client *ctx = arg;
+    struct rl_driver *d = rl_driver_of(ctx);
     pthread_mutex_lock(&d->service_mu);
     while (!d->stopping && rl_owed_any(ctx, SIZE_MAX)) {
         pthread_mutex_unlock(&d->service_mu);
@@ -733,9 +741,9 @@ int rl_io_start_thread(pthread_t *thread, bool *joinable, void *(*main)(void *),
 }
 
 /* Starts the service thread when releases are owed and it is not running. */
-void rl_io_service_wake(redlock_ctx *ctx)
+void rl_io_service_wake(rl_client *ctx)
 {
-    struct rl_driver *d = ctx->driver;
+    struct rl_driver *d = rl_driver_of(ctx);
     if (!rl_owed_any(ctx, SIZE_MAX))
         return;
     pthread_mutex_lock(&d->service_mu);
@@ -747,7 +755,7 @@ void rl_io_service_wake(redlock_ctx *ctx)
 
 /* ---- the 1.0 API ---- */
 
-static int lock_resources(redlock_handle **out, redlock_ctx *ctx, const char *const *names,
+static int lock_resources(redlock_handle **out, rl_client *ctx, const char *const *names,
                           size_t n, int64_t ttl_ms, int64_t wait_ms)
 {
     rl_clear_error();
@@ -776,7 +784,7 @@ int redlock_lock(redlock_handle **out, redlock_ctx *ctx, const char *resource, i
             *out = NULL;
         return rl_fail(REDLOCK_EINVAL, "resource is NULL");
     }
-    return lock_resources(out, ctx, &resource, 1, ttl_ms, wait_ms);
+    return lock_resources(out, rl_client_of(ctx), &resource, 1, ttl_ms, wait_ms);
 }
 
 int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const *resources,
@@ -788,13 +796,13 @@ int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const
         return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
                        : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
     }
-    return lock_resources(out, ctx, resources, n_resources, ttl_ms, wait_ms);
+    return lock_resources(out, rl_client_of(ctx), resources, n_resources, ttl_ms, wait_ms);
 }
 
 /* Runs a query or a forced unlock of resource, and gives its answer
  * (rl_op_answer: not held, and what a forced unlock deleted, when it
  * failed); the callers' defaults stay when no operation could be made. */
-static int query(redlock_ctx *ctx, const char *resource, bool force, bool *held,
+static int query(rl_client *ctx, const char *resource, bool force, bool *held,
                  int64_t *ttl_ms, size_t *deleted)
 {
     rl_clear_error();
@@ -818,7 +826,7 @@ int redlock_inspect(redlock_ctx *ctx, const char *resource, int *locked, int64_t
 {
     bool held = false;
     int64_t ttl = -2;
-    int rc = query(ctx, resource, false, &held, &ttl, NULL);
+    int rc = query(rl_client_of(ctx), resource, false, &held, &ttl, NULL);
     if (locked)
         *locked = held;
     if (ttl_ms)
@@ -830,14 +838,15 @@ int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int *deleted)
 {
     bool held;
     size_t n = 0;
-    int rc = query(ctx, resource, true, &held, NULL, &n);
+    int rc = query(rl_client_of(ctx), resource, true, &held, NULL, &n);
     if (deleted)
         *deleted = (int)n;
     return rc;
 }
 
-int redlock_ctx_ping(redlock_ctx *ctx, int *answered)
+int redlock_ctx_ping(redlock_ctx *pair, int *answered)
 {
+    rl_client *ctx = rl_client_of(pair);
     rl_clear_error();
     if (answered)
         *answered = 0;
@@ -865,7 +874,7 @@ static int handle_call(redlock_handle *h, int64_t ttl_ms, bool extend)
     if (!h)
         return rl_fail(REDLOCK_EINVAL, "handle is NULL");
     rl_io_check_fork(h->ctx);
-    if (!extend && h->watch)
+    if (!extend && h->driver_data)
         rl_async_unwatch(h, false);   /* no extension after the release */
     rl_op *op;
     int64_t now = rl_now_ms();
@@ -890,7 +899,7 @@ int redlock_unlock(redlock_handle *h)
 
 void redlock_handle_free(redlock_handle *h)
 {
-    if (h && h->watch && !rl_async_unwatch(h, true))
+    if (h && h->driver_data && !rl_async_unwatch(h, true))
         return;   /* freed once what runs on the client's thread ends */
     rl_handle_free(h);
 }

@@ -18,8 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "clock.h"
-#include "ctx.h"
+#include "node.h"
 #include "sockets.h"
 #include "tls.h"
 #include "waiters.h"
@@ -124,7 +125,7 @@ static uint64_t id_of(const rl_waiter *r)
     return (uint64_t)(uintptr_t)r;
 }
 
-rl_waiter *rl_waker_await(redlock_ctx *ctx, const rl_keys *keys)
+rl_waiter *rl_waker_await(rl_client *ctx, const rl_keys *keys)
 {
     struct rl_waker *w = rl_io_waker(ctx);
     rl_waiter *r = calloc(1, sizeof *r);
@@ -165,7 +166,7 @@ bool rl_waiter_told(rl_waiter *r)
     return read(r->fd, &n, sizeof n) == (ssize_t)sizeof n;
 }
 
-void rl_waker_done(redlock_ctx *ctx, rl_waiter *r, char *note, size_t notelen)
+void rl_waker_done(rl_client *ctx, rl_waiter *r, char *note, size_t notelen)
 {
     struct rl_waker *w = rl_io_waker(ctx);
     pthread_mutex_lock(&w->mu);
@@ -218,7 +219,7 @@ static bool heard(struct rl_waker *w, size_t i)
 
 /* The connect of node i's subscriber completed, and for a rediss:// node
  * its TLS handshake goes on; false when it failed. */
-static bool sub_connected(redlock_ctx *ctx, subscriber *s, size_t i)
+static bool sub_connected(rl_client *ctx, subscriber *s, size_t i)
 {
     char why[160];
     if (!s->tls) {
@@ -247,7 +248,7 @@ static short sub_events(const subscriber *s)
 /* Services node i's subscriber connection after poll. A TLS session is
  * read until it would block: what it holds does not make the socket
  * readable. */
-static void service(redlock_ctx *ctx, struct rl_waker *w, size_t i, short revents, int64_t now)
+static void service(rl_client *ctx, struct rl_waker *w, size_t i, short revents, int64_t now)
 {
     subscriber *s = &w->subs[i];
     if (s->connecting) {
@@ -287,7 +288,7 @@ static void service(redlock_ctx *ctx, struct rl_waker *w, size_t i, short revent
 }
 
 /* Connects node i's subscriber (it is due). */
-static void connect_sub(redlock_ctx *ctx, struct rl_waker *w, size_t i, int64_t now)
+static void connect_sub(rl_client *ctx, struct rl_waker *w, size_t i, int64_t now)
 {
     subscriber *s = &w->subs[i];
     char why[160];
@@ -305,7 +306,7 @@ static void connect_sub(redlock_ctx *ctx, struct rl_waker *w, size_t i, int64_t 
 
 static void *waker_main(void *arg)
 {
-    redlock_ctx *ctx = arg;
+    rl_client *ctx = arg;
     struct rl_waker *w = rl_io_waker(ctx);
     struct pollfd pfd[1 + REDLOCK_MAX_NODES];
     size_t who[1 + REDLOCK_MAX_NODES];

@@ -1,6 +1,6 @@
 /*
  * base.h - what every file of core/ shares: the public header, fixed-width
- * types, and the calling thread's failure message (error.c). Nothing in core/
+ * types, and the calling thread's failure message (base.c). Nothing in core/
  * is exported but the functions of redlock.h (hidden visibility and a linker
  * version script).
  */
@@ -19,5 +19,7 @@
  * reads `return rl_fail(REDLOCK_EINVAL, "ttl_ms must be positive");`. */
 int rl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rl_clear_error(void);
+/* This thread's message (redlock_errmsg). */
+const char *rl_errmsg(void);
 
 #endif /* RL_BASE_H */

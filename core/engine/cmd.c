@@ -1,18 +1,14 @@
-/* cmd.c - commands, their replies, and their fate once nobody waits (see cmd.h). */
+/* cmd.c - commands and their replies (see cmd.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
 
+#include "client.h"
 #include "cmd.h"
-#include "ctx.h"
+#include "node.h"
 #include "scripts.h"
-
-/* An owed release is dropped after its keys' lease plus this: by then they
- * have expired on any node that executed the acquire without a long stall. */
-#define OWED_GRACE_MS 60000
-#define OWED_MAX 10000
 
 rl_keys *rl_keys_new(size_t n)
 {
@@ -195,6 +191,11 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
     return rc;
 }
 
+int rl_cmd_send_script(rl_cmd *cmd, rl_conn *c)
+{
+    return send_form(cmd, c, RL_FORM_EVAL, false);
+}
+
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
 {
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
@@ -322,155 +323,26 @@ void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
         rl_result_from_bad_reply(out, r);
 }
 
-/* Queues a release of cmd's keys and token on c (as nobody's command). */
-static void release_on(rl_cmd *cmd, rl_conn *c, int64_t now)
-{
-    rl_cmd *rel = rl_cmd_new(RL_CMD_RELEASE, cmd->keys, cmd->token, 0);
-    if (!rel || rl_cmd_send(rel, c, false) != REDLOCK_OK)
-        rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
-    rl_cmd_unref(rel);
-}
+/* ---- what an event shows of keys ---- */
 
-void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, int64_t now)
+void rl_log_resources(const rl_client *ctx, const rl_keys *keys, char *buf, size_t len)
 {
-    rl_cmd *cmd = e->cmd;
-    if (rl_reply_is_noscript(reply)) {
-        /* The node lost its scripts. An acquire or extend did not run; a
-         * release must, so the script itself follows, on this connection. */
-        if (cmd->kind == RL_CMD_RELEASE && send_form(cmd, c, RL_FORM_EVAL, false) != REDLOCK_OK)
-            rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
-        return;
-    }
-    if (cmd->kind != RL_CMD_ACQUIRE || e->covered || !atomic_load(&cmd->undo))
-        return;
-    rl_result res;
-    rl_cmd_classify(cmd, e->form, reply, &res);
-    if (res.vote == RL_VOTE_YES)
-        release_on(cmd, c, now);
-}
-
-void rl_cmd_late_lost(const rl_entry *e, redlock_ctx *ctx, size_t node, bool written,
-                      int64_t now)
-{
-    rl_cmd *cmd = e->cmd;
-    if (cmd->kind == RL_CMD_RELEASE || (cmd->kind == RL_CMD_ACQUIRE && written && !e->covered
-                                         && atomic_load(&cmd->undo)))
-        rl_owed_add(ctx, node, cmd->keys, cmd->token, now);
-}
-
-/* ---- releases owed to nodes ---- */
-
-void rl_owed_add(redlock_ctx *ctx, size_t node, rl_keys *keys, const char *token, int64_t now)
-{
-    int64_t until = now + rl_ctx_max_lease(ctx) + OWED_GRACE_MS;
-    /* The command this release undoes may still be on its way on the lost
-     * connection: the release waits one node deadline, so it lands after. */
-    int64_t not_before = now + ctx->opt.node_timeout_ms;
-    pthread_mutex_lock(&ctx->owed_mu);
-    /* One release per node and token is enough: it is idempotent. */
-    for (rl_owed *o = ctx->owed; o; o = o->next) {
-        if (o->node == node && strcmp(o->cmd->token, token) == 0) {
-            o->until = until > o->until ? until : o->until;
-            pthread_mutex_unlock(&ctx->owed_mu);
+    size_t prefix = ctx->opt.key_prefix_len, used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < keys->n; i++) {
+        const char *name = keys->k[i] + prefix;
+        size_t need = strlen(name) + (i > 0);
+        /* Room for this name, and for ",+N more" after it unless it is the last. */
+        if (used + need + (i + 1 < keys->n ? 24 : 0) >= len) {
+            int cut = (int)(len > 40 ? len - 40 : 0);
+            if (i == 0 && keys->n == 1)   /* the only name, cut short */
+                snprintf(buf, len, "%.*s...", cut, name);
+            else if (i == 0)
+                snprintf(buf, len, "%.*s...,+%zu more", cut, name, keys->n - 1);
+            else
+                snprintf(buf + used, len - used, ",+%zu more", keys->n - i);
             return;
         }
-    }
-    pthread_mutex_unlock(&ctx->owed_mu);
-    rl_owed *o = calloc(1, sizeof *o);
-    if (!o || !(o->cmd = rl_cmd_new(RL_CMD_RELEASE, keys, token, 0))) {
-        free(o);
-        return;   /* out of memory: the keys expire at the end of their lease */
-    }
-    o->node = node;
-    o->not_before = not_before;
-    o->until = until;
-    pthread_mutex_lock(&ctx->owed_mu);
-    o->next = ctx->owed;
-    ctx->owed = o;
-    ctx->n_owed++;
-    rl_owed *oldest = NULL;
-    if (ctx->n_owed > OWED_MAX) {
-        /* Far too many for nodes that never answer: the oldest go (their
-         * keys expire at the end of their lease). */
-        rl_owed **p = &ctx->owed;
-        while ((*p)->next)
-            p = &(*p)->next;
-        oldest = *p;
-        *p = NULL;
-        ctx->n_owed--;
-    }
-    pthread_mutex_unlock(&ctx->owed_mu);
-    if (oldest) {
-        rl_cmd_unref(oldest->cmd);
-        free(oldest);
-    }
-}
-
-void rl_owed_send(redlock_ctx *ctx, rl_conn *c, int64_t now)
-{
-    if (!rl_owed_any(ctx, c->node))
-        return;
-    rl_owed *mine = NULL, **mine_tail = &mine;
-    pthread_mutex_lock(&ctx->owed_mu);
-    for (rl_owed **p = &ctx->owed; *p;) {
-        rl_owed *o = *p;
-        if ((o->node != c->node || o->not_before > now) && o->until > now) {
-            p = &o->next;
-            continue;
-        }
-        *p = o->next;
-        ctx->n_owed--;
-        o->next = NULL;
-        *mine_tail = o;
-        mine_tail = &o->next;
-    }
-    pthread_mutex_unlock(&ctx->owed_mu);
-    while (mine) {
-        rl_owed *o = mine;
-        mine = o->next;
-        if (o->node == c->node && o->until > now && rl_cmd_send(o->cmd, c, false) != REDLOCK_OK)
-            rl_owed_add(ctx, o->node, o->cmd->keys, o->cmd->token, now);
-        rl_cmd_unref(o->cmd);
-        free(o);
-    }
-}
-
-int64_t rl_owed_next(redlock_ctx *ctx, size_t node)
-{
-    int64_t first = INT64_MAX;
-    if (atomic_load_explicit(&ctx->n_owed, memory_order_relaxed) == 0)
-        return first;
-    pthread_mutex_lock(&ctx->owed_mu);
-    for (rl_owed *o = ctx->owed; o; o = o->next)
-        if ((node == SIZE_MAX || o->node == node) && o->not_before < first)
-            first = o->not_before;
-    pthread_mutex_unlock(&ctx->owed_mu);
-    return first;
-}
-
-bool rl_owed_any(redlock_ctx *ctx, size_t node)
-{
-    if (atomic_load_explicit(&ctx->n_owed, memory_order_relaxed) == 0)
-        return false;
-    bool any = false;
-    pthread_mutex_lock(&ctx->owed_mu);
-    for (rl_owed *o = ctx->owed; o && !any; o = o->next)
-        any = node == SIZE_MAX || o->node == node;
-    pthread_mutex_unlock(&ctx->owed_mu);
-    return any;
-}
-
-void rl_owed_clear(redlock_ctx *ctx)
-{
-    pthread_mutex_lock(&ctx->owed_mu);
-    rl_owed *o = ctx->owed;
-    ctx->owed = NULL;
-    ctx->n_owed = 0;
-    pthread_mutex_unlock(&ctx->owed_mu);
-    while (o) {
-        rl_owed *next = o->next;
-        rl_cmd_unref(o->cmd);
-        free(o);
-        o = next;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i > 0 ? "," : "", name);
     }
 }

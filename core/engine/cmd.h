@@ -1,28 +1,11 @@
 /*
- * cmd.h - the commands of the algorithm (acquire, extend, release), what
- * their replies mean, and what happens to a command whose operation has
- * moved on: its late replies and its loss with a connection.
+ * cmd.h - the commands of the algorithm (acquire, extend, release) and what
+ * their replies mean. What happens to a command whose operation has moved
+ * on (its late replies, its loss with a connection) is owed.h's.
  *
  * A command is shared by the entries it has on each node's connection, and
  * refcounted. While an operation waits for it, cmd->op names the operation
- * and replies go there (op.c); afterwards the rules below apply:
- *   - release: must take effect. NOSCRIPT (the node lost its scripts) sends
- *     it again as EVAL on the same connection, behind whatever is queued; a
- *     connection lost before its reply makes it owed to that node: it goes
- *     out on the next connection to the node.
- *   - acquire: when its lock was given up (cmd->undo: the lock was released
- *     while this reply was still owed), a late yes is released on the same
- *     connection, and a loss after it was written makes a release owed to
- *     the node; unless a release of its token was queued behind it on the
- *     same connection (the entry is covered), which undoes it in order.
- *     NOSCRIPT means it never ran. A fenced acquire of one key may be two
- *     entries, its SET and the INCR of its counter (RL_FORM_COUNT): the rules
- *     go by the SET's reply, and a late INCR's reply means nothing.
- *   - extend: nothing; the handle already assumes the shorter lease.
- *   - inspect, force: nothing; a query changes nothing, and a forced unlock
- *     is its caller's to repeat.
- *   - fence: nothing; it only ever raises counters, which is harmless late.
- *   - ping: nothing.
+ * and replies go there (op.c); afterwards owed.h's rules apply.
  */
 #ifndef RL_CMD_H
 #define RL_CMD_H
@@ -34,7 +17,7 @@
 #include "token.h"
 
 struct redisReply;
-struct redlock_ctx;
+struct rl_client;
 struct redlock_op;
 
 typedef enum rl_cmd_kind {
@@ -106,23 +89,12 @@ void rl_cmd_count(const struct redisReply *reply, rl_result *io, int64_t *fence)
  * node could run it first, and the late acquire would then leave its key. */
 bool rl_cmd_owed_on(rl_conn *c, const char *token);
 
-/* A reply to an entry that no operation waits for (see above). */
-void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const struct redisReply *reply,
-                       int64_t now);
-/* An entry lost with its connection to node; written: it may have run. */
-void rl_cmd_late_lost(const rl_entry *e, struct redlock_ctx *ctx, size_t node, bool written,
-                      int64_t now);
+/* Queues cmd again as its full script (EVAL, after NOSCRIPT), with no cached
+ * bytes: its operation may have moved on, on another thread. */
+int rl_cmd_send_script(rl_cmd *cmd, rl_conn *c);
 
-/* A release of keys/token owed to node: sent on the next connection to it. */
-void rl_owed_add(struct redlock_ctx *ctx, size_t node, rl_keys *keys, const char *token,
-                 int64_t now);
-/* Queues on c every release owed to its node (dropping those past their time). */
-void rl_owed_send(struct redlock_ctx *ctx, rl_conn *c, int64_t now);
-/* When the first release owed (to node, or to any node when node is
- * SIZE_MAX) may be sent; INT64_MAX when none is owed. */
-int64_t rl_owed_next(struct redlock_ctx *ctx, size_t node);
-/* Whether any release is owed (to node, or to any node when node is SIZE_MAX). */
-bool rl_owed_any(struct redlock_ctx *ctx, size_t node);
-void rl_owed_clear(struct redlock_ctx *ctx);
+/* The resource names of keys (key_prefix removed), comma-separated, cut
+ * short with ",+N more" to fit len: what an event (log.h) shows of them. */
+void rl_log_resources(const struct rl_client *ctx, const rl_keys *keys, char *buf, size_t len);
 
 #endif /* RL_CMD_H */

@@ -6,8 +6,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include "client.h"
 #include "conn.h"
-#include "ctx.h"
+#include "node.h"
 #include "proto.h"
 #include "scripts.h"
 
@@ -99,7 +100,7 @@ static bool queue_handshake(rl_conn *c)
     return send_own(c, RL_ENTRY_INFO, 2, info);
 }
 
-rl_conn *rl_conn_new(redlock_ctx *ctx, size_t node)
+rl_conn *rl_conn_new(rl_client *ctx, size_t node)
 {
     rl_conn *c = calloc(1, sizeof *c);
     if (!c)

@@ -29,7 +29,7 @@
 
 struct redisReply;
 struct redisReader;
-struct redlock_ctx;
+struct rl_client;
 struct rl_cmd;
 struct redlock_op;
 
@@ -61,7 +61,7 @@ typedef struct rl_entry {
 } rl_entry;
 
 typedef struct redlock_conn {
-    struct redlock_ctx *ctx;
+    struct rl_client *ctx;
     size_t node;
     rl_conn_state state;
     int code;                   /* RL_CONN_BROKEN: the REDLOCK_E* that describes why */
@@ -87,7 +87,7 @@ typedef struct redlock_conn {
 
 /* A new connection to node `node` of ctx, with its handshake queued. The
  * driver connects its socket and calls rl_conn_connected (or breaks it). */
-rl_conn *rl_conn_new(struct redlock_ctx *ctx, size_t node);
+rl_conn *rl_conn_new(struct rl_client *ctx, size_t node);
 /* Frees a connection whose stream is empty (after rl_conn_pop_lost). */
 void rl_conn_free(rl_conn *c);
 

@@ -1,16 +1,26 @@
 /*
- * engine.h - the engine's events: what a driver tells it about a connection.
+ * engine.h - a client, made and freed; and the engine's events: what a
+ * driver tells it about a connection.
  * A driver owns sockets, the clock and waiting; for each connection it
  * reports the connect (rl_engine_connected), the bytes it wrote from
  * rl_conn_output (rl_engine_wrote), the bytes it read (rl_engine_received)
  * and the end of the socket (rl_engine_lost), then steps the operation that
  * has the connection (op.h). Replies go to the operation that waits for them
- * or, when none does, to cmd.c's rules for late replies.
+ * or, when none does, to owed.h's rules for late replies.
  */
 #ifndef RL_ENGINE_H
 #define RL_ENGINE_H
 
+#include "client.h"
 #include "conn.h"
+
+/* A client of nodes node_uris[0 .. n_nodes), in place (a driver keeps it
+ * beside its own state) or allocated: checked here, with this thread's
+ * message set on failure. Destroying one that failed to init is safe. */
+int rl_client_init(rl_client *ctx, const char *const *node_uris, size_t n_nodes);
+void rl_client_destroy(rl_client *ctx);
+int rl_client_new(rl_client **out, const char *const *node_uris, size_t n_nodes);
+void rl_client_free(rl_client *ctx);
 
 void rl_engine_connected(rl_conn *c, int64_t now);
 void rl_engine_wrote(rl_conn *c, size_t n);

@@ -1,7 +1,7 @@
 /* keep.c - the renewal of a kept lock (see keep.h). */
 #include <stdio.h>
 
-#include "ctx.h"
+#include "client.h"
 #include "keep.h"
 #include "log.h"
 #include "op.h"
@@ -27,7 +27,7 @@ static void describe(const redlock_handle *h, char *buf, size_t len)
 static void prepare(const rl_keep *k, rl_keep_event *ev, int level, const char *name,
                     const char *fields, const char *message)
 {
-    if (!rl_logging(k->h->ctx, level))
+    if (!rl_logging(&k->h->ctx->log, level))
         return;
     char which[320];
     describe(k->h, which, sizeof which);
@@ -36,10 +36,10 @@ static void prepare(const rl_keep *k, rl_keep_event *ev, int level, const char *
     snprintf(ev->text, sizeof ev->text, "%s %s: %s", which, fields, message);
 }
 
-void rl_keep_tell(const redlock_ctx *ctx, const rl_keep_event *ev)
+void rl_keep_tell(const rl_client *ctx, const rl_keep_event *ev)
 {
     if (ev->name)
-        rl_log_emit(ctx, ev->level, ev->name, "%s", ev->text);
+        rl_log_emit(&ctx->log, ev->level, ev->name, "%s", ev->text);
 }
 
 static void lose(rl_keep *k, int status, const char *message, rl_keep_event *ev)
@@ -82,7 +82,7 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
     k->extending = false;
     if (k->status != REDLOCK_OK)
         return;   /* lost meanwhile: a late success does not bring it back */
-    redlock_ctx *ctx = k->h->ctx;
+    rl_client *ctx = k->h->ctx;
     switch (status) {
     case REDLOCK_OK:
         if (now >= k->until) {

@@ -55,6 +55,6 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev);
 void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
                       rl_keep_event *ev);
 /* Tells ev to the hook of ctx, if there is one to tell. */
-void rl_keep_tell(const redlock_ctx *ctx, const rl_keep_event *ev);
+void rl_keep_tell(const rl_client *ctx, const rl_keep_event *ev);
 
 #endif /* RL_KEEP_H */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "client.h"
 #include "node.h"
 
 #define BACKOFF_FIRST_MS 25
@@ -93,7 +93,7 @@ static void change(rl_node *node, rl_node_state to, const char *why, int64_t now
     pthread_mutex_unlock(&node->mu);
     if (was == to)
         return;
-    const redlock_ctx *ctx = node->ctx;
+    const rl_client *ctx = node->ctx;
     const char *label = node->addr.label, *from = state_names[was];
     switch (to) {
     case RL_NODE_DOWN:
@@ -251,10 +251,10 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, siz
         nodes[same_as].same_as = (int)i;
         pthread_mutex_unlock(&nodes[same_as].mu);
     }
-    const redlock_ctx *ctx = node->ctx;
-    if (restarted && rl_logging(ctx, REDLOCK_LOG_WARN)) {
+    const rl_client *ctx = node->ctx;
+    if (restarted && rl_logging(&ctx->log, REDLOCK_LOG_WARN)) {
         int64_t guard = ctx->opt.restart_guard ? rl_ctx_max_lease(ctx) : 0;
-        rl_log_emit(ctx, REDLOCK_LOG_WARN, "node_restarted", "node=%s run_id=%.8s guard_ms=%lld",
+        rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_restarted", "node=%s run_id=%.8s guard_ms=%lld",
                     node->addr.label, run_id, (long long)guard);
     }
 }

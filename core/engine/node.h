@@ -15,7 +15,7 @@
 
 #include "uri.h"
 
-struct redlock_ctx;
+struct rl_client;
 
 /* A node's state, as its last contact left it (redlock_ctx_health). */
 typedef enum rl_node_state {
@@ -30,7 +30,7 @@ typedef enum rl_node_state {
 typedef struct rl_node {
     rl_node_addr addr;
     size_t index;
-    const struct redlock_ctx *ctx;   /* whose events its changes are */
+    const struct rl_client *ctx;   /* whose events its changes are */
     /* Health: counters and the round trip without the lock, the rest under it. */
     _Atomic int state;               /* rl_node_state */
     _Atomic uint64_t commands, failures, timeouts;

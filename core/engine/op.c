@@ -5,9 +5,11 @@
 
 #include <hiredis/hiredis.h>
 
-#include "ctx.h"
+#include "client.h"
 #include "log.h"
+#include "node.h"
 #include "op.h"
+#include "owed.h"
 #include "quorum.h"
 
 typedef enum slot_state {
@@ -45,7 +47,7 @@ typedef enum op_kind {
 } op_kind;
 
 struct redlock_op {
-    redlock_ctx *ctx;
+    rl_client *ctx;
     op_kind kind;
     redlock_handle *h;
     bool owns_handle;     /* lock: the handle is the op's until taken */
@@ -105,7 +107,7 @@ static int compare_keys(const void *a, const void *b)
 }
 
 /* Fails when two keys are the same. */
-static int check_distinct(const redlock_ctx *ctx, const rl_keys *keys)
+static int check_distinct(const rl_client *ctx, const rl_keys *keys)
 {
     if (keys->n < 2)
         return REDLOCK_OK;
@@ -124,7 +126,7 @@ static int check_distinct(const redlock_ctx *ctx, const rl_keys *keys)
 }
 
 /* A handle for the given resources, their keys prefixed; names checked. */
-static int handle_new(redlock_handle **out, redlock_ctx *ctx, const char *const *names, size_t n)
+static int handle_new(redlock_handle **out, rl_client *ctx, const char *const *names, size_t n)
 {
     const rl_options *o = &ctx->opt;
     redlock_handle *h = calloc(1, sizeof *h);
@@ -182,7 +184,7 @@ static void describe(rl_op *op, const char *verb)
 
 /* ---- rounds ---- */
 
-static int new_token(redlock_ctx *ctx, char out[RL_TOKEN_LEN + 1])
+static int new_token(rl_client *ctx, char out[RL_TOKEN_LEN + 1])
 {
     unsigned char raw[RL_TOKEN_BYTES];
     if (ctx->random(ctx->random_data, raw, sizeof raw) != 0)
@@ -220,7 +222,7 @@ static void report(const rl_op *op, int64_t now)
     } else if (rc == REDLOCK_ECANCELED) {
         level = REDLOCK_LOG_DEBUG;
     }
-    if (op->kind == OP_DELIVER || !rl_logging(op->ctx, level))
+    if (op->kind == OP_DELIVER || !rl_logging(&op->ctx->log, level))
         return;
 
     const redlock_handle *h = op->h;
@@ -255,9 +257,9 @@ static void report(const rl_op *op, int64_t now)
     if (rc != REDLOCK_OK && rc != REDLOCK_ELOCKED && rc != REDLOCK_ENOQUORUM)
         snprintf(fields + w, sizeof fields - (size_t)w, " code=%s", rl_log_code(rc));
     if (rc == REDLOCK_OK)
-        rl_log_emit(op->ctx, level, event, "%s", fields);
+        rl_log_emit(&op->ctx->log, level, event, "%s", fields);
     else
-        rl_log_emit(op->ctx, level, event, "%s: %s", fields, op->msg[0] ? op->msg
+        rl_log_emit(&op->ctx->log, level, event, "%s: %s", fields, op->msg[0] ? op->msg
                     : rl_log_code(rc));
 }
 
@@ -570,7 +572,7 @@ static void vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
 
 /* ---- making operations ---- */
 
-static rl_op *op_new(redlock_ctx *ctx, op_kind kind, int64_t now)
+static rl_op *op_new(rl_client *ctx, op_kind kind, int64_t now)
 {
     size_t n = ctx->n_nodes;
     rl_op *op = malloc(sizeof *op + n * (sizeof *op->slots + sizeof *op->results));
@@ -586,7 +588,7 @@ static rl_op *op_new(redlock_ctx *ctx, op_kind kind, int64_t now)
     return op;
 }
 
-int rl_op_lock(rl_op **out, redlock_ctx *ctx, const char *const *names, size_t n,
+int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
                int64_t ttl_ms, int64_t wait_ms, int64_t now)
 {
     int rc = check_lease(ttl_ms);
@@ -683,7 +685,7 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
     return REDLOCK_OK;
 }
 
-int rl_op_query(rl_op **out, redlock_ctx *ctx, const char *name, bool force, int64_t now)
+int rl_op_query(rl_op **out, rl_client *ctx, const char *name, bool force, int64_t now)
 {
     redlock_handle *h = NULL;
     int rc = handle_new(&h, ctx, &name, 1);
@@ -705,7 +707,7 @@ int rl_op_query(rl_op **out, redlock_ctx *ctx, const char *name, bool force, int
     return REDLOCK_OK;
 }
 
-int rl_op_ping(rl_op **out, redlock_ctx *ctx, int64_t now)
+int rl_op_ping(rl_op **out, rl_client *ctx, int64_t now)
 {
     redlock_handle *h = NULL;
     int rc = handle_new(&h, ctx, NULL, 0);
@@ -727,7 +729,7 @@ int rl_op_ping(rl_op **out, redlock_ctx *ctx, int64_t now)
     return REDLOCK_OK;
 }
 
-int rl_op_deliver(rl_op **out, redlock_ctx *ctx, int64_t now)
+int rl_op_deliver(rl_op **out, rl_client *ctx, int64_t now)
 {
     rl_op *op = op_new(ctx, OP_DELIVER, now);
     if (!op)
@@ -763,7 +765,7 @@ void rl_op_free(rl_op *op)
 
 /* ---- driving ---- */
 
-redlock_ctx *rl_op_ctx(const rl_op *op)
+rl_client *rl_op_ctx(const rl_op *op)
 {
     return op->ctx;
 }

@@ -26,14 +26,12 @@
 
 #include "cmd.h"
 
-struct redlock_ctx;
+struct rl_client;
 
-struct rl_watch;
-
-/* An acquired lock. Its owner's thread and, while it is watched, the
- * client's thread (async.c) both use it: what both touch is atomic. */
+/* An acquired lock. Its owner's thread and, while a driver renews it, the
+ * driver's thread both use it: what both touch is atomic. */
 struct redlock_handle {
-    struct redlock_ctx *ctx;
+    struct rl_client *ctx;
     rl_keys *keys;
     char token[RL_TOKEN_LEN + 1];
     _Atomic int64_t expires_at;   /* the driver's ms at which validity reaches 0 */
@@ -43,16 +41,16 @@ struct redlock_handle {
     _Atomic bool released;        /* unlock was called */
     rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
     int64_t *fences;              /* fencing: the fence of each key; else NULL */
-    /* Its renewal, if watched: set and cleared under async.c's mutex; read
-     * without it only to learn whether there is one. */
-    struct rl_watch *_Atomic watch;
+    /* The driver's, as rl_conn's io_data is (the engine never reads it):
+     * the blocking driver's record of its renewal, while it is watched. */
+    void *_Atomic driver_data;
 };
 
 typedef struct redlock_op rl_op;
 
 /* Each checks its arguments and fails (REDLOCK_EINVAL, ...) with this
  * thread's message set, or makes an operation that starts at `now`. */
-int rl_op_lock(rl_op **out, struct redlock_ctx *ctx, const char *const *names, size_t n,
+int rl_op_lock(rl_op **out, struct rl_client *ctx, const char *const *names, size_t n,
                int64_t ttl_ms, int64_t wait_ms, int64_t now);
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
 int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
@@ -60,21 +58,21 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
  * long), or with force a forced unlock (its key deleted on every node
  * whatever its token): one round, decided by rl_quorum_query; then
  * rl_op_answer. */
-int rl_op_query(rl_op **out, struct redlock_ctx *ctx, const char *name, bool force,
+int rl_op_query(rl_op **out, struct rl_client *ctx, const char *name, bool force,
                 int64_t now);
 /* An operation that delivers the releases owed to nodes (cmd.h): it asks
  * for a connection to each node owed one that is due, and ends when they are answered
  * or the nodes' deadlines pass; what is still owed stays owed. */
-int rl_op_deliver(rl_op **out, struct redlock_ctx *ctx, int64_t now);
+int rl_op_deliver(rl_op **out, struct rl_client *ctx, int64_t now);
 /* A PING of every node, decided once all answered or their deadlines
  * passed: REDLOCK_OK when a quorum answered and counts (rl_quorum_query);
  * rl_op_answer's deleted is how many did. */
-int rl_op_ping(rl_op **out, struct redlock_ctx *ctx, int64_t now);
+int rl_op_ping(rl_op **out, struct rl_client *ctx, int64_t now);
 /* Frees a finished operation (after its connections were taken back). */
 void rl_op_free(rl_op *op);
 
 /* The client the operation is for. */
-struct redlock_ctx *rl_op_ctx(const rl_op *op);
+struct rl_client *rl_op_ctx(const rl_op *op);
 /* The connection the operation has to node, or NULL. */
 rl_conn *rl_op_conn(const rl_op *op, size_t node);
 /* The deadline of the operation's last command to node (INT64_MIN: none). */

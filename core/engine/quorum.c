@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctx.h"
+#include "client.h"
+#include "node.h"
 #include "quorum.h"
 
 size_t rl_quorum(size_t n_nodes)
@@ -21,7 +22,7 @@ int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor)
     return ttl_ms - elapsed_ms - rl_drift_ms(ttl_ms, drift_factor);
 }
 
-void rl_quorum_admit(redlock_ctx *ctx, size_t node, rl_verb verb, rl_result *r, int64_t now)
+void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, int64_t now)
 {
     if (r->vote != RL_VOTE_YES || verb == RL_VERB_RELEASE || verb == RL_VERB_FORCE)
         return;
@@ -59,7 +60,7 @@ static void count(tally *t, const rl_result *results, size_t n)
 }
 
 /* Appends "; label: why" for each failed node, as room allows. */
-static void describe_failures(const redlock_ctx *ctx, const rl_result *results,
+static void describe_failures(const rl_client *ctx, const rl_result *results,
                               bool with_pending, char *buf, size_t len)
 {
     size_t used = strlen(buf);
@@ -84,7 +85,7 @@ static void describe_failures(const redlock_ctx *ctx, const rl_result *results,
  * and otherwise REDLOCK_ENOQUORUM. Otherwise the nodes that answered refused:
  * refused_code is what that means for the verb.
  */
-static int outcome(const redlock_ctx *ctx, const rl_result *results, const char *what,
+static int outcome(const rl_client *ctx, const rl_result *results, const char *what,
                    int refused_code, char *msg, size_t msglen)
 {
     tally t;
@@ -111,7 +112,7 @@ static int outcome(const redlock_ctx *ctx, const rl_result *results, const char 
     return code;
 }
 
-static void decide_acquire(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+static void decide_acquire(const rl_client *ctx, const rl_round *r, const tally *t,
                            const char *what, rl_verdict *out, char *msg, size_t msglen)
 {
     size_t q = rl_quorum(ctx->n_nodes);
@@ -147,7 +148,7 @@ static void decide_acquire(const redlock_ctx *ctx, const rl_round *r, const tall
         out->held = false;
 }
 
-static void decide_release(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+static void decide_release(const rl_client *ctx, const rl_round *r, const tally *t,
                            const char *what, rl_verdict *out, char *msg, size_t msglen)
 {
     out->held = false;
@@ -165,7 +166,7 @@ static void decide_release(const redlock_ctx *ctx, const rl_round *r, const tall
     }
 }
 
-void rl_quorum_decide(const redlock_ctx *ctx, const rl_round *r, const char *what,
+void rl_quorum_decide(const rl_client *ctx, const rl_round *r, const char *what,
                       rl_verdict *out, char *msg, size_t msglen)
 {
     tally t;
@@ -227,7 +228,7 @@ static int64_t quorum_pttl(const rl_result *results, size_t n, uint64_t holder, 
     return best == INT64_MAX ? -1 : best;
 }
 
-static void decide_inspect(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+static void decide_inspect(const rl_client *ctx, const rl_round *r, const tally *t,
                            const char *what, rl_verdict *out, char *msg, size_t msglen)
 {
     size_t q = rl_quorum(ctx->n_nodes);
@@ -258,7 +259,7 @@ static void decide_inspect(const redlock_ctx *ctx, const rl_round *r, const tall
 /* Force and ping: decided once every node answered or its deadline passed,
  * and done when a quorum answered (a ping has no refusals: an answer is a
  * yes, and counts only as rl_quorum_admit lets it). */
-static void decide_answers(const redlock_ctx *ctx, const rl_round *r, const tally *t,
+static void decide_answers(const rl_client *ctx, const rl_round *r, const tally *t,
                            const char *what, rl_verdict *out, char *msg, size_t msglen)
 {
     size_t q = rl_quorum(ctx->n_nodes);
@@ -278,7 +279,7 @@ static void decide_answers(const redlock_ctx *ctx, const rl_round *r, const tall
     describe_failures(ctx, r->results, false, msg, msglen);
 }
 
-void rl_quorum_query(const redlock_ctx *ctx, const rl_round *r, const char *what,
+void rl_quorum_query(const rl_client *ctx, const rl_round *r, const char *what,
                      rl_verdict *out, char *msg, size_t msglen)
 {
     tally t;

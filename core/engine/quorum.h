@@ -9,7 +9,7 @@
 
 #include "proto.h"
 
-struct redlock_ctx;
+struct rl_client;
 
 typedef enum rl_verb {
     RL_VERB_ACQUIRE,
@@ -29,7 +29,7 @@ int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor);
  * key it granted: the restart guard), nor, for those and inspect, from a
  * second name of a server already counted. Turns such a yes into a failure
  * that says why. */
-void rl_quorum_admit(struct redlock_ctx *ctx, size_t node, rl_verb verb, rl_result *r,
+void rl_quorum_admit(struct rl_client *ctx, size_t node, rl_verb verb, rl_result *r,
                      int64_t now);
 
 /* One round of votes, as the verdict needs it. */
@@ -86,10 +86,10 @@ typedef struct rl_verdict {
  *            not a node under the restart guard, nor a server counted
  *            already), deleted how many did.
  */
-void rl_quorum_query(const struct redlock_ctx *ctx, const rl_round *round, const char *what,
+void rl_quorum_query(const struct rl_client *ctx, const rl_round *round, const char *what,
                      rl_verdict *out, char *msg, size_t msglen);
 
-void rl_quorum_decide(const struct redlock_ctx *ctx, const rl_round *round, const char *what,
+void rl_quorum_decide(const struct rl_client *ctx, const rl_round *round, const char *what,
                       rl_verdict *out, char *msg, size_t msglen);
 
 /*
