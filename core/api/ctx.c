@@ -3,8 +3,10 @@
  * library's version. */
 #include <stdlib.h>
 
-#include "driver.h"
 #include "engine.h"
+#include "io.h"
+#include "random.h"
+#include "setup.h"
 
 void redlock_ctx_free(redlock_ctx *ctx)
 {
@@ -25,6 +27,7 @@ int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris, size_t n_no
     if (!ctx)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     int rc = rl_client_init(&ctx->client, node_uris, n_nodes);
+    ctx->client.random = rl_os_random;
     if (rc == REDLOCK_OK)
         rc = rl_driver_new(ctx);
     if (rc != REDLOCK_OK) {

@@ -1,8 +1,9 @@
 /*
- * async.c - the asynchronous calls (redlock_lock_async, ...): one thread
- * per client drives every call under way, all in one poll loop, with the
- * blocking driver's sockets and pools (sockets.h). The thread starts with
- * the first call and ends when none is left; callbacks run on it.
+ * async.c - the asynchronous calls (redlock_lock_async, ...; their entry
+ * points are calls.c's): one thread per client drives every call under way,
+ * all in one poll loop, with the blocking driver's sockets and pools (io.h).
+ * The thread starts with the first call and ends when none is left
+ * (worker.h); callbacks run on it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,13 +14,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "async.h"
 #include "clock.h"
-#include "client.h"
 #include "driver.h"
-#include "log.h"
+#include "io.h"
 #include "keep.h"
-#include "op.h"
-#include "sockets.h"
+#include "log.h"
+#include "service.h"
+#include "wake.h"
 
 #define MAX_WAIT_MS 1000
 #define LINGER_MS 2000
@@ -74,11 +76,8 @@ typedef struct draining {
 struct rl_async {
     pthread_mutex_t mu;
     job *submitted;          /* handed over, not yet taken by the thread */
-    bool running;            /* the thread runs (or is about to) */
-    bool joinable;           /* a thread that ended is still to be joined */
-    bool stopping;           /* the client is being freed */
+    rl_worker worker;        /* the client's thread; stopping: the client is being freed */
     int wake[2];             /* a pipe: a byte in it wakes the thread */
-    pthread_t thread;
     draining *drains;        /* the thread's own */
     rl_watch *watches;       /* every watch, over ones too, until dropped */
     pthread_cond_t changed;  /* a watch's extension or lost callback ended */
@@ -105,7 +104,7 @@ void rl_async_forget(struct rl_async *a)
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->changed, NULL);
     a->submitted = NULL;
-    a->running = a->joinable = false;
+    rl_worker_forget(&a->worker);
     /* Renewing the parent's locks is the parent's work. */
     while (a->watches) {
         rl_watch *w = a->watches;
@@ -135,12 +134,11 @@ void rl_async_free(rl_client *ctx, struct rl_async *a)
     if (!a)
         return;
     pthread_mutex_lock(&a->mu);
-    a->stopping = true;
-    bool join = a->running || a->joinable;
+    bool join = rl_worker_stop(&a->worker);
     pthread_mutex_unlock(&a->mu);
     wake(a);
     if (join)
-        pthread_join(a->thread, NULL);
+        rl_worker_join(&a->worker);
     /* Handles still watched (they should have been freed first) keep no
      * pointer into the client. */
     while (a->watches) {
@@ -161,7 +159,7 @@ void rl_async_free(rl_client *ctx, struct rl_async *a)
 /* Whether the caller is the client's thread (under the mutex). */
 static bool on_client_thread(const struct rl_async *a)
 {
-    return a->running && pthread_equal(a->thread, pthread_self());
+    return rl_worker_is_self(&a->worker);
 }
 
 /* Unlinks w and frees it (under the mutex). */
@@ -301,7 +299,7 @@ static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t no
 
 /* No extension of h starts from now on (an unlock is coming); one under way
  * holds the unlock back until it ends (see park). */
-static void stop_renewals(redlock_handle *h)
+void rl_async_stop_renewals(redlock_handle *h)
 {
     struct rl_async *a = rl_io_async(h->ctx);
     pthread_mutex_lock(&a->mu);
@@ -332,21 +330,14 @@ static bool park(struct rl_async *a, job *j)
 /* Starts the client's thread if it is not running (under the mutex). */
 static int ensure_running(rl_client *ctx, struct rl_async *a)
 {
-    if (a->running)
-        return REDLOCK_OK;
-    int err = rl_io_start_thread(&a->thread, &a->joinable, async_main, ctx);
+    int err = rl_worker_start(&a->worker, async_main, ctx);
     if (err != 0)
         return rl_fail(REDLOCK_ESYSTEM, "cannot start the client's thread: error %d", err);
-    a->running = true;
     return REDLOCK_OK;
 }
 
-int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
+int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
 {
-    rl_clear_error();
-    if (!h)
-        return rl_fail(REDLOCK_EINVAL, "handle is NULL");
-    rl_io_check_fork(h->ctx);
     int64_t now = rl_now_ms();
     if (!h->held || h->released || h->lost || h->expires_at <= now)
         return rl_fail(REDLOCK_ENOTHELD, "watch: the lock is not held");
@@ -371,11 +362,6 @@ int redlock_handle_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     }
     wake(a);
     return REDLOCK_OK;
-}
-
-int redlock_handle_lost(const redlock_handle *h)
-{
-    return h && h->lost ? 1 : 0;
 }
 
 bool rl_async_unwatch(redlock_handle *h, bool freeing)
@@ -437,7 +423,7 @@ static void finish(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
     }
     rl_op_free(j->op);
     free(j);
-    rl_io_service_wake(ctx);
+    rl_service_wake(ctx);
 }
 
 /* Advances a job as far as it goes without waiting. Returns when to wake
@@ -517,7 +503,7 @@ static void *async_main(void *arg)
         pthread_mutex_lock(&a->mu);
         job *taken = a->submitted;
         a->submitted = NULL;
-        bool stopping = a->stopping;
+        bool stopping = a->worker.stopping;
         pthread_mutex_unlock(&a->mu);
         /* Submitted newest first: locks join the queue oldest first. */
         job *oldest_first = NULL;
@@ -559,8 +545,7 @@ static void *async_main(void *arg)
         pthread_mutex_lock(&a->mu);
         bool idle = !active && !a->submitted && !a->drains && watch_at == INT64_MAX;
         if (idle && (stopping || (idle_until != 0 && now >= idle_until))) {
-            a->running = false;
-            a->joinable = true;
+            rl_worker_ended(&a->worker);
             pthread_mutex_unlock(&a->mu);
             break;
         }
@@ -674,8 +659,8 @@ static void *async_main(void *arg)
 }
 
 /* Hands a job to the client's thread, starting it if it is not running. */
-static int submit(rl_client *ctx, rl_op *op, bool is_lock, bool is_unlock, redlock_done_fn done,
-                  void *data)
+int rl_async_submit(rl_client *ctx, rl_op *op, bool is_lock, bool is_unlock, redlock_done_fn done,
+                    void *data)
 {
     struct rl_async *a = rl_io_async(ctx);
     job *j = malloc(sizeof *j);
@@ -698,46 +683,4 @@ static int submit(rl_client *ctx, rl_op *op, bool is_lock, bool is_unlock, redlo
     }
     wake(a);
     return REDLOCK_OK;
-}
-
-int redlock_lock_async(redlock_ctx *pair, const char *const *resources, size_t n_resources,
-                       int64_t ttl_ms, int64_t wait_ms, redlock_done_fn done, void *data)
-{
-    rl_client *ctx = rl_client_of(pair);
-    rl_clear_error();
-    if (!ctx || !done)
-        return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "done is NULL");
-    if (!resources || n_resources == 0 || n_resources > REDLOCK_MAX_RESOURCES)
-        return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
-                       : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
-    rl_io_check_fork(ctx);
-    rl_op *op;
-    int rc = rl_op_lock(&op, ctx, resources, n_resources, ttl_ms, wait_ms, rl_now_ms());
-    return rc == REDLOCK_OK ? submit(ctx, op, true, false, done, data) : rc;
-}
-
-/* An extend or an unlock of h, asynchronously. */
-static int handle_async(redlock_handle *h, int64_t ttl_ms, bool extend, redlock_done_fn done,
-                        void *data)
-{
-    rl_clear_error();
-    if (!h || !done)
-        return rl_fail(REDLOCK_EINVAL, !h ? "handle is NULL" : "done is NULL");
-    rl_io_check_fork(h->ctx);
-    if (!extend && h->driver_data)
-        stop_renewals(h);
-    rl_op *op;
-    int64_t now = rl_now_ms();
-    int rc = extend ? rl_op_extend(&op, h, ttl_ms, now) : rl_op_unlock(&op, h, now);
-    return rc == REDLOCK_OK ? submit(h->ctx, op, false, !extend, done, data) : rc;
-}
-
-int redlock_extend_async(redlock_handle *h, int64_t ttl_ms, redlock_done_fn done, void *data)
-{
-    return handle_async(h, ttl_ms, true, done, data);
-}
-
-int redlock_unlock_async(redlock_handle *h, redlock_done_fn done, void *data)
-{
-    return handle_async(h, 0, false, done, data);
 }

@@ -18,12 +18,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "client.h"
 #include "clock.h"
+#include "driver.h"
+#include "io.h"
 #include "node.h"
-#include "sockets.h"
 #include "tls.h"
 #include "waiters.h"
+#include "wake.h"
+#include "worker.h"
 
 /* A waiter is registered with waiters.h under its address. */
 struct rl_waiter {
@@ -40,8 +42,7 @@ typedef struct subscriber {
 struct rl_waker {
     pthread_mutex_t mu;
     rl_waiters *waiters;    /* who is woken when; under mu */
-    bool running, joinable, stopping;
-    pthread_t thread;
+    rl_worker worker;       /* the waker thread */
     int wake[2];
     /* The thread's own: */
     subscriber *subs;
@@ -93,12 +94,11 @@ void rl_waker_free(struct rl_waker *w)
     if (!w)
         return;
     pthread_mutex_lock(&w->mu);
-    w->stopping = true;
-    bool join = w->running || w->joinable;
+    bool join = rl_worker_stop(&w->worker);
     pthread_mutex_unlock(&w->mu);
     poke(w);
     if (join)
-        pthread_join(w->thread, NULL);
+        rl_worker_join(&w->worker);
     for (size_t i = 0; i < w->n_subs; i++)
         close_sub(&w->subs[i], true);
     close(w->wake[0]);
@@ -115,7 +115,7 @@ void rl_waker_forget(struct rl_waker *w)
      * (what they had may have been half-changed: it is left, not freed). */
     pthread_mutex_init(&w->mu, NULL);
     w->waiters = rl_waiters_new(w->n_subs);
-    w->running = w->joinable = false;
+    rl_worker_forget(&w->worker);
     for (size_t i = 0; i < w->n_subs; i++)
         close_sub(&w->subs[i], false);
 }
@@ -137,11 +137,10 @@ rl_waiter *rl_waker_await(rl_client *ctx, const rl_keys *keys)
         return NULL;
     }
     pthread_mutex_lock(&w->mu);
-    bool ok = w->waiters && !w->stopping
+    bool ok = w->waiters && !w->worker.stopping
         && rl_waiters_add(w->waiters, id_of(r), (const char *const *)keys->k, keys->n)
                == REDLOCK_OK;
-    if (ok && !w->running
-        && !(w->running = rl_io_start_thread(&w->thread, &w->joinable, waker_main, ctx) == 0)) {
+    if (ok && rl_worker_start(&w->worker, waker_main, ctx) != 0) {
         rl_waiters_remove(w->waiters, id_of(r), rl_now_ms());
         ok = false;
     }
@@ -314,15 +313,14 @@ static void *waker_main(void *arg)
         int64_t now = rl_now_ms();
         pthread_mutex_lock(&w->mu);
         int64_t idle_at = rl_waiters_idle_at(w->waiters);
-        if (w->stopping || now >= idle_at) {
+        if (w->worker.stopping || now >= idle_at) {
             /* Nobody waits any more (or the client ends): under the mutex,
              * so no waiter comes before the thread is marked gone. */
             for (size_t i = 0; i < w->n_subs; i++) {
                 close_sub(&w->subs[i], true);
                 rl_waiters_closed(w->waiters, i, false, now);
             }
-            w->running = false;
-            w->joinable = true;
+            rl_worker_ended(&w->worker);
             pthread_mutex_unlock(&w->mu);
             break;
         }

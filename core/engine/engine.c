@@ -10,7 +10,6 @@
 #include "node.h"
 #include "op.h"
 #include "owed.h"
-#include "token.h"
 
 int rl_client_init(rl_client *ctx, const char *const *node_uris, size_t n_nodes)
 {
@@ -21,7 +20,6 @@ int rl_client_init(rl_client *ctx, const char *const *node_uris, size_t n_nodes)
                        REDLOCK_MAX_NODES, n_nodes);
     if (!(ctx->nodes = calloc(n_nodes, sizeof *ctx->nodes)) || !(ctx->owed = rl_owed_list_new()))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
-    ctx->random = rl_os_random;
     int rc = rl_options_init(&ctx->opt);
     for (size_t i = 0; rc == REDLOCK_OK && i < n_nodes; i++) {
         if ((rc = rl_node_init(&ctx->nodes[i], node_uris[i], i)) != REDLOCK_OK) {

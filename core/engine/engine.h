@@ -16,7 +16,9 @@
 
 /* A client of nodes node_uris[0 .. n_nodes), in place (a driver keeps it
  * beside its own state) or allocated: checked here, with this thread's
- * message set on failure. Destroying one that failed to init is safe. */
+ * message set on failure. Destroying one that failed to init is safe. Its
+ * source of random bytes (client.h: random, random_data) is its driver's
+ * to set before any operation is made. */
 int rl_client_init(rl_client *ctx, const char *const *node_uris, size_t n_nodes);
 void rl_client_destroy(rl_client *ctx);
 int rl_client_new(rl_client **out, const char *const *node_uris, size_t n_nodes);

@@ -462,7 +462,7 @@ static int start_fence(rl_op *op, int64_t now)
 static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
 {
     redlock_handle *h = op->h;
-    op->cmd->op = NULL;   /* later replies are late: cmd.c's rules */
+    op->cmd->op = NULL;   /* later replies are late: owed.h's rules */
     switch (op->kind) {
     case OP_LOCK:
         if (v->rc == REDLOCK_OK && op->fenced && op->cmd->kind == RL_CMD_ACQUIRE) {

@@ -1,4 +1,4 @@
-/* scripts.h - the Lua scripts (core/scripts/, one .lua file each) and their SHA1 digests,
+/* scripts.h - the Lua scripts (core/engine/scripts/, one .lua file each) and their SHA1 digests,
  * generated into scripts.c by CMake from one source. */
 #ifndef RL_SCRIPTS_H
 #define RL_SCRIPTS_H
