@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gen-options.sh GEN - rewrites the options' documentation in docs/options.md
 # (the table), abi/redlock.h (the comment) and bindings/lua/README.md (the
-# names) from GEN (the gen_options program built from core/options.def),
+# names) from GEN (the gen_options program built from core/engine/options.def),
 # between their "options:begin" and "options:end" lines.
 #   gen-options.sh GEN --check   only compares, and fails with a diff
 # GEN is build/tools/gen_options (or build/tests/options/gen_options in a
@@ -37,7 +37,7 @@ for pair in "docs/options.md markdown" "abi/redlock.h header" "bindings/lua/READ
     !skipping       { print }' "$root/$file")
   if [ "$check" = "--check" ]; then
     if ! diff -u "$root/$file" <(printf '%s\n' "$new") >&2; then
-      echo "FAIL: the options in $file are not core/options.def's; run: scripts/gen-options.sh $gen" >&2
+      echo "FAIL: the options in $file are not core/engine/options.def's; run: scripts/gen-options.sh $gen" >&2
       status=1
     fi
   else

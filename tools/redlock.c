@@ -194,7 +194,7 @@ static const char usage_tail[] =
     "  redlock -n -E 0 backup -c 'pg_dump app > /backups/app.sql'\n";
 
 /* library_options_help: the library's options, written at build time by
- * tools/gen_options from their one table (core/options.def). */
+ * tools/gen_options from their one table (core/engine/options.def). */
 #include "redlock_options_help.h"
 
 static void print_usage(void)

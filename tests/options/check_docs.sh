@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_docs.sh GEN [REDLOCK_BIN] - the options' documentation is what
-# core/options.def says: docs/options.md's table and abi/redlock.h's comment are
+# core/engine/options.def says: docs/options.md's table and abi/redlock.h's comment are
 # GEN's output (a diff and the command that rewrites them otherwise), and the
 # tool's --help, when REDLOCK_BIN is given, lists every option as GEN does.
 set -euo pipefail

@@ -42,11 +42,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "client.h"
 #include "cmd.h"
-#include "ctx.h"
-#include "driver.h"
 #include "engine.h"
+#include "node.h"
 #include "op.h"
+#include "owed.h"
 #include "quorum.h"
 #include "simnode.h"
 
@@ -139,7 +140,7 @@ typedef struct interval {
 
 typedef struct client {
     int id;
-    redlock_ctx *ctx;
+    rl_client *ctx;
     rng rnd;
     double rate;            /* its clock's speed against the global clock */
     int64_t base;           /* its clock at global 0 */
@@ -864,8 +865,8 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         cl->base = between(&w->rnd, 0, 1000000);
         cl->held_from = -1;
         cl->drain_idle = chance(&w->rnd, 0.5);
-        if (rl_ctx_new(&cl->ctx, uris, NODES) != REDLOCK_OK) {
-            fprintf(stderr, "sim: rl_ctx_new: %s\n", redlock_errmsg());
+        if (rl_client_new(&cl->ctx, uris, NODES) != REDLOCK_OK) {
+            fprintf(stderr, "sim: rl_client_new: %s\n", redlock_errmsg());
             exit(2);
         }
         cl->ctx->random = client_random;
@@ -906,7 +907,7 @@ static void world_free(world *w)
         free(sc);
     }
     for (int k = 0; k < w->n_clients; k++)
-        redlock_ctx_free(w->clients[k].ctx);
+        rl_client_free(w->clients[k].ctx);
     for (size_t i = 0; i < w->n_ev; i++)
         free(w->heap[i].bytes);
     free(w->heap);

@@ -11,18 +11,19 @@
 
 #include <cmocka.h>
 
-#include "ctx.h"
-#include "driver.h"
+#include "client.h"
+#include "engine.h"
+#include "node.h"
 #include "quorum.h"
 
 #define N 5
 
-static redlock_ctx *five(void)
+static rl_client *five(void)
 {
     const char *uris[N] = { "redis://10.0.0.1", "redis://10.0.0.2", "redis://10.0.0.3",
                             "redis://10.0.0.4", "redis://10.0.0.5" };
-    redlock_ctx *ctx = NULL;
-    assert_int_equal(rl_ctx_new(&ctx, uris, N), REDLOCK_OK);
+    rl_client *ctx = NULL;
+    assert_int_equal(rl_client_new(&ctx, uris, N), REDLOCK_OK);
     return ctx;
 }
 
@@ -40,7 +41,7 @@ static void votes(rl_result *r, const char *v, int code)
     }
 }
 
-static rl_verdict decide(redlock_ctx *ctx, rl_verb verb, const char *v, int code, int64_t start,
+static rl_verdict decide(rl_client *ctx, rl_verb verb, const char *v, int code, int64_t start,
                          int64_t now, int64_t ttl, bool final)
 {
     rl_result r[N];
@@ -68,7 +69,7 @@ static void quorum_and_validity(void **state)
 static void acquire_is_decided_as_soon_as_it_can_be(void **state)
 {
     (void)state;
-    redlock_ctx *ctx = five();
+    rl_client *ctx = five();
     rl_verdict v = decide(ctx, RL_VERB_ACQUIRE, "yy...", 0, 1000, 1005, 10000, false);
     assert_false(v.decided);
     v = decide(ctx, RL_VERB_ACQUIRE, "yyy..", 0, 1000, 1005, 10000, false);
@@ -82,26 +83,26 @@ static void acquire_is_decided_as_soon_as_it_can_be(void **state)
     assert_true(v.decided);
     assert_int_equal(v.rc, REDLOCK_ELOCKED);
     assert_false(v.held);
-    redlock_ctx_free(ctx);
+    rl_client_free(ctx);
 }
 
 static void a_quorum_too_late_has_no_validity(void **state)
 {
     (void)state;
-    redlock_ctx *ctx = five();
+    rl_client *ctx = five();
     rl_verdict v = decide(ctx, RL_VERB_ACQUIRE, "yyy..", 0, 1000, 1000 + 100 - 3, 100, false);
     assert_int_equal(v.rc, REDLOCK_EEXPIRED);
     assert_false(v.held);
     v = decide(ctx, RL_VERB_EXTEND, "yyy..", 0, 1000, 1000 + 100 - 3, 100, false);
     assert_int_equal(v.rc, REDLOCK_ENOTHELD);
     assert_false(v.held);
-    redlock_ctx_free(ctx);
+    rl_client_free(ctx);
 }
 
 static void failures_say_what_failed(void **state)
 {
     (void)state;
-    redlock_ctx *ctx = five();
+    rl_client *ctx = five();
     /* Every failure the same: that code. Mixed: no quorum. */
     rl_verdict v = decide(ctx, RL_VERB_ACQUIRE, "fffyy", REDLOCK_EAUTH, 0, 5, 10000, true);
     assert_int_equal(v.rc, REDLOCK_EAUTH);
@@ -109,7 +110,7 @@ static void failures_say_what_failed(void **state)
     assert_int_equal(v.rc, REDLOCK_EWRONGTYPE);
     v = decide(ctx, RL_VERB_ACQUIRE, "ffyyn", REDLOCK_ENOQUORUM, 0, 5, 10000, true);
     assert_int_equal(v.rc, REDLOCK_ELOCKED);
-    redlock_ctx_free(ctx);
+    rl_client_free(ctx);
 }
 
 /* Failures of mixed kinds: the one kind that alone leaves too few nodes for
@@ -118,7 +119,7 @@ static void failures_say_what_failed(void **state)
 static void a_quorum_of_one_failure_names_it(void **state)
 {
     (void)state;
-    redlock_ctx *ctx = five();
+    rl_client *ctx = five();
     static const struct {
         const char *codes;   /* p NOPERM, a AUTH, d down (no quorum), y yes, n no */
         int rc;
@@ -150,13 +151,13 @@ static void a_quorum_of_one_failure_names_it(void **state)
         if (v.rc == REDLOCK_ENOPERM && !strstr(msg, "10.0.0.2:6379: NOPERM no permissions"))
             fail_msg("%s: %s", cases[c].codes, msg);
     }
-    redlock_ctx_free(ctx);
+    rl_client_free(ctx);
 }
 
 static void a_failed_extend_keeps_the_shorter_expiry(void **state)
 {
     (void)state;
-    redlock_ctx *ctx = five();
+    rl_client *ctx = five();
     /* Without a quorum the lock keeps the sooner of its old expiry and the
      * new lease, which the nodes that did apply it end sooner. */
     rl_verdict v = decide(ctx, RL_VERB_EXTEND, "yyfff", REDLOCK_ENOQUORUM, 1000, 1100, 500, true);
@@ -167,13 +168,13 @@ static void a_failed_extend_keeps_the_shorter_expiry(void **state)
     v = decide(ctx, RL_VERB_EXTEND, "nnnyy", 0, 1000, 1100, 500, true);
     assert_int_equal(v.rc, REDLOCK_ENOTHELD);
     assert_false(v.held);
-    redlock_ctx_free(ctx);
+    rl_client_free(ctx);
 }
 
 static void release_reports_what_the_lock_was(void **state)
 {
     (void)state;
-    redlock_ctx *ctx = five();
+    rl_client *ctx = five();
     rl_result r[N];
     char msg[RL_ERRMSG_MAX];
     rl_verdict v;
@@ -190,7 +191,7 @@ static void release_reports_what_the_lock_was(void **state)
     rl_quorum_decide(ctx, &round, "unlock 'x'", &v, msg, sizeof msg);
     assert_int_equal(v.rc, REDLOCK_ENOTHELD);
     assert_false(v.held);
-    redlock_ctx_free(ctx);
+    rl_client_free(ctx);
 }
 
 static const char info_a[] = "# Server\r\nredis_version:7.0.15\r\n"
@@ -203,7 +204,7 @@ static const char info_c[] = "# Server\r\nredis_version:7.0.15\r\n"
 static void restarted_nodes_and_second_names_do_not_vote(void **state)
 {
     (void)state;
-    redlock_ctx *ctx = five();
+    rl_client *ctx = five();
     rl_ctx_note_lease(ctx, 3000);
     rl_result r;
     /* Node 0 seen with one run_id, then another: a restart at 1000. */
@@ -235,7 +236,7 @@ static void restarted_nodes_and_second_names_do_not_vote(void **state)
     r = (rl_result){ .vote = RL_VOTE_YES };
     rl_quorum_admit(ctx, 2, RL_VERB_ACQUIRE, &r, 5002);
     assert_int_equal(r.vote, RL_VOTE_YES);
-    redlock_ctx_free(ctx);
+    rl_client_free(ctx);
 }
 
 int main(void)

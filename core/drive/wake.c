@@ -1,0 +1,370 @@
+/*
+ * wake.c - waiters woken by releases, in the blocking driver: one thread
+ * per client, while some lock call of the client waits for a lock held
+ * elsewhere, keeps one subscriber connection per node (sub.h) subscribed to
+ * the channels of the keys waited for, and tells the waiters that
+ * waiters.h names (its rules: who is woken and when). A waiter's eventfd
+ * keeps one wake-up however many come. The waiters' timed retries stay:
+ * messages only shorten a wait. A rediss:// node's subscriber is connected
+ * once its TLS handshake is done, as the lock calls' connections are.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "driver.h"
+#include "io.h"
+#include "node.h"
+#include "tls.h"
+#include "waiters.h"
+#include "wake.h"
+#include "worker.h"
+
+/* A waiter is registered with waiters.h under its address. */
+struct rl_waiter {
+    int fd;                 /* an eventfd: readable once told to try again */
+};
+
+typedef struct subscriber {
+    int fd;                 /* -1: not connected */
+    bool connecting;        /* the connect, or the TLS handshake, goes on */
+    rl_tls *tls;            /* a rediss:// node's session, once connected */
+    rl_sub *sub;
+} subscriber;
+
+struct rl_waker {
+    pthread_mutex_t mu;
+    rl_waiters *waiters;    /* who is woken when; under mu */
+    rl_worker worker;       /* the waker thread */
+    int wake[2];
+    /* The thread's own: */
+    subscriber *subs;
+    size_t n_subs;
+};
+
+static void *waker_main(void *arg);
+
+struct rl_waker *rl_waker_new(size_t n_nodes)
+{
+    struct rl_waker *w = calloc(1, sizeof *w);
+    if (!w || !(w->subs = calloc(n_nodes, sizeof *w->subs))
+        || !(w->waiters = rl_waiters_new(n_nodes))
+        || pipe2(w->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+        if (w) {
+            rl_waiters_free(w->waiters);
+            free(w->subs);
+        }
+        free(w);
+        return NULL;
+    }
+    w->n_subs = n_nodes;
+    for (size_t i = 0; i < n_nodes; i++)
+        w->subs[i].fd = -1;
+    pthread_mutex_init(&w->mu, NULL);
+    return w;
+}
+
+static void poke(struct rl_waker *w)
+{
+    char byte = 1;
+    ssize_t n = write(w->wake[1], &byte, 1);
+    (void)n;   /* a full pipe wakes the thread as well */
+}
+
+/* Closes a subscriber connection; without notify, with no I/O (a child's
+ * copy after fork()). */
+static void close_sub(subscriber *s, bool notify)
+{
+    rl_tls_free(s->tls, notify);
+    if (s->fd >= 0)
+        close(s->fd);
+    rl_sub_free(s->sub);
+    *s = (subscriber){ .fd = -1 };
+}
+
+void rl_waker_free(struct rl_waker *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    bool join = rl_worker_stop(&w->worker);
+    pthread_mutex_unlock(&w->mu);
+    poke(w);
+    if (join)
+        rl_worker_join(&w->worker);
+    for (size_t i = 0; i < w->n_subs; i++)
+        close_sub(&w->subs[i], true);
+    close(w->wake[0]);
+    close(w->wake[1]);
+    pthread_mutex_destroy(&w->mu);
+    rl_waiters_free(w->waiters);
+    free(w->subs);
+    free(w);
+}
+
+void rl_waker_forget(struct rl_waker *w)
+{
+    /* In a child after fork(): the parent's thread and waiters are not here
+     * (what they had may have been half-changed: it is left, not freed). */
+    pthread_mutex_init(&w->mu, NULL);
+    w->waiters = rl_waiters_new(w->n_subs);
+    rl_worker_forget(&w->worker);
+    for (size_t i = 0; i < w->n_subs; i++)
+        close_sub(&w->subs[i], false);
+}
+
+static uint64_t id_of(const rl_waiter *r)
+{
+    return (uint64_t)(uintptr_t)r;
+}
+
+rl_waiter *rl_waker_await(rl_client *ctx, const rl_keys *keys)
+{
+    struct rl_waker *w = rl_io_waker(ctx);
+    rl_waiter *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (r->fd < 0) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_lock(&w->mu);
+    bool ok = w->waiters && !w->worker.stopping
+        && rl_waiters_add(w->waiters, id_of(r), (const char *const *)keys->k, keys->n)
+               == REDLOCK_OK;
+    if (ok && rl_worker_start(&w->worker, waker_main, ctx) != 0) {
+        rl_waiters_remove(w->waiters, id_of(r), rl_now_ms());
+        ok = false;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!ok) {
+        close(r->fd);
+        free(r);
+        return NULL;
+    }
+    poke(w);
+    return r;
+}
+
+int rl_waiter_fd(const rl_waiter *r)
+{
+    return r->fd;
+}
+
+bool rl_waiter_told(rl_waiter *r)
+{
+    uint64_t n;
+    return read(r->fd, &n, sizeof n) == (ssize_t)sizeof n;
+}
+
+void rl_waker_done(rl_client *ctx, rl_waiter *r, char *note, size_t notelen)
+{
+    struct rl_waker *w = rl_io_waker(ctx);
+    pthread_mutex_lock(&w->mu);
+    rl_waiters_remove(w->waiters, id_of(r), rl_now_ms());
+    if (note)
+        snprintf(note, notelen, "%s", rl_waiters_note(w->waiters));
+    pthread_mutex_unlock(&w->mu);
+    poke(w);
+    close(r->fd);
+    free(r);
+}
+
+/* ---- the thread ---- */
+
+/* Tells the waiters waiters.h says to wake (under the mutex). */
+static void tell_woken(struct rl_waker *w)
+{
+    uint64_t id;
+    while ((id = rl_waiters_next(w->waiters)) != 0) {
+        const rl_waiter *r = (const rl_waiter *)(uintptr_t)id;
+        uint64_t one = 1;
+        ssize_t n = write(r->fd, &one, sizeof one);
+        (void)n;   /* an eventfd at its maximum is readable already */
+    }
+}
+
+/* Ends node i's subscriber connection (failed: it broke or was refused). */
+static void lost_sub(struct rl_waker *w, size_t i, bool failed, int64_t now)
+{
+    close_sub(&w->subs[i], !failed);
+    pthread_mutex_lock(&w->mu);
+    rl_waiters_closed(w->waiters, i, failed, now);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* The events of what node i's subscriber read; false when the connection
+ * is to be closed (a broken stream, or the node refused). */
+static bool heard(struct rl_waker *w, size_t i)
+{
+    rl_sub *sub = w->subs[i].sub;
+    bool keep = true;
+    pthread_mutex_lock(&w->mu);
+    for (int event; keep && (event = rl_sub_next(sub)) != RL_SUB_NONE;)
+        keep = event > 0 && !rl_waiters_event(w->waiters, i, event, rl_sub_channel(sub),
+                                               rl_sub_text(sub));
+    tell_woken(w);
+    pthread_mutex_unlock(&w->mu);
+    return keep;
+}
+
+/* The connect of node i's subscriber completed, and for a rediss:// node
+ * its TLS handshake goes on; false when it failed. */
+static bool sub_connected(rl_client *ctx, subscriber *s, size_t i)
+{
+    char why[160];
+    if (!s->tls) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+            return false;
+        if (ctx->nodes[i].addr.tls
+            && rl_io_tls_start(ctx, i, s->fd, &s->tls, why, sizeof why) != REDLOCK_OK)
+            return false;
+    }
+    int r = s->tls ? rl_tls_handshake(s->tls, why, sizeof why) : 1;
+    s->connecting = r == 0;
+    return r >= 0;
+}
+
+/* The poll events of a subscriber connection. */
+static short sub_events(const subscriber *s)
+{
+    const char *bytes;
+    bool out = (s->connecting && !s->tls) || rl_sub_output(s->sub, &bytes) > 0
+               || (s->tls && (rl_tls_events(s->tls) & POLLOUT));
+    return (short)(POLLIN | (out ? POLLOUT : 0));
+}
+
+/* Services node i's subscriber connection after poll. A TLS session is
+ * read until it would block: what it holds does not make the socket
+ * readable. */
+static void service(rl_client *ctx, struct rl_waker *w, size_t i, short revents, int64_t now)
+{
+    subscriber *s = &w->subs[i];
+    if (s->connecting) {
+        if (!sub_connected(ctx, s, i)) {
+            lost_sub(w, i, true, now);
+            return;
+        }
+        if (s->connecting)
+            return;
+    }
+    int code;
+    char why[160];
+    const char *bytes = "";
+    size_t n = rl_sub_output(s->sub, &bytes);
+    if (n > 0 || s->tls) {
+        ssize_t sent = rl_sock_send(s->fd, s->tls, bytes, n, &code, why, sizeof why);
+        if (sent < 0) {
+            lost_sub(w, i, true, now);
+            return;
+        }
+        if (sent > 0)
+            rl_sub_wrote(s->sub, (size_t)sent);
+    }
+    if (!s->tls && !(revents & (POLLIN | POLLHUP | POLLERR)))
+        return;
+    char buf[4096];
+    for (;;) {
+        ssize_t got = rl_sock_recv(s->fd, s->tls, buf, sizeof buf, &code, why, sizeof why);
+        if (got == 0)
+            return;
+        if (got < 0 || rl_sub_received(s->sub, buf, (size_t)got) != REDLOCK_OK
+            || !heard(w, i)) {
+            lost_sub(w, i, true, now);
+            return;
+        }
+    }
+}
+
+/* Connects node i's subscriber (it is due). */
+static void connect_sub(rl_client *ctx, struct rl_waker *w, size_t i, int64_t now)
+{
+    subscriber *s = &w->subs[i];
+    char why[160];
+    if (ctx->nodes[i].addr.tls && rl_io_tls_ready(ctx, why, sizeof why) != REDLOCK_OK) {
+        lost_sub(w, i, true, now);
+        return;
+    }
+    s->fd = rl_io_connect(&ctx->nodes[i].addr, why, sizeof why);
+    if (s->fd < 0 || !(s->sub = rl_sub_new(&ctx->nodes[i].addr))) {
+        lost_sub(w, i, true, now);
+        return;
+    }
+    s->connecting = true;
+}
+
+static void *waker_main(void *arg)
+{
+    rl_client *ctx = arg;
+    struct rl_waker *w = rl_io_waker(ctx);
+    struct pollfd pfd[1 + REDLOCK_MAX_NODES];
+    size_t who[1 + REDLOCK_MAX_NODES];
+    for (;;) {
+        int64_t now = rl_now_ms();
+        pthread_mutex_lock(&w->mu);
+        int64_t idle_at = rl_waiters_idle_at(w->waiters);
+        if (w->worker.stopping || now >= idle_at) {
+            /* Nobody waits any more (or the client ends): under the mutex,
+             * so no waiter comes before the thread is marked gone. */
+            for (size_t i = 0; i < w->n_subs; i++) {
+                close_sub(&w->subs[i], true);
+                rl_waiters_closed(w->waiters, i, false, now);
+            }
+            rl_worker_ended(&w->worker);
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+        bool waiting = idle_at == INT64_MAX;
+        bool due[REDLOCK_MAX_NODES];
+        for (size_t i = 0; i < w->n_subs; i++)
+            due[i] = waiting && w->subs[i].fd < 0 && now >= rl_waiters_connect_at(w->waiters, i);
+        pthread_mutex_unlock(&w->mu);
+
+        /* Connects outside the mutex: a host name may take a while to resolve. */
+        for (size_t i = 0; i < w->n_subs; i++)
+            if (due[i])
+                connect_sub(ctx, w, i, now);
+        int64_t wake_at = waiting ? now + 1000 : idle_at;
+        size_t k = 1;
+        pfd[0] = (struct pollfd){ .fd = w->wake[0], .events = POLLIN };
+        pthread_mutex_lock(&w->mu);
+        for (size_t i = 0; i < w->n_subs; i++) {
+            subscriber *s = &w->subs[i];
+            if (s->fd < 0) {
+                int64_t at = rl_waiters_connect_at(w->waiters, i);
+                if (waiting && at < wake_at)
+                    wake_at = at;
+                continue;
+            }
+            if (!s->connecting)
+                rl_waiters_match(w->waiters, i, s->sub);
+            pfd[k] = (struct pollfd){ .fd = s->fd, .events = sub_events(s) };
+            who[k++] = i;
+        }
+        pthread_mutex_unlock(&w->mu);
+        int64_t timeout = wake_at - now;
+        int r = poll(pfd, k, (int)(timeout < 0 ? 0 : timeout > 1000 ? 1000 : timeout));
+        if (r <= 0)
+            continue;
+        if (pfd[0].revents) {
+            char buf[64];
+            while (read(w->wake[0], buf, sizeof buf) > 0) {
+            }
+        }
+        now = rl_now_ms();
+        for (size_t j = 1; j < k; j++)
+            if (pfd[j].revents)
+                service(ctx, w, who[j], pfd[j].revents, now);
+    }
+    return NULL;
+}

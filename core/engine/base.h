@@ -1,0 +1,25 @@
+/*
+ * base.h - what every file of core/ shares: the public header, fixed-width
+ * types, and the calling thread's failure message (base.c). Nothing in core/
+ * is exported but the functions of redlock.h (hidden visibility and a linker
+ * version script).
+ */
+#ifndef RL_BASE_H
+#define RL_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "redlock.h"
+
+#define RL_ERRMSG_MAX 1024
+
+/* Sets this thread's message (printf-style) and returns code, so a failure
+ * reads `return rl_fail(REDLOCK_EINVAL, "ttl_ms must be positive");`. */
+int rl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rl_clear_error(void);
+/* This thread's message (redlock_errmsg). */
+const char *rl_errmsg(void);
+
+#endif /* RL_BASE_H */

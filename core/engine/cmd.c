@@ -1,0 +1,397 @@
+/* cmd.c - commands and their replies (see cmd.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "client.h"
+#include "cmd.h"
+#include "node.h"
+#include "scripts.h"
+
+rl_keys *rl_keys_new(size_t n)
+{
+    rl_keys *keys = calloc(1, sizeof *keys);
+    if (!keys || !(keys->k = calloc(n ? n : 1, sizeof *keys->k))) {
+        free(keys);
+        return NULL;
+    }
+    atomic_init(&keys->refs, 1);
+    keys->n = n;
+    return keys;
+}
+
+rl_keys *rl_keys_ref(rl_keys *keys)
+{
+    atomic_fetch_add_explicit(&keys->refs, 1, memory_order_relaxed);
+    return keys;
+}
+
+void rl_keys_unref(rl_keys *keys)
+{
+    if (!keys || atomic_fetch_sub_explicit(&keys->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (size_t i = 0; i < keys->n; i++)
+        free(keys->k[i]);
+    free(keys->k);
+    free(keys);
+}
+
+rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t ttl_ms)
+{
+    rl_cmd *cmd = calloc(1, sizeof *cmd);
+    if (!cmd)
+        return NULL;
+    atomic_init(&cmd->refs, 1);
+    atomic_init(&cmd->undo, false);
+    cmd->kind = kind;
+    cmd->keys = rl_keys_ref(keys);
+    size_t len = strnlen(token, RL_TOKEN_LEN);
+    memcpy(cmd->token, token, len);
+    cmd->token[len] = '\0';
+    cmd->ttl_ms = ttl_ms;
+    return cmd;
+}
+
+rl_cmd *rl_cmd_ref(rl_cmd *cmd)
+{
+    atomic_fetch_add_explicit(&cmd->refs, 1, memory_order_relaxed);
+    return cmd;
+}
+
+void rl_cmd_unref(rl_cmd *cmd)
+{
+    if (!cmd || atomic_fetch_sub_explicit(&cmd->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (int i = 0; i < RL_FORMS; i++)
+        rl_bytes_free(&cmd->cached[i]);
+    free(cmd->fences);
+    rl_keys_unref(cmd->keys);
+    free(cmd);
+}
+
+static const rl_script *script_of(const rl_cmd *cmd)
+{
+    switch (cmd->kind) {
+    case RL_CMD_ACQUIRE: return &rl_script_acquire;
+    case RL_CMD_EXTEND:  return &rl_script_extend;
+    case RL_CMD_INSPECT: return &rl_script_inspect;
+    case RL_CMD_FORCE:   return &rl_script_force;
+    case RL_CMD_FENCE:   return &rl_script_fence;
+    default:             return &rl_script_release;
+    }
+}
+
+/* Formats cmd in form: SET key token NX GET PX ttl, or EVALSHA/EVAL script
+ * n key... token, then the ttl (acquire, extend), "1" (a fenced acquire) or
+ * the counter of each key (fence). */
+static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
+{
+    char ttl[24], numkeys[24];
+    if (cmd->kind == RL_CMD_PING) {
+        const char *argv[1] = { "PING" };
+        return rl_bytes_format(out, 1, argv);
+    }
+    if (form == RL_FORM_COUNT) {
+        /* The counter's key is the lock's key, a zero byte and "fence", as
+         * the scripts name it (no resource name holds a zero byte). */
+        static const char suffix[] = "fence";
+        size_t klen = strlen(cmd->keys->k[0]);
+        char *counter = malloc(klen + sizeof suffix + 1);
+        if (!counter)
+            return REDLOCK_ENOMEM;
+        memcpy(counter, cmd->keys->k[0], klen);
+        counter[klen] = '\0';
+        memcpy(counter + klen + 1, suffix, sizeof suffix);
+        const char *argv[2] = { "INCR", counter };
+        size_t lens[2] = { 4, klen + sizeof suffix };
+        int rc = rl_bytes_format_len(out, 2, argv, lens);
+        free(counter);
+        return rc;
+    }
+    snprintf(ttl, sizeof ttl, "%lld", (long long)cmd->ttl_ms);
+    if (form == RL_FORM_SET) {
+        const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
+        return rl_bytes_format(out, 7, argv);
+    }
+    const rl_script *script = script_of(cmd);
+    bool with_ttl = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND;
+    size_t n = cmd->keys->n;
+    size_t extra = (with_ttl ? 1 : 0) + (cmd->fenced ? 1 : 0)
+                 + (cmd->kind == RL_CMD_FENCE ? n : 0);
+    size_t argc = 4 + n + extra;
+    const char **argv = malloc(argc * sizeof *argv);
+    char (*fences)[24] = cmd->kind == RL_CMD_FENCE ? malloc(n * sizeof *fences) : NULL;
+    if (!argv || (cmd->kind == RL_CMD_FENCE && !fences)) {
+        free(argv);
+        free(fences);
+        return REDLOCK_ENOMEM;
+    }
+    snprintf(numkeys, sizeof numkeys, "%zu", n);
+    argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
+    argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
+    argv[2] = numkeys;
+    memcpy(argv + 3, cmd->keys->k, n * sizeof *argv);
+    size_t at = 3 + n;
+    argv[at++] = cmd->token;
+    if (with_ttl)
+        argv[at++] = ttl;
+    if (cmd->fenced)
+        argv[at++] = "1";
+    for (size_t i = 0; fences && i < n; i++) {
+        snprintf(fences[i], sizeof fences[i], "%lld", (long long)cmd->fences[i]);
+        argv[at++] = fences[i];
+    }
+    int rc = rl_bytes_format(out, (int)argc, argv);
+    free(argv);
+    free(fences);
+    return rc;
+}
+
+/* A release queued on c covers the acquires of its token still owed there:
+ * it runs after them, so they need no undo of their own. */
+static void cover(rl_cmd *rel, rl_conn *c)
+{
+    for (size_t i = 0; i + 1 < rl_conn_owed(c); i++) {
+        rl_entry *e = rl_conn_entry(c, i);
+        if (e->kind == RL_ENTRY_CMD && e->cmd->kind == RL_CMD_ACQUIRE
+            && strcmp(e->cmd->token, rel->token) == 0)
+            e->covered = true;
+    }
+}
+
+bool rl_cmd_owed_on(rl_conn *c, const char *token)
+{
+    for (size_t i = 0; i < rl_conn_owed(c); i++) {
+        const rl_entry *e = rl_conn_entry(c, i);
+        if (e->kind == RL_ENTRY_CMD && e->cmd->kind == RL_CMD_ACQUIRE
+            && strcmp(e->cmd->token, token) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Sends in form, from the cache when cache is set (the op's own sends, all
+ * on its thread), else from bytes made for this send alone. */
+static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
+{
+    rl_bytes fresh = { 0 };
+    rl_bytes *b = cache ? &cmd->cached[form] : &fresh;
+    int rc = REDLOCK_OK;
+    if (!b->p && (rc = format(cmd, form, b)) != REDLOCK_OK)
+        return rc;
+    rl_cmd_ref(cmd);
+    rc = rl_conn_send(c, b->p, b->len, cmd, (int)form);
+    if (rc != REDLOCK_OK)
+        rl_cmd_unref(cmd);
+    else if (cmd->kind == RL_CMD_RELEASE)
+        cover(cmd, c);
+    rl_bytes_free(&fresh);
+    return rc;
+}
+
+int rl_cmd_send_script(rl_cmd *cmd, rl_conn *c)
+{
+    return send_form(cmd, c, RL_FORM_EVAL, false);
+}
+
+int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
+{
+    bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
+             || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
+    if (eval || rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1
+        || !rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
+        return send_form(cmd, c, eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA, cmd->cacheable);
+    int rc = send_form(cmd, c, RL_FORM_SET, cmd->cacheable);
+    if (rc != REDLOCK_OK || !cmd->fenced)
+        return rc;
+    /* Fenced: the counter's INCR right behind the SET, two entries that the
+     * operation reads as one answer (op.c). The stream must never hold the
+     * SET without it. */
+    rc = send_form(cmd, c, RL_FORM_COUNT, cmd->cacheable);
+    if (rc != REDLOCK_OK)
+        rl_conn_break(c, rc, "out of memory");
+    return rc;
+}
+
+void rl_cmd_count(const redisReply *reply, rl_result *io, int64_t *fence)
+{
+    if (io->vote != RL_VOTE_YES)
+        return;
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 1
+        && reply->integer < ((long long)1 << 53))
+        *fence = reply->integer;
+    else if (reply->type == REDIS_REPLY_ERROR)   /* the INCR refused (an ACL without +incr) */
+        rl_result_from_bad_reply(io, reply);
+    else
+        rl_result_fail(io, REDLOCK_EREDIS, "a fencing counter that is not a count from 1 "
+                       "(was a counter key written by something else?)");
+}
+
+/* FNV-1a: holders are told apart by a hash of their token. */
+static uint64_t hash_of(const char *p, size_t len)
+{
+    uint64_t h = 14695981039346656037u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211u;
+    return h ? h : 1;
+}
+
+/* An inspect's reply: { value or nil, pttl }. */
+static void classify_inspect(const redisReply *r, rl_result *out)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[1]->type != REDIS_REPLY_INTEGER) {
+        rl_result_from_bad_reply(out, r);
+        return;
+    }
+    const redisReply *value = r->element[0];
+    if (value->type == REDIS_REPLY_NIL) {
+        out->vote = RL_VOTE_NO;
+    } else if (value->type == REDIS_REPLY_STRING) {
+        out->vote = RL_VOTE_YES;
+        out->holder = hash_of(value->str, value->len);
+        out->pttl = r->element[1]->integer;
+    } else {
+        rl_result_from_bad_reply(out, value);
+    }
+}
+
+/* A fenced acquire's yes: one counter per key, each at least 1 (and below
+ * 2^53, where the scripts' Lua numbers stay exact). */
+static void classify_fences(const rl_cmd *cmd, const redisReply *r, rl_result *out)
+{
+    bool sound = r->elements == cmd->keys->n;
+    for (size_t i = 0; sound && i < r->elements; i++)
+        sound = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer >= 1
+             && r->element[i]->integer < ((long long)1 << 53);
+    if (sound)
+        out->vote = RL_VOTE_YES;
+    else
+        rl_result_fail(out, REDLOCK_EREDIS, "a fencing counter that is not a count from 1 "
+                       "(was a counter key written by something else?)");
+}
+
+void rl_cmd_fences(const rl_cmd *cmd, const redisReply *reply, int64_t *out)
+{
+    for (size_t i = 0; i < cmd->keys->n; i++)
+        out[i] = reply->element[i]->integer;
+}
+
+/* Appends to why the commands that script calls, " (the acquire script
+ * calls exists, type, ...)", read from its text: up to Redis 7.0 an ACL's
+ * refusal inside a script does not say which command it refused. */
+static void name_calls(const rl_cmd *cmd, char *why, size_t len)
+{
+    static const char *const names[] = {
+        [RL_CMD_ACQUIRE] = "acquire", [RL_CMD_EXTEND] = "extend", [RL_CMD_RELEASE] = "release",
+        [RL_CMD_INSPECT] = "inspect", [RL_CMD_FORCE] = "force", [RL_CMD_FENCE] = "fence",
+    };
+    const char *body = script_of(cmd)->body, *name = NULL;
+    if ((size_t)cmd->kind < sizeof names / sizeof names[0])
+        name = names[cmd->kind];
+    size_t used = strlen(why);
+    int w = snprintf(why + used, len - used, " (the %s script calls", name ? name : "library's");
+    if (w < 0 || (size_t)w >= len - used)
+        return;
+    used += (size_t)w;
+    const char *sep = " ";
+    for (const char *p = strstr(body, "call('"); p; p = strstr(p + 1, "call('")) {
+        const char *word = p + 6;
+        size_t n = strcspn(word, "'");
+        /* Each command once: skip one that an earlier call named. */
+        bool seen = false;
+        for (const char *q = strstr(body, "call('"); q < p && !seen; q = strstr(q + 1, "call('"))
+            seen = strncmp(q + 6, word, n) == 0 && q[6 + n] == '\'';
+        if (seen)
+            continue;
+        w = snprintf(why + used, len - used, "%s%.*s", sep, (int)n, word);
+        if (w < 0 || (size_t)w >= len - used)
+            return;
+        used += (size_t)w;
+        sep = ", ";
+    }
+    snprintf(why + used, len - used, ")");
+}
+
+static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out);
+
+void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
+{
+    classify(cmd, form, r, out);
+    if (out->vote == RL_VOTE_FAILED && out->code == REDLOCK_ENOPERM
+        && (form == RL_FORM_EVAL || form == RL_FORM_EVALSHA)
+        && strstr(out->why, "run this command"))
+        name_calls(cmd, out->why, sizeof out->why);
+}
+
+static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (form == RL_FORM_COUNT) {   /* a count is no vote: its SET's reply is (rl_cmd_count) */
+        out->vote = RL_VOTE_NO;
+        return;
+    }
+    if (form == RL_FORM_SET) {
+        /* nil: it was free and is ours now; our token: ours already (this
+         * command ran before, on a connection lost before its reply). */
+        if (r->type == REDIS_REPLY_NIL)
+            out->vote = RL_VOTE_YES;
+        else if (r->type == REDIS_REPLY_STRING)
+            out->vote = strcmp(r->str, cmd->token) == 0 ? RL_VOTE_YES : RL_VOTE_NO;
+        else
+            rl_result_from_bad_reply(out, r);
+        return;
+    }
+    if (cmd->kind == RL_CMD_INSPECT) {
+        classify_inspect(r, out);
+        return;
+    }
+    if (cmd->kind == RL_CMD_PING) {
+        if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0)
+            out->vote = RL_VOTE_YES;
+        else
+            rl_result_from_bad_reply(out, r);
+        return;
+    }
+    if (cmd->fenced && r->type == REDIS_REPLY_ARRAY) {
+        classify_fences(cmd, r, out);
+        return;
+    }
+    if (r->type != REDIS_REPLY_INTEGER || r->integer < 0) {
+        rl_result_from_bad_reply(out, r);
+        return;
+    }
+    if (cmd->kind == RL_CMD_RELEASE)     /* how many keys it deleted: all of them is a yes */
+        out->vote = (size_t)r->integer == cmd->keys->n ? RL_VOTE_YES : RL_VOTE_NO;
+    else if (r->integer <= 1)            /* acquire, extend: 1 done, 0 not ours; force:
+                                          * 1 deleted, 0 none was there */
+        out->vote = r->integer == 1 ? RL_VOTE_YES : RL_VOTE_NO;
+    else
+        rl_result_from_bad_reply(out, r);
+}
+
+/* ---- what an event shows of keys ---- */
+
+void rl_log_resources(const rl_client *ctx, const rl_keys *keys, char *buf, size_t len)
+{
+    size_t prefix = ctx->opt.key_prefix_len, used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < keys->n; i++) {
+        const char *name = keys->k[i] + prefix;
+        size_t need = strlen(name) + (i > 0);
+        /* Room for this name, and for ",+N more" after it unless it is the last. */
+        if (used + need + (i + 1 < keys->n ? 24 : 0) >= len) {
+            int cut = (int)(len > 40 ? len - 40 : 0);
+            if (i == 0 && keys->n == 1)   /* the only name, cut short */
+                snprintf(buf, len, "%.*s...", cut, name);
+            else if (i == 0)
+                snprintf(buf, len, "%.*s...,+%zu more", cut, name, keys->n - 1);
+            else
+                snprintf(buf + used, len - used, ",+%zu more", keys->n - i);
+            return;
+        }
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i > 0 ? "," : "", name);
+    }
+}

@@ -1,0 +1,100 @@
+/*
+ * cmd.h - the commands of the algorithm (acquire, extend, release) and what
+ * their replies mean. What happens to a command whose operation has moved
+ * on (its late replies, its loss with a connection) is owed.h's.
+ *
+ * A command is shared by the entries it has on each node's connection, and
+ * refcounted. While an operation waits for it, cmd->op names the operation
+ * and replies go there (op.c); afterwards owed.h's rules apply.
+ */
+#ifndef RL_CMD_H
+#define RL_CMD_H
+
+#include <stdatomic.h>
+
+#include "conn.h"
+#include "proto.h"
+#include "token.h"
+
+struct redisReply;
+struct rl_client;
+struct redlock_op;
+
+typedef enum rl_cmd_kind {
+    RL_CMD_ACQUIRE,
+    RL_CMD_EXTEND,
+    RL_CMD_RELEASE,
+    RL_CMD_INSPECT,     /* a query: read the key and its PTTL */
+    RL_CMD_FORCE,       /* delete the key whatever its token */
+    RL_CMD_FENCE,       /* raise the keys' fencing counters, if the keys are ours */
+    RL_CMD_PING         /* PING: does the node answer */
+} rl_cmd_kind;
+
+/* How a command was written on one connection. */
+typedef enum rl_form {
+    RL_FORM_SET,        /* acquire one key: SET key token NX GET PX ttl (Redis 7.0+) */
+    RL_FORM_EVALSHA,    /* the command's script by digest */
+    RL_FORM_EVAL,       /* the command's script in full (after NOSCRIPT) */
+    RL_FORM_COUNT,      /* a fenced acquire of one key on Redis 7.0+: INCR of its counter,
+                         * queued right behind its SET (an entry of its own) */
+    RL_FORMS
+} rl_form;
+
+/* Keys (key_prefix + name), shared by a handle and its commands. */
+typedef struct rl_keys {
+    _Atomic int refs;
+    size_t n;
+    char **k;
+} rl_keys;
+
+rl_keys *rl_keys_new(size_t n);    /* n NULL keys, one reference */
+rl_keys *rl_keys_ref(rl_keys *keys);
+void rl_keys_unref(rl_keys *keys);
+
+typedef struct rl_cmd {
+    _Atomic int refs;
+    rl_cmd_kind kind;
+    rl_keys *keys;
+    char token[RL_TOKEN_LEN + 1];
+    int64_t ttl_ms;                /* acquire, extend */
+    bool fenced;                   /* acquire: counts on the keys' fencing counters */
+    int64_t *fences;               /* fence: the value per key (owned) */
+    struct redlock_op *op;              /* waits for its replies, or NULL */
+    _Atomic bool undo;             /* acquire: its lock was given up */
+    bool cacheable;                /* made by an op, sent only from its thread while it runs */
+    rl_bytes cached[RL_FORMS];     /* cacheable: formatted bytes per rl_form */
+} rl_cmd;
+
+rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t ttl_ms);
+rl_cmd *rl_cmd_ref(rl_cmd *cmd);
+void rl_cmd_unref(rl_cmd *cmd);
+
+/* Queues cmd on c, in the form the node takes (an acquire of one key on
+ * Redis 7.0 and later: SET NX GET, and when fenced the INCR of its counter
+ * behind it; EVALSHA otherwise); `eval` forces the full script.
+ * REDLOCK_OK, or a code when it could not be queued. */
+int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval);
+
+/* What a reply to cmd (sent in `form`) says. */
+void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply, rl_result *out);
+/* A fenced acquire's yes (classified so): its counters, one per key, into out. */
+void rl_cmd_fences(const rl_cmd *cmd, const struct redisReply *reply, int64_t *out);
+/* A fenced acquire of one key sent as SET and INCR (RL_FORM_SET, then
+ * RL_FORM_COUNT): io is what the SET's reply said; a yes takes the INCR's
+ * reply as its fence, or becomes a failure when that is not a count. */
+void rl_cmd_count(const struct redisReply *reply, rl_result *io, int64_t *fence);
+
+/* Whether c still owes the reply of an acquire of token. A release or an
+ * extension of that lock belongs on c, behind it: on another connection the
+ * node could run it first, and the late acquire would then leave its key. */
+bool rl_cmd_owed_on(rl_conn *c, const char *token);
+
+/* Queues cmd again as its full script (EVAL, after NOSCRIPT), with no cached
+ * bytes: its operation may have moved on, on another thread. */
+int rl_cmd_send_script(rl_cmd *cmd, rl_conn *c);
+
+/* The resource names of keys (key_prefix removed), comma-separated, cut
+ * short with ",+N more" to fit len: what an event (log.h) shows of them. */
+void rl_log_resources(const struct rl_client *ctx, const rl_keys *keys, char *buf, size_t len);
+
+#endif /* RL_CMD_H */

@@ -1,0 +1,132 @@
+/*
+ * conn.h - one connection to one node, as the engine sees it: bytes to
+ * write, bytes read, and the stream of replies it still expects, entry by
+ * entry. No sockets here: a driver moves the bytes (rl_conn_output,
+ * rl_conn_wrote, rl_conn_feed) and tells what happened to its socket.
+ *
+ * The rules of the stream, in one place:
+ *   - Every command queued on a connection appends one entry; every reply
+ *     read pops the oldest. A reply is credited to the entry it pops, and to
+ *     nothing else: an entry never moves, and a command sent again (EVAL
+ *     after NOSCRIPT) is a new entry at the tail.
+ *   - The handshake of a new connection (AUTH, SELECT, SCRIPT LOAD, INFO)
+ *     is the stream's own. Nothing queued behind AUTH or SELECT is written
+ *     before their replies say OK; an error from either breaks the
+ *     connection, so what was held back never runs.
+ *   - The entry of a command records how many bytes had been queued when it
+ *     ended: once that many are written it may have run, before that it
+ *     certainly has not. When a connection breaks, rl_conn_pop_lost hands out
+ *     the entries still owed with that knowledge, for their owners to decide
+ *     (a release is sent again elsewhere; an acquire that may have run is
+ *     undone when its owner gave up).
+ *   - A broken connection (closed, cut mid-reply, a reply that matches no
+ *     entry, a refused handshake) is never used again.
+ */
+#ifndef RL_CONN_H
+#define RL_CONN_H
+
+#include "base.h"
+
+struct redisReply;
+struct redisReader;
+struct rl_client;
+struct rl_cmd;
+struct redlock_op;
+
+typedef enum rl_conn_state {
+    RL_CONN_CONNECTING,   /* the driver's connect has not completed */
+    RL_CONN_OPEN,
+    RL_CONN_BROKEN        /* see why; the driver closes its socket */
+} rl_conn_state;
+
+typedef enum rl_entry_kind {
+    RL_ENTRY_AUTH,        /* handshake: an error breaks the connection */
+    RL_ENTRY_SELECT,      /* handshake: an error breaks the connection */
+    RL_ENTRY_SCRIPT,      /* handshake: SCRIPT LOAD; an error only means NOSCRIPT later */
+    RL_ENTRY_INFO,        /* handshake: the node's run_id and version */
+    RL_ENTRY_CMD          /* a command of an operation: see cmd */
+} rl_entry_kind;
+
+typedef struct rl_entry {
+    uint8_t kind;         /* rl_entry_kind */
+    uint8_t form;         /* RL_ENTRY_CMD: how it was sent (cmd.h's rl_form) */
+    bool covered;         /* an acquire with a release of its token behind it */
+    bool late;            /* its deadline passed without its reply: counted once (node.h) */
+    uint64_t end;         /* bytes queued on the connection up to this command's end */
+    struct rl_cmd *cmd;   /* RL_ENTRY_CMD: the command; the entry holds a reference */
+    /* An operation's command, for the node's health: when it was sent (0: on
+     * a connection still connecting, so its round trip is not measured) and
+     * its deadline (0: none). */
+    int64_t sent_at, deadline;
+} rl_entry;
+
+typedef struct redlock_conn {
+    struct rl_client *ctx;
+    size_t node;
+    rl_conn_state state;
+    int code;                   /* RL_CONN_BROKEN: the REDLOCK_E* that describes why */
+    char why[160];              /* RL_CONN_BROKEN: printable reason */
+    unsigned uses;              /* operations it has served (0: new) */
+    bool connected;             /* the driver's connect completed */
+    int64_t opened_at;          /* when it did: the handshake's round trip */
+
+    char *out;                  /* out[0 .. out_len): bytes not yet written */
+    size_t out_len, out_cap;
+    uint64_t queued;            /* bytes queued since the connection was made */
+    uint64_t written;           /* bytes written since the connection was made */
+    uint64_t gate;              /* bytes past this wait for AUTH and SELECT */
+
+    struct redisReader *reader;
+    rl_entry *q;                /* the replies expected, oldest first (a ring) */
+    size_t q_head, q_len, q_cap;
+
+    struct redlock_op *op;           /* the operation that has it now, or NULL */
+    intptr_t io;                /* the driver's: its socket */
+    void *io_data;              /* the driver's */
+} rl_conn;
+
+/* A new connection to node `node` of ctx, with its handshake queued. The
+ * driver connects its socket and calls rl_conn_connected (or breaks it). */
+rl_conn *rl_conn_new(struct rl_client *ctx, size_t node);
+/* Frees a connection whose stream is empty (after rl_conn_pop_lost). */
+void rl_conn_free(rl_conn *c);
+
+void rl_conn_connected(rl_conn *c);
+/* Marks the connection broken (the driver's socket failed, or the engine
+ * found the stream unusable). The first reason is kept. */
+void rl_conn_break(rl_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Queues a command: its bytes, and its entry, which keeps the reference on
+ * cmd that the caller gives it (on success only). */
+int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, int form);
+
+/* The bytes that may be written now (none while connecting, or while held
+ * back behind the handshake), and how many of them were written. */
+size_t rl_conn_output(const rl_conn *c, const char **bytes);
+void rl_conn_wrote(rl_conn *c, size_t n);
+/* Whether bytes are queued that are not yet written (including held back). */
+bool rl_conn_unwritten(const rl_conn *c);
+
+/* Whether it still has bytes to send: connecting, or bytes not yet written. */
+bool rl_conn_sending(const rl_conn *c);
+/* Whether it may serve another operation: open, nothing half-written, and
+ * not too many replies owed (its node would be stalling). */
+bool rl_conn_poolable(const rl_conn *c);
+
+/* Feeds bytes read from the socket. */
+void rl_conn_feed(rl_conn *c, const char *buf, size_t len);
+/* The next reply to a command of an operation: 1 with *reply (free it with
+ * freeReplyObject) and *entry (the caller owns its reference on the cmd);
+ * 0 when none is complete yet; -1 when the connection broke (see why).
+ * Replies of the handshake are handled here, for node `nodes` of the ctx. */
+int rl_conn_next(rl_conn *c, struct redisReply **reply, rl_entry *entry, int64_t now);
+
+/* Replies still expected, and the i-th of them (0: the oldest). */
+size_t rl_conn_owed(const rl_conn *c);
+rl_entry *rl_conn_entry(rl_conn *c, size_t i);
+/* Pops the oldest entry still owed, for a broken (or abandoned) connection:
+ * 1 with *entry and *written (its bytes were all written: it may have run),
+ * 0 when none is left. Handshake entries are dropped. */
+int rl_conn_pop_lost(rl_conn *c, rl_entry *entry, bool *written);
+
+#endif /* RL_CONN_H */

@@ -1,0 +1,70 @@
+/*
+ * keep.h - the renewal of a kept lock: when to extend it, and when it is
+ * lost. No I/O, no threads: the blocking client's thread (async.c) and the
+ * drivers of other event loops (redlock_engine.h) ask it what to do, run the
+ * extensions it asks for, and tell it how each ended.
+ *
+ * The rules, in one place:
+ *   - The lock is extended by its lease (the one it was last taken or
+ *     extended with) a third of that lease after the last success.
+ *   - When the nodes fail (no quorum, no answer, ...), the extension is
+ *     tried again after retry_delay_ms (at least 10 ms), while validity lasts.
+ *   - It is lost when a quorum says the key is not ours (REDLOCK_ENOTHELD),
+ *     or when its validity runs out before an extension succeeds: at that
+ *     moment, even with an extension under way, whose success then changes
+ *     nothing.
+ * Each failed extension is the event renewal_failed, and the loss the event
+ * lost (log.h), made here and nowhere else. They are handed to the caller
+ * (an rl_keep_event), to be told with rl_keep_tell once it holds no lock.
+ */
+#ifndef RL_KEEP_H
+#define RL_KEEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "redlock.h"
+
+/* The parts of an event's text, each buffer's size with its NUL: which lock
+ * ("resource=... owner=..."), the fields ("code=... retry_in_ms=..."), and
+ * the message, k->message for the loss. */
+#define RL_KEEP_WHICH_LEN 320
+#define RL_KEEP_FIELDS_LEN 128
+#define RL_KEEP_MESSAGE_LEN 256
+
+typedef struct rl_keep {
+    redlock_handle *h;
+    int64_t next_at;       /* when the next extension is due */
+    int64_t until;         /* the validity's end before the extension under way */
+    bool extending;        /* one is under way (asked for, not yet ended) */
+    int status;            /* REDLOCK_OK, or why it was lost */
+    char message[RL_KEEP_MESSAGE_LEN];
+} rl_keep;
+
+/* An event to tell (name NULL: none, or none the hook would take). The
+ * caller zeroes it; the calls below set it when they make an event. */
+typedef struct rl_keep_event {
+    int level;
+    const char *name;
+    /* "which fields: message": the three parts' sizes hold their lengths and
+     * the three separators' characters; one more for the NUL. The loss's
+     * text is always whole; a longer message of a failed extension is cut. */
+    char text[RL_KEEP_WHICH_LEN + RL_KEEP_FIELDS_LEN + RL_KEEP_MESSAGE_LEN + 1];
+} rl_keep_event;
+
+#define RL_KEEP_WAIT 0      /* nothing to do before *at */
+#define RL_KEEP_EXTEND 1    /* start an extension of h now; *at: when validity runs out */
+#define RL_KEEP_LOST 2      /* lost: k->status and k->message say why */
+
+/* Starts keeping h, taken (or extended) at now. */
+void rl_keep_init(rl_keep *k, redlock_handle *h, int64_t now);
+/* What to do at now; *at: when to ask again at the latest. */
+int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev);
+/* The extension asked for ended with status (message: the operation's, or
+ * why it could not start). */
+void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
+                      rl_keep_event *ev);
+/* Tells ev to the hook of ctx, if there is one to tell. */
+void rl_keep_tell(const rl_client *ctx, const rl_keep_event *ev);
+
+#endif /* RL_KEEP_H */

@@ -1,0 +1,298 @@
+/* node.c - what a client knows of one node (see node.h). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "node.h"
+
+#define BACKOFF_FIRST_MS 25
+#define BACKOFF_MAX_MS   1000
+
+int rl_node_init(rl_node *node, const char *uri, size_t index)
+{
+    memset(node, 0, sizeof *node);
+    int rc = rl_uri_parse(&node->addr, uri);
+    if (rc != REDLOCK_OK)
+        return rc;
+    node->index = index;
+    node->restarted_at = INT64_MIN;
+    node->same_as = -1;
+    atomic_init(&node->state, RL_NODE_UNKNOWN);
+    atomic_init(&node->rtt_us, -1);
+    node->state_since = INT64_MIN;
+    pthread_mutex_init(&node->mu, NULL);
+    return REDLOCK_OK;
+}
+
+void rl_node_destroy(rl_node *node)
+{
+    pthread_mutex_destroy(&node->mu);
+    rl_uri_free(&node->addr);
+}
+
+int64_t rl_node_connect_wait(rl_node *node, int64_t now)
+{
+    pthread_mutex_lock(&node->mu);
+    int64_t wait = node->down_until - now;
+    pthread_mutex_unlock(&node->mu);
+    return wait > 0 ? wait : 0;
+}
+
+void rl_node_connect_failed(rl_node *node, int64_t now)
+{
+    pthread_mutex_lock(&node->mu);
+    node->backoff_ms = node->backoff_ms ? node->backoff_ms * 2 : BACKOFF_FIRST_MS;
+    if (node->backoff_ms > BACKOFF_MAX_MS)
+        node->backoff_ms = BACKOFF_MAX_MS;
+    node->down_until = now + node->backoff_ms;
+    pthread_mutex_unlock(&node->mu);
+}
+
+void rl_node_connect_ok(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    node->backoff_ms = 0;
+    node->down_until = 0;
+    node->tls_failure[0] = '\0';
+    pthread_mutex_unlock(&node->mu);
+}
+
+static const char *const state_names[] = {
+    [RL_NODE_UNKNOWN] = "unknown", [RL_NODE_UP] = "up", [RL_NODE_SLOW] = "slow",
+    [RL_NODE_DOWN] = "down", [RL_NODE_AUTH] = "auth_refused",
+    [RL_NODE_NOPERM] = "permission_denied",
+};
+
+const char *rl_node_state_name(rl_node_state state)
+{
+    return state_names[state];
+}
+
+void rl_node_sent(rl_node *node)
+{
+    atomic_fetch_add_explicit(&node->commands, 1, memory_order_relaxed);
+}
+
+/* Moves the node to state (why: its last error, or NULL to keep it) and
+ * tells the change. Returns nothing; the event is emitted unlocked. */
+static void change(rl_node *node, rl_node_state to, const char *why, int64_t now)
+{
+    pthread_mutex_lock(&node->mu);
+    rl_node_state was = (rl_node_state)atomic_load(&node->state);
+    if (to == RL_NODE_KEEP)
+        to = was;
+    int64_t for_ms = node->state_since == INT64_MIN ? 0 : now - node->state_since;
+    int64_t retry_in = node->down_until - now;
+    if (why)
+        snprintf(node->last_error, sizeof node->last_error, "%s", why);
+    if (was != to) {
+        atomic_store(&node->state, to);
+        node->state_since = now;
+    }
+    pthread_mutex_unlock(&node->mu);
+    if (was == to)
+        return;
+    const rl_client *ctx = node->ctx;
+    const char *label = node->addr.label, *from = state_names[was];
+    switch (to) {
+    case RL_NODE_DOWN:
+        RL_LOG(ctx, REDLOCK_LOG_WARN, "node_down", "node=%s was=%s retry_in_ms=%lld: %s", label,
+               from, (long long)(retry_in > 0 ? retry_in : 0), why ? why : "");
+        break;
+    case RL_NODE_SLOW:
+        RL_LOG(ctx, REDLOCK_LOG_WARN, "node_slow", "node=%s was=%s: %s", label, from,
+               why ? why : "");
+        break;
+    case RL_NODE_AUTH:
+        RL_LOG(ctx, REDLOCK_LOG_ERROR, "auth_refused", "node=%s was=%s: %s", label, from,
+               why ? why : "");
+        break;
+    case RL_NODE_NOPERM:
+        RL_LOG(ctx, REDLOCK_LOG_ERROR, "permission_denied", "node=%s was=%s: %s", label, from,
+               why ? why : "");
+        break;
+    case RL_NODE_UP:
+        if (was != RL_NODE_UNKNOWN)
+            RL_LOG(ctx, REDLOCK_LOG_INFO, "node_back", "node=%s was=%s for_ms=%lld", label, from,
+                   (long long)for_ms);
+        break;
+    case RL_NODE_UNKNOWN:
+    case RL_NODE_KEEP:
+        break;
+    }
+}
+
+void rl_node_answered(rl_node *node, int64_t rtt_ms, int64_t now)
+{
+    if (rtt_ms >= 0) {
+        /* An average that follows the last eight or so. */
+        int64_t sample = rtt_ms * 1000, avg = atomic_load_explicit(&node->rtt_us,
+                                                                   memory_order_relaxed);
+        atomic_store_explicit(&node->rtt_us, avg < 0 ? sample : avg + (sample - avg) / 8,
+                              memory_order_relaxed);
+    }
+    if (atomic_load_explicit(&node->state, memory_order_relaxed) != RL_NODE_UP)
+        change(node, RL_NODE_UP, NULL, now);
+}
+
+void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t now)
+{
+    atomic_fetch_add_explicit(&node->failures, 1, memory_order_relaxed);
+    if (state == RL_NODE_SLOW)
+        atomic_fetch_add_explicit(&node->timeouts, 1, memory_order_relaxed);
+    if (why)
+        change(node, state, why, now);
+}
+
+rl_node_state rl_node_state_after(int code)
+{
+    return code == REDLOCK_EAUTH ? RL_NODE_AUTH : code == REDLOCK_ENOPERM ? RL_NODE_NOPERM
+         : RL_NODE_UP;
+}
+
+void rl_node_connect_failure(rl_node *node, int code, const char *why)
+{
+    pthread_mutex_lock(&node->mu);
+    snprintf(node->tls_failure, sizeof node->tls_failure, "%s",
+             code == REDLOCK_ETLS && why ? why : "");
+    pthread_mutex_unlock(&node->mu);
+}
+
+int rl_node_backoff(rl_node *node, int64_t now, char *why, size_t whylen)
+{
+    pthread_mutex_lock(&node->mu);
+    int64_t wait = node->down_until - now;
+    int code = wait <= 0 ? REDLOCK_OK : node->tls_failure[0] ? REDLOCK_ETLS : REDLOCK_ENOQUORUM;
+    if (code == REDLOCK_ETLS)
+        snprintf(why, whylen, "%s (next connection attempt in %lld ms)", node->tls_failure,
+                 (long long)wait);
+    else if (code != REDLOCK_OK)
+        snprintf(why, whylen, "unreachable, next connection attempt in %lld ms", (long long)wait);
+    pthread_mutex_unlock(&node->mu);
+    return code;
+}
+
+int rl_info_run_id(const char *info, size_t len, char out[41])
+{
+    static const char field[] = "run_id:";
+    const size_t flen = sizeof field - 1;
+    for (size_t i = 0; i + flen + 40 <= len; i++) {
+        if ((i > 0 && info[i - 1] != '\n') || memcmp(info + i, field, flen) != 0)
+            continue;
+        const char *id = info + i + flen;
+        for (int j = 0; j < 40; j++)
+            if (!isxdigit((unsigned char)id[j]))
+                return -1;
+        if (i + flen + 40 < len && !isspace((unsigned char)id[40]))
+            return -1;
+        memcpy(out, id, 40);
+        out[40] = '\0';
+        return 0;
+    }
+    return -1;
+}
+
+int rl_info_version(const char *info, size_t len)
+{
+    static const char field[] = "redis_version:";
+    const size_t flen = sizeof field - 1;
+    for (size_t i = 0; i + flen < len; i++) {
+        if ((i > 0 && info[i - 1] != '\n') || memcmp(info + i, field, flen) != 0)
+            continue;
+        int major = 0, minor = 0;
+        size_t j = i + flen;
+        for (; j < len && isdigit((unsigned char)info[j]) && major < 10000; j++)
+            major = major * 10 + (info[j] - '0');
+        if (j >= len || info[j] != '.')
+            return 0;
+        for (j++; j < len && isdigit((unsigned char)info[j]) && minor < 100; j++)
+            minor = minor * 10 + (info[j] - '0');
+        return major * 100 + (minor > 99 ? 99 : minor);
+    }
+    return 0;
+}
+
+/* The run_id node j is known by, copied under its lock. */
+static void run_id_of(rl_node *node, char out[41])
+{
+    pthread_mutex_lock(&node->mu);
+    memcpy(out, node->run_id, 41);
+    pthread_mutex_unlock(&node->mu);
+}
+
+void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, size_t len,
+                       int64_t now)
+{
+    rl_node *node = &nodes[i];
+    char run_id[41];
+    int version = rl_info_version(info, len);
+    bool have_id = rl_info_run_id(info, len, run_id) == 0;
+    int same_as = -1;
+    for (size_t j = 0; have_id && j < n; j++) {
+        char other[41];
+        if (j == i)
+            continue;
+        run_id_of(&nodes[j], other);
+        if (strcmp(other, run_id) == 0) {
+            same_as = (int)j;
+            break;
+        }
+    }
+    bool restarted = false;
+    pthread_mutex_lock(&node->mu);
+    if (version)
+        node->version = version;
+    if (have_id) {
+        /* A run_id other than the one seen before means the node restarted:
+         * it may have lost keys it held (the restart guard). */
+        if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0) {
+            node->restarted_at = now;
+            restarted = true;
+        }
+        memcpy(node->run_id, run_id, sizeof node->run_id);
+        /* Of two names for one server, the later one in the list does not
+         * count: the server votes once. */
+        node->same_as = same_as >= 0 && (size_t)same_as < i ? same_as : -1;
+    }
+    pthread_mutex_unlock(&node->mu);
+    if (same_as >= 0 && (size_t)same_as > i) {
+        pthread_mutex_lock(&nodes[same_as].mu);
+        nodes[same_as].same_as = (int)i;
+        pthread_mutex_unlock(&nodes[same_as].mu);
+    }
+    const rl_client *ctx = node->ctx;
+    if (restarted && rl_logging(&ctx->log, REDLOCK_LOG_WARN)) {
+        int64_t guard = ctx->opt.restart_guard ? rl_ctx_max_lease(ctx) : 0;
+        rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_restarted", "node=%s run_id=%.8s guard_ms=%lld",
+                    node->addr.label, run_id, (long long)guard);
+    }
+}
+
+int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now)
+{
+    pthread_mutex_lock(&node->mu);
+    int64_t since = node->restarted_at;
+    pthread_mutex_unlock(&node->mu);
+    if (since == INT64_MIN)
+        return 0;
+    int64_t left = since + max_lease_ms - now;
+    return left > 0 ? left : 0;
+}
+
+int rl_node_same_as(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    int same = node->same_as;
+    pthread_mutex_unlock(&node->mu);
+    return same;
+}
+
+bool rl_node_has_set_nx_get(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    bool yes = node->version >= 700;
+    pthread_mutex_unlock(&node->mu);
+    return yes;
+}

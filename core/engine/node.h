@@ -1,0 +1,102 @@
+/*
+ * node.h - what a client knows of one node, shared by every operation and
+ * every thread: its address, whether it may be connected to now (backoff
+ * after failed connects), what its INFO said (run_id, version), when it was
+ * seen to restart (the restart guard) and whether it is the same server as
+ * another node of the client; and its health (state, last error, round
+ * trip, counters), whose changes are the client's node events (log.h).
+ * Times are the driver's monotonic milliseconds.
+ */
+#ifndef RL_NODE_H
+#define RL_NODE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "uri.h"
+
+struct rl_client;
+
+/* A node's state, as its last contact left it (redlock_ctx_health). */
+typedef enum rl_node_state {
+    RL_NODE_KEEP = -1,   /* rl_node_failed: no change of state */
+    RL_NODE_UNKNOWN,     /* not contacted yet */
+    RL_NODE_UP,          /* it answered */
+    RL_NODE_SLOW,        /* its last command got no answer in time */
+    RL_NODE_DOWN,        /* connecting to it failed */
+    RL_NODE_AUTH,        /* it refused the credentials */
+    RL_NODE_NOPERM       /* its ACL refused a command or key (NOPERM) */
+} rl_node_state;
+
+typedef struct rl_node {
+    rl_node_addr addr;
+    size_t index;
+    const struct rl_client *ctx;   /* whose events its changes are */
+    /* Health: counters and the round trip without the lock, the rest under it. */
+    _Atomic int state;               /* rl_node_state */
+    _Atomic uint64_t commands, failures, timeouts;
+    _Atomic int64_t rtt_us;          /* an average of round trips, in microseconds; -1 none */
+    pthread_mutex_t mu;      /* guards every field below */
+    int64_t state_since;     /* when state last changed */
+    char last_error[160];
+    int64_t down_until;      /* no new connections before this (backoff) */
+    int64_t backoff_ms;
+    char tls_failure[160];   /* why the last connect failed, when TLS did ("" else) */
+    char run_id[41];         /* the node's INFO run_id as last seen ("" before) */
+    int64_t restarted_at;    /* when a new run_id was seen; INT64_MIN never */
+    int version;             /* redis_version as major * 100 + minor; 0 unknown */
+    int same_as;             /* index of an earlier node with the same run_id, or -1 */
+} rl_node;
+
+int rl_node_init(rl_node *node, const char *uri, size_t index);
+void rl_node_destroy(rl_node *node);
+
+/* Milliseconds before a new connection may be tried (0: now). */
+int64_t rl_node_connect_wait(rl_node *node, int64_t now);
+/* Connecting failed (backoff: 25 ms doubling to 1 s) or succeeded. */
+void rl_node_connect_failed(rl_node *node, int64_t now);
+void rl_node_connect_ok(rl_node *node);
+/* What made the failed connect fail: code and why. A TLS failure
+ * (REDLOCK_ETLS) is told again while the node backs off. */
+void rl_node_connect_failure(rl_node *node, int code, const char *why);
+/* While the node backs off: REDLOCK_ETLS with the TLS failure that made it,
+ * or REDLOCK_ENOQUORUM, and why ("... next connection attempt in N ms");
+ * REDLOCK_OK when it may be connected to now. */
+int rl_node_backoff(rl_node *node, int64_t now, char *why, size_t whylen);
+
+/* Reads an INFO reply of node i of nodes[0..n): its version, and its run_id,
+ * which tells a restart (a new run_id) and the same server listed twice. */
+void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, size_t len,
+                       int64_t now);
+
+/* Health. A command was sent; a reply came (rtt_ms < 0: its round trip is
+ * not known, e.g. it waited for a connect); the node failed a command or a
+ * connection: state RL_NODE_DOWN (cannot connect), RL_NODE_SLOW (no answer
+ * in time: also a timeout), RL_NODE_AUTH (refused the credentials),
+ * RL_NODE_NOPERM (its ACL refused a command or key), RL_NODE_UP (it
+ * answered, with another error) or RL_NODE_KEEP (a connection lost: its
+ * state is what connecting again says); why (its last error) NULL only
+ * counts the failure. A change of state is an event: node_down, node_slow,
+ * auth_refused, permission_denied, node_back. */
+const char *rl_node_state_name(rl_node_state state);
+void rl_node_sent(rl_node *node);
+void rl_node_answered(rl_node *node, int64_t rtt_ms, int64_t now);
+void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t now);
+/* The state an error reply with code (rl_reply_error_code) leaves a node in:
+ * RL_NODE_AUTH, RL_NODE_NOPERM, or RL_NODE_UP (it answered). */
+rl_node_state rl_node_state_after(int code);
+
+/* Milliseconds for which the node's votes do not count yet, because it
+ * restarted less than max_lease_ms ago; 0 when they count. */
+int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now);
+/* The index of an earlier node that is the same server, or -1. */
+int rl_node_same_as(rl_node *node);
+/* Whether the node is known to run Redis 7.0 or later (SET with NX and GET). */
+bool rl_node_has_set_nx_get(rl_node *node);
+
+/* Finds "run_id:<40 hex>" in an INFO reply; 0 when found. */
+int rl_info_run_id(const char *info, size_t len, char out[41]);
+/* Finds "redis_version:X.Y" in an INFO reply: X * 100 + Y, or 0. */
+int rl_info_version(const char *info, size_t len);
+
+#endif /* RL_NODE_H */

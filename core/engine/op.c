@@ -1,0 +1,1161 @@
+/* op.c - acquire, extend and release as state machines (see op.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "client.h"
+#include "log.h"
+#include "node.h"
+#include "op.h"
+#include "owed.h"
+#include "quorum.h"
+
+typedef enum slot_state {
+    SLOT_IDLE,        /* nothing asked of this node in this round */
+    SLOT_WANT_CONN,   /* the round's command waits for a connection */
+    SLOT_WAITING,     /* the command is queued; its reply is awaited */
+    SLOT_DONE         /* the vote is in */
+} slot_state;
+
+typedef struct slot {
+    rl_conn *conn;        /* the connection to this node, kept across rounds */
+    slot_state state;
+    bool sent;            /* this round's command was queued on conn */
+    bool maybe_ran;       /* ... on a connection lost after writing it */
+    bool retried;         /* a stale pooled connection was replaced this round */
+    bool counting;        /* a fenced SET answered: its vote waits for the INCR's reply */
+    rl_result set;        /* ... and is this */
+    int64_t deadline;
+} slot;
+
+typedef enum phase {
+    PHASE_ROUND,          /* a command is out to the nodes */
+    PHASE_PAUSE,          /* between two acquire attempts */
+    PHASE_DONE
+} phase;
+
+typedef enum op_kind {
+    OP_LOCK,
+    OP_EXTEND,
+    OP_UNLOCK,
+    OP_DELIVER,     /* releases owed to nodes, and nothing else */
+    OP_INSPECT,     /* a query: is the lock held, by anyone, and how long */
+    OP_FORCE,       /* a forced unlock: the key deleted whatever its token */
+    OP_PING         /* a PING of every node: how many answer */
+} op_kind;
+
+struct redlock_op {
+    rl_client *ctx;
+    op_kind kind;
+    redlock_handle *h;
+    bool owns_handle;     /* lock: the handle is the op's until taken */
+    int64_t ttl_ms;
+    int64_t give_up;      /* lock: no attempt starts after this */
+    int64_t unavailable_since;  /* lock: start of the attempts that all lacked answers */
+    int64_t round_start;
+    int64_t started;      /* when the operation was made */
+    unsigned attempts;    /* lock: acquire rounds started */
+    int64_t wake_at;      /* pause: when the next attempt starts */
+    phase phase;
+    rl_cmd *cmd;          /* the current round's command */
+    rl_cmd *attempt;      /* lock: the acquire of the current attempt */
+    bool fenced;          /* lock: with fencing */
+    int64_t *got;         /* fenced lock: each node's counters, node by node */
+    bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
+    bool was_held;        /* unlock: the lock as it was when unlock began */
+    int64_t old_expires_at;
+    rl_verdict answer;    /* inspect, force: what the nodes said */
+    int rc;
+    char what[300];
+    char msg[RL_ERRMSG_MAX];
+    size_t next_conn;     /* rl_op_take_conn's cursor */
+    rl_conn **dropped;    /* broken connections let go of, for the driver to close */
+    size_t n_dropped;
+    slot *slots;          /* one per node, allocated with the op */
+    rl_result *results;   /* one per node, allocated with the op */
+};
+
+static rl_verb verb_of(const rl_op *op)
+{
+    switch (op->kind) {
+    case OP_LOCK:    return RL_VERB_ACQUIRE;
+    case OP_EXTEND:  return RL_VERB_EXTEND;
+    case OP_INSPECT: return RL_VERB_INSPECT;
+    case OP_FORCE:   return RL_VERB_FORCE;
+    case OP_PING:    return RL_VERB_PING;
+    default:         return RL_VERB_RELEASE;
+    }
+}
+
+/* ---- handles ---- */
+
+void rl_handle_free(redlock_handle *h)
+{
+    if (!h)
+        return;
+    rl_cmd_unref(h->acquired_by);
+    rl_keys_unref(h->keys);
+    free(h->fences);
+    free(h);
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Fails when two keys are the same. */
+static int check_distinct(const rl_client *ctx, const rl_keys *keys)
+{
+    if (keys->n < 2)
+        return REDLOCK_OK;
+    char **sorted = malloc(keys->n * sizeof *sorted);
+    if (!sorted)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    memcpy(sorted, keys->k, keys->n * sizeof *sorted);
+    qsort(sorted, keys->n, sizeof *sorted, compare_keys);
+    int rc = REDLOCK_OK;
+    for (size_t i = 1; i < keys->n && rc == REDLOCK_OK; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            rc = rl_fail(REDLOCK_EINVAL, "resource '%.200s' is listed twice",
+                         sorted[i] + ctx->opt.key_prefix_len);
+    free(sorted);
+    return rc;
+}
+
+/* A handle for the given resources, their keys prefixed; names checked. */
+static int handle_new(redlock_handle **out, rl_client *ctx, const char *const *names, size_t n)
+{
+    const rl_options *o = &ctx->opt;
+    redlock_handle *h = calloc(1, sizeof *h);
+    if (!h || !(h->keys = rl_keys_new(n))) {
+        free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    h->ctx = ctx;
+    int rc = REDLOCK_OK;
+    for (size_t i = 0; i < n && rc == REDLOCK_OK; i++) {
+        size_t len = names[i] ? strnlen(names[i], REDLOCK_MAX_NAME_BYTES + 1) : 0;
+        if (!names[i])
+            rc = rl_fail(REDLOCK_EINVAL, "resource name %zu is NULL", i);
+        else if (len == 0)
+            rc = rl_fail(REDLOCK_EINVAL, "resource name %zu is empty", i);
+        else if (o->key_prefix_len + len > REDLOCK_MAX_NAME_BYTES)
+            rc = rl_fail(REDLOCK_EINVAL, "resource name %zu is too long (key_prefix and name "
+                         "together may have at most 4096 bytes)", i);
+        else if (!(h->keys->k[i] = malloc(o->key_prefix_len + len + 1)))
+            rc = rl_fail(REDLOCK_ENOMEM, "out of memory");
+        else {
+            memcpy(h->keys->k[i], o->key_prefix, o->key_prefix_len);
+            memcpy(h->keys->k[i] + o->key_prefix_len, names[i], len + 1);
+        }
+    }
+    if (rc == REDLOCK_OK)
+        rc = check_distinct(ctx, h->keys);
+    if (rc != REDLOCK_OK) {
+        rl_handle_free(h);
+        return rc;
+    }
+    *out = h;
+    return REDLOCK_OK;
+}
+
+static int check_lease(int64_t ttl_ms)
+{
+    if (ttl_ms <= 0)
+        return rl_fail(REDLOCK_EINVAL, "ttl_ms must be positive, got %lld", (long long)ttl_ms);
+    if (ttl_ms > REDLOCK_MAX_TTL_MS)
+        return rl_fail(REDLOCK_EINVAL, "ttl_ms must be at most %d, got %lld", REDLOCK_MAX_TTL_MS,
+                       (long long)ttl_ms);
+    return REDLOCK_OK;
+}
+
+/* "lock 'orders'" or "lock 'orders' and 2 more", for messages. */
+static void describe(rl_op *op, const char *verb)
+{
+    const rl_keys *k = op->h->keys;
+    if (k->n == 1)
+        snprintf(op->what, sizeof op->what, "%s '%.200s'", verb, k->k[0]);
+    else
+        snprintf(op->what, sizeof op->what, "%s '%.200s' and %zu more", verb, k->k[0], k->n - 1);
+}
+
+/* ---- rounds ---- */
+
+static int new_token(rl_client *ctx, char out[RL_TOKEN_LEN + 1])
+{
+    unsigned char raw[RL_TOKEN_BYTES];
+    if (ctx->random(ctx->random_data, raw, sizeof raw) != 0)
+        return REDLOCK_ESYSTEM;
+    rl_token_hex(out, raw);
+    return REDLOCK_OK;
+}
+
+static const char *const op_names[] = {
+    [OP_LOCK] = "lock", [OP_EXTEND] = "extend", [OP_UNLOCK] = "unlock", [OP_DELIVER] = "deliver",
+    [OP_INSPECT] = "inspect", [OP_FORCE] = "force_unlock", [OP_PING] = "ping",
+};
+
+/* The event of a finished operation (log.h): one per call, never per attempt. */
+static void report(const rl_op *op, int64_t now)
+{
+    int rc = op->rc, level = REDLOCK_LOG_WARN;
+    const char *event = "failed";
+    if (rc == REDLOCK_OK) {
+        static const char *const done[] = {
+            [OP_LOCK] = "acquired", [OP_EXTEND] = "extended", [OP_UNLOCK] = "released",
+            [OP_FORCE] = "force_unlocked",
+        };
+        event = op->kind < sizeof done / sizeof done[0] ? done[op->kind] : NULL;
+        level = op->kind == OP_FORCE ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG;
+        if (!event)
+            return;   /* queries, pings and deliveries succeed quietly */
+    } else if (rc == REDLOCK_ELOCKED) {
+        event = "refused";
+        level = REDLOCK_LOG_DEBUG;
+    } else if (rc == REDLOCK_ENOQUORUM) {
+        event = "no_quorum";
+    } else if (rc == REDLOCK_EAUTH || rc == REDLOCK_ENOPERM) {
+        level = REDLOCK_LOG_ERROR;
+    } else if (rc == REDLOCK_ECANCELED) {
+        level = REDLOCK_LOG_DEBUG;
+    }
+    if (op->kind == OP_DELIVER || !rl_logging(&op->ctx->log, level))
+        return;
+
+    const redlock_handle *h = op->h;
+    size_t n = op->ctx->n_nodes, yes = 0;
+    for (size_t i = 0; i < n; i++)
+        yes += op->results[i].vote == RL_VOTE_YES;
+    char fields[512], resources[256] = "", owner[RL_OWNER_LEN + 1] = "";
+    if (h && h->keys->n > 0)
+        rl_log_resources(op->ctx, h->keys, resources, sizeof resources);
+    /* A lock has an owner once taken; extend and unlock are the owner's. */
+    if (h && ((op->kind == OP_LOCK && rc == REDLOCK_OK) || op->kind == OP_EXTEND
+              || op->kind == OP_UNLOCK))
+        rl_log_owner(h->token, owner);
+    int w = snprintf(fields, sizeof fields, "op=%s", op_names[op->kind]);
+    if (resources[0])
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " resource=%s", resources);
+    if (owner[0])
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " owner=%s", owner);
+    w += snprintf(fields + w, sizeof fields - (size_t)w, " nodes=%zu/%zu", yes, n);
+    if (rc == REDLOCK_ENOQUORUM)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " need=%zu", rl_quorum(n));
+    if (op->kind == OP_FORCE)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " deleted=%zu", op->answer.deleted);
+    w += snprintf(fields + w, sizeof fields - (size_t)w, " ms=%lld", (long long)(now - op->started));
+    if (op->kind == OP_LOCK)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " attempts=%u", op->attempts);
+    if (rc == REDLOCK_OK && (op->kind == OP_LOCK || op->kind == OP_EXTEND))
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " validity_ms=%lld",
+                      (long long)(h->expires_at - now));
+    if (rc == REDLOCK_OK && op->kind == OP_LOCK && h->fences)
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " fence=%lld", (long long)h->fences[0]);
+    if (rc != REDLOCK_OK && rc != REDLOCK_ELOCKED && rc != REDLOCK_ENOQUORUM)
+        snprintf(fields + w, sizeof fields - (size_t)w, " code=%s", rl_log_code(rc));
+    if (rc == REDLOCK_OK)
+        rl_log_emit(&op->ctx->log, level, event, "%s", fields);
+    else
+        rl_log_emit(&op->ctx->log, level, event, "%s: %s", fields, op->msg[0] ? op->msg
+                    : rl_log_code(rc));
+}
+
+static void finish(rl_op *op, int rc, const char *msg, int64_t now)
+{
+    /* Replies still to come are late from now on; this must happen before
+     * the connections go back to a pool where another thread reads them. */
+    if (op->cmd)
+        op->cmd->op = NULL;
+    op->phase = PHASE_DONE;
+    op->rc = rc;
+    if (msg != op->msg)
+        snprintf(op->msg, sizeof op->msg, "%s", msg ? msg : "");
+    report(op, now);
+}
+
+/* Marks the entry just queued on c with its send time (when c is open)
+ * and deadline, for the node's health. */
+static void stamp(rl_conn *c, int64_t now, int64_t deadline)
+{
+    size_t last = rl_conn_owed(c) - 1;
+    rl_entry *e = rl_conn_entry(c, last);
+    if (e->kind == RL_ENTRY_CMD && e->form == RL_FORM_COUNT && last > 0)
+        e = rl_conn_entry(c, last - 1);   /* a fenced SET's INCR: the SET is timed */
+    e->sent_at = c->state == RL_CONN_OPEN ? now : 0;
+    e->deadline = deadline;
+}
+
+/* Marks late the entries of cmd on c still owed, once: their deadline passed. */
+static void mark_late(rl_conn *c, const rl_cmd *cmd)
+{
+    for (size_t k = 0; k < rl_conn_owed(c); k++) {
+        rl_entry *e = rl_conn_entry(c, k);
+        if (e->cmd == cmd)
+            e->late = true;
+    }
+}
+
+/* Queues the round's command on the slot's connection. */
+static void send_on(rl_op *op, size_t i, int64_t now)
+{
+    slot *s = &op->slots[i];
+    const rl_options *o = &op->ctx->opt;
+    int rc = rl_cmd_send(op->cmd, s->conn, false);
+    if (rc != REDLOCK_OK) {
+        s->state = SLOT_DONE;
+        rl_result_fail(&op->results[i], rc, "%s", rc == REDLOCK_ENOMEM ? "out of memory"
+                       : "connection unusable");
+        return;
+    }
+    s->sent = true;
+    s->counting = false;
+    s->state = SLOT_WAITING;
+    s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
+                                                              : o->node_timeout_ms);
+    stamp(s->conn, now, s->deadline);
+    rl_node_sent(&op->ctx->nodes[i]);
+}
+
+/* Lets go of a slot's broken connection (its connect timed out): the
+ * driver gets it back from rl_op_take_conn, to close it. */
+static void drop(rl_op *op, slot *s)
+{
+    rl_conn **grown = realloc(op->dropped, (op->n_dropped + 1) * sizeof *grown);
+    if (!grown)
+        return;   /* out of memory: it stays in the slot until the op ends */
+    op->dropped = grown;
+    op->dropped[op->n_dropped++] = s->conn;
+    s->conn = NULL;
+}
+
+static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
+{
+    redlock_handle *h = op->h;
+    if (kind == RL_CMD_ACQUIRE) {
+        int rc = new_token(op->ctx, h->token);
+        if (rc != REDLOCK_OK)
+            return rl_fail(rc, "the operating system's random source failed");
+    }
+    rl_cmd_unref(op->cmd);
+    op->cmd = rl_cmd_new(kind, h->keys, h->token, op->ttl_ms);
+    if (!op->cmd)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->cmd->op = op;
+    op->cmd->cacheable = true;
+    if (kind == RL_CMD_ACQUIRE) {
+        op->attempts++;
+        op->cmd->fenced = op->fenced;
+        rl_cmd_unref(op->attempt);
+        op->attempt = rl_cmd_ref(op->cmd);
+    }
+    op->phase = PHASE_ROUND;
+    op->round_start = now;
+    op->saw_noscript = false;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        op->results[i].vote = RL_VOTE_PENDING;
+        s->sent = s->maybe_ran = s->retried = false;
+        if (s->conn && s->conn->state == RL_CONN_BROKEN)
+            drop(op, s);
+        if (s->conn)
+            send_on(op, i, now);
+        else
+            s->state = SLOT_WANT_CONN;
+    }
+    return REDLOCK_OK;
+}
+
+static int64_t retry_pause_ms(rl_op *op)
+{
+    const rl_options *o = &op->ctx->opt;
+    int64_t pause = o->retry_delay_ms;
+    uint32_t r = 0;
+    if (o->retry_jitter_ms > 0 && op->ctx->random(op->ctx->random_data, &r, sizeof r) == 0)
+        pause += (int64_t)(r % (uint32_t)(2 * o->retry_jitter_ms + 1)) - o->retry_jitter_ms;
+    return pause < 0 ? 0 : pause;
+}
+
+/* Codes for which another attempt may succeed. */
+static bool retryable(int rc)
+{
+    return rc == REDLOCK_ELOCKED || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EEXPIRED
+        || rc == REDLOCK_EREDIS;
+}
+
+/* Whether a lock's wait is to end for an outage: every attempt for
+ * unavailable_timeout_ms failed for want of answers. */
+static bool unavailable_too_long(const rl_op *op, int64_t now)
+{
+    int64_t limit = op->ctx->opt.unavailable_timeout_ms;
+    return limit > 0 && op->unavailable_since != INT64_MAX
+        && now - op->unavailable_since >= limit;
+}
+
+/* A failed attempt: its release goes wherever the acquire may have run. */
+static void undo_attempt(rl_op *op, int64_t now)
+{
+    rl_cmd *rel = rl_cmd_new(RL_CMD_RELEASE, op->h->keys, op->h->token, 0);
+    if (rel)
+        rel->cacheable = true;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn, false) == REDLOCK_OK;
+        if ((s->sent && s->conn && !queued) || s->maybe_ran)
+            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+    }
+    rl_cmd_unref(rel);
+}
+
+/* Fencing, once a quorum took the lock: its fence for each key is the
+ * largest counter among the nodes that took it. When a quorum counted that
+ * much already, that is all (0); otherwise it is written back, guarded by
+ * our token, to the nodes that counted less, and that round decides the
+ * lock instead, with the acquire's start, so validity runs to its end (1).
+ * REDLOCK_ENOMEM when it could not be made. */
+static int start_fence(rl_op *op, int64_t now)
+{
+    redlock_handle *h = op->h;
+    size_t n_keys = h->keys->n, n_nodes = op->ctx->n_nodes;
+    bool *behind = calloc(n_nodes, sizeof *behind);
+    rl_cmd *fence = behind ? rl_cmd_new(RL_CMD_FENCE, h->keys, h->token, 0) : NULL;
+    if (fence)
+        fence->fences = malloc(n_keys * sizeof *fence->fences);
+    if (!fence || !fence->fences) {
+        free(behind);
+        rl_cmd_unref(fence);
+        return REDLOCK_ENOMEM;
+    }
+    size_t agree = rl_quorum_fences(op->results, n_nodes, op->got, n_keys, fence->fences,
+                                    behind);
+    memcpy(h->fences, fence->fences, n_keys * sizeof *h->fences);
+    if (agree >= rl_quorum(n_nodes)) {
+        free(behind);
+        rl_cmd_unref(fence);
+        return 0;
+    }
+    rl_cmd_unref(op->cmd);
+    op->cmd = fence;
+    fence->op = op;
+    fence->cacheable = true;
+    op->saw_noscript = false;
+    for (size_t i = 0; i < n_nodes; i++) {
+        slot *s = &op->slots[i];
+        rl_result *r = &op->results[i];
+        if (behind[i] && s->conn && s->conn->state != RL_CONN_BROKEN) {
+            r->vote = RL_VOTE_PENDING;
+            send_on(op, i, now);
+            continue;
+        }
+        s->state = SLOT_DONE;
+        if (behind[i])
+            rl_result_fail(r, REDLOCK_ENOQUORUM, "connection lost before its fence was written");
+        else if (r->vote == RL_VOTE_PENDING)
+            rl_result_fail(r, REDLOCK_ENOQUORUM, "no answer before the others decided");
+    }
+    free(behind);
+    return 1;
+}
+
+static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
+{
+    redlock_handle *h = op->h;
+    op->cmd->op = NULL;   /* later replies are late: owed.h's rules */
+    switch (op->kind) {
+    case OP_LOCK:
+        if (v->rc == REDLOCK_OK && op->fenced && op->cmd->kind == RL_CMD_ACQUIRE) {
+            int fence = start_fence(op, now);
+            if (fence == 1)
+                return;
+            if (fence != 0) {
+                undo_attempt(op, now);
+                finish(op, REDLOCK_ENOMEM, "out of memory", now);
+                return;
+            }
+        }
+        if (v->rc == REDLOCK_OK) {
+            h->held = true;
+            h->expires_at = v->expires_at;
+            h->lease_ms = op->ttl_ms;
+            h->acquired_by = rl_cmd_ref(op->attempt);
+            finish(op, REDLOCK_OK, "", now);
+            return;
+        }
+        undo_attempt(op, now);
+        if (v->rc != REDLOCK_ENOQUORUM)
+            op->unavailable_since = INT64_MAX;
+        else if (op->unavailable_since == INT64_MAX)
+            op->unavailable_since = op->round_start;
+        if (unavailable_too_long(op, now)) {
+            size_t len = strlen(op->msg);
+            snprintf(op->msg + len, sizeof op->msg - len, " (every attempt for %lld ms: the "
+                     "nodes are failing, not refusing; see unavailable_timeout_ms)",
+                     (long long)(now - op->unavailable_since));
+            finish(op, REDLOCK_ENOQUORUM, op->msg, now);
+            return;
+        }
+        if (retryable(v->rc) && now < op->give_up) {
+            int64_t pause = retry_pause_ms(op), left = op->give_up - now;
+            op->phase = PHASE_PAUSE;
+            op->wake_at = now + (pause < left ? pause : left);
+            op->rc = v->rc;
+            for (size_t i = 0; i < op->ctx->n_nodes; i++)
+                op->slots[i].state = SLOT_IDLE;
+            return;
+        }
+        finish(op, v->rc, op->msg, now);
+        return;
+    case OP_EXTEND:
+        if (h->lost) {
+            /* Declared lost (its validity ran out) while this extension was
+             * out: a late success does not bring it back. */
+            h->held = false;
+            finish(op, REDLOCK_ENOTHELD, "the lock was lost while it was being extended", now);
+            return;
+        }
+        h->held = v->held && !h->released;   /* an unlock started meanwhile wins */
+        if (v->held || v->expires_at < h->expires_at)
+            h->expires_at = v->expires_at;
+        if (v->held)
+            h->lease_ms = op->ttl_ms;
+        finish(op, v->rc, op->msg, now);
+        return;
+    case OP_UNLOCK:
+        h->held = false;
+        finish(op, v->rc, op->msg, now);
+        return;
+    case OP_INSPECT:
+    case OP_FORCE:
+    case OP_PING:
+        op->answer = *v;
+        finish(op, v->rc, op->msg, now);
+        return;
+    case OP_DELIVER:   /* decided by step_deliver, never by a verdict */
+        return;
+    }
+}
+
+/* Decides the round if it can be decided now. */
+static void try_decide(rl_op *op, int64_t now)
+{
+    bool final = true;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WAITING || op->slots[i].state == SLOT_WANT_CONN)
+            final = false;
+    /* After a NOSCRIPT the other nodes have likely lost their scripts too:
+     * the round waits for every node, to send each the script now rather
+     * than leave it to a reply nobody reads. */
+    if (op->saw_noscript && !final)
+        return;
+    rl_round round = {
+        .verb = verb_of(op), .results = op->results, .start = op->round_start, .now = now,
+        .ttl_ms = op->ttl_ms, .final = final, .was_held = op->was_held,
+        .expires_at = op->old_expires_at, .old_expires_at = op->old_expires_at,
+    };
+    rl_verdict v;
+    if (op->kind == OP_INSPECT || op->kind == OP_FORCE || op->kind == OP_PING)
+        rl_quorum_query(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
+    else
+        rl_quorum_decide(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
+    if (v.decided)
+        end_round(op, &v, now);
+}
+
+static void vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
+{
+    op->results[i] = *r;
+    rl_quorum_admit(op->ctx, i, verb_of(op), &op->results[i], now);
+    op->slots[i].state = SLOT_DONE;
+}
+
+/* ---- making operations ---- */
+
+static rl_op *op_new(rl_client *ctx, op_kind kind, int64_t now)
+{
+    size_t n = ctx->n_nodes;
+    rl_op *op = malloc(sizeof *op + n * (sizeof *op->slots + sizeof *op->results));
+    if (!op)
+        return NULL;
+    memset(op, 0, sizeof *op);
+    op->slots = (slot *)(op + 1);
+    op->results = (rl_result *)(op->slots + n);
+    memset(op->slots, 0, n * sizeof *op->slots);
+    op->ctx = ctx;
+    op->kind = kind;
+    op->started = now;
+    return op;
+}
+
+int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
+               int64_t ttl_ms, int64_t wait_ms, int64_t now)
+{
+    int rc = check_lease(ttl_ms);
+    if (rc != REDLOCK_OK)
+        return rc;
+    if (wait_ms < 0)
+        return rl_fail(REDLOCK_EINVAL, "wait_ms must not be negative, got %lld",
+                       (long long)wait_ms);
+    redlock_handle *h = NULL;
+    if ((rc = handle_new(&h, ctx, names, n)) != REDLOCK_OK)
+        return rc;
+    rl_op *op = op_new(ctx, OP_LOCK, now);
+    if (!op) {
+        rl_handle_free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->h = h;
+    op->owns_handle = true;
+    op->fenced = ctx->opt.fencing;
+    if (op->fenced && (!(h->fences = calloc(n, sizeof *h->fences))
+                       || !(op->got = calloc(n * ctx->n_nodes, sizeof *op->got)))) {
+        rl_op_free(op);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->ttl_ms = ttl_ms;
+    op->give_up = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
+    op->unavailable_since = INT64_MAX;
+    describe(op, "lock");
+    rl_ctx_note_lease(ctx, ttl_ms);
+    if ((rc = start_round(op, RL_CMD_ACQUIRE, now)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
+{
+    int rc = check_lease(ttl_ms);
+    if (rc != REDLOCK_OK)
+        return rc;
+    if (!h->held)
+        return rl_fail(REDLOCK_ENOTHELD, "extend: the lock was %s",
+                       h->released ? "released" : "lost");
+    if (h->expires_at <= now) {
+        h->held = false;
+        return rl_fail(REDLOCK_ENOTHELD, "extend: the lock expired %lld ms ago",
+                       (long long)(now - h->expires_at));
+    }
+    rl_op *op = op_new(h->ctx, OP_EXTEND, now);
+    if (!op)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->h = h;
+    op->ttl_ms = ttl_ms;
+    op->old_expires_at = h->expires_at;
+    /* A node may apply a shorter lease the moment it gets the command: from
+     * now on the lock lasts no longer than that, whatever the outcome. */
+    int64_t shorter = now + ttl_ms - rl_drift_ms(ttl_ms, h->ctx->opt.drift_factor);
+    if (shorter < h->expires_at)
+        h->expires_at = shorter;
+    describe(op, "extend");
+    rl_ctx_note_lease(h->ctx, ttl_ms);
+    if ((rc = start_round(op, RL_CMD_EXTEND, now)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
+{
+    if (h->released)
+        return rl_fail(REDLOCK_ENOTHELD, "unlock: the lock was already released");
+    rl_op *op = op_new(h->ctx, OP_UNLOCK, now);
+    if (!op)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->h = h;
+    op->was_held = h->held;
+    op->old_expires_at = h->expires_at;
+    describe(op, "unlock");
+    /* The keys may have expired while it was held: it stays lost once
+     * released (redlock_handle_lost, hold.c). */
+    h->ran_out = h->lost || !h->held || h->expires_at <= now;
+    /* From here on the lock is given up: a late reply of the acquire that
+     * made it is undone wherever it arrives. */
+    h->released = true;
+    if (h->acquired_by)
+        atomic_store(&h->acquired_by->undo, true);
+    int rc = start_round(op, RL_CMD_RELEASE, now);
+    if (rc != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_query(rl_op **out, rl_client *ctx, const char *name, bool force, int64_t now)
+{
+    redlock_handle *h = NULL;
+    int rc = handle_new(&h, ctx, &name, 1);
+    if (rc != REDLOCK_OK)
+        return rc;
+    rl_op *op = op_new(ctx, force ? OP_FORCE : OP_INSPECT, now);
+    if (!op) {
+        rl_handle_free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->h = h;   /* the key, for the commands; never anyone's lock */
+    op->owns_handle = true;
+    describe(op, force ? "force unlock" : "inspect");
+    if ((rc = start_round(op, force ? RL_CMD_FORCE : RL_CMD_INSPECT, now)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_ping(rl_op **out, rl_client *ctx, int64_t now)
+{
+    redlock_handle *h = NULL;
+    int rc = handle_new(&h, ctx, NULL, 0);
+    if (rc != REDLOCK_OK)
+        return rc;
+    rl_op *op = op_new(ctx, OP_PING, now);
+    if (!op) {
+        rl_handle_free(h);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->h = h;   /* no keys: for the command's sake */
+    op->owns_handle = true;
+    snprintf(op->what, sizeof op->what, "ping");
+    if ((rc = start_round(op, RL_CMD_PING, now)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+int rl_op_deliver(rl_op **out, rl_client *ctx, int64_t now)
+{
+    rl_op *op = op_new(ctx, OP_DELIVER, now);
+    if (!op)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->phase = PHASE_ROUND;
+    bool any = false;
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        if (rl_owed_try(ctx, i, now)) {
+            op->slots[i].state = SLOT_WANT_CONN;
+            any = true;
+        }
+    }
+    if (!any)
+        finish(op, REDLOCK_OK, "", now);
+    *out = op;
+    return REDLOCK_OK;
+}
+
+void rl_op_free(rl_op *op)
+{
+    if (!op)
+        return;
+    if (op->cmd && op->phase != PHASE_DONE)
+        op->cmd->op = NULL;   /* freed unfinished: nothing waits any more */
+    rl_cmd_unref(op->cmd);
+    rl_cmd_unref(op->attempt);
+    if (op->owns_handle)
+        rl_handle_free(op->h);
+    free(op->got);
+    free(op->dropped);
+    free(op);
+}
+
+/* ---- driving ---- */
+
+rl_client *rl_op_ctx(const rl_op *op)
+{
+    return op->ctx;
+}
+
+rl_conn *rl_op_conn(const rl_op *op, size_t node)
+{
+    return op->slots[node].conn;
+}
+
+int64_t rl_op_deadline(const rl_op *op, size_t node)
+{
+    return op->slots[node].sent ? op->slots[node].deadline : INT64_MIN;
+}
+
+int64_t rl_op_tail_at(const rl_op *op, int64_t now)
+{
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        const slot *s = &op->slots[i];
+        if (s->conn && s->sent && rl_conn_sending(s->conn) && s->deadline > now
+            && s->deadline < first)
+            first = s->deadline;
+    }
+    return first;
+}
+
+bool rl_op_wants_conn(const rl_op *op, size_t node)
+{
+    return op->phase == PHASE_ROUND && op->slots[node].state == SLOT_WANT_CONN;
+}
+
+void rl_op_overdue(rl_op *op, rl_conn *c, int64_t now)
+{
+    for (size_t k = 0; k < rl_conn_owed(c); k++) {
+        rl_entry *e = rl_conn_entry(c, k);
+        if (e->deadline != 0 && !e->late && now > e->deadline) {
+            e->late = true;
+            rl_node_failed(&op->ctx->nodes[c->node], RL_NODE_SLOW,
+                           "no answer within its deadline", now);
+        }
+    }
+}
+
+void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now)
+{
+    slot *s = &op->slots[node];
+    s->conn = c;
+    c->op = op;
+    c->uses++;
+    rl_owed_send(op->ctx, c, now);
+    if (op->kind != OP_DELIVER) {
+        send_on(op, node, now);
+        return;
+    }
+    const rl_options *o = &op->ctx->opt;
+    s->sent = true;
+    s->state = SLOT_WAITING;
+    s->deadline = now + (c->state == RL_CONN_CONNECTING ? o->connect_timeout_ms : 0)
+                + o->node_timeout_ms;
+}
+
+void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t now)
+{
+    /* Known down (backing off), or its connect failed: counted, and the
+     * node's state is the connect's to tell. */
+    rl_node_failed(&op->ctx->nodes[node], RL_NODE_KEEP, NULL, now);
+    rl_result r;
+    rl_result_fail(&r, code, "%s", why);
+    vote(op, node, &r, now);
+}
+
+/* ---- what the driver does next ---- */
+
+int rl_op_next_wanted(const rl_op *op, size_t from)
+{
+    for (size_t i = from; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WANT_CONN)
+            return (int)i;
+    return -1;
+}
+
+rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
+{
+    char why[160];
+    int code = rl_node_backoff(&op->ctx->nodes[node], now, why, sizeof why);
+    rl_conn *c = NULL;
+    if (code == REDLOCK_OK && !(c = rl_conn_new(op->ctx, node))) {
+        code = REDLOCK_ENOMEM;
+        snprintf(why, sizeof why, "out of memory");
+    }
+    if (!c) {
+        rl_op_no_conn(op, node, code, why, now);
+        return NULL;
+    }
+    rl_op_attach(op, node, c, now);
+    return c;
+}
+
+/* Whether a connection of the operation has bytes to write now. */
+static bool writing(const rl_op *op)
+{
+    const char *bytes;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++)
+        if (op->slots[i].conn && rl_conn_output(op->slots[i].conn, &bytes) > 0)
+            return true;
+    return false;
+}
+
+int rl_op_drive(rl_op *op, int64_t now, int64_t *at)
+{
+    /* Connections first, as every driver did: a round is stepped once its
+     * nodes have theirs (or were told they cannot). */
+    if (rl_op_next_wanted(op, 0) < 0)
+        rl_op_step(op, now);
+    int what;
+    if (op->phase == PHASE_DONE) {
+        *at = rl_op_tail_at(op, now);
+        what = RL_DRIVE_DONE | (*at != INT64_MAX ? RL_DRIVE_TAIL : 0);
+    } else if (rl_op_next_wanted(op, 0) >= 0) {
+        *at = now;
+        return RL_DRIVE_CONNECT;
+    } else {
+        *at = rl_op_wake_at(op);
+        what = RL_DRIVE_WAIT | (rl_op_awaits_release(op) ? RL_DRIVE_AWAITS : 0);
+    }
+    return what | (writing(op) ? RL_DRIVE_WRITE : 0);
+}
+
+/* Delivery ends on each node when every reply its connection owed is in
+ * (the releases were answered), or at the node's deadline. */
+static void step_deliver(rl_op *op, int64_t now)
+{
+    bool waiting = false;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        if (s->state != SLOT_WAITING)
+            continue;
+        if (now >= s->deadline || (s->conn && rl_conn_owed(s->conn) == 0))
+            s->state = SLOT_DONE;
+        else
+            waiting = true;
+    }
+    if (!waiting)
+        finish(op, REDLOCK_OK, "", now);
+}
+
+void rl_op_step(rl_op *op, int64_t now)
+{
+    if (op->phase == PHASE_PAUSE) {
+        if (now < op->wake_at)
+            return;
+        int rc = start_round(op, RL_CMD_ACQUIRE, now);
+        if (rc != REDLOCK_OK) {
+            finish(op, rc, "the operating system's random source failed", now);
+            return;
+        }
+    }
+    if (op->phase != PHASE_ROUND)
+        return;
+    if (op->kind == OP_DELIVER) {
+        step_deliver(op, now);
+        return;
+    }
+    const rl_options *o = &op->ctx->opt;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        if (s->state != SLOT_WAITING || now < s->deadline)
+            continue;
+        rl_result r;
+        rl_node *node = &op->ctx->nodes[i];
+        if (s->conn->state == RL_CONN_CONNECTING) {
+            rl_node_connect_failed(node, now);
+            rl_conn_break(s->conn, REDLOCK_ENOQUORUM, "connect timed out");
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms%s",
+                           (long long)o->connect_timeout_ms,
+                           node->addr.tls ? " (TCP, then the TLS handshake)" : "");
+            rl_node_failed(node, RL_NODE_DOWN, r.why, now);
+        } else {
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "no answer within %lld ms",
+                           (long long)o->node_timeout_ms);
+            rl_node_failed(node, RL_NODE_SLOW, r.why, now);
+            mark_late(s->conn, op->cmd);
+        }
+        vote(op, i, &r, now);
+    }
+    try_decide(op, now);
+}
+
+bool rl_op_cancel(rl_op *op, int64_t now)
+{
+    if (op->kind != OP_LOCK || op->phase == PHASE_DONE)
+        return false;
+    if (op->phase == PHASE_ROUND) {
+        op->cmd->op = NULL;
+        undo_attempt(op, now);
+    }
+    snprintf(op->msg, sizeof op->msg, "%s: cancelled while waiting", op->what);
+    finish(op, REDLOCK_ECANCELED, op->msg, now);
+    return true;
+}
+
+bool rl_op_awaits_release(const rl_op *op)
+{
+    return op->kind == OP_LOCK && op->phase == PHASE_PAUSE && op->rc == REDLOCK_ELOCKED;
+}
+
+const rl_keys *rl_op_keys(const rl_op *op)
+{
+    return op->h ? op->h->keys : NULL;
+}
+
+const char *rl_op_follows(const rl_op *op)
+{
+    return op->kind == OP_EXTEND || op->kind == OP_UNLOCK ? op->h->token : NULL;
+}
+
+void rl_op_wake(rl_op *op, int64_t now)
+{
+    if (op->kind == OP_LOCK && op->phase == PHASE_PAUSE && op->wake_at > now)
+        op->wake_at = now;
+}
+
+void rl_op_note(rl_op *op, const char *note)
+{
+    if (op->phase == PHASE_DONE && op->rc == REDLOCK_ELOCKED && note && note[0]) {
+        size_t len = strlen(op->msg);
+        snprintf(op->msg + len, sizeof op->msg - len, "; %s", note);
+    }
+}
+
+int64_t rl_op_wake_at(const rl_op *op)
+{
+    if (op->phase == PHASE_PAUSE)
+        return op->wake_at;
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WAITING && op->slots[i].deadline < first)
+            first = op->slots[i].deadline;
+    return first;
+}
+
+bool rl_op_done(const rl_op *op)
+{
+    return op->phase == PHASE_DONE;
+}
+
+int rl_op_status(const rl_op *op)
+{
+    return op->rc;
+}
+
+const char *rl_op_message(const rl_op *op)
+{
+    return op->msg;
+}
+
+bool rl_op_answer(const rl_op *op, int64_t *ttl_ms, size_t *deleted)
+{
+    if (ttl_ms)
+        *ttl_ms = op->answer.held ? op->answer.ttl_ms : -2;
+    if (deleted)
+        *deleted = op->answer.deleted;
+    return op->answer.held;
+}
+
+redlock_handle *rl_op_handle(const rl_op *op)
+{
+    return op->kind == OP_EXTEND || op->kind == OP_UNLOCK ? op->h : NULL;
+}
+
+redlock_handle *rl_op_take_handle(rl_op *op)
+{
+    if (op->kind != OP_LOCK || op->rc != REDLOCK_OK || !op->owns_handle)
+        return NULL;
+    op->owns_handle = false;
+    return op->h;
+}
+
+rl_conn *rl_op_take_conn(rl_op *op)
+{
+    rl_conn *c = NULL;
+    while (!c && op->next_conn < op->ctx->n_nodes) {
+        slot *s = &op->slots[op->next_conn++];
+        c = s->conn;
+        s->conn = NULL;
+    }
+    if (!c && op->n_dropped > 0)
+        c = op->dropped[--op->n_dropped];
+    if (c)
+        c->op = NULL;
+    return c;
+}
+
+/* ---- connection events ---- */
+
+void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply, int64_t now)
+{
+    size_t i = c->node;
+    slot *s = &op->slots[i];
+    if (e->cmd != op->cmd || s->state != SLOT_WAITING || s->conn != c) {
+        rl_cmd_late_reply(e, c, reply, now);
+        return;
+    }
+    if (rl_reply_is_noscript(reply) && e->form != RL_FORM_EVAL) {
+        /* The node lost its scripts (SCRIPT FLUSH, a failover): the script
+         * itself follows on the same connection, a new entry of the stream. */
+        if (rl_cmd_send(op->cmd, c, true) == REDLOCK_OK) {
+            op->saw_noscript = true;
+            s->deadline = now + op->ctx->opt.node_timeout_ms;
+            stamp(c, now, s->deadline);
+            return;
+        }
+    }
+    rl_result r;
+    if (e->form == RL_FORM_COUNT) {
+        /* The INCR behind a fenced SET: the node's answer is both. */
+        if (!s->counting)
+            return;
+        s->counting = false;
+        r = s->set;
+        rl_cmd_count(reply, &r, op->got + i);
+        if (s->set.vote == RL_VOTE_YES && r.vote == RL_VOTE_FAILED
+            && reply->type == REDIS_REPLY_ERROR)   /* the INCR refused (its SET's was counted) */
+            rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
+        vote(op, i, &r, now);
+        return;
+    }
+    rl_cmd_classify(op->cmd, e->form, reply, &r);
+    if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials, an ACL's NOPERM... */
+        rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
+    else if (!e->late)
+        rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
+    if (e->form == RL_FORM_SET && op->cmd->fenced) {
+        s->set = r;
+        s->counting = true;
+        return;
+    }
+    if (r.vote == RL_VOTE_YES && op->cmd->fenced)
+        rl_cmd_fences(op->cmd, reply, op->got + i * op->h->keys->n);
+    vote(op, i, &r, now);
+}
+
+void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, int64_t now)
+{
+    /* The current attempt's acquire (its fence round has op->cmd) may have
+     * run: a failed attempt is undone there too. */
+    bool ours = e->cmd == op->cmd || (e->cmd == op->attempt && op->phase == PHASE_ROUND);
+    if (ours && written)
+        op->slots[c->node].maybe_ran = true;
+    else if (!ours)
+        rl_cmd_late_lost(e, op->ctx, c->node, written, now);
+}
+
+void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now)
+{
+    slot *s = &op->slots[c->node];
+    if (s->conn == c && s->state == SLOT_WAITING)
+        s->deadline = now + op->ctx->opt.node_timeout_ms;
+}
+
+void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)
+{
+    size_t i = c->node;
+    slot *s = &op->slots[i];
+    if (s->conn != c)
+        return;
+    s->conn = NULL;
+    c->op = NULL;
+    if (s->state != SLOT_WAITING)
+        return;
+    if (op->kind == OP_DELIVER) {
+        s->state = SLOT_DONE;
+        return;
+    }
+    /* A pooled connection may simply have gone stale (the node restarted
+     * since it was used): the command goes once more on a new connection.
+     * That is safe because an acquire that finds our own token counts as
+     * done, and extend and release may run twice. */
+    if (c->uses > 1 && c->connected && !s->retried) {
+        s->retried = true;
+        s->state = SLOT_WANT_CONN;
+        return;
+    }
+    rl_result r;
+    rl_result_fail(&r, c->code ? c->code : REDLOCK_ENOQUORUM, "%s", c->why);
+    /* A refused handshake or a failed connect told the node's state
+     * already; a connection lost once open leaves it to the next connect. */
+    rl_node_failed(&op->ctx->nodes[i], RL_NODE_KEEP, c->why, now);
+    vote(op, i, &r, now);
+}

@@ -1,0 +1,174 @@
+/*
+ * op.h - operations: acquire (with the wait and retry policy around its
+ * attempts), extend and release, each a state machine over the nodes. An
+ * operation does no I/O and reads no clock: a driver gives it connections
+ * (rl_op_attach), moves bytes and reports events through engine.h, passes
+ * the time, and asks what it wants next (rl_op_wants_conn, rl_op_wake_at)
+ * until rl_op_done.
+ *
+ * One round sends one command to every node at once, each node with its own
+ * deadline, and ends as soon as quorum.c can decide it. After a failed
+ * acquire attempt the release goes to every node that may have run it (on
+ * the same connection, behind the acquire), and the operation pauses
+ * (retry_delay_ms +- retry_jitter_ms) and tries again with a fresh token
+ * while wait_ms lasts; REDLOCK_ELOCKED, REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED
+ * and REDLOCK_EREDIS are worth another attempt, the rest are not.
+ *
+ * With the option fencing, an acquire also counts on each key's counter on
+ * the nodes that take it, and the lock's fence is the largest count among
+ * them; when fewer than a quorum counted that much, a second round writes it
+ * back to the others before the lock is ours (quorum.h, rl_quorum_fences).
+ */
+#ifndef RL_OP_H
+#define RL_OP_H
+
+#include <stdatomic.h>
+
+#include "cmd.h"
+
+struct rl_client;
+
+/* An acquired lock. Its owner's thread and, while a driver renews it, the
+ * driver's thread both use it: what both touch is atomic. */
+struct redlock_handle {
+    struct rl_client *ctx;
+    rl_keys *keys;
+    char token[RL_TOKEN_LEN + 1];
+    _Atomic int64_t expires_at;   /* the driver's ms at which validity reaches 0 */
+    _Atomic int64_t lease_ms;     /* of the last acquire or extend: renewals use it */
+    _Atomic bool held;            /* acquired, and not since lost or released */
+    _Atomic bool lost;            /* its renewal failed for good, or came too late */
+    _Atomic bool released;        /* unlock was called */
+    _Atomic bool ran_out;         /* unlock found it lost or its validity run out */
+    _Atomic int reentries;        /* holds counted by redlock_handle_reenter (hold.c) */
+    rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
+    int64_t *fences;              /* fencing: the fence of each key; else NULL */
+    /* The driver's, as rl_conn's io_data is (the engine never reads it):
+     * the blocking driver's record of its renewal, while it is watched. */
+    void *_Atomic driver_data;
+};
+
+typedef struct redlock_op rl_op;
+
+/* Each checks its arguments and fails (REDLOCK_EINVAL, ...) with this
+ * thread's message set, or makes an operation that starts at `now`. */
+int rl_op_lock(rl_op **out, struct rl_client *ctx, const char *const *names, size_t n,
+               int64_t ttl_ms, int64_t wait_ms, int64_t now);
+int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
+int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
+/* A query of one resource's lock (is it held, by anyone, and for how
+ * long), or with force a forced unlock (its key deleted on every node
+ * whatever its token): one round, decided by rl_quorum_query; then
+ * rl_op_answer. */
+int rl_op_query(rl_op **out, struct rl_client *ctx, const char *name, bool force,
+                int64_t now);
+/* An operation that delivers the releases owed to nodes (cmd.h): it asks
+ * for a connection to each node owed one that is due, and ends when they are answered
+ * or the nodes' deadlines pass; what is still owed stays owed. */
+int rl_op_deliver(rl_op **out, struct rl_client *ctx, int64_t now);
+/* A PING of every node, decided once all answered or their deadlines
+ * passed: REDLOCK_OK when a quorum answered and counts (rl_quorum_query);
+ * rl_op_answer's deleted is how many did. */
+int rl_op_ping(rl_op **out, struct rl_client *ctx, int64_t now);
+/* Frees a finished operation (after its connections were taken back). */
+void rl_op_free(rl_op *op);
+
+/* The client the operation is for. */
+struct rl_client *rl_op_ctx(const rl_op *op);
+/* The connection the operation has to node, or NULL. */
+rl_conn *rl_op_conn(const rl_op *op, size_t node);
+/* The deadline of the operation's last command to node (INT64_MIN: none). */
+int64_t rl_op_deadline(const rl_op *op, size_t node);
+/* Once it is done: the first deadline, after now, of its connections still
+ * sending (connecting, or bytes not yet written); INT64_MAX when there is
+ * none. A driver keeps writing them until then, so that every node it can
+ * reach gets the command though the outcome was decided at a quorum. */
+int64_t rl_op_tail_at(const rl_op *op, int64_t now);
+/* Whether the operation needs a connection to node now. */
+bool rl_op_wants_conn(const rl_op *op, size_t node);
+/* Gives it one (pooled, or new and connecting), or says none can be had.
+ * The operation's command is queued on it at once: behind it on the stream,
+ * so a release covers an acquire of its token still owed there (cmd.h)
+ * before any late reply on it is read. */
+void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now);
+/* A pooled connection still owing replies past their deadline: the node did
+ * not answer in time (the call that sent them ended at a quorum). Call it
+ * once what the connection received while idle has been read. */
+void rl_op_overdue(rl_op *op, rl_conn *c, int64_t now);
+void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t now);
+
+/* Advances on timers and decides rounds; call after events and at wake-up. */
+void rl_op_step(rl_op *op, int64_t now);
+/* Cancels a lock operation that has not succeeded yet: what its attempt may
+ * have taken is released, and it ends with REDLOCK_ECANCELED. Extend and
+ * release are not cancelled (false): they end within one node deadline. */
+bool rl_op_cancel(rl_op *op, int64_t now);
+/* When the operation next needs rl_op_step if nothing else happens. */
+int64_t rl_op_wake_at(const rl_op *op);
+/* Whether a lock operation is pausing between attempts because the last
+ * one found the lock held elsewhere: a release of its keys is worth waiting
+ * for (its keys: rl_op_keys). */
+bool rl_op_awaits_release(const rl_op *op);
+const rl_keys *rl_op_keys(const rl_op *op);
+/* The token of the lock an extend or unlock is for, NULL for the other
+ * operations: a connection that still owes its acquire's reply is the one to
+ * give it (rl_cmd_owed_on). */
+const char *rl_op_follows(const rl_op *op);
+/* Ends a lock operation's pause now (a release was published): its next
+ * attempt starts at the next rl_op_step. */
+void rl_op_wake(rl_op *op, int64_t now);
+/* Adds note (when not "") to the message of a lock that ended
+ * REDLOCK_ELOCKED: why it was not woken by a release (waiters.h). */
+void rl_op_note(rl_op *op, const char *note);
+/* Whether it is done; then its status and message. */
+bool rl_op_done(const rl_op *op);
+int rl_op_status(const rl_op *op);
+const char *rl_op_message(const rl_op *op);
+/* A finished query's answer: whether a quorum has the lock (returned), its
+ * PTTL on a quorum (-1: no expiry; -2: not held), and for a forced unlock
+ * on how many nodes a lock was deleted. Either out may be NULL. */
+bool rl_op_answer(const rl_op *op, int64_t *ttl_ms, size_t *deleted);
+/* A finished lock operation's handle (the caller owns it), or NULL. */
+redlock_handle *rl_op_take_handle(rl_op *op);
+/* The handle an extend or unlock is for (NULL for others). */
+redlock_handle *rl_op_handle(const rl_op *op);
+/* Takes back, one at a time, the connections a finished operation held;
+ * NULL when none is left. */
+rl_conn *rl_op_take_conn(rl_op *op);
+
+/* What a driver does next (rl_op_drive): a set of these bits. */
+enum {
+    RL_DRIVE_CONNECT = 1,   /* nodes want a connection now (rl_op_next_wanted) */
+    RL_DRIVE_WRITE = 2,     /* connections of the op have bytes to write */
+    RL_DRIVE_WAIT = 4,      /* wait for events until *at, then drive again */
+    RL_DRIVE_AWAITS = 8,    /* a lock pauses for a lock held elsewhere (rl_op_awaits_release) */
+    RL_DRIVE_DONE = 16,     /* decided: status, message, handle */
+    RL_DRIVE_TAIL = 32      /* with DONE: still sending; wait until *at, then drive again */
+};
+/* Steps op at now and says what its driver is to do next; *at: when to
+ * drive it again if nothing happens (now after RL_DRIVE_CONNECT, INT64_MAX
+ * for never). The loop every driver runs: give each wanted node a
+ * connection and drive again while RL_DRIVE_CONNECT is set; write what the
+ * connections hold on RL_DRIVE_WRITE; wait for events until *at unless
+ * RL_DRIVE_DONE is set without RL_DRIVE_TAIL, which ends the operation. */
+int rl_op_drive(rl_op *op, int64_t now, int64_t *at);
+/* The first node from `from` on that the operation wants a connection to
+ * now; -1 when none does. */
+int rl_op_next_wanted(const rl_op *op, size_t from);
+/* A new connection to node, for an operation that wants one when the
+ * driver has none idle: attached to the operation, waiting for the
+ * driver's connect. NULL when none may be made now (the node backs off
+ * after failed connects, or no memory): the operation was told why. */
+rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now);
+
+/* Events of the connections the operation has (engine.c calls these). */
+void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const struct redisReply *reply,
+                 int64_t now);
+void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, int64_t now);
+void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now);
+void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now);
+
+/* Frees a handle and its keys (no I/O). */
+void rl_handle_free(redlock_handle *h);
+
+#endif /* RL_OP_H */

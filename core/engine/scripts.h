@@ -1,0 +1,26 @@
+/* scripts.h - the Lua scripts (core/engine/scripts/, one .lua file each) and their SHA1 digests,
+ * generated into scripts.c by CMake from one source. */
+#ifndef RL_SCRIPTS_H
+#define RL_SCRIPTS_H
+
+typedef struct rl_script {
+    const char *body;
+    const char *sha1;
+} rl_script;
+
+extern const rl_script rl_script_acquire;   /* SET NX PX on all KEYS or none; fencing: and INCR */
+extern const rl_script rl_script_release;   /* DEL each KEY whose value is ARGV[1] */
+extern const rl_script rl_script_extend;    /* PEXPIRE all KEYS if all are ARGV[1] */
+
+/* Queries and forced unlocks are rare: these go in full (EVAL), and are not
+ * loaded on every connection as the three above are. */
+extern const rl_script rl_script_inspect;   /* GET and PTTL of KEYS[1] */
+extern const rl_script rl_script_force;     /* DEL KEYS[1] whatever its token */
+/* Sent only when an acquisition's counters disagree (fencing): rare too. */
+extern const rl_script rl_script_fence;     /* raise each KEY's counter to ARGV[i + 1] */
+
+/* The scripts loaded on every connection (SCRIPT LOAD in its handshake). */
+#define RL_N_SCRIPTS 3
+extern const rl_script *const rl_scripts[RL_N_SCRIPTS];
+
+#endif /* RL_SCRIPTS_H */
