@@ -106,7 +106,7 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  * Sets an option by name, from its text value. Unknown names and bad values
  * are REDLOCK_EINVAL, and so is a tls_* option once the client has connected
  * to a rediss:// node (they are read then). Options (generated from
- * core/options.def):
+ * core/engine/options.def):
  * options:begin
  *     node_timeout_ms (default "50"; 1 to 600000)
  *         deadline for one node's reply, once connected

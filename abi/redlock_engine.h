@@ -381,7 +381,7 @@ REDLOCK_API uint64_t redlock_waiters_next(redlock_waiters *w);
 /* ---- Kept locks: when to renew them (experimental) ----
  *
  * The rules of redlock_handle_watch, for a driver that renews locks on its
- * own loop (core/keep.h has them: an extension by the lease a third of it
+ * own loop (core/engine/keep.h has them: an extension by the lease a third of it
  * after each success, again after retry_delay_ms while validity lasts when
  * the nodes fail, and lost when a quorum says the key is not ours or when
  * validity runs out first, even with an extension under way). The driver

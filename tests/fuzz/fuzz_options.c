@@ -18,7 +18,7 @@
 
 typedef enum kind { WHOLE_MS, WHOLE_INT, FLAG, FRACTION, TEXT } kind;
 
-/* Every option of core/options.def, with the kind of its field. */
+/* Every option of core/engine/options.def, with the kind of its field. */
 #define KIND_INT(size) ((size) == sizeof(int64_t) ? WHOLE_MS : WHOLE_INT)
 #define KIND_BOOL(size) FLAG
 #define KIND_FRACTION(size) FRACTION

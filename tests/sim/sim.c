@@ -1,7 +1,7 @@
 /*
  * sim.c - deterministic simulation of the Redlock engine.
  *
- * Clients drive the real engine (core/op.h, engine.h) against simulated
+ * Clients drive the real engine (core/engine/op.h, engine.h) against simulated
  * nodes (simnode.c, running the real Lua scripts) over a simulated network,
  * all in one thread on one simulated clock, every choice drawn from a seed:
  * message delays, writes accepted in pieces, reordering between connections

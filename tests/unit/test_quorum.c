@@ -1,5 +1,5 @@
 /*
- * test_quorum.c - the one verdict (core/quorum.c), without Redis: rounds of
+ * test_quorum.c - the one verdict (core/engine/quorum.c), without Redis: rounds of
  * votes for acquire, extend and release, the validity arithmetic, the
  * restart guard and the same server under two names.
  */

@@ -1,6 +1,6 @@
 /*
- * test_waiters.c - who is woken when (core/waiters.c) and what a subscriber
- * hears (core/sub.c), without Redis: subscriptions confirmed wake every
+ * test_waiters.c - who is woken when (core/engine/waiters.c) and what a subscriber
+ * hears (core/engine/sub.c), without Redis: subscriptions confirmed wake every
  * waiter once, a release wakes the longest waiter once a quorum told it and
  * again on each later message, the subscriptions follow the waiters, and
  * the subscriber connections' pauses and linger.

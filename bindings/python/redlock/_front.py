@@ -132,8 +132,8 @@ _HEALTH_NUMBERS = ("for_ms", "retry_in_ms", "guard_ms", "commands", "failures", 
 
 
 def _health(ctx: Any) -> List[Dict[str, Any]]:
-    """redlock_ctx_health's lines, one dict per node (README: "Logging and
-    health"): node, state, last_error (None for none), rtt_ms (None before
+    """redlock_ctx_health's lines, one dict per node (docs/logging.md):
+    node, state, last_error (None for none), rtt_ms (None before
     any reply), the counters and times as ints, run_id and version."""
     text = capi.redlock_swig_health(ctx)
     if text is None:

@@ -67,7 +67,7 @@ class Redlock(_ClientFront):
 
     ``nodes`` is a list of URIs, ``redis://[[user]:password@]host[:port][/db]``
     or ``unix://[[user]:password@]/path.sock[?db=N]``; ``options`` are the C
-    library's, by name (the README's options table; ``get_option`` reads one
+    library's, by name (docs/options.md; ``get_option`` reads one
     back). Nothing connects until the first lock call.
 
     A client may be shared by threads. ``close()`` (or leaving a ``with``
