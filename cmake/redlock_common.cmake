@@ -23,8 +23,11 @@ endif()
 option(REDLOCK_WERROR "Treat compiler warnings as errors" ${_werror_default})
 add_compile_options(-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
                     -Wformat=2 -Wno-unused-parameter)
+# SWIG's warnings follow the same option (a newer SWIG may warn anew).
+set(REDLOCK_SWIG_WERROR "")
 if(REDLOCK_WERROR)
   add_compile_options(-Werror)
+  set(REDLOCK_SWIG_WERROR -Werror)
 endif()
 
 find_package(PkgConfig REQUIRED)
