@@ -271,6 +271,9 @@ static void finish(rl_op *op, int rc, const char *msg, int64_t now)
         op->cmd->op = NULL;
     op->phase = PHASE_DONE;
     op->rc = rc;
+    /* An unlock that found the keys gone tells a loss (redlock_handle_lost). */
+    if (op->kind == OP_UNLOCK && rc == REDLOCK_ENOTHELD && op->h)
+        op->h->ran_out = true;
     if (msg != op->msg)
         snprintf(op->msg, sizeof op->msg, "%s", msg ? msg : "");
     report(op, now);

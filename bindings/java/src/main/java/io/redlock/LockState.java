@@ -26,6 +26,8 @@ final class LockState implements NativeClient.Watcher {
     // methods; 0 when not held.
     long owner;
     NativeHandle handle;
+    // Whether the last hold, now ended, was lost: what isLost() says until the next hold.
+    boolean lastLost;
 
     // Changed under this, read without it by lost() (on the client's thread, which must not
     // wait for our locks).
@@ -42,6 +44,7 @@ final class LockState implements NativeClient.Watcher {
         }
         endFollowers();
         handle = acquired;
+        lastLost = false;
         owner = ownerId;
         follow(via);
     }
@@ -60,6 +63,7 @@ final class LockState implements NativeClient.Watcher {
     /** Ends the hold (its last unlock): the handle, which the caller unlocks and frees. */
     NativeHandle detach() {
         NativeHandle released = handle;
+        lastLost = released != null && released.isLost();
         handle = null;
         owner = 0;
         endFollowers();

@@ -226,6 +226,7 @@ public final class RLock implements Lock, AutoCloseable {
             try {
                 released.unlock();
             } finally {
+                state.lastLost = released.isLost(); // an unlock that found the keys gone too
                 released.free();
             }
         }
@@ -369,14 +370,15 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Whether the current hold was lost: its keys can have expired while it was held (a kept
+     * Whether the latest hold was lost: its keys can have expired while it was held (a kept
      * lock's renewal failed for good or its validity ran out first; a lease ran out before the
-     * unlock). True no later than the moment its validity reached 0, and until it is unlocked.
-     * False when not held and for a fresh acquisition. Any thread may ask.
+     * unlock). True no later than the moment its validity reached 0, and after its unlock too,
+     * until the lock is acquired anew (as in every language of this library). False before any
+     * hold and for a fresh acquisition. Any thread may ask.
      */
     public boolean isLost() {
         synchronized (state) {
-            return state.handle != null && state.handle.isLost();
+            return state.handle != null ? state.handle.isLost() : state.lastLost;
         }
     }
 
@@ -505,7 +507,14 @@ public final class RLock implements Lock, AutoCloseable {
             }
             released = state.detach();
         }
-        return released.unlockAsync().whenComplete((ignored, error) -> released.free());
+        return released.unlockAsync().whenComplete((ignored, error) -> {
+            synchronized (state) {
+                if (state.handle == null) {
+                    state.lastLost = released.isLost();
+                }
+            }
+            released.free();
+        });
     }
 
     /** {@link #extend(long, TimeUnit)} asynchronously, by the calling thread. */
