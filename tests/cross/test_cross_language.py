@@ -17,7 +17,6 @@ import pytest
 import redlock
 
 HERE = Path(__file__).resolve().parent
-NODES_SCRIPT = HERE.parents[1] / "scripts" / "redis-nodes.sh"
 LEASE = 30.0
 
 
@@ -26,17 +25,6 @@ def _required(name: str) -> str:
     if not value:
         raise RuntimeError(f"{name} is not set: run this test through CTest")
     return value
-
-
-@pytest.fixture(scope="module")
-def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[List[str]]:
-    path = tmp_path_factory.mktemp("nodes")
-    subprocess.run([str(NODES_SCRIPT), "start", str(path), "5"], check=True,
-                   stdout=subprocess.DEVNULL)
-    try:
-        yield (path / "uris").read_text().split()
-    finally:
-        subprocess.run([str(NODES_SCRIPT), "stop", str(path)], check=True)
 
 
 @pytest.fixture(scope="module")

@@ -153,7 +153,6 @@ def test_java_names_exist() -> None:
 # contenders ("rules" mode), Python sync and asyncio here. Every language must
 # print exactly the expected lines.
 
-NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
 
 RULES = [
     # Reentry keeps the first terms: a kept lock taken again with a short lease
@@ -167,17 +166,6 @@ RULES = [
     # A multi-lock is locked when any resource is, for the longest.
     "multi free=yes locked=yes longest=yes",
 ]
-
-
-@pytest.fixture(scope="module")
-def rule_nodes(tmp_path_factory: pytest.TempPathFactory):
-    path = tmp_path_factory.mktemp("nodes")
-    subprocess.run([str(NODES_SCRIPT), "start", str(path), "5"], check=True,
-                   stdout=subprocess.DEVNULL)
-    try:
-        yield (path / "uris").read_text().split()
-    finally:
-        subprocess.run([str(NODES_SCRIPT), "stop", str(path)], check=True)
 
 
 def _word(call) -> str:
@@ -316,13 +304,13 @@ def contender_rules(language: str, nodes: List[str], base: str) -> List[str]:
 
 
 @pytest.mark.parametrize("language", ["python", "asyncio", "lua5.4", "luajit", "java"])
-def test_the_rules_hold_alike_in_every_language(rule_nodes: List[str], language: str) -> None:
+def test_the_rules_hold_alike_in_every_language(nodes: List[str], language: str) -> None:
     base = f"rules-{language}"
     if language == "python":
-        lines = python_rules(rule_nodes, base)
+        lines = python_rules(nodes, base)
     elif language == "asyncio":
         import asyncio
-        lines = asyncio.run(asyncio_rules(rule_nodes, base))
+        lines = asyncio.run(asyncio_rules(nodes, base))
     else:
-        lines = contender_rules(language, rule_nodes, base)
+        lines = contender_rules(language, nodes, base)
     assert lines == RULES
