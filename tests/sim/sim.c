@@ -51,12 +51,14 @@
 #include "quorum.h"
 #include "simnode.h"
 
-#define NODES 5
+#define MAX_NODES 9
 #define MAX_CLIENTS 6
 #define RESOURCES 4
 #define MAX_LEASE 2000
 #define POOL 2
 #define TRACE_LINES 200
+/* The clients' drift_factor: the option's default (core/engine/options.def). */
+#define DRIFT_FACTOR 0.01
 
 /* ---- randomness ---- */
 
@@ -130,6 +132,8 @@ typedef struct simnode_state {
     uint64_t down_gen;      /* which down spell an EV_UP ends */
     int64_t stalled_until;
     int64_t extra_delay;    /* a slow link */
+    double rate;            /* its clock's speed against the global clock */
+    int64_t base;           /* its clock at global 0 */
 } simnode_state;
 
 typedef struct interval {
@@ -151,8 +155,8 @@ typedef struct client {
     int res[2];             /* the resources of the lock wanted or held */
     int n_res;
     int64_t held_from;      /* global ms */
-    simconn *pool[NODES][POOL];
-    int pooled[NODES];
+    simconn *pool[MAX_NODES][POOL];
+    int pooled[MAX_NODES];
     bool drain_idle;        /* replies reach pooled connections as they come */
 } client;
 
@@ -163,7 +167,8 @@ typedef struct world {
     event *heap;
     size_t n_ev, cap_ev;
     uint64_t seq;
-    simnode_state nodes[NODES];
+    simnode_state nodes[MAX_NODES];
+    int n_nodes;            /* 1 to MAX_NODES, from the seed */
     client clients[MAX_CLIENTS];
     int n_clients;
     simconn **conns;
@@ -272,6 +277,12 @@ static event pop_event(world *w)
 static int64_t client_now(const client *cl, int64_t g)
 {
     return cl->base + (int64_t)floor((double)g * cl->rate);
+}
+
+/* A node's clock at global ms g: it runs the node's key expiry. */
+static int64_t node_now(const simnode_state *nd, int64_t g)
+{
+    return nd->base + (int64_t)floor((double)g * nd->rate);
 }
 
 /* The first global ms at which the client's clock reads c or more. */
@@ -400,7 +411,7 @@ static simconn *take_pooled(world *w, client *cl, int node)
 static void attach_all(world *w, client *cl)
 {
     int64_t c = client_now(cl, w->now);
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < w->n_nodes; i++) {
         if (!rl_op_wants_conn(cl->op, (size_t)i))
             continue;
         simconn *sc = take_pooled(w, cl, i);
@@ -438,12 +449,12 @@ static void pump(world *w, client *cl)
             return;
         }
         bool wants = false;
-        for (int i = 0; i < NODES && !wants; i++)
+        for (int i = 0; i < w->n_nodes && !wants; i++)
             wants = rl_op_wants_conn(cl->op, (size_t)i);
         if (!wants)
             break;
     }
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < w->n_nodes; i++) {
         rl_conn *c = rl_op_conn(cl->op, (size_t)i);
         if (c)
             write_out(w, c->io_data);
@@ -524,6 +535,12 @@ static void start_op(world *w, client *cl, int kind)
 
 /* ---- the checker ---- */
 
+/* The quorum, the checker's own: not the engine's rl_quorum, which it checks. */
+static int sim_quorum(int n_nodes)
+{
+    return n_nodes / 2 + 1;
+}
+
 /* The holder's window ends now (or at its validity end if sooner). */
 static void record_interval(world *w, client *cl, int64_t to)
 {
@@ -556,12 +573,12 @@ static void record_interval(world *w, client *cl, int64_t to)
 static int holding(world *w, const client *cl, const char *token)
 {
     int count = 0;
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < w->n_nodes; i++) {
         bool all = true;
         for (int k = 0; k < cl->n_res && all; k++) {
             char key[16];
             snprintf(key, sizeof key, "r%d", cl->res[k]);
-            const char *v = simnode_get(w->nodes[i].sn, key, w->now);
+            const char *v = simnode_get(w->nodes[i].sn, key, node_now(&w->nodes[i], w->now));
             all = v && strcmp(v, token) == 0;
         }
         count += all;
@@ -573,15 +590,15 @@ static int holding(world *w, const client *cl, const char *token)
  * quorum's counters already. */
 static void check_fences(world *w, client *cl)
 {
-    int q = (int)rl_quorum(NODES);
+    int q = sim_quorum(w->n_nodes);
     for (int k = 0; k < cl->n_res; k++) {
         int r = cl->res[k];
         int64_t fence = cl->held->fences[k];
         char key[16];
         snprintf(key, sizeof key, "r%d", r);
         int reached = 0;
-        for (int i = 0; i < NODES; i++)
-            reached += simnode_counter(w->nodes[i].sn, key, w->now) >= fence;
+        for (int i = 0; i < w->n_nodes; i++)
+            reached += simnode_counter(w->nodes[i].sn, key, node_now(&w->nodes[i], w->now)) >= fence;
         trace(w, "c%d fence r%d %" PRId64 " (%d nodes counted it)", cl->id, r, fence, reached);
         if (reached < q && !w->lose_counters)
             fail(w, "fencing", "c%d holds r%d with fence %" PRId64 " but only %d nodes "
@@ -598,7 +615,7 @@ static void op_finished(world *w, client *cl)
 {
     rl_op *op = cl->op;
     int rc = rl_op_status(op);
-    int q = (int)rl_quorum(NODES);
+    int q = sim_quorum(w->n_nodes);
     cl->op = NULL;
     cl->wake_gen++;
     trace(w, "c%d %s -> %d %.100s", cl->id,
@@ -625,7 +642,7 @@ static void op_finished(world *w, client *cl)
     }
     /* What the end of the operation queued (a failed attempt's release) is
      * written before the connections go back, as block.c does. */
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < w->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, (size_t)i);
         if (c)
             write_out(w, c->io_data);
@@ -634,7 +651,13 @@ static void op_finished(world *w, client *cl)
     while ((c = rl_op_take_conn(op)) != NULL)
         give_back(w, cl, c->io_data);
     rl_op_free(op);
-    schedule(w, w->now + between(&cl->rnd, 0, 30), EV_NEXT, cl, 0, 0, NULL, 0);
+    /* Now and then a holder works until its validity runs out: whether
+     * that end comes before the keys' expiry on the nodes, on their own
+     * clocks, is what the drift allowance is for (exclusion checks it). */
+    int64_t next = w->now + between(&cl->rnd, 0, 30);
+    if (cl->held && cl->held->held && !w->quiet && !w->healing && chance(&cl->rnd, 0.15))
+        next = global_at(cl, cl->held->expires_at) + between(&cl->rnd, 0, 40);
+    schedule(w, next, EV_NEXT, cl, 0, 0, NULL, 0);
 }
 
 /* What a client does next. */
@@ -667,7 +690,7 @@ static void fault(world *w)
 {
     if (w->healing || w->quiet)
         return;
-    int n = (int)between(&w->rnd, 0, NODES - 1);
+    int n = (int)between(&w->rnd, 0, w->n_nodes - 1);
     simnode_state *nd = &w->nodes[n];
     switch (between(&w->rnd, 0, 6)) {
     case 0:   /* a stall, shorter or longer than leases */
@@ -735,7 +758,7 @@ static void to_node(world *w, simconn *sc, const char *bytes, size_t len)
         return;
     }
     simbuf out = { 0 };
-    if (!simnode_feed(nd->sn, sc->nc, bytes, len, w->now, &out)) {
+    if (!simnode_feed(nd->sn, sc->nc, bytes, len, node_now(nd, w->now), &out)) {
         cut(w, sc);
     } else if (out.len > 0 && !sc->closed) {
         int64_t t = w->now + delay(w, sc->node);
@@ -838,7 +861,17 @@ typedef struct mode {
     bool unsafe;            /* --unsafe-restarts */
     bool lose_counters;     /* --lose-counters */
     bool no_guard;          /* --no-restart-guard */
+    bool beyond_drift;      /* --beyond-drift */
 } mode;
+
+/* A clock's rate: 1 +- spread, at either end half the time (where the
+ * allowance is tested), anywhere between otherwise. */
+static double clock_rate(rng *r, double spread)
+{
+    double x = chance(r, 0.5) ? (chance(r, 0.5) ? 1.0 : -1.0)
+                              : (double)between(r, -1000, 1000) / 1000.0;
+    return 1.0 + spread * x;
+}
 
 static void world_init(world *w, uint64_t seed, long ops, const mode *m)
 {
@@ -849,10 +882,17 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
     w->unsafe_restarts = m->unsafe;
     w->lose_counters = m->lose_counters;
     w->fencing = m->lose_counters || chance(&w->rnd, 0.5);
-    const char *uris[NODES];
-    char buf[NODES][32];
-    for (int i = 0; i < NODES; i++) {
+    w->n_nodes = (int)between(&w->rnd, 1, MAX_NODES);
+    /* Every clock runs at its own rate: within the drift allowance, any two
+     * differ by less than drift_factor (each is off by at most half of it);
+     * with --beyond-drift, by several times more. */
+    double spread = m->beyond_drift ? 4 * DRIFT_FACTOR : DRIFT_FACTOR / 2;
+    const char *uris[MAX_NODES];
+    char buf[MAX_NODES][32];
+    for (int i = 0; i < w->n_nodes; i++) {
         w->nodes[i].sn = simnode_new(next_u64(&w->rnd));
+        w->nodes[i].rate = clock_rate(&w->rnd, spread);
+        w->nodes[i].base = between(&w->rnd, 0, 1000000);
         snprintf(buf[i], sizeof buf[i], "redis://10.0.0.%d:6379", i + 1);
         uris[i] = buf[i];
     }
@@ -861,11 +901,11 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         client *cl = &w->clients[k];
         cl->id = k;
         cl->rnd.s = next_u64(&w->rnd);
-        cl->rate = 1.0 + (double)between(&w->rnd, -40, 40) / 10000.0;   /* +-0.4% */
+        cl->rate = clock_rate(&w->rnd, spread);
         cl->base = between(&w->rnd, 0, 1000000);
         cl->held_from = -1;
         cl->drain_idle = chance(&w->rnd, 0.5);
-        if (rl_client_new(&cl->ctx, uris, NODES) != REDLOCK_OK) {
+        if (rl_client_new(&cl->ctx, uris, (size_t)w->n_nodes) != REDLOCK_OK) {
             fprintf(stderr, "sim: rl_client_new: %s\n", redlock_errmsg());
             exit(2);
         }
@@ -875,6 +915,9 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         rl_options_set(&cl->ctx->opt, "connect_timeout_ms", "100");
         rl_options_set(&cl->ctx->opt, "retry_delay_ms", "50");
         rl_options_set(&cl->ctx->opt, "retry_jitter_ms", "25");
+        char drift[32];
+        snprintf(drift, sizeof drift, "%g", DRIFT_FACTOR);
+        rl_options_set(&cl->ctx->opt, "drift_factor", drift);
         rl_options_set(&cl->ctx->opt, "fencing", w->fencing ? "1" : "0");
         rl_options_set(&cl->ctx->opt, "restart_guard", m->no_guard ? "0" : "1");
         schedule(w, between(&w->rnd, 0, 20), EV_NEXT, cl, 0, 0, NULL, 0);
@@ -912,7 +955,7 @@ static void world_free(world *w)
         free(w->heap[i].bytes);
     free(w->heap);
     free(w->conns);
-    for (int i = 0; i < NODES; i++)
+    for (int i = 0; i < w->n_nodes; i++)
         simnode_free(w->nodes[i].sn);
     for (int r = 0; r < RESOURCES; r++)
         free(w->done[r]);
@@ -922,7 +965,7 @@ static void world_free(world *w)
 static void heal(world *w)
 {
     w->healing = true;
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < w->n_nodes; i++) {
         simnode_state *nd = &w->nodes[i];
         nd->extra_delay = 0;
         nd->stalled_until = 0;
@@ -970,9 +1013,9 @@ static void check_recovery(world *w)
             next_action(w, &w->clients[k]);
     }
     run_until(w, w->now + 500);
-    for (int i = 0; i < NODES && !w->failure; i++) {
+    for (int i = 0; i < w->n_nodes && !w->failure; i++) {
         const char *keys[64], *values[64];
-        size_t n = simnode_keys(w->nodes[i].sn, w->now, keys, values, 64);
+        size_t n = simnode_keys(w->nodes[i].sn, node_now(&w->nodes[i], w->now), keys, values, 64);
         for (size_t j = 0; j < n; j++)
             fail(w, "no leftover", "n%d still holds %s = %s after recovery", i, keys[j],
                  values[j] ? values[j] : "(list)");
@@ -1003,9 +1046,9 @@ static const char *simulate(uint64_t seed, long ops, const mode *m, bool keep_tr
             w->quiet_from = t + 1000 + MAX_LEASE + 500;
         } else if (!quiet && w->quiet) {
             if (w->quiet_locks >= 3 && w->quiet_ok == 0) {
-                for (int i = 0; i < NODES; i++) {
+                for (int i = 0; i < w->n_nodes; i++) {
                     const char *keys[64], *values[64];
-                    size_t n = simnode_keys(w->nodes[i].sn, w->now, keys, values, 64);
+                    size_t n = simnode_keys(w->nodes[i].sn, node_now(&w->nodes[i], w->now), keys, values, 64);
                     for (size_t j = 0; j < n; j++)
                         trace(w, "n%d holds %s = %s", i, keys[j], values[j] ? values[j] : "-");
                 }
@@ -1046,14 +1089,15 @@ static const char *simulate(uint64_t seed, long ops, const mode *m, bool keep_tr
 typedef struct explorer {
     pthread_mutex_t mu;
     rng seeds;
-    long ops, per_sim, total, sims, broken, fences_back;
+    long ops, per_sim, total, sims, broken, fences_back, exclusions;
+    uint64_t first_broken;  /* the seed of a simulation that broke one */
     mode m;
 } explorer;
 
 /* Whether failures are what the mode is there to show. */
 static bool expects_failures(const mode *m)
 {
-    return m->unsafe || m->lose_counters;
+    return m->unsafe || m->lose_counters || m->beyond_drift;
 }
 
 static void *explore(void *arg)
@@ -1062,7 +1106,8 @@ static void *explore(void *arg)
     bool expected = expects_failures(&ex->m);
     for (;;) {
         pthread_mutex_lock(&ex->mu);
-        bool more = ex->total < ex->ops && (expected || ex->broken == 0);
+        bool more = ex->total < ex->ops && (expected || ex->broken == 0)
+                    && !(ex->m.beyond_drift && ex->exclusions > 0);
         uint64_t seed = next_u64(&ex->seeds);
         pthread_mutex_unlock(&ex->mu);
         if (!more)
@@ -1072,13 +1117,18 @@ static void *explore(void *arg)
         /* Shown in full: a failure that is not expected, and with
          * --lose-counters one that is not about fences. */
         bool fences = f && strcmp(f, "fencing") == 0;
-        if (f && (!expected || (ex->m.lose_counters && !fences)))
+        bool exclusion = f && strcmp(f, "exclusion") == 0;
+        if (f && (!expected || (ex->m.lose_counters && !fences)
+                  || (ex->m.beyond_drift && !exclusion)))
             simulate(seed, ex->per_sim, &ex->m, true, false, &again);
         pthread_mutex_lock(&ex->mu);
         ex->total += n;
         ex->sims++;
         ex->broken += f != NULL;
         ex->fences_back += fences;
+        ex->exclusions += exclusion;
+        if (f && !ex->first_broken)
+            ex->first_broken = seed;
         pthread_mutex_unlock(&ex->mu);
     }
 }
@@ -1108,14 +1158,16 @@ int main(int argc, char **argv)
             m.lose_counters = true;
         } else if (strcmp(argv[i], "--no-restart-guard") == 0) {
             m.no_guard = true;
+        } else if (strcmp(argv[i], "--beyond-drift") == 0) {
+            m.beyond_drift = true;
         } else {
             fprintf(stderr, "usage: sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] "
                             "[--trace] [--unsafe-restarts | --lose-counters "
-                            "[--no-restart-guard]]\n");
+                            "[--no-restart-guard] | --beyond-drift]\n");
             return 64;
         }
     }
-    if (m.unsafe && m.lose_counters) {
+    if (m.unsafe + m.lose_counters + m.beyond_drift > 1) {
         fprintf(stderr, "sim: --unsafe-restarts and --lose-counters show different limits; "
                         "give one\n");
         return 64;
@@ -1154,6 +1206,7 @@ int main(int argc, char **argv)
            !broken ? "every invariant held"
            : m.unsafe ? "invariants broken (restarts without data, as documented)"
            : m.lose_counters ? "invariants broken (counters lost in restarts, as documented)"
+           : m.beyond_drift ? "invariants broken (clocks beyond the drift allowance, as expected)"
            : "FAILED");
     if (m.unsafe)
         printf("sim: %ld of %ld simulations broke an invariant\n", broken, sims);
@@ -1166,6 +1219,17 @@ int main(int argc, char **argv)
                "another invariant\n", ex.fences_back, sims, m.no_guard ? "off" : "on",
                broken - ex.fences_back);
         return broken == ex.fences_back ? 0 : 1;
+    }
+    if (m.beyond_drift) {
+        /* Clocks that differ by more than the allowance: exclusion is to
+         * break, which shows that the allowance is what keeps it. */
+        printf("sim: %ld of %ld simulations broke an invariant with clocks beyond the drift "
+               "allowance (%ld exclusion): %s\n", broken, sims, ex.exclusions,
+               ex.exclusions ? "broken, as expected" : "NOT broken: expected to break");
+        if (ex.first_broken)
+            printf("sim: sim --beyond-drift --replay %" PRIu64 " --trace shows one\n",
+                   ex.first_broken);
+        return ex.exclusions > 0 && broken == ex.exclusions ? 0 : 1;
     }
     return broken && !m.unsafe ? 1 : 0;
 }
