@@ -406,7 +406,7 @@ static void undo_attempt(rl_op *op, int64_t now)
     for (size_t i = 0; i < op->ctx->n_nodes; i++) {
         slot *s = &op->slots[i];
         bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn, false) == REDLOCK_OK;
-        if ((s->sent && s->conn && !queued) || s->maybe_ran)
+        if ((s->sent && !queued) || s->maybe_ran)
             rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
     }
     rl_cmd_unref(rel);
@@ -838,6 +838,8 @@ void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t no
     /* Known down (backing off), or its connect failed: counted, and the
      * node's state is the connect's to tell. */
     rl_node_failed(&op->ctx->nodes[node], RL_NODE_KEEP, NULL, now);
+    if (op->kind == OP_UNLOCK)   /* its release is owed, sent once the node answers */
+        rl_owed_add(op->ctx, node, op->h->keys, op->h->token, now);
     rl_result r;
     rl_result_fail(&r, code, "%s", why);
     vote(op, node, &r, now);
@@ -1119,7 +1121,9 @@ void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, in
     /* The current attempt's acquire (its fence round has op->cmd) may have
      * run: a failed attempt is undone there too. */
     bool ours = e->cmd == op->cmd || (e->cmd == op->attempt && op->phase == PHASE_ROUND);
-    if (ours && written)
+    if (ours && op->kind == OP_UNLOCK)   /* a release that may not have run is owed */
+        rl_owed_add(op->ctx, c->node, op->h->keys, op->h->token, now);
+    else if (ours && written)
         op->slots[c->node].maybe_ran = true;
     else if (!ours)
         rl_cmd_late_lost(e, op->ctx, c->node, written, now);
