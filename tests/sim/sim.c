@@ -45,11 +45,13 @@
 #include "client.h"
 #include "cmd.h"
 #include "engine.h"
+#include "log.h"
 #include "node.h"
 #include "op.h"
 #include "owed.h"
 #include "quorum.h"
 #include "simnode.h"
+#include "token.h"
 
 #define MAX_NODES 9
 #define MAX_CLIENTS 6
@@ -59,6 +61,20 @@
 #define TRACE_LINES 200
 /* The clients' drift_factor: the option's default (core/engine/options.def). */
 #define DRIFT_FACTOR 0.01
+/* The clients' node deadline (node_timeout_ms). */
+#define NODE_TIMEOUT_MS 100
+#define NODE_TIMEOUT_MS_TEXT "100"
+/* How much later a delivery of owed releases that could not send one
+ * tries again: RL_OWED_RETRY_MS of core/engine/owed.c. */
+#define OWED_RETRY_MS 100
+/* The longest one-way delay of a link that is not slowed (delay()). */
+#define MAX_HOP_MS 40
+/* The release bound: a token given up is gone from every node that answers
+ * this long after it was given up, or after the node answers again and its
+ * client may connect to it again, whichever is later. */
+#define RELEASE_BOUND_MS (NODE_TIMEOUT_MS + OWED_RETRY_MS + 4 * MAX_HOP_MS)
+/* How often the release bound is checked, and owed releases delivered. */
+#define AUDIT_MS 10
 
 /* ---- randomness ---- */
 
@@ -84,21 +100,12 @@ static bool chance(rng *r, double p)
     return (double)(next_u64(r) >> 11) / 9007199254740992.0 < p;
 }
 
-/* The engine's random source for a client: its own stream from the seed. */
-static int client_random(void *data, void *buf, size_t n)
-{
-    rng *r = data;
-    unsigned char *out = buf;
-    for (size_t i = 0; i < n; i++)
-        out[i] = (unsigned char)next_u64(r);
-    return 0;
-}
 
 /* ---- the world ---- */
 
 typedef enum ev_kind {
     EV_TO_NODE, EV_TO_CLIENT, EV_CONNECTED, EV_REFUSED, EV_CUT, EV_WAKE, EV_NEXT,
-    EV_RESUME, EV_UP, EV_FAULT
+    EV_RESUME, EV_UP, EV_FAULT, EV_AUDIT
 } ev_kind;
 
 typedef struct event {
@@ -142,6 +149,13 @@ typedef struct interval {
     char token[33];
 } interval;
 
+/* A token: whose, and since when given up (the release bound). */
+typedef struct tokrec {
+    char token[RL_TOKEN_LEN + 1];
+    int client;
+    int64_t gave_up;        /* global ms; INT64_MAX while its attempt runs or it is held */
+} tokrec;
+
 typedef struct client {
     int id;
     rl_client *ctx;
@@ -151,6 +165,14 @@ typedef struct client {
     rl_op *op;
     int op_kind;            /* 0 lock, 1 extend, 2 unlock, 3 deliver */
     uint64_t wake_gen;
+    rl_op *svc;             /* a delivery of releases owed, beside op (the
+                             * blocking driver's service thread) */
+    uint64_t svc_wake_gen;
+    struct world *w;
+    size_t live_tok;        /* its token record while live, + 1 (0: none) */
+    int64_t connect_ok_since[MAX_NODES];  /* no connect back-off since (global ms) */
+    char open_owner[4][RL_OWNER_LEN + 1]; /* acquired, not yet ended (events) */
+    int n_open;
     redlock_handle *held;
     int res[2];             /* the resources of the lock wanted or held */
     int n_res;
@@ -180,11 +202,17 @@ typedef struct world {
     bool quiet;             /* a fault-free phase: no new faults */
     bool unsafe_restarts;   /* restarts without data and without delay */
     bool fencing;           /* the clients take their locks with fencing */
+    bool strict_wakes;      /* a wake not asked for again is dropped */
     bool lose_counters;     /* restarts after a long time lose the counters too */
     int64_t last_fence[RESOURCES];
     int last_fencer[RESOURCES];
     int64_t quiet_from;     /* a fault-free phase began (for progress) */
     long quiet_locks, quiet_ok;
+    tokrec *toks;           /* every token a client made, in order */
+    size_t n_toks, cap_toks;
+    size_t *tok_table;      /* open addressing: index + 1 into toks (0: empty) */
+    size_t tok_cap;
+    int64_t reach_since[MAX_NODES];   /* answering since (global ms; INT64_MAX: not now) */
     const char *failure;
     char detail[512];
     char trace[TRACE_LINES][160];
@@ -222,6 +250,125 @@ static void fail(world *w, const char *invariant, const char *fmt, ...)
     vsnprintf(w->detail, sizeof w->detail, fmt, ap);
     va_end(ap);
     trace(w, "FAILED %s: %s", invariant, w->detail);
+}
+
+/* ---- tokens ---- */
+
+static uint64_t token_hash(const char *t)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 1099511628211ULL;
+    return h;
+}
+
+static void token_index(world *w, size_t k)
+{
+    size_t at = (size_t)token_hash(w->toks[k].token) & (w->tok_cap - 1);
+    while (w->tok_table[at])
+        at = (at + 1) & (w->tok_cap - 1);
+    w->tok_table[at] = k + 1;
+}
+
+static tokrec *token_find(world *w, const char *token)
+{
+    if (!w->tok_cap)
+        return NULL;
+    size_t at = (size_t)token_hash(token) & (w->tok_cap - 1);
+    for (; w->tok_table[at]; at = (at + 1) & (w->tok_cap - 1))
+        if (strcmp(w->toks[w->tok_table[at] - 1].token, token) == 0)
+            return &w->toks[w->tok_table[at] - 1];
+    return NULL;
+}
+
+/* The client's live token is given up now: its attempt failed or was
+ * abandoned, or its lock is being released. */
+static void give_up(world *w, client *cl)
+{
+    if (!cl->live_tok)
+        return;
+    w->toks[cl->live_tok - 1].gave_up = w->now;
+    cl->live_tok = 0;
+}
+
+/* The engine made a token for an attempt: the attempt before is given up. */
+static void token_made(world *w, client *cl, const char *token)
+{
+    give_up(w, cl);
+    if (w->n_toks == w->cap_toks) {
+        w->cap_toks = w->cap_toks ? w->cap_toks * 2 : 256;
+        w->toks = realloc(w->toks, w->cap_toks * sizeof *w->toks);
+    }
+    if (2 * (w->n_toks + 1) > w->tok_cap) {
+        free(w->tok_table);
+        w->tok_cap = w->tok_cap ? w->tok_cap * 2 : 1024;
+        w->tok_table = calloc(w->tok_cap, sizeof *w->tok_table);
+        for (size_t k = 0; k < w->n_toks; k++)
+            token_index(w, k);
+    }
+    tokrec *rec = &w->toks[w->n_toks];
+    snprintf(rec->token, sizeof rec->token, "%s", token);
+    rec->client = cl->id;
+    rec->gave_up = INT64_MAX;
+    token_index(w, w->n_toks++);
+    cl->live_tok = w->n_toks;
+}
+
+/* The engine's random source for a client: its own stream from the seed.
+ * A request of a token's size is a new token (op.c's new_token): noted. */
+static int client_random(void *data, void *buf, size_t n)
+{
+    client *cl = data;
+    unsigned char *out = buf;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (unsigned char)next_u64(&cl->rnd);
+    if (n == RL_TOKEN_BYTES) {
+        char token[RL_TOKEN_LEN + 1];
+        rl_token_hex(token, out);
+        token_made(cl->w, cl, token);
+    }
+    return 0;
+}
+
+/* ---- the client's events (redlock_ctx_set_log) ---- */
+
+/* Every lock an `acquired` event tells of ends with `released` or `lost`,
+ * or with the unlock's failure (the lock had expired or was lost, or too
+ * few nodes confirmed): the events have no other end of a lock. */
+static void on_event(void *data, int level, const char *name, const char *message)
+{
+    client *cl = data;
+    world *w = cl->w;
+    (void)level;
+    trace(w, "c%d event %s %.100s", cl->id, name, message);
+    char owner[RL_OWNER_LEN + 1] = "";
+    const char *o = strstr(message, "owner=");
+    if (o) {
+        size_t len = strcspn(o + 6, " :");
+        snprintf(owner, sizeof owner, "%.*s", (int)(len < RL_OWNER_LEN ? len : RL_OWNER_LEN),
+                 o + 6);
+    }
+    if (strcmp(name, "acquired") == 0) {
+        if (!owner[0])
+            fail(w, "events", "c%d: acquired without an owner: %s", cl->id, message);
+        for (int k = 0; k < cl->n_open; k++)
+            if (strcmp(cl->open_owner[k], owner) == 0)
+                fail(w, "events", "c%d: %s acquired twice without an end", cl->id, owner);
+        if (cl->n_open == 4) {
+            fail(w, "events", "c%d: more than 4 locks acquired and not ended", cl->id);
+            return;
+        }
+        snprintf(cl->open_owner[cl->n_open++], RL_OWNER_LEN + 1, "%s", owner);
+        return;
+    }
+    bool ends = strcmp(name, "released") == 0 || strcmp(name, "lost") == 0
+             || strncmp(message, "op=unlock ", 10) == 0;
+    for (int k = 0; k < cl->n_open && ends && owner[0]; k++) {
+        if (strcmp(cl->open_owner[k], owner) == 0) {
+            memcpy(cl->open_owner[k], cl->open_owner[--cl->n_open], RL_OWNER_LEN + 1);
+            break;
+        }
+    }
 }
 
 /* ---- events ---- */
@@ -408,20 +555,20 @@ static simconn *take_pooled(world *w, client *cl, int node)
     return NULL;
 }
 
-static void attach_all(world *w, client *cl)
+static void attach_all(world *w, client *cl, rl_op *op)
 {
     int64_t c = client_now(cl, w->now);
     for (int i = 0; i < w->n_nodes; i++) {
-        if (!rl_op_wants_conn(cl->op, (size_t)i))
+        if (!rl_op_wants_conn(op, (size_t)i))
             continue;
         simconn *sc = take_pooled(w, cl, i);
         if (!sc && rl_node_connect_wait(&cl->ctx->nodes[i], c) > 0) {
-            rl_op_no_conn(cl->op, (size_t)i, REDLOCK_ENOQUORUM, "unreachable (backoff)", c);
+            rl_op_no_conn(op, (size_t)i, REDLOCK_ENOQUORUM, "unreachable (backoff)", c);
             continue;
         }
         if (!sc)
             sc = new_conn(w, cl, i);
-        rl_op_attach(cl->op, (size_t)i, sc->conn, c);
+        rl_op_attach(op, (size_t)i, sc->conn, c);
         if (sc->inbox.len > 0) {
             simbuf in = sc->inbox;
             sc->inbox = (simbuf){ 0 };
@@ -435,33 +582,51 @@ static void attach_all(world *w, client *cl)
 
 static void record_interval(world *w, client *cl, int64_t to);
 static void op_finished(world *w, client *cl);
+static void svc_finished(world *w, client *cl);
 
-/* Drives the client's operation as far as it goes now. */
-static void pump(world *w, client *cl)
+/* Drives one of the client's operations (svc: its delivery) as far as it
+ * goes now. */
+static void pump_one(world *w, client *cl, bool svc)
 {
-    if (!cl->op)
+    rl_op *op = svc ? cl->svc : cl->op;
+    if (!op)
         return;
     for (int round = 0; round < 16; round++) {
-        attach_all(w, cl);
-        rl_op_step(cl->op, client_now(cl, w->now));
-        if (rl_op_done(cl->op)) {
-            op_finished(w, cl);
+        attach_all(w, cl, op);
+        rl_op_step(op, client_now(cl, w->now));
+        if (rl_op_done(op)) {
+            if (svc)
+                svc_finished(w, cl);
+            else
+                op_finished(w, cl);
             return;
         }
         bool wants = false;
         for (int i = 0; i < w->n_nodes && !wants; i++)
-            wants = rl_op_wants_conn(cl->op, (size_t)i);
+            wants = rl_op_wants_conn(op, (size_t)i);
         if (!wants)
             break;
     }
     for (int i = 0; i < w->n_nodes; i++) {
-        rl_conn *c = rl_op_conn(cl->op, (size_t)i);
+        rl_conn *c = rl_op_conn(op, (size_t)i);
         if (c)
             write_out(w, c->io_data);
     }
-    int64_t wake = global_at(cl, rl_op_wake_at(cl->op));
-    if (wake != INT64_MAX)
-        schedule(w, wake > w->now ? wake : w->now + 1, EV_WAKE, cl, 0, ++cl->wake_gen, NULL, 0);
+    int64_t wake = global_at(cl, rl_op_wake_at(op));
+    /* A wake asked for earlier stays due unless the engine asks for
+     * another; with --strict-wakes an engine that asks for none gets none,
+     * as a driver that polls until rl_op_wake_at (none: I/O only). */
+    if (wake != INT64_MAX || w->strict_wakes) {
+        uint64_t gen = svc ? ++cl->svc_wake_gen : ++cl->wake_gen;
+        if (wake != INT64_MAX)
+            schedule(w, wake > w->now ? wake : w->now + 1, EV_WAKE, cl, svc, gen, NULL, 0);
+    }
+}
+
+static void pump(world *w, client *cl)
+{
+    pump_one(w, cl, false);
+    pump_one(w, cl, true);
 }
 
 static void give_back(world *w, client *cl, simconn *sc)
@@ -515,6 +680,7 @@ static void start_op(world *w, client *cl, int kind)
         trace(w, "c%d extend %" PRId64, cl->id, lease);
     } else if (kind == 2) {
         record_interval(w, cl, w->now);
+        give_up(w, cl);
         rc = rl_op_unlock(&cl->op, cl->held, c);
         trace(w, "c%d unlock", cl->id);
     } else {
@@ -525,6 +691,8 @@ static void start_op(world *w, client *cl, int kind)
     if (rc != REDLOCK_OK) {
         cl->op = NULL;
         trace(w, "c%d refused at once: %s", cl->id, redlock_errmsg());
+        if (kind == 0)
+            give_up(w, cl);
         if (kind == 1 && !cl->held->held)
             record_interval(w, cl, w->now);
         schedule(w, w->now + between(&cl->rnd, 0, 50), EV_NEXT, cl, 0, 0, NULL, 0);
@@ -621,6 +789,8 @@ static void op_finished(world *w, client *cl)
     trace(w, "c%d %s -> %d %.100s", cl->id,
           (const char *[]){ "lock", "extend", "unlock", "deliver" }[cl->op_kind], rc,
           rl_op_message(op));
+    if (cl->op_kind == 0 && rc != REDLOCK_OK)
+        give_up(w, cl);
     if (cl->op_kind == 0 && rc == REDLOCK_OK) {
         cl->held = rl_op_take_handle(op);
         cl->held_from = w->now;
@@ -660,6 +830,81 @@ static void op_finished(world *w, client *cl)
     schedule(w, next, EV_NEXT, cl, 0, 0, NULL, 0);
 }
 
+/* The client's delivery of owed releases ended: its connections go back. */
+static void svc_finished(world *w, client *cl)
+{
+    rl_op *op = cl->svc;
+    cl->svc = NULL;
+    cl->svc_wake_gen++;
+    trace(w, "c%d deliver -> %d %.100s", cl->id, rl_op_status(op), rl_op_message(op));
+    for (int i = 0; i < w->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, (size_t)i);
+        if (c)
+            write_out(w, c->io_data);
+    }
+    rl_conn *c;
+    while ((c = rl_op_take_conn(op)) != NULL)
+        give_back(w, cl, c->io_data);
+    rl_op_free(op);
+}
+
+/* Every AUDIT_MS: releases owed and due go out, as the blocking driver's
+ * service thread sends them, beside whatever the client is doing; and the
+ * release bound is checked. */
+static void audit(world *w)
+{
+    for (int i = 0; i < w->n_nodes; i++) {
+        simnode_state *nd = &w->nodes[i];
+        bool answers = !nd->down && nd->stalled_until <= w->now && nd->extra_delay == 0;
+        if (!answers)
+            w->reach_since[i] = INT64_MAX;
+        else if (w->reach_since[i] == INT64_MAX)
+            w->reach_since[i] = w->now;
+    }
+    for (int k = 0; k < w->n_clients; k++) {
+        client *cl = &w->clients[k];
+        int64_t c = client_now(cl, w->now);
+        for (int i = 0; i < w->n_nodes; i++) {
+            if (rl_node_connect_wait(&cl->ctx->nodes[i], c) > 0)
+                cl->connect_ok_since[i] = INT64_MAX;
+            else if (cl->connect_ok_since[i] == INT64_MAX)
+                cl->connect_ok_since[i] = w->now;
+        }
+        if (!cl->svc && rl_owed_any(cl->ctx, SIZE_MAX) && rl_owed_at(cl->ctx, c) <= c) {
+            trace(w, "c%d deliver", cl->id);
+            if (rl_op_deliver(&cl->svc, cl->ctx, c) == REDLOCK_OK)
+                pump_one(w, cl, true);
+            else
+                cl->svc = NULL;
+        }
+    }
+    for (int i = 0; i < w->n_nodes && !w->failure; i++) {
+        if (w->reach_since[i] == INT64_MAX)
+            continue;
+        const char *keys[64], *values[64];
+        size_t n = simnode_keys(w->nodes[i].sn, node_now(&w->nodes[i], w->now), keys, values, 64);
+        for (size_t j = 0; j < n; j++) {
+            tokrec *rec = values[j] ? token_find(w, values[j]) : NULL;
+            if (!rec || rec->gave_up == INT64_MAX)
+                continue;
+            client *cl = &w->clients[rec->client];
+            /* A driver that reads a pooled connection only when it next
+             * uses it undoes a late reply there then: not bound. */
+            if (!cl->drain_idle || cl->connect_ok_since[i] == INT64_MAX)
+                continue;
+            int64_t from = rec->gave_up;
+            if (w->reach_since[i] > from)
+                from = w->reach_since[i];
+            if (cl->connect_ok_since[i] > from)
+                from = cl->connect_ok_since[i];
+            if (w->now - from > RELEASE_BOUND_MS)
+                fail(w, "release bound", "n%d still holds %s = %s of c%d, given up at %" PRId64
+                     ", %" PRId64 " ms after it answers (bound %d ms)", i, keys[j], values[j],
+                     cl->id, rec->gave_up, w->now - from, RELEASE_BOUND_MS);
+        }
+    }
+}
+
 /* What a client does next. */
 static void next_action(world *w, client *cl)
 {
@@ -668,12 +913,6 @@ static void next_action(world *w, client *cl)
     if (cl->held) {
         bool hold_on = chance(&cl->rnd, 0.3) && !w->healing;
         start_op(w, cl, hold_on && cl->held->held ? 1 : 2);
-        return;
-    }
-    /* Releases owed and due go out first, as the blocking driver's service
-     * thread would send them. */
-    if (rl_owed_next(cl->ctx, SIZE_MAX) <= client_now(cl, w->now)) {
-        start_op(w, cl, 3);
         return;
     }
     if (w->healing || w->ops >= w->ops_budget)
@@ -827,8 +1066,8 @@ static void handle(world *w, event *e)
         break;
     case EV_WAKE:
         cl = e->p;
-        if (e->gen == cl->wake_gen)
-            pump(w, cl);
+        if (e->gen == (e->i ? cl->svc_wake_gen : cl->wake_gen))
+            pump_one(w, cl, e->i);
         break;
     case EV_NEXT:
         next_action(w, e->p);
@@ -846,6 +1085,10 @@ static void handle(world *w, event *e)
         trace(w, "n%d back up", (int)(nd - w->nodes));
         break;
     }
+    case EV_AUDIT:
+        audit(w);
+        schedule(w, w->now + AUDIT_MS, EV_AUDIT, NULL, 0, 0, NULL, 0);
+        break;
     case EV_FAULT:
         fault(w);
         if (!w->healing)
@@ -862,6 +1105,7 @@ typedef struct mode {
     bool lose_counters;     /* --lose-counters */
     bool no_guard;          /* --no-restart-guard */
     bool beyond_drift;      /* --beyond-drift */
+    bool strict_wakes;      /* --strict-wakes */
 } mode;
 
 /* A clock's rate: 1 +- spread, at either end half the time (where the
@@ -881,6 +1125,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
     w->ops_budget = ops;
     w->unsafe_restarts = m->unsafe;
     w->lose_counters = m->lose_counters;
+    w->strict_wakes = m->strict_wakes;
     w->fencing = m->lose_counters || chance(&w->rnd, 0.5);
     w->n_nodes = (int)between(&w->rnd, 1, MAX_NODES);
     /* Every clock runs at its own rate: within the drift allowance, any two
@@ -909,9 +1154,13 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
             fprintf(stderr, "sim: rl_client_new: %s\n", redlock_errmsg());
             exit(2);
         }
+        cl->w = w;
         cl->ctx->random = client_random;
-        cl->ctx->random_data = &cl->rnd;
-        rl_options_set(&cl->ctx->opt, "node_timeout_ms", "100");
+        cl->ctx->random_data = cl;
+        atomic_store(&cl->ctx->log.data, cl);
+        atomic_store(&cl->ctx->log.min, REDLOCK_LOG_DEBUG);
+        atomic_store(&cl->ctx->log.fn, on_event);
+        rl_options_set(&cl->ctx->opt, "node_timeout_ms", NODE_TIMEOUT_MS_TEXT);
         rl_options_set(&cl->ctx->opt, "connect_timeout_ms", "100");
         rl_options_set(&cl->ctx->opt, "retry_delay_ms", "50");
         rl_options_set(&cl->ctx->opt, "retry_jitter_ms", "25");
@@ -923,6 +1172,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         schedule(w, between(&w->rnd, 0, 20), EV_NEXT, cl, 0, 0, NULL, 0);
     }
     schedule(w, between(&w->rnd, 0, 200), EV_FAULT, NULL, 0, 0, NULL, 0);
+    schedule(w, AUDIT_MS, EV_AUDIT, NULL, 0, 0, NULL, 0);
 }
 
 static void world_free(world *w)
@@ -934,6 +1184,12 @@ static void world_free(world *w)
             while ((c = rl_op_take_conn(cl->op)) != NULL)
                 (void)c;
             rl_op_free(cl->op);
+        }
+        if (cl->svc) {
+            rl_conn *c;
+            while ((c = rl_op_take_conn(cl->svc)) != NULL)
+                (void)c;
+            rl_op_free(cl->svc);
         }
         rl_handle_free(cl->held);
     }
@@ -959,6 +1215,8 @@ static void world_free(world *w)
         simnode_free(w->nodes[i].sn);
     for (int r = 0; r < RESOURCES; r++)
         free(w->done[r]);
+    free(w->toks);
+    free(w->tok_table);
 }
 
 /* Heals every fault: nodes up with their data, stalls over, links fast. */
@@ -993,7 +1251,7 @@ static void run_until(world *w, int64_t until)
 static bool busy(const world *w)
 {
     for (int k = 0; k < w->n_clients; k++)
-        if (w->clients[k].op || w->clients[k].held)
+        if (w->clients[k].op || w->clients[k].held || w->clients[k].svc)
             return true;
     return false;
 }
@@ -1004,9 +1262,14 @@ static void check_recovery(world *w)
 {
     for (int step = 0; step < 200 && busy(w) && !w->failure; step++)
         run_until(w, w->now + 100);
-    if (busy(w))
-        fail(w, "progress", "clients still busy long after healing");
-    /* Releases owed wait one node deadline; deliver them. */
+    for (int k = 0; k < w->n_clients && busy(w); k++) {
+        client *cl = &w->clients[k];
+        if (cl->op || cl->held || cl->svc)
+            fail(w, "progress", "clients still busy long after healing: c%d %s%s%s", k,
+                 cl->op ? "in an operation " : "", cl->held ? "holding a lock " : "",
+                 cl->svc ? "delivering releases" : "");
+    }
+    /* Releases owed wait one node deadline; the audit delivers them. */
     for (int step = 0; step < 20 && !w->failure; step++) {
         run_until(w, w->now + 150);
         for (int k = 0; k < w->n_clients; k++)
@@ -1020,6 +1283,10 @@ static void check_recovery(world *w)
             fail(w, "no leftover", "n%d still holds %s = %s after recovery", i, keys[j],
                  values[j] ? values[j] : "(list)");
     }
+    for (int k = 0; k < w->n_clients && !w->failure; k++)
+        for (int j = 0; j < w->clients[k].n_open; j++)
+            fail(w, "events", "c%d: the lock of owner %s was acquired, and no event told "
+                 "that it was released, expired or lost", k, w->clients[k].open_owner[j]);
 }
 
 /* One simulation of ops operations; its failure, or NULL. Traced when
@@ -1160,10 +1427,12 @@ int main(int argc, char **argv)
             m.no_guard = true;
         } else if (strcmp(argv[i], "--beyond-drift") == 0) {
             m.beyond_drift = true;
+        } else if (strcmp(argv[i], "--strict-wakes") == 0) {
+            m.strict_wakes = true;
         } else {
             fprintf(stderr, "usage: sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] "
                             "[--trace] [--unsafe-restarts | --lose-counters "
-                            "[--no-restart-guard] | --beyond-drift]\n");
+                            "[--no-restart-guard] | --beyond-drift] [--strict-wakes]\n");
             return 64;
         }
     }
