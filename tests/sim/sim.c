@@ -690,7 +690,7 @@ static void start_op(world *w, client *cl, int kind)
         w->ops++;
     if (rc != REDLOCK_OK) {
         cl->op = NULL;
-        trace(w, "c%d refused at once: %s", cl->id, redlock_errmsg());
+        trace(w, "c%d refused at once: %s", cl->id, rl_errmsg());
         if (kind == 0)
             give_up(w, cl);
         if (kind == 1 && !cl->held->held)
@@ -1151,7 +1151,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         cl->held_from = -1;
         cl->drain_idle = chance(&w->rnd, 0.5);
         if (rl_client_new(&cl->ctx, uris, (size_t)w->n_nodes) != REDLOCK_OK) {
-            fprintf(stderr, "sim: rl_client_new: %s\n", redlock_errmsg());
+            fprintf(stderr, "sim: rl_client_new: %s\n", rl_errmsg());
             exit(2);
         }
         cl->w = w;
