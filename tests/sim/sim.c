@@ -4,17 +4,43 @@
  * Clients drive the real engine (core/engine/op.h, engine.h) against simulated
  * nodes (simnode.c, running the real Lua scripts) over a simulated network,
  * all in one thread on one simulated clock, every choice drawn from a seed:
- * message delays, writes accepted in pieces, reordering between connections
- * (never within one), connections cut mid-stream, nodes that stall, go down,
- * restart with their data or (after longer than any lease) without it,
- * SCRIPT FLUSH, and client clocks running fast or slow within the drift
- * allowance. A checker verifies, as the simulation runs and after it heals:
+ * from 1 to 9 nodes (odd and even counts), message delays, writes accepted
+ * in pieces, reordering between connections (never within one), connections
+ * cut mid-stream, nodes that stall, go down, restart with their data or
+ * (after longer than any lease) without it, SCRIPT FLUSH, slow links. Every
+ * clock runs at its own rate: each client's (its timeouts and validity) and
+ * each node's (its keys' expiry), any two differing by less than the drift
+ * allowance (drift_factor, each within half of it of the global clock, at
+ * either end half the time), and now and then a holder works until its
+ * validity ends, where the allowance decides. Releases owed are delivered
+ * beside the client's operation, as the blocking driver's service thread
+ * does. A checker verifies, as the simulation runs and after it heals:
  *   exclusion   no two holders of a resource inside their validity windows
  *               (each client's validity converted to the global clock);
  *   outcomes    a lock reported held is on a quorum of nodes with its token,
- *               an unlock reported done leaves no quorum with it;
+ *               an unlock reported done leaves no quorum with it (the
+ *               checker's own quorum, N / 2 + 1, not the engine's);
  *   no leftover after recovery (faults healed, every lock released, owed
  *               releases delivered) no node holds a lock key;
+ *   release bound  a token given up (an acquire attempt that failed or was
+ *               abandoned, a lock being released) is gone from every node
+ *               that answers within RELEASE_BOUND_MS: the node deadline, one
+ *               retry period of owed releases (RL_OWED_RETRY_MS) and four
+ *               one-way delays of a link that is not slowed. "Answers": the
+ *               node is up, not stalled and its link not slowed, and the
+ *               token's client may connect to it (its connect back-off is
+ *               over); the bound runs from the latest of the give-up and the
+ *               moment that became true. A down node keeps its keys (and
+ *               their expiry runs); the bound starts again when it is back.
+ *               Checked every AUDIT_MS, for the clients whose driver reads
+ *               idle connections (half of them: one that reads a pooled
+ *               connection only when it next uses it undoes a late reply
+ *               there then);
+ *   events      with the event hook set (redlock_ctx_set_log), every
+ *               `acquired` has its end by the end, after healing: `released`
+ *               or `lost`, or the unlock's failure (the lock had expired or
+ *               was lost, or too few nodes confirmed; the events have no
+ *               `expired` of their own);
  *   fencing     in the simulations with fencing on (half of them), each
  *               holder of a resource has a larger fence than the one
  *               before, and a quorum's counters have reached it when the
@@ -27,11 +53,21 @@
  *   progress    in quiet phases with every node up, waiting locks succeed.
  *
  *   sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] [--trace]
- *       [--unsafe-restarts | --lose-counters [--no-restart-guard]]
+ *       [--unsafe-restarts | --lose-counters [--no-restart-guard]
+ *        | --beyond-drift] [--strict-wakes]
+ *
+ * --beyond-drift makes the clocks differ by several times the allowance:
+ * exclusion is expected to break (shown, exit 0 only if it did), which
+ * shows that the allowance is what keeps it. --strict-wakes drops a timer
+ * the engine no longer asks for (rl_op_wake_at says none), as a driver that
+ * sleeps until the engine's next wake does; by default one asked for before
+ * still fires. tests/sim/mutate.sh shows that unsafe edits of the engine
+ * are caught.
  *
  * Many short simulations run from seeds drawn from the master seed (random
  * unless given). A failure prints the simulation's seed, the invariant and
- * the trace's last lines; `sim --replay SEED --trace` replays it.
+ * the trace's last lines; `sim --replay SEED --trace` replays it (with the
+ * same mode options).
  */
 #include <inttypes.h>
 #include <math.h>
