@@ -29,7 +29,8 @@ here=$top/tests/sim
 # name, master seed, operations within which it is caught: about three
 # times what it took with that seed (measured: quorum-even 4004,
 # quorum-half 2, no-drift 119489, duration-ignored 26605, validity-from-end
-# 16683, late-yes-kept 52232, wrong-entry 2055, fence-low 3), at least 6000.
+# 16683, late-yes-kept 52232, wrong-entry 2055, fence-low 3,
+# drift-constant 143096, no-released-event 77), at least 6000.
 # The control runs the largest budget.
 list="
 quorum-even 1 15000
@@ -40,8 +41,10 @@ validity-from-end 1 50000
 late-yes-kept 1 160000
 wrong-entry 1 8000
 fence-low 1 6000
+drift-constant 1 430000
+no-released-event 1 6000
 "
-control_ops=360000
+control_ops=430000
 
 cc=${CC:-cc}
 # shellcheck disable=SC2046
