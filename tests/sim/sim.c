@@ -85,7 +85,6 @@
 #include "node.h"
 #include "op.h"
 #include "owed.h"
-#include "quorum.h"
 #include "simnode.h"
 #include "token.h"
 
