@@ -1328,7 +1328,7 @@ static void check_recovery(world *w)
  * keep_trace (a replay): the same seed makes the same run, so exploring
  * runs untraced and replays a failure to show its trace. */
 static const char *simulate(uint64_t seed, long ops, const mode *m, bool keep_trace,
-                            bool print_trace, long *done)
+                            bool print_trace, long *done, int *n_nodes)
 {
     world *w = malloc(sizeof *w);
     world_init(w, seed, ops, m);
@@ -1372,6 +1372,8 @@ static const char *simulate(uint64_t seed, long ops, const mode *m, bool keep_tr
         check_recovery(w);
     }
     *done = w->ops;
+    if (n_nodes)
+        *n_nodes = w->n_nodes;
     const char *failure = w->failure;
     if (failure && keep_trace) {
         fprintf(stderr, "sim: FAILED seed %" PRIu64 ": %s: %s\n", seed, failure, w->detail);
@@ -1393,6 +1395,7 @@ typedef struct explorer {
     rng seeds;
     long ops, per_sim, total, sims, broken, fences_back, exclusions;
     uint64_t first_broken;  /* the seed of a simulation that broke one */
+    long by_nodes[MAX_NODES + 1];   /* simulations by their number of nodes */
     mode m;
 } explorer;
 
@@ -1415,17 +1418,19 @@ static void *explore(void *arg)
         if (!more)
             return NULL;
         long n = 0, again;
-        const char *f = simulate(seed, ex->per_sim, &ex->m, false, false, &n);
+        int n_nodes = 0;
+        const char *f = simulate(seed, ex->per_sim, &ex->m, false, false, &n, &n_nodes);
         /* Shown in full: a failure that is not expected, and with
          * --lose-counters one that is not about fences. */
         bool fences = f && strcmp(f, "fencing") == 0;
         bool exclusion = f && strcmp(f, "exclusion") == 0;
         if (f && (!expected || (ex->m.lose_counters && !fences)
                   || (ex->m.beyond_drift && !exclusion)))
-            simulate(seed, ex->per_sim, &ex->m, true, false, &again);
+            simulate(seed, ex->per_sim, &ex->m, true, false, &again, NULL);
         pthread_mutex_lock(&ex->mu);
         ex->total += n;
         ex->sims++;
+        ex->by_nodes[n_nodes]++;
         ex->broken += f != NULL;
         ex->fences_back += fences;
         ex->exclusions += exclusion;
@@ -1478,9 +1483,10 @@ int main(int argc, char **argv)
     }
     long done = 0;
     if (have_replay) {
-        const char *f = simulate(replay, per_sim, &m, true, print_trace, &done);
-        printf("sim: replayed seed %" PRIu64 ": %ld operations, %s\n", replay, done,
-               f ? f : "no invariant broken");
+        int n_nodes = 0;
+        const char *f = simulate(replay, per_sim, &m, true, print_trace, &done, &n_nodes);
+        printf("sim: replayed seed %" PRIu64 ": %d nodes, %ld operations, %s\n", replay,
+               n_nodes, done, f ? f : "no invariant broken");
         return f ? 1 : 0;
     }
     if (!have_master) {
@@ -1512,6 +1518,9 @@ int main(int argc, char **argv)
            : m.lose_counters ? "invariants broken (counters lost in restarts, as documented)"
            : m.beyond_drift ? "invariants broken (clocks beyond the drift allowance, as expected)"
            : "FAILED");
+    printf("sim: simulations by number of nodes:");
+    for (int n = 1; n <= MAX_NODES; n++)
+        printf(" %d: %ld%s", n, ex.by_nodes[n], n < MAX_NODES ? "," : "\n");
     if (m.unsafe)
         printf("sim: %ld of %ld simulations broke an invariant\n", broken, sims);
     if (m.lose_counters) {
