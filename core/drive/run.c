@@ -29,18 +29,19 @@ void redlock_set_interrupt_check(redlock_interrupt_fn check, void *data)
     interrupt_data = data;
 }
 
-/* One poll over the operation's connections (all of them, or when `tail`
- * only those still sending within their deadline) until `at` at the
- * latest (the engine's time to drive the operation again), and their
- * events. */
-static void poll_once(rl_client *ctx, rl_op *op, bool tail, int64_t at, int64_t *now,
+/* One poll over the operation's connections until `at` at the latest, and
+ * their events, as the engine said (rl_op_drive's `what` and `at`): all of
+ * them, or once it is done only those still sending within their deadline
+ * (its tail). */
+static void poll_once(rl_client *ctx, rl_op *op, int what, int64_t at, int64_t *now,
                       int64_t *checked, rl_waiter *waiter)
 {
+    bool tail = what & RL_DRIVE_DONE;
     struct pollfd pfd[REDLOCK_MAX_NODES + 1];
     rl_conn *who[REDLOCK_MAX_NODES];
     /* What can be written now is written before waiting: the usual command
      * fits the socket, and no poll is spent on learning that. */
-    for (size_t i = 0; i < ctx->n_nodes; i++) {
+    for (size_t i = 0; (what & RL_DRIVE_WRITE) && i < ctx->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, i);
         const char *bytes;
         if (c && rl_conn_output(c, &bytes) > 0 && !rl_io_flush(c, *now))
@@ -96,22 +97,26 @@ static void poll_once(rl_client *ctx, rl_op *op, bool tail, int64_t at, int64_t 
 int rl_run(rl_client *ctx, rl_op *op)
 {
     int64_t now = rl_now_ms(), checked = now, at;
+    int what;
     rl_waiter *waiter = NULL;   /* once the lock was found held elsewhere */
     for (;;) {
-        int what;
         while ((what = rl_op_drive(op, now, &at)) & RL_DRIVE_CONNECT)
             rl_io_attach(ctx, op, now);
         if (what & RL_DRIVE_DONE)
             break;
         if (!waiter && (what & RL_DRIVE_AWAITS))
             waiter = rl_waker_await(ctx, rl_op_keys(op));
-        poll_once(ctx, op, false, at, &now, &checked, waiter);
+        poll_once(ctx, op, what, at, &now, &checked, waiter);
     }
     char note[256] = "";
     if (waiter)
         rl_waker_done(ctx, waiter, note, sizeof note);
-    while (rl_op_drive(op, now, &at) & RL_DRIVE_TAIL)
-        poll_once(ctx, op, true, at, &now, &checked, NULL);
+    /* Decided: its connections still sending are written until the
+     * engine's time (the last drive said whether any is). */
+    while (what & RL_DRIVE_TAIL) {
+        poll_once(ctx, op, what, at, &now, &checked, NULL);
+        what = rl_op_drive(op, now, &at);
+    }
 
     rl_op_note(op, note);
     int rc = rl_op_status(op);
