@@ -470,6 +470,7 @@ static int64_t advance(rl_client *ctx, struct rl_async *a, job *j, bool stopping
 static int64_t advance_drains(rl_client *ctx, struct rl_async *a, int64_t now)
 {
     int64_t first = INT64_MAX;
+    bool ended = false;
     for (draining **pp = &a->drains; *pp;) {
         draining *d = *pp;
         if (d->c->state == RL_CONN_OPEN && !rl_io_flush(d->c, now)) {
@@ -483,7 +484,12 @@ static int64_t advance_drains(rl_client *ctx, struct rl_async *a, int64_t now)
         }
         *pp = d->next;
         free(d);
+        ended = true;
     }
+    /* A connection closed with replies still owed may leave releases owed
+     * (owed.h): the service thread delivers them. */
+    if (ended)
+        rl_service_wake(ctx);
     return first;
 }
 
@@ -645,6 +651,7 @@ static void *async_main(void *arg)
         for (size_t i = n_conns; i < k; i++)
             if (pfd[i].revents && rl_waiter_told(waiting[i]->waiter))
                 rl_op_wake(waiting[i]->op, now);
+        bool buried = false;
         for (size_t i = 1; i < n_conns; i++) {
             if (!pfd[i].revents || rl_io_service(who[i], pfd[i].revents, now))
                 continue;
@@ -658,7 +665,10 @@ static void *async_main(void *arg)
                 }
             }
             rl_io_bury(ctx, who[i], now);
+            buried = true;
         }
+        if (buried)
+            rl_service_wake(ctx);
     }
     free(pfd);
     free(who);

@@ -18,7 +18,9 @@ static void wait_until(struct rl_driver *d, int64_t at)
 {
     struct timespec until = { .tv_sec = (time_t)(at / 1000),
                               .tv_nsec = (long)(at % 1000) * 1000000L };
+    d->service_until = at;
     pthread_cond_timedwait(&d->service_cv, &d->service_mu, &until);
+    d->service_until = 0;
 }
 
 /* Delivers the releases owed when the engine says they are due
@@ -61,6 +63,7 @@ static void *service_main(void *arg)
 /* The mutex, and the condition on the monotonic clock (rl_now_ms's). */
 static void init(struct rl_driver *d)
 {
+    d->service_until = 0;
     pthread_mutex_init(&d->service_mu, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -94,17 +97,17 @@ void rl_service_forget(struct rl_driver *d)
 }
 
 /* Starts the service thread when releases are owed and it is not running;
- * when it runs, wakes it: a release owed since it last looked may be due
- * sooner than what it waits for. */
+ * when it waits, wakes it if a release owed since it looked is due sooner
+ * than what it waits for (when it does not wait, it is about to look). */
 void rl_service_wake(rl_client *ctx)
 {
     struct rl_driver *d = rl_driver_of(ctx);
     if (!rl_owed_any(ctx, SIZE_MAX))
         return;
     pthread_mutex_lock(&d->service_mu);
-    if (d->service.running)
-        pthread_cond_signal(&d->service_cv);
-    else
+    if (!d->service.running)
         rl_worker_start(&d->service, service_main, ctx);
+    else if (d->service_until != 0 && rl_owed_at(ctx, rl_now_ms()) < d->service_until)
+        pthread_cond_signal(&d->service_cv);
     pthread_mutex_unlock(&d->service_mu);
 }
