@@ -391,15 +391,6 @@ bool rl_async_unwatch(redlock_handle *h, bool freeing)
     return now;
 }
 
-/* Whether the op wants a connection to some node. */
-static bool wants_any(const rl_client *ctx, const rl_op *op)
-{
-    for (size_t i = 0; i < ctx->n_nodes; i++)
-        if (rl_op_wants_conn(op, i))
-            return true;
-    return false;
-}
-
 /* Ends a job: its connections back, its callback, its op freed. */
 static void finish(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
 {
@@ -426,35 +417,52 @@ static void finish(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
     rl_service_wake(ctx);
 }
 
-/* Advances a job as far as it goes without waiting. Returns when to wake
- * for it, or INT64_MIN when it is over (and was finished). */
+/* Writes what the op's open connections hold; false when one failed (it
+ * was buried: the op has news). */
+static bool flush_all(rl_client *ctx, rl_op *op, int64_t now)
+{
+    bool sound = true;
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, i);
+        if (c && c->state == RL_CONN_OPEN && !rl_io_flush(c, now)) {
+            rl_io_bury(ctx, c, now);
+            sound = false;
+        }
+    }
+    return sound;
+}
+
+/* Advances a job as far as it goes without waiting, as the engine says
+ * (rl_op_drive). Returns when to wake for it, or INT64_MIN when it is over
+ * (and was finished). */
 static int64_t advance(rl_client *ctx, struct rl_async *a, job *j, bool stopping, int64_t now)
 {
     rl_op *op = j->op;
     if (stopping)
         rl_op_cancel(op, now);   /* a waiting lock; others run to their end */
-    while (!rl_op_done(op)) {
-        rl_io_attach(ctx, op, now);
-        rl_op_step(op, now);
-        if (!wants_any(ctx, op))
+    int what;
+    int64_t at;
+    bool flushed = false;
+    for (;;) {
+        while ((what = rl_op_drive(op, now, &at)) & RL_DRIVE_CONNECT)
+            rl_io_attach(ctx, op, now);
+        if (!(what & RL_DRIVE_WRITE) || flushed)
+            break;
+        /* A connection that failed to write changes the op: it is driven
+         * again. So is a decided op, whose tail may have been written. */
+        flushed = flush_all(ctx, op, now);
+        if (flushed && !(what & RL_DRIVE_DONE))
             break;
     }
-    for (size_t i = 0; i < ctx->n_nodes; i++) {
-        rl_conn *c = rl_op_conn(op, i);
-        if (c && c->state == RL_CONN_OPEN && !rl_io_flush(c, now))
-            rl_io_bury(ctx, c, now);
-    }
-    if (!rl_op_done(op)) {
-        if (j->is_lock && !j->waiter && rl_op_awaits_release(op))
+    if (!(what & RL_DRIVE_DONE)) {
+        if ((what & RL_DRIVE_AWAITS) && j->is_lock && !j->waiter)
             j->waiter = rl_waker_await(ctx, rl_op_keys(op));
-        return rl_op_wake_at(op);
+        return at;
     }
-    int64_t tail = rl_op_tail_at(op, now);
-    if (tail == INT64_MAX) {
-        finish(ctx, a, j, now);
-        return INT64_MIN;
-    }
-    return tail;
+    if (what & RL_DRIVE_TAIL)
+        return at;
+    finish(ctx, a, j, now);
+    return INT64_MIN;
 }
 
 /* Gives back the draining connections that are done; returns when to wake
@@ -462,6 +470,7 @@ static int64_t advance(rl_client *ctx, struct rl_async *a, job *j, bool stopping
 static int64_t advance_drains(rl_client *ctx, struct rl_async *a, int64_t now)
 {
     int64_t first = INT64_MAX;
+    bool ended = false;
     for (draining **pp = &a->drains; *pp;) {
         draining *d = *pp;
         if (d->c->state == RL_CONN_OPEN && !rl_io_flush(d->c, now)) {
@@ -475,7 +484,12 @@ static int64_t advance_drains(rl_client *ctx, struct rl_async *a, int64_t now)
         }
         *pp = d->next;
         free(d);
+        ended = true;
     }
+    /* A connection closed with replies still owed may leave releases owed
+     * (owed.h): the service thread delivers them. */
+    if (ended)
+        rl_service_wake(ctx);
     return first;
 }
 
@@ -637,6 +651,7 @@ static void *async_main(void *arg)
         for (size_t i = n_conns; i < k; i++)
             if (pfd[i].revents && rl_waiter_told(waiting[i]->waiter))
                 rl_op_wake(waiting[i]->op, now);
+        bool buried = false;
         for (size_t i = 1; i < n_conns; i++) {
             if (!pfd[i].revents || rl_io_service(who[i], pfd[i].revents, now))
                 continue;
@@ -650,7 +665,10 @@ static void *async_main(void *arg)
                 }
             }
             rl_io_bury(ctx, who[i], now);
+            buried = true;
         }
+        if (buried)
+            rl_service_wake(ctx);
     }
     free(pfd);
     free(who);

@@ -28,6 +28,7 @@ struct rl_driver {
     pthread_mutex_t service_mu;
     pthread_cond_t service_cv;
     rl_worker service;         /* service.c */
+    int64_t service_until;     /* while it waits: until when (0: it does not wait) */
 
     struct rl_async *async;    /* the asynchronous calls (async.c) */
     struct rl_waker *waker;    /* lock calls woken by releases (wake.c) */

@@ -133,9 +133,8 @@ static bool drain(rl_conn *c, int64_t now);
 
 void rl_io_attach(rl_client *ctx, rl_op *op, int64_t now)
 {
-    for (size_t i = 0; i < ctx->n_nodes; i++) {
-        if (!rl_op_wants_conn(op, i))
-            continue;
+    for (int n = rl_op_next_wanted(op, 0); n >= 0; n = rl_op_next_wanted(op, (size_t)n + 1)) {
+        size_t i = (size_t)n;
         rl_conn *c = rl_pool_take(ctx, i, rl_op_follows(op));
         if (c) {
             /* The command is queued first, so that an unlock covers the
@@ -153,31 +152,27 @@ void rl_io_attach(rl_client *ctx, rl_op *op, int64_t now)
                 rl_op_overdue(op, c, now);
             continue;
         }
-        char why[160];
-        int code = rl_node_backoff(&ctx->nodes[i], now, why, sizeof why);
-        if (code != REDLOCK_OK) {
-            rl_op_no_conn(op, i, code, why, now);
-            continue;
-        }
         /* TLS that cannot be had (no OpenSSL 3, a bad file in the options)
          * is said before any connection is made. */
+        char why[160];
+        int code;
         if (ctx->nodes[i].addr.tls && (code = rl_io_tls_ready(ctx, why, sizeof why)) != 0) {
             rl_op_no_conn(op, i, code, why, now);
             continue;
         }
-        if (!(c = rl_conn_new(ctx, i))) {
-            rl_op_no_conn(op, i, REDLOCK_ENOMEM, "out of memory", now);
+        /* None while the node backs off after failed connects: the engine
+         * told the operation so. */
+        if (!(c = rl_op_connect(op, i, now)))
             continue;
-        }
         int fd = rl_io_connect(&ctx->nodes[i].addr, why, sizeof why);
         if (fd < 0) {
-            rl_node_connect_failed(&ctx->nodes[i], now);
-            rl_pool_close(c, why, now);
-            rl_op_no_conn(op, i, REDLOCK_ENOQUORUM, why, now);
+            /* Lost before it was connected: the node backs off, and the
+             * operation counts it failed (engine.h). */
+            rl_engine_lost(c, REDLOCK_ENOQUORUM, why, now);
+            rl_io_bury(ctx, c, now);
             continue;
         }
         c->io = fd;
-        rl_op_attach(op, i, c, now);
     }
 }
 

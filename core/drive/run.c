@@ -29,29 +29,29 @@ void redlock_set_interrupt_check(redlock_interrupt_fn check, void *data)
     interrupt_data = data;
 }
 
-/* One poll over the operation's connections (all of them, or when `tail`
- * only those still sending within their deadline), and their events. */
-static void poll_once(rl_client *ctx, rl_op *op, bool tail, int64_t *now, int64_t *checked,
-                      rl_waiter *waiter)
+/* One poll over the operation's connections until `at` at the latest, and
+ * their events, as the engine said (rl_op_drive's `what` and `at`): all of
+ * them, or once it is done only those still sending within their deadline
+ * (its tail). */
+static void poll_once(rl_client *ctx, rl_op *op, int what, int64_t at, int64_t *now,
+                      int64_t *checked, rl_waiter *waiter)
 {
+    bool tail = what & RL_DRIVE_DONE;
     struct pollfd pfd[REDLOCK_MAX_NODES + 1];
     rl_conn *who[REDLOCK_MAX_NODES];
-    int64_t wake = tail ? INT64_MAX : rl_op_wake_at(op);
     /* What can be written now is written before waiting: the usual command
      * fits the socket, and no poll is spent on learning that. */
-    for (size_t i = 0; i < ctx->n_nodes; i++) {
+    for (size_t i = 0; (what & RL_DRIVE_WRITE) && i < ctx->n_nodes; i++) {
         rl_conn *c = rl_op_conn(op, i);
         const char *bytes;
         if (c && rl_conn_output(c, &bytes) > 0 && !rl_io_flush(c, *now))
             rl_io_bury(ctx, c, *now);
     }
     size_t k = rl_io_watch(ctx, op, tail, *now, pfd, who);
-    if (tail)
-        wake = rl_op_tail_at(op, *now);
     if (tail && k == 0)
         return;
     int64_t cap = interrupt_check ? INTERRUPT_CHECK_MS : 1000;
-    int64_t timeout = wake == INT64_MAX ? cap : wake - *now;
+    int64_t timeout = at == INT64_MAX ? cap : at - *now;
     timeout = timeout < 0 ? 0 : timeout > cap ? cap : timeout;
     /* A release of the keys waited for ends the pause (the last entry). */
     if (waiter)
@@ -96,26 +96,27 @@ static void poll_once(rl_client *ctx, rl_op *op, bool tail, int64_t *now, int64_
  */
 int rl_run(rl_client *ctx, rl_op *op)
 {
-    int64_t now = rl_now_ms(), checked = now;
+    int64_t now = rl_now_ms(), checked = now, at;
+    int what;
     rl_waiter *waiter = NULL;   /* once the lock was found held elsewhere */
     for (;;) {
-        rl_io_attach(ctx, op, now);
-        rl_op_step(op, now);
-        if (rl_op_done(op))
+        while ((what = rl_op_drive(op, now, &at)) & RL_DRIVE_CONNECT)
+            rl_io_attach(ctx, op, now);
+        if (what & RL_DRIVE_DONE)
             break;
-        if (!waiter && rl_op_awaits_release(op))
+        if (!waiter && (what & RL_DRIVE_AWAITS))
             waiter = rl_waker_await(ctx, rl_op_keys(op));
-        bool wants = false;
-        for (size_t i = 0; i < ctx->n_nodes && !wants; i++)
-            wants = rl_op_wants_conn(op, i);
-        if (!wants)
-            poll_once(ctx, op, false, &now, &checked, waiter);
+        poll_once(ctx, op, what, at, &now, &checked, waiter);
     }
     char note[256] = "";
     if (waiter)
         rl_waker_done(ctx, waiter, note, sizeof note);
-    while (rl_op_tail_at(op, now) != INT64_MAX)
-        poll_once(ctx, op, true, &now, &checked, NULL);
+    /* Decided: its connections still sending are written until the
+     * engine's time (the last drive said whether any is). */
+    while (what & RL_DRIVE_TAIL) {
+        poll_once(ctx, op, what, at, &now, &checked, NULL);
+        what = rl_op_drive(op, now, &at);
+    }
 
     rl_op_note(op, note);
     int rc = rl_op_status(op);

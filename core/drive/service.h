@@ -9,7 +9,8 @@
 
 struct rl_driver;
 
-/* Starts the service thread when releases are owed and it is not running. */
+/* Starts the service thread when releases are owed and it is not running,
+ * or wakes it when it runs (a release owed anew may be due sooner). */
 void rl_service_wake(rl_client *ctx);
 
 /* Its state in a new driver; its end (waiting for the thread), when the
