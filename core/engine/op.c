@@ -462,6 +462,8 @@ static int start_fence(rl_op *op, int64_t now)
     return 1;
 }
 
+static void try_decide(rl_op *op, int64_t now);
+
 static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
 {
     redlock_handle *h = op->h;
@@ -470,8 +472,13 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
     case OP_LOCK:
         if (v->rc == REDLOCK_OK && op->fenced && op->cmd->kind == RL_CMD_ACQUIRE) {
             int fence = start_fence(op, now);
-            if (fence == 1)
+            if (fence == 1) {
+                /* The write-back may have been sent to no node (every
+                 * behind node's connection was lost): decide it now, as no
+                 * reply will. */
+                try_decide(op, now);
                 return;
+            }
             if (fence != 0) {
                 undo_attempt(op, now);
                 finish(op, REDLOCK_ENOMEM, "out of memory", now);
