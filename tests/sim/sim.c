@@ -27,7 +27,8 @@
  *               that answers within RELEASE_BOUND_MS: the node deadline, one
  *               retry period of owed releases (RL_OWED_RETRY_MS) and four
  *               one-way delays of a link that is not slowed. "Answers": the
- *               node is up, not stalled and its link not slowed, and the
+ *               node is up, not stalled, its link not slowed (nor still
+ *               carrying what it took while it was), and the
  *               token's client may connect to it (its connect back-off is
  *               over); the bound runs from the latest of the give-up and the
  *               moment that became true. A down node keeps its keys (and
@@ -248,6 +249,7 @@ typedef struct world {
     size_t *tok_table;      /* open addressing: index + 1 into toks (0: empty) */
     size_t tok_cap;
     int64_t reach_since[MAX_NODES];   /* answering since (global ms; INT64_MAX: not now) */
+    int64_t delayed_until[MAX_NODES]; /* what a slowed link carries arrives until then */
     const char *failure;
     char detail[512];
     char trace[TRACE_LINES][160];
@@ -890,7 +892,8 @@ static void audit(world *w)
 {
     for (int i = 0; i < w->n_nodes; i++) {
         simnode_state *nd = &w->nodes[i];
-        bool answers = !nd->down && nd->stalled_until <= w->now && nd->extra_delay == 0;
+        bool answers = !nd->down && nd->stalled_until <= w->now && nd->extra_delay == 0
+                       && w->delayed_until[i] <= w->now;
         if (!answers)
             w->reach_since[i] = INT64_MAX;
         else if (w->reach_since[i] == INT64_MAX)
@@ -1008,6 +1011,8 @@ static void fault(world *w)
         trace(w, "fault: n%d SCRIPT FLUSH", n);
         break;
     case 4:
+        if (nd->extra_delay)   /* what it carries still comes that late */
+            w->delayed_until[n] = w->now + nd->extra_delay;
         nd->extra_delay = nd->extra_delay ? 0 : between(&w->rnd, 5, 100);
         trace(w, "fault: n%d link delay %" PRId64, n, nd->extra_delay);
         break;
@@ -1260,6 +1265,8 @@ static void heal(world *w)
     w->healing = true;
     for (int i = 0; i < w->n_nodes; i++) {
         simnode_state *nd = &w->nodes[i];
+        if (nd->extra_delay)
+            w->delayed_until[i] = w->now + nd->extra_delay;
         nd->extra_delay = 0;
         nd->stalled_until = 0;
         resume(w, i);
