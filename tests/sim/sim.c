@@ -1036,6 +1036,17 @@ static void to_node(world *w, simconn *sc, const char *bytes, size_t len)
         simbuf_add(&sc->held, bytes, len);
         return;
     }
+    /* Bytes that came while the node stalled are read first, even when
+     * these come the moment the stall ends, before its resume: a
+     * connection never reorders. */
+    simbuf all = { 0 };
+    if (sc->held.len > 0) {
+        simbuf_add(&sc->held, bytes, len);
+        all = sc->held;
+        sc->held = (simbuf){ 0 };
+        bytes = all.p;
+        len = all.len;
+    }
     simbuf out = { 0 };
     if (!simnode_feed(nd->sn, sc->nc, bytes, len, node_now(nd, w->now), &out)) {
         cut(w, sc);
@@ -1047,6 +1058,7 @@ static void to_node(world *w, simconn *sc, const char *bytes, size_t len)
         schedule(w, t, EV_TO_CLIENT, sc, 0, 0, out.p, out.len);
     }
     simbuf_free(&out);
+    simbuf_free(&all);
 }
 
 static void resume(world *w, int n)
