@@ -816,6 +816,22 @@ static void check_fences(world *w, client *cl)
     }
 }
 
+/* An operation that ended: what its end queued (a failed attempt's
+ * release) is written before its connections go back, as the blocking
+ * driver does; then it is freed. */
+static void end_op(world *w, client *cl, rl_op *op)
+{
+    for (int i = 0; i < w->n_nodes; i++) {
+        rl_conn *c = rl_op_conn(op, (size_t)i);
+        if (c)
+            write_out(w, c->io_data);
+    }
+    rl_conn *c;
+    while ((c = rl_op_take_conn(op)) != NULL)
+        give_back(w, cl, c->io_data);
+    rl_op_free(op);
+}
+
 static void op_finished(world *w, client *cl)
 {
     rl_op *op = cl->op;
@@ -847,17 +863,7 @@ static void op_finished(world *w, client *cl)
         rl_handle_free(cl->held);
         cl->held = NULL;
     }
-    /* What the end of the operation queued (a failed attempt's release) is
-     * written before the connections go back, as block.c does. */
-    for (int i = 0; i < w->n_nodes; i++) {
-        rl_conn *c = rl_op_conn(op, (size_t)i);
-        if (c)
-            write_out(w, c->io_data);
-    }
-    rl_conn *c;
-    while ((c = rl_op_take_conn(op)) != NULL)
-        give_back(w, cl, c->io_data);
-    rl_op_free(op);
+    end_op(w, cl, op);
     /* Now and then a holder works until its validity runs out: whether
      * that end comes before the keys' expiry on the nodes, on their own
      * clocks, is what the drift allowance is for (exclusion checks it). */
@@ -874,15 +880,7 @@ static void svc_finished(world *w, client *cl)
     cl->svc = NULL;
     cl->svc_wake_gen++;
     trace(w, "c%d deliver -> %d %.100s", cl->id, rl_op_status(op), rl_op_message(op));
-    for (int i = 0; i < w->n_nodes; i++) {
-        rl_conn *c = rl_op_conn(op, (size_t)i);
-        if (c)
-            write_out(w, c->io_data);
-    }
-    rl_conn *c;
-    while ((c = rl_op_take_conn(op)) != NULL)
-        give_back(w, cl, c->io_data);
-    rl_op_free(op);
+    end_op(w, cl, op);
 }
 
 /* Every AUDIT_MS: releases owed and due go out, as the blocking driver's
