@@ -92,7 +92,12 @@ typedef struct redlock_handle redlock_handle;
  *     redis://[[user]:password@]host[:port][/db]      (port 6379, db 0 by default)
  *     rediss://[[user]:password@]host[:port][/db]     (the same over TLS, 1.2)
  *     unix://[[user]:password@]/path/to.sock[?db=N]
- * user and password may be percent-encoded. AUTH and SELECT are sent on
+ *     redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]?sentinelMasterId=NAME
+ *     redis-sentinel://...#NAME, rediss-sentinel://... (over TLS)   (1.2)
+ * A Sentinel URI is one node: the master its sentinels (port 26379 by
+ * default) name now, followed through failovers; the user and password
+ * are the master's (options sentinel_user, sentinel_password for the
+ * sentinels). user and password may be percent-encoded. AUTH and SELECT are sent on
  * connect. rediss:// nodes are reached over TLS with the system's OpenSSL 3
  * (libssl.so.3, loaded on first use; without it their calls fail with
  * REDLOCK_EUNSUPPORTED), their certificates and names checked (the tls_*
@@ -123,8 +128,24 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     pool_size (default "16"; 0 to 1024)
  *         idle connections kept per node
  *     restart_guard (default "1"; 0 or 1)
- *         1: a node seen to restart (new run_id) does not count towards a
- *         quorum until the largest lease this client used has passed; 0: off
+ *         1: a node that may have lost keys (this client saw a new run_id, or
+ *         its guard says it was promoted or restarted with data) does not count
+ *         towards a quorum until max_lease_ms has passed; 0: off
+ *     max_lease_ms (default "60000"; 1 to 2147483647)
+ *         the longest lease any client of these nodes uses: a longer lease (or
+ *         watchdog_lease_ms) is refused, and a node that may have lost keys
+ *         (restarted, or a replica promoted) does not count towards a quorum
+ *         until this long after
+ *     sentinel_user (default ""; at most 255 bytes)
+ *         redis-sentinel:// nodes: the ACL user for the sentinels (the URI's is
+ *         the master's)
+ *     sentinel_password (default ""; at most 4095 bytes)
+ *         redis-sentinel:// nodes: the password for the sentinels, when they
+ *         require AUTH
+ *     sentinel_poll_ms (default "1000"; 0 to 3600000)
+ *         redis-sentinel:// nodes: how often an operation asks a sentinel
+ *         whether the master moved (besides READONLY, a replica's ROLE or a
+ *         master gone); 0: never
  *     watchdog_lease_ms (default "30000"; 3 to 2147483647)
  *         the lease of a kept lock (no lease given), renewed every third of it
  *     unavailable_timeout_ms (default "5000"; 0 to 2147483647)
@@ -276,6 +297,13 @@ REDLOCK_API int redlock_lock_async(redlock_ctx *ctx, const char *const *resource
 REDLOCK_API int redlock_extend_async(redlock_handle *h, int64_t ttl_ms, redlock_done_fn done,
                                      void *data);
 REDLOCK_API int redlock_unlock_async(redlock_handle *h, redlock_done_fn done, void *data);
+
+/* A list of node URIs in one string (a tool's argument, an environment
+ * variable) is separated by commas that start a new URI: a comma followed
+ * by "scheme://" (spaces allowed between). A comma inside a Sentinel URI's
+ * list of sentinels is followed by a host, so it is part of that URI.
+ * Returns the length of list's first URI, up to that comma or the end. */
+REDLOCK_API size_t redlock_uri_list_next(const char *list);
 
 /* ---- 1.2: keeping a lock (automatic renewal) and the lost lock ---- */
 

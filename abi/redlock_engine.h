@@ -18,7 +18,9 @@
  *      answers with REDLOCK_DRIVE_* bits and a time), and does it:
  *      - CONNECT: gives a connection to every node the operation wants one
  *        for (redlock_op_next_wanted): one of its idle connections to that
- *        node (redlock_op_attach), or else a new one (redlock_op_connect,
+ *        node (redlock_op_attach) unless redlock_op_wants_fresh, or else a
+ *        new one (redlock_op_connect; the connection's own address is
+ *        redlock_conn_host and _port),
  *        then its own connect to the node's address, over TLS when
  *        redlock_ctx_node_tls says so); then asks again, at once;
  *      - WRITE: writes what redlock_conn_output gives on its connections,
@@ -224,6 +226,10 @@ REDLOCK_API int redlock_op_next_wanted(const redlock_op *op, size_t start);
  * the node backs off after failed connects (REDLOCK_ETLS when TLS made
  * them fail), or no memory; the operation was told, nothing is left to do. */
 REDLOCK_API redlock_conn *redlock_op_connect(redlock_op *op, size_t node, int64_t now_ms);
+/* 1 when that connection must be a new one (redlock_op_connect), not an
+ * idle one: it asks a Sentinel node's sentinel whether the master moved
+ * (option sentinel_poll_ms); after it, the node is wanted again. */
+REDLOCK_API int redlock_op_wants_fresh(const redlock_op *op, size_t node);
 
 /* 1 when the operation needs a connection to node now. */
 REDLOCK_API int redlock_op_wants_conn(const redlock_op *op, size_t node);
@@ -267,12 +273,23 @@ REDLOCK_API redlock_conn *redlock_op_take_conn(redlock_op *op);
 /* ---- connections ---- */
 
 /* A new connection to node of ctx, with its handshake (AUTH, SELECT,
- * SCRIPT LOAD, INFO) queued, waiting for the driver's connect. */
+ * SCRIPT LOAD, INFO, the guard; for a Sentinel node ROLE, or the question
+ * to a sentinel) queued, waiting for the driver's connect. */
 REDLOCK_API int redlock_conn_new(redlock_conn **out, redlock_ctx *ctx, size_t node);
 /* Frees a connection; what it still owed is settled first (as by
  * redlock_conn_lost). NULL is a no-op. */
 REDLOCK_API void redlock_conn_free(redlock_conn *c);
 REDLOCK_API size_t redlock_conn_node(const redlock_conn *c);
+/* Where the driver connects it: a TCP host and port (host NULL: the node's
+ * unix socket, redlock_ctx_node_path). For a Sentinel node this is its
+ * master, or one of its sentinels while the master is being found; over
+ * TLS the certificate must be for redlock_conn_server_name (tls_server_name,
+ * or that host), an IP address when redlock_conn_server_ip is 1. The
+ * strings stay valid while the ctx lives. */
+REDLOCK_API const char *redlock_conn_host(const redlock_conn *c);
+REDLOCK_API int redlock_conn_port(const redlock_conn *c);
+REDLOCK_API const char *redlock_conn_server_name(const redlock_conn *c);
+REDLOCK_API int redlock_conn_server_ip(const redlock_conn *c);
 
 REDLOCK_API void redlock_conn_connected(redlock_conn *c, int64_t now_ms);
 /* The bytes that may be written now (none while connecting, or while held

@@ -111,6 +111,11 @@ static const char usage_head[] =
     "                                 redis://[[user]:password@]host[:port][/db]\n"
     "                                 rediss://... the same over TLS (-o tls_*)\n"
     "                                 unix://[[user]:password@]/path.sock[?db=N]\n"
+    "                                 redis-sentinel://[[user]:password@]host[:port]\n"
+    "                                   [,host[:port]...][/db]?sentinelMasterId=NAME\n"
+    "                                   (a Sentinel group; rediss-sentinel:// over TLS)\n"
+    "                               a comma followed by scheme:// starts the next\n"
+    "                               URI; other commas belong to the URI\n"
     "  -t, --ttl DURATION           lease of the lock, extended every third of it\n"
     "                               while COMMAND runs (default 30s)\n"
     "      --key-prefix PREFIX      prepended to NAME to form the Redis key\n"
@@ -653,7 +658,7 @@ static size_t collect_nodes(const struct config *cfg, const char *password, char
         const char *p = lists[i];
 
         for (;;) {
-            size_t len = strcspn(p, ",");
+            size_t len = redlock_uri_list_next(p);   /* a comma that starts a new URI */
             size_t start = 0;
             char *uri;
 
@@ -668,7 +673,7 @@ static size_t collect_nodes(const struct config *cfg, const char *password, char
             uri[len - start] = '\0';
             uris[n++] = uri_with_password(uri, password);
             free_secret(uri);
-            p += strcspn(p, ",");
+            p += redlock_uri_list_next(p);
             if (*p == '\0')
                 break;
             p++;

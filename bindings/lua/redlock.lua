@@ -419,15 +419,15 @@ local function tls_settings(d)
   return settings
 end
 
--- The TLS handshake of a new cosocket to node (a rediss:// node): true, or
--- nil and why.
-local function secure(d, sock, node)
-  local name = d.tls[node]
+-- The TLS handshake of a new cosocket to node (a rediss:// node), whose
+-- certificate must carry name (an IP address when is_ip): true, or nil and
+-- why.
+local function secure(d, sock, name, is_ip)
   local settings, failure = tls_settings(d)
   if not settings then
     return nil, failure
   end
-  if settings.verify and d.tls_ip[node] then
+  if settings.verify and is_ip then
     return nil, ("TLS: inside nginx a certificate is checked by name only, and %s is an "
                  .. "address: set tls_server_name to the name in the nodes' certificates"):format(name)
   end
@@ -540,12 +540,13 @@ local function open(d, io)
   local conn = io.conn
   local sock = ngx.socket.tcp()
   sock:settimeouts(d.connect_timeout, d.node_timeout, d.node_timeout)
-  local addr = d.addr[io.node]
+  local addr = io.addr
   local ok, err = sock:connect(addr[1], addr[2], { pool = io.pool })
   local tls = ok and not io.pooled and d.tls[io.node]
   if tls and not io.freed then
     -- A new connection to a rediss:// node: connected once TLS is.
-    ok, err = secure(d, sock, io.node)
+    ok, err = secure(d, sock, core.redlock_conn_server_name(conn),
+                     core.redlock_conn_server_ip(conn) == 1)
   end
   if io.freed then
     sock:close()
@@ -661,7 +662,9 @@ local function take_idle(d, node, now)
   local pool = d.idle[node]
   while #pool > 0 do
     local io = table.remove(pool)
-    if now < io.idle_until and core.redlock_conn_broken(io.conn) == 0 then
+    -- (Not one whose Sentinel node's master moved since: not poolable.)
+    if now < io.idle_until and core.redlock_conn_broken(io.conn) == 0
+        and core.redlock_conn_poolable(io.conn) == 1 then
       return io
     end
     free_conn(d, io)
@@ -671,7 +674,7 @@ end
 -- Gives the run's operation a connection to node: an idle one, or a new one
 -- unless the engine says none may be made now (it then fails the node).
 local function attach(d, run, node, now)
-  local io = take_idle(d, node, now)
+  local io = core.redlock_op_wants_fresh(run.op, node) == 0 and take_idle(d, node, now) or nil
   if io then
     io.pooled = true
     core.redlock_op_attach(run.op, node, io.conn, now)
@@ -682,7 +685,11 @@ local function attach(d, run, node, now)
     end
     d.seq = d.seq + 1
     d.live = d.live + 1
-    io = { conn = conn, node = node, pool = ("redlock:%d:%d:%d"):format(d.id, node, d.seq) }
+    -- Where it goes: the node's address, or for a Sentinel node its master
+    -- or one of its sentinels, as the engine chose for this connection.
+    local host = core.redlock_conn_host(conn)
+    io = { conn = conn, node = node, pool = ("redlock:%d:%d:%d"):format(d.id, node, d.seq),
+           addr = host and { host, core.redlock_conn_port(conn) } or d.addr[node] }
   end
   io.run, io.released = run, false
   run.ios[#run.ios + 1] = io
@@ -855,9 +862,12 @@ end
 local function sub_reader(d, w, sub)
   local sock = sub.sock
   sock:settimeouts(d.connect_timeout, d.node_timeout, SUB_READ_TIMEOUT)
-  local addr = d.addr[sub.node]
+  -- The node's server now (a Sentinel node's master, once named).
+  local host = core.redlock_ctx_node_host(d.ctx.ptr, sub.node)
+  local addr = host and { host, core.redlock_ctx_node_port(d.ctx.ptr, sub.node) }
+               or d.addr[sub.node]
   if not sock:connect(addr[1], addr[2], { pool = sub.pool })
-      or (d.tls[sub.node] and not secure(d, sock, sub.node)) then
+      or (d.tls[sub.node] and not secure(d, sock, d.tls[sub.node], d.tls_ip[sub.node])) then
     sub.dead = true
   else
     sub.connected = true

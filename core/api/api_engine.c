@@ -43,16 +43,26 @@ size_t redlock_ctx_node_count(const redlock_ctx *ctx)
     return ctx ? ctx->client.n_nodes : 0;
 }
 
+/* For a Sentinel node, where a new connection would go now (its master,
+ * or a sentinel to ask): the connection's own (redlock_conn_host) says it
+ * surely. */
+static rl_target target_of(const redlock_ctx *ctx, size_t i)
+{
+    rl_target t = { 0 };
+    if (addr_of(ctx, i))
+        rl_node_target((rl_node *)&ctx->client.nodes[i], &t);
+    return t;
+}
+
 const char *redlock_ctx_node_host(const redlock_ctx *ctx, size_t i)
 {
-    const rl_node_addr *a = addr_of(ctx, i);
-    return a && !a->is_unix ? a->host : NULL;
+    return target_of(ctx, i).host;
 }
 
 int redlock_ctx_node_port(const redlock_ctx *ctx, size_t i)
 {
-    const rl_node_addr *a = addr_of(ctx, i);
-    return a && !a->is_unix ? a->port : 0;
+    rl_target t = target_of(ctx, i);
+    return t.host ? t.port : 0;
 }
 
 const char *redlock_ctx_node_path(const redlock_ctx *ctx, size_t i)
@@ -77,7 +87,8 @@ const char *redlock_ctx_node_server_name(const redlock_ctx *ctx, size_t i)
     const rl_node_addr *a = addr_of(ctx, i);
     if (!a || !a->tls)
         return NULL;
-    return ctx->client.opt.tls_server_name[0] ? ctx->client.opt.tls_server_name : a->host;
+    return ctx->client.opt.tls_server_name[0] ? ctx->client.opt.tls_server_name
+                                              : target_of(ctx, i).host;
 }
 
 int redlock_ctx_owes(redlock_ctx *ctx)
@@ -340,6 +351,11 @@ int redlock_op_next_wanted(const redlock_op *op, size_t start)
     return op ? rl_op_next_wanted(op, start) : -1;
 }
 
+int redlock_op_wants_fresh(const redlock_op *op, size_t node)
+{
+    return op && rl_op_wants_fresh(op, node);
+}
+
 redlock_conn *redlock_op_connect(redlock_op *op, size_t node, int64_t now_ms)
 {
     if (!has_node(op, node) || !rl_op_wants_conn(op, node))
@@ -467,6 +483,29 @@ int redlock_conn_held(const redlock_conn *c)
 size_t redlock_conn_owed(const redlock_conn *c)
 {
     return c ? rl_conn_owed(c) : 0;
+}
+
+const char *redlock_conn_host(const redlock_conn *c)
+{
+    return c ? c->to.host : NULL;
+}
+
+int redlock_conn_port(const redlock_conn *c)
+{
+    return c && c->to.host ? c->to.port : 0;
+}
+
+const char *redlock_conn_server_name(const redlock_conn *c)
+{
+    if (!c || !c->to.host || !c->ctx->nodes[c->node].addr.tls)
+        return NULL;
+    return c->ctx->opt.tls_server_name[0] ? c->ctx->opt.tls_server_name : c->to.host;
+}
+
+int redlock_conn_server_ip(const redlock_conn *c)
+{
+    const char *name = redlock_conn_server_name(c);
+    return name && rl_tls_name_is_ip(name);
 }
 
 int redlock_conn_poolable(const redlock_conn *c)

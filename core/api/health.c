@@ -39,6 +39,9 @@ static void encode(char *out, size_t max, const char *s)
 static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *line)
 {
     char label[LABEL_MAX + 1], error[ERROR_MAX + 1], run_id[41], rtt[32], version[16];
+    char server[LABEL_MAX + 1], resolved[96];
+    rl_node_server(node, resolved, sizeof resolved);
+    encode(server, LABEL_MAX, resolved[0] ? resolved : "-");
     pthread_mutex_lock(&node->mu);
     rl_node_state state = (rl_node_state)atomic_load(&node->state);
     int64_t since = node->state_since, down_until = node->down_until;
@@ -48,7 +51,7 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     pthread_mutex_unlock(&node->mu);
     encode(label, LABEL_MAX, node->addr.label);
 
-    int64_t guard = ctx->opt.restart_guard ? rl_node_guard_left(node, rl_ctx_max_lease(ctx), now)
+    int64_t guard = ctx->opt.restart_guard ? rl_node_guard_left(node, ctx->opt.max_lease_ms, now)
                                            : 0;
     const char *name = state == RL_NODE_UP && guard > 0 ? "guarded" : rl_node_state_name(state);
     int64_t retry_in = state == RL_NODE_DOWN && down_until > now ? down_until - now : 0;
@@ -65,12 +68,13 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     int w = snprintf(line, REDLOCK_HEALTH_LINE_MAX,
                      "node=%s state=%s for_ms=%lld retry_in_ms=%lld guard_ms=%lld rtt_ms=%s "
                      "commands=%llu failures=%llu timeouts=%llu run_id=%s version=%s "
-                     "last_error=%s\n",
+                     "kind=%s server=%s last_error=%s\n",
                      label, name, (long long)(since == INT64_MIN ? 0 : now - since),
                      (long long)retry_in, (long long)(state == RL_NODE_UP ? guard : 0), rtt,
                      (unsigned long long)atomic_load(&node->commands),
                      (unsigned long long)atomic_load(&node->failures),
-                     (unsigned long long)atomic_load(&node->timeouts), run_id, version, error);
+                     (unsigned long long)atomic_load(&node->timeouts), run_id, version,
+                     node->addr.kind == RL_NODE_SENTINEL ? "sentinel" : "master", server, error);
     return w < 0 ? 0 : (size_t)w;
 }
 

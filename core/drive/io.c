@@ -43,9 +43,9 @@ static int socket_for(int family)
 
 /* Starts a non-blocking connect: the fd, or -1 with why. IPv4 addresses are
  * tried before IPv6 ones, as hiredis does. */
-int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen)
+int rl_io_connect(const rl_node_addr *a, const rl_target *t, char *why, size_t whylen)
 {
-    if (a->is_unix) {
+    if (!t->host) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a->path);
         int fd = socket_for(AF_UNIX);
@@ -57,14 +57,14 @@ int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen)
         return -1;
     }
     char port[16];
-    snprintf(port, sizeof port, "%d", a->port);
+    snprintf(port, sizeof port, "%d", t->port);
     int families[2] = { AF_INET, AF_INET6 };
     int err = 0;
-    snprintf(why, whylen, "cannot connect: no address for %s", a->host);
+    snprintf(why, whylen, "cannot connect: no address for %s", t->host);
     for (int f = 0; f < 2; f++) {
         struct addrinfo hints = { .ai_family = families[f], .ai_socktype = SOCK_STREAM };
         struct addrinfo *res = NULL;
-        if ((err = getaddrinfo(a->host, port, &hints, &res)) != 0) {
+        if ((err = getaddrinfo(t->host, port, &hints, &res)) != 0) {
             snprintf(why, whylen, "cannot connect: %s", gai_strerror(err));
             continue;
         }
@@ -105,15 +105,14 @@ int rl_io_tls_ready(rl_client *ctx, char *why, size_t whylen)
     return rc;
 }
 
-int rl_io_tls_start(rl_client *ctx, size_t node, int fd, rl_tls **out, char *why,
+int rl_io_tls_start(rl_client *ctx, const char *host, int fd, rl_tls **out, char *why,
                     size_t whylen)
 {
     *out = NULL;
     int rc = rl_io_tls_ready(ctx, why, whylen);
     if (rc != REDLOCK_OK)
         return rc;
-    const rl_node_addr *a = &ctx->nodes[node].addr;
-    const char *name = ctx->opt.tls_server_name[0] ? ctx->opt.tls_server_name : a->host;
+    const char *name = ctx->opt.tls_server_name[0] ? ctx->opt.tls_server_name : host;
     /* The settings are made once and never changed: no lock is needed. */
     return rl_tls_new(out, rl_driver_of(ctx)->tls, fd, name, why, whylen);
 }
@@ -135,7 +134,7 @@ void rl_io_attach(rl_client *ctx, rl_op *op, int64_t now)
 {
     for (int n = rl_op_next_wanted(op, 0); n >= 0; n = rl_op_next_wanted(op, (size_t)n + 1)) {
         size_t i = (size_t)n;
-        rl_conn *c = rl_pool_take(ctx, i, rl_op_follows(op));
+        rl_conn *c = rl_op_wants_fresh(op, i) ? NULL : rl_pool_take(ctx, i, rl_op_follows(op));
         if (c) {
             /* The command is queued first, so that an unlock covers the
              * acquire still owed here before its late reply is read (read
@@ -164,7 +163,7 @@ void rl_io_attach(rl_client *ctx, rl_op *op, int64_t now)
          * told the operation so. */
         if (!(c = rl_op_connect(op, i, now)))
             continue;
-        int fd = rl_io_connect(&ctx->nodes[i].addr, why, sizeof why);
+        int fd = rl_io_connect(&ctx->nodes[i].addr, &c->to, why, sizeof why);
         if (fd < 0) {
             /* Lost before it was connected: the node backs off, and the
              * operation counts it failed (engine.h). */
@@ -239,7 +238,7 @@ static bool connected(rl_conn *c, int64_t now)
             rl_engine_connected(c, now);
             return true;
         }
-        int rc = rl_io_tls_start(c->ctx, c->node, (int)c->io, &tls, why, sizeof why);
+        int rc = rl_io_tls_start(c->ctx, c->to.host, (int)c->io, &tls, why, sizeof why);
         if (rc != REDLOCK_OK) {
             rl_engine_lost(c, rc, why, now);
             return false;

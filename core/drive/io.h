@@ -36,17 +36,18 @@ void rl_io_bury(struct rl_client *ctx, rl_conn *c, int64_t now);
 void rl_io_give_back(struct rl_client *ctx, rl_op *op, int64_t now);
 /* The same for one connection no operation holds. */
 void rl_io_give(struct rl_client *ctx, rl_conn *c, int64_t now);
-/* Starts a non-blocking connect to a node: the fd, or -1 with why. */
-int rl_io_connect(const rl_node_addr *a, char *why, size_t whylen);
+/* Starts a non-blocking connect to a node's server t (a's unix socket when
+ * t has no host): the fd, or -1 with why. */
+int rl_io_connect(const rl_node_addr *a, const rl_target *t, char *why, size_t whylen);
 
 /* TLS, for rediss:// nodes (tls.h). rl_io_tls_ready: whether the client
  * can make sessions (its settings are made from its options the first time,
  * which fixes its tls_* options); a negative code with why when not.
- * rl_io_tls_start: a session on fd, connected to node, checking the node's
- * name (tls_server_name, or its host); then rl_tls_handshake. */
+ * rl_io_tls_start: a session on fd, connected to host, checking the
+ * server's name (tls_server_name, or host); then rl_tls_handshake. */
 struct rl_tls;
 int rl_io_tls_ready(struct rl_client *ctx, char *why, size_t whylen);
-int rl_io_tls_start(struct rl_client *ctx, size_t node, int fd, struct rl_tls **out,
+int rl_io_tls_start(struct rl_client *ctx, const char *host, int fd, struct rl_tls **out,
                     char *why, size_t whylen);
 /* Whether the client's TLS settings were made (from its tls_* options, on
  * its first rediss:// connection): the tls_* options cannot change then. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "driver.h"
 #include "engine.h"
 #include "pool.h"
@@ -99,6 +100,11 @@ rl_conn *rl_pool_take(rl_client *ctx, size_t node, const char *follows)
         p->n--;
     }
     pthread_mutex_unlock(&p->mu);
+    if (c && !rl_conn_poolable(c)) {
+        /* A Sentinel node's master moved since it was pooled. */
+        rl_pool_close(c, "the node's master moved", rl_now_ms());
+        return rl_pool_take(ctx, node, follows);
+    }
     return c;
 }
 

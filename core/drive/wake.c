@@ -34,6 +34,7 @@ struct rl_waiter {
 
 typedef struct subscriber {
     int fd;                 /* -1: not connected */
+    rl_target to;           /* the server it subscribed on (a Sentinel node's master) */
     bool connecting;        /* the connect, or the TLS handshake, goes on */
     rl_tls *tls;            /* a rediss:// node's session, once connected */
     rl_sub *sub;
@@ -227,7 +228,7 @@ static bool sub_connected(rl_client *ctx, subscriber *s, size_t i)
         if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
             return false;
         if (ctx->nodes[i].addr.tls
-            && rl_io_tls_start(ctx, i, s->fd, &s->tls, why, sizeof why) != REDLOCK_OK)
+            && rl_io_tls_start(ctx, s->to.host, s->fd, &s->tls, why, sizeof why) != REDLOCK_OK)
             return false;
     }
     int r = s->tls ? rl_tls_handshake(s->tls, why, sizeof why) : 1;
@@ -295,7 +296,14 @@ static void connect_sub(rl_client *ctx, struct rl_waker *w, size_t i, int64_t no
         lost_sub(w, i, true, now);
         return;
     }
-    s->fd = rl_io_connect(&ctx->nodes[i].addr, why, sizeof why);
+    /* On a Sentinel node, its master; while no sentinel has named it yet,
+     * nothing (a waiter still tries again after retry_delay_ms). */
+    rl_node_target(&ctx->nodes[i], &s->to);
+    if (s->to.sentinel) {
+        lost_sub(w, i, true, now);
+        return;
+    }
+    s->fd = rl_io_connect(&ctx->nodes[i].addr, &s->to, why, sizeof why);
     if (s->fd < 0 || !(s->sub = rl_sub_new(&ctx->nodes[i].addr))) {
         lost_sub(w, i, true, now);
         return;

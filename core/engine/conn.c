@@ -72,22 +72,60 @@ static bool send_own(rl_conn *c, rl_entry_kind kind, int argc, const char **argv
     return ok;
 }
 
-/* AUTH and SELECT first, and nothing after them is written before they
- * succeed; then SCRIPT LOAD of every script (so that EVALSHA finds them) and
- * INFO (the run_id for the restart guard, the version for SET NX GET). */
-static bool queue_handshake(rl_conn *c)
+/* AUTH [user] password, when there is a password. */
+static bool send_auth(rl_conn *c, const char *user, const char *password)
 {
-    const rl_node_addr *a = &c->ctx->nodes[c->node].addr;
-    if (a->password) {
-        const char *argv[3] = { "AUTH", a->user ? a->user : a->password, a->password };
-        if (!send_own(c, RL_ENTRY_AUTH, a->user ? 3 : 2, argv))
-            return false;
-    }
+    if (!password || !password[0])
+        return true;
+    const char *argv[3] = { "AUTH", user && user[0] ? user : password, password };
+    return send_own(c, RL_ENTRY_AUTH, user && user[0] ? 3 : 2, argv);
+}
+
+/* A connection to a sentinel asks where the master is, and nothing else:
+ * the gate never opens, so what an operation queues behind it is never
+ * written; the reply ends the connection (handshake_reply). */
+static bool queue_ask_sentinel(rl_conn *c)
+{
+    const rl_options *o = &c->ctx->opt;
+    const char *name = c->ctx->nodes[c->node].addr.master_name;
+    const char *master[3] = { "SENTINEL", "MASTER", name };
+    const char *addr[3] = { "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name };
+    if (!send_auth(c, o->sentinel_user, o->sentinel_password)
+        || !send_own(c, RL_ENTRY_EPOCH, 3, master) || !send_own(c, RL_ENTRY_SENTINEL, 3, addr))
+        return false;
+    c->gate = c->queued;
+    return true;
+}
+
+/* AUTH and SELECT first (and ROLE, on a Sentinel node's master), and
+ * nothing after them is written before they succeed; then SCRIPT LOAD of
+ * every script (so that EVALSHA finds them), INFO (the run_id for the
+ * restart guard, the version for SET NX GET) and the guard script (whether
+ * the server may have lost keys: a promoted replica, a restart). Their
+ * replies come before those of any command behind them, so a vote is
+ * always judged knowing them. */
+static bool queue_handshake(rl_conn *c, bool ask)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    if (ask)
+        rl_node_sentinel_target(node, &c->to);
+    else
+        rl_node_target(node, &c->to);
+    if (c->to.sentinel)
+        return queue_ask_sentinel(c);
+    const rl_node_addr *a = &node->addr;
+    if (!send_auth(c, a->user, a->password))
+        return false;
     if (a->db != 0) {
         char db[16];
         snprintf(db, sizeof db, "%d", a->db);
         const char *argv[2] = { "SELECT", db };
         if (!send_own(c, RL_ENTRY_SELECT, 2, argv))
+            return false;
+    }
+    if (a->kind == RL_NODE_SENTINEL) {
+        const char *argv[1] = { "ROLE" };
+        if (!send_own(c, RL_ENTRY_ROLE, 1, argv))
             return false;
     }
     c->gate = c->q_len > 0 ? c->queued : GATE_OPEN;
@@ -97,10 +135,20 @@ static bool queue_handshake(rl_conn *c)
             return false;
     }
     const char *info[2] = { "INFO", "server" };
-    return send_own(c, RL_ENTRY_INFO, 2, info);
+    if (!send_own(c, RL_ENTRY_INFO, 2, info))
+        return false;
+    if (!c->ctx->opt.restart_guard)
+        return true;
+    const rl_options *o = &c->ctx->opt;
+    char key[RL_GUARD_KEY_MAX], lease[24], epoch[24];
+    snprintf(key, sizeof key, "%.*s%s", (int)o->key_prefix_len, o->key_prefix, RL_GUARD_KEY);
+    snprintf(lease, sizeof lease, "%lld", (long long)o->max_lease_ms);
+    snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
+    const char *guard[6] = { "EVAL", rl_script_guard.body, "1", key, lease, epoch };
+    return send_own(c, RL_ENTRY_GUARD, 6, guard);
 }
 
-rl_conn *rl_conn_new(rl_client *ctx, size_t node)
+static rl_conn *make(rl_client *ctx, size_t node, bool ask)
 {
     rl_conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -110,12 +158,22 @@ rl_conn *rl_conn_new(rl_client *ctx, size_t node)
     c->state = RL_CONN_CONNECTING;
     c->io = -1;
     c->gate = GATE_OPEN;
-    if (!(c->reader = redisReaderCreate()) || !queue_handshake(c)) {
+    if (!(c->reader = redisReaderCreate()) || !queue_handshake(c, ask)) {
         c->q_len = 0;   /* handshake entries hold no references */
         rl_conn_free(c);
         return NULL;
     }
     return c;
+}
+
+rl_conn *rl_conn_new(rl_client *ctx, size_t node)
+{
+    return make(ctx, node, false);
+}
+
+rl_conn *rl_conn_new_asking(rl_client *ctx, size_t node)
+{
+    return make(ctx, node, true);
 }
 
 void rl_conn_free(rl_conn *c)
@@ -192,7 +250,8 @@ bool rl_conn_sending(const rl_conn *c)
 
 bool rl_conn_poolable(const rl_conn *c)
 {
-    return c->state == RL_CONN_OPEN && c->out_len == 0 && c->q_len <= MAX_OWED_POOLED;
+    return c->state == RL_CONN_OPEN && c->out_len == 0 && c->q_len <= MAX_OWED_POOLED
+        && !c->to.sentinel && rl_node_current(&c->ctx->nodes[c->node], c->to.gen);
 }
 
 void rl_conn_feed(rl_conn *c, const char *buf, size_t len)
@@ -203,10 +262,96 @@ void rl_conn_feed(rl_conn *c, const char *buf, size_t len)
         rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
 }
 
+/* Ends a connection whose node's master moved, or was just found: nothing
+ * of an operation was written on it, and its operation asks again. */
+static void redirect(rl_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void redirect(rl_conn *c, const char *fmt, ...)
+{
+    char why[sizeof c->why];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    rl_conn_break(c, REDLOCK_ENOQUORUM, "%s", why);
+    c->redirected = true;
+}
+
+/* A sentinel's answer: where the node's master is. */
+static void sentinel_reply(rl_conn *c, const redisReply *reply, int64_t now)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    char sentinel[96];
+    snprintf(sentinel, sizeof sentinel, "%s:%d", c->to.host, c->to.port);
+    long port = 0;
+    char *end = NULL;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+        && reply->element[0]->type == REDIS_REPLY_STRING
+        && reply->element[1]->type == REDIS_REPLY_STRING
+        && (port = strtol(reply->element[1]->str, &end, 10)) > 0 && port < 65536 && !*end) {
+        rl_node_resolved(node, c->to.gen, reply->element[0]->str, (int)port, now);
+        redirect(c, "sentinel %s named the master %s: connecting to it", sentinel,
+                 reply->element[0]->str);
+        return;
+    }
+    rl_node_sentinel_missed(node, c->to.gen);
+    if (reply->type == REDIS_REPLY_ERROR)
+        redirect(c, "sentinel %s refused: %.100s", sentinel, reply->str);
+    else
+        redirect(c, "sentinel %s does not know the master %.60s", sentinel,
+                 node->addr.master_name);
+}
+
+/* SENTINEL MASTER: the group's failover count (config-epoch), for the
+ * guard of the master it names next. */
+static void epoch_reply(rl_conn *c, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ARRAY)
+        return;
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+        const redisReply *k = reply->element[i], *v = reply->element[i + 1];
+        if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING
+            && strcmp(k->str, "config-epoch") == 0)
+            rl_node_saw_epoch(&c->ctx->nodes[c->node], strtoll(v->str, NULL, 10));
+    }
+}
+
+/* ROLE of a Sentinel node's master: anything but a master sends the node
+ * back to its sentinels. */
+static void role_reply(rl_conn *c, const redisReply *reply, int64_t now)
+{
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
+        && reply->element[0]->type == REDIS_REPLY_STRING
+        && strcmp(reply->element[0]->str, "master") == 0)
+        return;
+    char server[96], role[32];
+    snprintf(server, sizeof server, "%s:%d", c->to.host, c->to.port);
+    snprintf(role, sizeof role, "%s",
+             reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
+                     && reply->element[0]->type == REDIS_REPLY_STRING
+                 ? reply->element[0]->str : "not a master");
+    rl_node_master_lost(&c->ctx->nodes[c->node], c->to.gen, "its master is a replica now", now);
+    redirect(c, "%s is %s now: asking the sentinels again", server, role);
+}
+
 /* A reply of the handshake: REDLOCK_OK, or breaks the connection. */
 static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *reply, int64_t now)
 {
     rl_node *node = &c->ctx->nodes[c->node];
+    if (kind == RL_ENTRY_SENTINEL) {
+        sentinel_reply(c, reply, now);
+        return;
+    }
+    if (kind == RL_ENTRY_EPOCH) {   /* an error here: the address's says it too */
+        epoch_reply(c, reply);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR && node->addr.kind == RL_NODE_SENTINEL
+        && rl_reply_readonly(reply->str)) {
+        rl_node_master_lost(node, c->to.gen, "its master is a replica now", now);
+        redirect(c, "%s is a replica now (READONLY): asking the sentinels again",
+                 node->addr.label);
+        return;
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
         if (kind == RL_ENTRY_AUTH || kind == RL_ENTRY_SELECT) {
             int code = rl_reply_error_code(reply->str);
@@ -214,25 +359,45 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
                           kind == RL_ENTRY_AUTH ? "AUTH" : "SELECT", reply->str);
             rl_node_failed(node, rl_node_state_after(code), c->why, now);
         } else {
-            /* SCRIPT LOAD or INFO refused (an ACL without +script|load or
-             * +info): the connection works without them (EVAL; no restart
+            /* SCRIPT LOAD, INFO, ROLE or the guard refused (an ACL without
+             * them): the connection works without them (EVAL; no restart
              * guard for this node), and the node's health says why. */
+            static const char *const names[] = {
+                [RL_ENTRY_ROLE] = "ROLE", [RL_ENTRY_SCRIPT] = "SCRIPT LOAD",
+                [RL_ENTRY_INFO] = "INFO", [RL_ENTRY_GUARD] = "the guard script",
+            };
             char why[160];
-            snprintf(why, sizeof why, "%s refused: %.120s",
-                     kind == RL_ENTRY_INFO ? "INFO" : "SCRIPT LOAD", reply->str);
-            rl_node_failed(node, RL_NODE_KEEP, why, now);
+            snprintf(why, sizeof why, "%s refused: %.120s", names[kind], reply->str);
+            /* The guard calls INFO too: INFO's refusal is the one to tell. */
+            if (kind != RL_ENTRY_GUARD || !c->info_refused)
+                rl_node_failed(node, RL_NODE_KEEP, why, now);
+            c->info_refused |= kind == RL_ENTRY_INFO;
         }
-        return;
-    }
-    if (kind == RL_ENTRY_INFO && reply->type == REDIS_REPLY_STRING) {
+    } else if (kind == RL_ENTRY_ROLE) {
+        role_reply(c, reply, now);
+    } else if (kind == RL_ENTRY_INFO && reply->type == REDIS_REPLY_STRING) {
         rl_nodes_saw_info(c->ctx->nodes, c->ctx->n_nodes, c->node, reply->str, reply->len, now);
         /* The handshake's round trip (AUTH, SCRIPT LOAD and INFO together). */
         rl_node_answered(node, now - c->opened_at, now);
+    } else if (kind == RL_ENTRY_GUARD && reply->type == REDIS_REPLY_INTEGER) {
+        rl_node_guarded(node, reply->integer, now);
     }
-    /* The last reply of AUTH and SELECT opens the gate. */
-    if ((kind == RL_ENTRY_AUTH || kind == RL_ENTRY_SELECT) && c->gate != GATE_OPEN
-        && (c->q_len == 0 || c->q[c->q_head].kind > RL_ENTRY_SELECT))
+    /* The last reply of AUTH, SELECT and ROLE opens the gate. */
+    if (kind <= RL_ENTRY_ROLE && c->gate != GATE_OPEN && c->state != RL_CONN_BROKEN
+        && (c->q_len == 0 || c->q[c->q_head].kind > RL_ENTRY_SENTINEL))
         c->gate = GATE_OPEN;
+}
+
+bool rl_conn_moved(rl_conn *c, const redisReply *reply, int64_t now)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    if (node->addr.kind != RL_NODE_SENTINEL || reply->type != REDIS_REPLY_ERROR
+        || !rl_reply_readonly(reply->str))
+        return false;
+    rl_node_master_lost(node, c->to.gen, "its master is a replica now", now);
+    redirect(c, "%s:%d is a replica now (READONLY): asking the sentinels again", c->to.host,
+             c->to.port);
+    return true;
 }
 
 int rl_conn_next(rl_conn *c, redisReply **reply, rl_entry *entry, int64_t now)

@@ -26,12 +26,17 @@
 #define RL_CONN_H
 
 #include "base.h"
+#include "node.h"
 
 struct redisReply;
 struct redisReader;
 struct rl_client;
 struct rl_cmd;
 struct redlock_op;
+
+/* The guard script's hash (scripts/guard.lua), after the key prefix. */
+#define RL_GUARD_KEY "redlock:guard"
+#define RL_GUARD_KEY_MAX (4096 + sizeof RL_GUARD_KEY)
 
 typedef enum rl_conn_state {
     RL_CONN_CONNECTING,   /* the driver's connect has not completed */
@@ -40,10 +45,16 @@ typedef enum rl_conn_state {
 } rl_conn_state;
 
 typedef enum rl_entry_kind {
+    /* Held back behind these (the gate): */
     RL_ENTRY_AUTH,        /* handshake: an error breaks the connection */
     RL_ENTRY_SELECT,      /* handshake: an error breaks the connection */
+    RL_ENTRY_ROLE,        /* handshake of a Sentinel node's master: not a master, it breaks */
+    RL_ENTRY_EPOCH,       /* a sentinel asked for its failover count (config-epoch) */
+    RL_ENTRY_SENTINEL,    /* a sentinel asked where the master is: the connection ends */
+    /* Not held back: */
     RL_ENTRY_SCRIPT,      /* handshake: SCRIPT LOAD; an error only means NOSCRIPT later */
     RL_ENTRY_INFO,        /* handshake: the node's run_id and version */
+    RL_ENTRY_GUARD,       /* handshake: the guard script (may the node have lost keys?) */
     RL_ENTRY_CMD          /* a command of an operation: see cmd */
 } rl_entry_kind;
 
@@ -63,7 +74,11 @@ typedef struct rl_entry {
 typedef struct redlock_conn {
     struct rl_client *ctx;
     size_t node;
+    rl_target to;               /* where it goes: the master, or a sentinel to ask */
+    bool redirected;            /* RL_CONN_BROKEN because the node's master moved (or was
+                                 * found): nothing of an operation was written */
     rl_conn_state state;
+    bool info_refused;          /* its handshake's INFO was (an ACL without +info) */
     int code;                   /* RL_CONN_BROKEN: the REDLOCK_E* that describes why */
     char why[160];              /* RL_CONN_BROKEN: printable reason */
     unsigned uses;              /* operations it has served (0: new) */
@@ -88,6 +103,9 @@ typedef struct redlock_conn {
 /* A new connection to node `node` of ctx, with its handshake queued. The
  * driver connects its socket and calls rl_conn_connected (or breaks it). */
 rl_conn *rl_conn_new(struct rl_client *ctx, size_t node);
+/* The same, to one of a Sentinel node's sentinels: it asks where the master
+ * is (rl_node_poll_due), and ends. */
+rl_conn *rl_conn_new_asking(struct rl_client *ctx, size_t node);
 /* Frees a connection whose stream is empty (after rl_conn_pop_lost). */
 void rl_conn_free(rl_conn *c);
 
@@ -120,6 +138,11 @@ void rl_conn_feed(rl_conn *c, const char *buf, size_t len);
  * 0 when none is complete yet; -1 when the connection broke (see why).
  * Replies of the handshake are handled here, for node `nodes` of the ctx. */
 int rl_conn_next(rl_conn *c, struct redisReply **reply, rl_entry *entry, int64_t now);
+
+/* Whether a reply says that a Sentinel node's master is a replica now
+ * (READONLY): then the node asks its sentinels again, and the connection
+ * is broken as redirected (the command did not run). */
+bool rl_conn_moved(rl_conn *c, const struct redisReply *reply, int64_t now);
 
 /* Replies still expected, and the i-th of them (0: the oldest). */
 size_t rl_conn_owed(const rl_conn *c);

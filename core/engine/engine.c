@@ -95,6 +95,7 @@ static void settle(rl_conn *c, int64_t now)
 {
     rl_entry e;
     bool written;
+    rl_node *node = &c->ctx->nodes[c->node];
     while (rl_conn_pop_lost(c, &e, &written) == 1) {
         if (e.cmd->op && e.cmd->op == c->op)
             rl_op_entry_lost(c->op, c, &e, written, now);
@@ -102,10 +103,21 @@ static void settle(rl_conn *c, int64_t now)
             rl_cmd_late_lost(&e, c->ctx, c->node, written, now);
         rl_cmd_unref(e.cmd);
     }
-    if (!c->connected) {
-        rl_node_connect_failed(&c->ctx->nodes[c->node], now);
-        rl_node_failed(&c->ctx->nodes[c->node], RL_NODE_DOWN, c->why, now);
-        rl_node_connect_failure(&c->ctx->nodes[c->node], c->code, c->why);
+    if (!c->redirected && c->to.sentinel) {
+        /* A sentinel that cannot be reached, or did not answer: the next
+         * one is asked, at once; the node backs off only once every one of
+         * them failed. */
+        rl_node_sentinel_missed(node, c->to.gen);
+        c->redirected = rl_node_sentinels_left(node);
+    } else if (!c->connected && !c->redirected) {
+        /* A master that cannot be reached may have moved: the sentinels
+         * are asked again before the next connect. */
+        rl_node_master_lost(node, c->to.gen, c->why, now);
+    }
+    if (!c->connected && !c->redirected) {
+        rl_node_connect_failed(node, now);
+        rl_node_failed(node, RL_NODE_DOWN, c->why, now);
+        rl_node_connect_failure(node, c->code, c->why);
     }
     if (c->op)
         rl_op_conn_lost(c->op, c, now);
@@ -118,7 +130,14 @@ bool rl_engine_received(rl_conn *c, const char *buf, size_t len, int64_t now)
     rl_entry e;
     int r;
     while ((r = rl_conn_next(c, &reply, &e, now)) == 1) {
-        if (e.cmd->op && e.cmd->op == c->op)
+        if (rl_conn_moved(c, reply, now)) {
+            /* Refused by a replica: it did not run, and goes again to the
+             * master the sentinels name (the operation asks for it). */
+            if (e.cmd->op && e.cmd->op == c->op)
+                rl_op_entry_lost(c->op, c, &e, false, now);
+            else
+                rl_cmd_late_lost(&e, c->ctx, c->node, false, now);
+        } else if (e.cmd->op && e.cmd->op == c->op)
             rl_op_reply(c->op, c, &e, reply, now);
         else
             rl_cmd_late_reply(&e, c, reply, now);

@@ -18,7 +18,11 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
         return rc;
     node->index = index;
     node->restarted_at = INT64_MIN;
+    node->guarded_until = INT64_MIN;
     node->same_as = -1;
+    node->master = -1;
+    node->last_master = -1;
+    node->epoch = -1;
     atomic_init(&node->state, RL_NODE_UNKNOWN);
     atomic_init(&node->rtt_us, -1);
     node->state_since = INT64_MIN;
@@ -28,8 +32,180 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
 
 void rl_node_destroy(rl_node *node)
 {
+    for (size_t i = 0; i < node->n_masters; i++)
+        free(node->masters[i].host);
     pthread_mutex_destroy(&node->mu);
     rl_uri_free(&node->addr);
+}
+
+/* ---- where connections go ---- */
+
+void rl_node_target(rl_node *node, rl_target *t)
+{
+    const rl_node_addr *a = &node->addr;
+    if (a->kind == RL_NODE_MASTER) {
+        *t = (rl_target){ .host = a->is_unix ? NULL : a->host, .port = a->port };
+        return;
+    }
+    pthread_mutex_lock(&node->mu);
+    if (node->master >= 0) {
+        const rl_server *m = &node->masters[node->master];
+        *t = (rl_target){ .host = m->host, .port = m->port, .gen = node->gen };
+    } else {
+        const rl_server *s = &a->sentinels[node->next_sentinel % a->n_sentinels];
+        *t = (rl_target){ .host = s->host, .port = s->port, .sentinel = true, .gen = node->gen };
+    }
+    pthread_mutex_unlock(&node->mu);
+}
+
+void rl_node_sentinel_target(rl_node *node, rl_target *t)
+{
+    const rl_node_addr *a = &node->addr;
+    pthread_mutex_lock(&node->mu);
+    const rl_server *s = &a->sentinels[node->next_sentinel % a->n_sentinels];
+    *t = (rl_target){ .host = s->host, .port = s->port, .sentinel = true, .gen = node->gen };
+    pthread_mutex_unlock(&node->mu);
+}
+
+bool rl_node_poll_due(rl_node *node, int64_t poll_ms, int64_t now)
+{
+    if (node->addr.kind != RL_NODE_SENTINEL || poll_ms <= 0)
+        return false;
+    pthread_mutex_lock(&node->mu);
+    bool due = node->master >= 0 && now - node->resolved_at >= poll_ms && now >= node->poll_until;
+    if (due)
+        node->poll_until = now + poll_ms;
+    pthread_mutex_unlock(&node->mu);
+    return due;
+}
+
+bool rl_node_current(rl_node *node, uint64_t gen)
+{
+    if (node->addr.kind == RL_NODE_MASTER)
+        return true;
+    pthread_mutex_lock(&node->mu);
+    bool current = node->gen == gen;
+    pthread_mutex_unlock(&node->mu);
+    return current;
+}
+
+void rl_node_resolved(rl_node *node, uint64_t gen, const char *host, int port, int64_t now)
+{
+    char was[96] = "", is[96] = "";
+    pthread_mutex_lock(&node->mu);
+    int found = -1;
+    for (size_t i = 0; i < node->n_masters && found < 0; i++)
+        if (node->masters[i].port == port && strcmp(node->masters[i].host, host) == 0)
+            found = (int)i;
+    if (found < 0 && node->n_masters < RL_NODE_MASTERS_MAX) {
+        rl_server *m = &node->masters[node->n_masters];
+        if ((m->host = strdup(host)) != NULL) {
+            m->port = port;
+            rl_server_label(m);
+            found = (int)node->n_masters++;
+        }
+    }
+    node->sentinel_misses = 0;
+    if (gen == node->gen && found >= 0 && node->master != found) {
+        /* Found, or moved (a poll found another master while the old one
+         * still answers): connections to the old one are not reused. */
+        if (node->master >= 0)
+            node->gen++;
+        int before = node->last_master;
+        node->master = found;
+        node->last_master = found;
+        if (before >= 0 && before != found) {
+            snprintf(was, sizeof was, "%s", node->masters[before].label);
+            snprintf(is, sizeof is, "%s", node->masters[found].label);
+        }
+    }
+    if (found >= 0 && node->master == found) {
+        node->resolved_at = now;
+        node->poll_until = now;
+    }
+    pthread_mutex_unlock(&node->mu);
+    const rl_client *ctx = node->ctx;
+    if (was[0] && rl_logging(&ctx->log, REDLOCK_LOG_WARN))
+        rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_failover", "node=%s old=%s new=%s",
+                    node->addr.label, was, is);
+}
+
+void rl_node_saw_epoch(rl_node *node, int64_t epoch)
+{
+    pthread_mutex_lock(&node->mu);
+    if (epoch > node->epoch)
+        node->epoch = epoch;
+    pthread_mutex_unlock(&node->mu);
+}
+
+int64_t rl_node_epoch(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    int64_t epoch = node->addr.kind == RL_NODE_SENTINEL && node->epoch >= 0 ? node->epoch : -1;
+    pthread_mutex_unlock(&node->mu);
+    return epoch;
+}
+
+void rl_node_sentinel_missed(rl_node *node, uint64_t gen)
+{
+    pthread_mutex_lock(&node->mu);
+    if (gen == node->gen) {
+        node->next_sentinel++;
+        node->sentinel_misses++;
+    }
+    pthread_mutex_unlock(&node->mu);
+}
+
+bool rl_node_sentinels_left(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    bool left = node->sentinel_misses % node->addr.n_sentinels != 0;
+    pthread_mutex_unlock(&node->mu);
+    return left;
+}
+
+void rl_node_master_lost(rl_node *node, uint64_t gen, const char *why, int64_t now)
+{
+    if (node->addr.kind == RL_NODE_MASTER)
+        return;
+    pthread_mutex_lock(&node->mu);
+    bool lost = gen == node->gen && node->master >= 0;
+    if (lost) {
+        node->master = -1;
+        node->gen++;
+    }
+    pthread_mutex_unlock(&node->mu);
+    const rl_client *ctx = node->ctx;
+    if (lost && rl_logging(&ctx->log, REDLOCK_LOG_INFO))
+        rl_log_emit(&ctx->log, REDLOCK_LOG_INFO, "node_master_lost", "node=%s: %s",
+                    node->addr.label, why);
+    (void)now;
+}
+
+void rl_node_server(rl_node *node, char *out, size_t len)
+{
+    if (node->addr.kind == RL_NODE_MASTER) {
+        snprintf(out, len, "%s", node->addr.label);
+        return;
+    }
+    pthread_mutex_lock(&node->mu);
+    snprintf(out, len, "%s", node->master >= 0 ? node->masters[node->master].label : "");
+    pthread_mutex_unlock(&node->mu);
+}
+
+void rl_node_guarded(rl_node *node, int64_t left_ms, int64_t now)
+{
+    if (left_ms <= 0)
+        return;
+    pthread_mutex_lock(&node->mu);
+    bool news = node->guarded_until < now;
+    if (node->guarded_until < now + left_ms)
+        node->guarded_until = now + left_ms;
+    pthread_mutex_unlock(&node->mu);
+    const rl_client *ctx = node->ctx;
+    if (news && rl_logging(&ctx->log, REDLOCK_LOG_WARN))
+        rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_guarded", "node=%s guard_ms=%lld",
+                    node->addr.label, (long long)left_ms);
 }
 
 int64_t rl_node_connect_wait(rl_node *node, int64_t now)
@@ -264,7 +440,7 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, siz
     }
     const rl_client *ctx = node->ctx;
     if (restarted && rl_logging(&ctx->log, REDLOCK_LOG_WARN)) {
-        int64_t guard = ctx->opt.restart_guard ? rl_ctx_max_lease(ctx) : 0;
+        int64_t guard = ctx->opt.restart_guard ? ctx->opt.max_lease_ms : 0;
         rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_restarted", "node=%s run_id=%.8s guard_ms=%lld",
                     node->addr.label, run_id, (long long)guard);
     }
@@ -273,11 +449,11 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, siz
 int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now)
 {
     pthread_mutex_lock(&node->mu);
-    int64_t since = node->restarted_at;
+    int64_t since = node->restarted_at, until = node->guarded_until;
     pthread_mutex_unlock(&node->mu);
-    if (since == INT64_MIN)
-        return 0;
-    int64_t left = since + max_lease_ms - now;
+    if (since != INT64_MIN && since + max_lease_ms > until)
+        until = since + max_lease_ms;
+    int64_t left = until == INT64_MIN ? 0 : until - now;
     return left > 0 ? left : 0;
 }
 

@@ -28,6 +28,19 @@ typedef enum rl_node_state {
     RL_NODE_NOPERM       /* its ACL refused a command or key (NOPERM) */
 } rl_node_state;
 
+#define RL_NODE_MASTERS_MAX 32   /* masters a Sentinel node can have had */
+
+/* Where one new connection of a node goes: the node's master (its address,
+ * or the one its sentinels named), or one of its sentinels, to ask where
+ * the master is. host is NULL for a unix socket (the node's path). The
+ * strings stay valid while the client lives. */
+typedef struct rl_target {
+    const char *host;
+    int port;
+    bool sentinel;   /* a sentinel: the connection asks and ends */
+    uint64_t gen;    /* the node's generation it was chosen in */
+} rl_target;
+
 typedef struct rl_node {
     rl_node_addr addr;
     size_t index;
@@ -46,10 +59,57 @@ typedef struct rl_node {
     int64_t restarted_at;    /* when a new run_id was seen; INT64_MIN never */
     int version;             /* redis_version as major * 100 + minor; 0 unknown */
     int same_as;             /* index of an earlier node with the same run_id, or -1 */
+    int64_t guarded_until;   /* its guard script said so (any client's first sight); INT64_MIN none */
+    /* A Sentinel node's master: the addresses named so far (never freed
+     * while the client lives, so targets stay valid), the one now (-1: ask
+     * a sentinel), the sentinel to ask next, and the generation, which
+     * advances whenever the master must be found again (connections of an
+     * older one are not reused). */
+    rl_server masters[RL_NODE_MASTERS_MAX];
+    size_t n_masters;
+    int master;
+    int last_master;            /* the master before (for node_failover), -1 none */
+    size_t next_sentinel;
+    unsigned sentinel_misses;   /* sentinels that failed to answer in a row */
+    int64_t epoch;              /* the group's config-epoch as a sentinel said; -1 none */
+    int64_t resolved_at;        /* when a sentinel last named the master */
+    int64_t poll_until;         /* an operation asks a sentinel until then (one at a time) */
+    uint64_t gen;
 } rl_node;
 
 int rl_node_init(rl_node *node, const char *uri, size_t index);
 void rl_node_destroy(rl_node *node);
+
+/* Where a new connection goes now. */
+void rl_node_target(rl_node *node, rl_target *t);
+/* One of its sentinels, for an operation that asks whether the master
+ * moved (rl_node_poll_due). */
+void rl_node_sentinel_target(rl_node *node, rl_target *t);
+/* Whether a Sentinel node's master was named longer than poll_ms ago and
+ * nobody is asking now: then the caller asks (a sentinel connection). */
+bool rl_node_poll_due(rl_node *node, int64_t poll_ms, int64_t now);
+/* Whether a connection chosen in generation gen still goes to the master. */
+bool rl_node_current(rl_node *node, uint64_t gen);
+/* A sentinel named the master host:port (a connection chosen in gen asked):
+ * it is the node's master from now on; a change is the event node_failover. */
+void rl_node_resolved(rl_node *node, uint64_t gen, const char *host, int port, int64_t now);
+/* A sentinel said the group's failover count (config-epoch); the guard
+ * script takes it (-1 for a node that is no Sentinel group). */
+void rl_node_saw_epoch(rl_node *node, int64_t epoch);
+int64_t rl_node_epoch(rl_node *node);
+/* A sentinel did not answer where the master is: the next one is asked. */
+void rl_node_sentinel_missed(rl_node *node, uint64_t gen);
+/* Whether a sentinel is left to ask before the node counts as down: fewer
+ * of them than there are failed in a row. */
+bool rl_node_sentinels_left(rl_node *node);
+/* The master (as chosen in gen) is not one any more, or cannot be reached:
+ * a sentinel is asked again before the next connection. */
+void rl_node_master_lost(rl_node *node, uint64_t gen, const char *why, int64_t now);
+/* The master's address now ("" when a sentinel must be asked), for health. */
+void rl_node_server(rl_node *node, char *out, size_t len);
+/* Its guard script (the late client's guard) said its votes do not count
+ * for left_ms more. */
+void rl_node_guarded(rl_node *node, int64_t left_ms, int64_t now);
 
 /* Milliseconds before a new connection may be tried (0: now). */
 int64_t rl_node_connect_wait(rl_node *node, int64_t now);
@@ -87,7 +147,9 @@ void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t
 rl_node_state rl_node_state_after(int code);
 
 /* Milliseconds for which the node's votes do not count yet, because it
- * restarted less than max_lease_ms ago; 0 when they count. */
+ * may have lost keys less than max_lease_ms ago (this client saw its run_id
+ * change, or its guard script says so: see scripts/guard.lua); 0 when they
+ * count. */
 int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now);
 /* The index of an earlier node that is the same server, or -1. */
 int rl_node_same_as(rl_node *node);

@@ -25,6 +25,8 @@ typedef struct slot {
     bool sent;            /* this round's command was queued on conn */
     bool maybe_ran;       /* ... on a connection lost after writing it */
     bool retried;         /* a stale pooled connection was replaced this round */
+    uint8_t redirects;    /* connections ended this round because the master moved */
+    bool ask;             /* its next connection asks a sentinel whether the master moved */
     bool counting;        /* a fenced SET answered: its vote waits for the INCR's reply */
     rl_result set;        /* ... and is this */
     int64_t deadline;
@@ -162,13 +164,22 @@ static int handle_new(redlock_handle **out, rl_client *ctx, const char *const *n
     return REDLOCK_OK;
 }
 
-static int check_lease(int64_t ttl_ms)
+/* A lease must not be longer than max_lease_ms: the guard of a node that
+ * may have lost keys lasts that long, and holds only if no lease outlives
+ * it. */
+static int check_lease(const rl_client *ctx, int64_t ttl_ms)
 {
     if (ttl_ms <= 0)
         return rl_fail(REDLOCK_EINVAL, "ttl_ms must be positive, got %lld", (long long)ttl_ms);
     if (ttl_ms > REDLOCK_MAX_TTL_MS)
         return rl_fail(REDLOCK_EINVAL, "ttl_ms must be at most %d, got %lld", REDLOCK_MAX_TTL_MS,
                        (long long)ttl_ms);
+    if (ttl_ms > ctx->opt.max_lease_ms)
+        return rl_fail(REDLOCK_EINVAL,
+                       "a lease of %lld ms is longer than max_lease_ms (%lld ms), the longest "
+                       "lease any client of these nodes may use; raise max_lease_ms on every "
+                       "client, or use a shorter lease (a kept lock's is watchdog_lease_ms)",
+                       (long long)ttl_ms, (long long)ctx->opt.max_lease_ms);
     return REDLOCK_OK;
 }
 
@@ -361,12 +372,15 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
         slot *s = &op->slots[i];
         op->results[i].vote = RL_VOTE_PENDING;
         s->sent = s->maybe_ran = s->retried = false;
+        s->redirects = 0;
         if (s->conn && s->conn->state == RL_CONN_BROKEN)
             drop(op, s);
-        if (s->conn)
+        if (s->conn) {
             send_on(op, i, now);
-        else
+        } else {
             s->state = SLOT_WANT_CONN;
+            s->ask = rl_node_poll_due(&op->ctx->nodes[i], op->ctx->opt.sentinel_poll_ms, now);
+        }
     }
     return REDLOCK_OK;
 }
@@ -601,7 +615,7 @@ static rl_op *op_new(rl_client *ctx, op_kind kind, int64_t now)
 int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
                int64_t ttl_ms, int64_t wait_ms, int64_t now)
 {
-    int rc = check_lease(ttl_ms);
+    int rc = check_lease(ctx, ttl_ms);
     if (rc != REDLOCK_OK)
         return rc;
     if (wait_ms < 0)
@@ -638,7 +652,7 @@ int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
 
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
 {
-    int rc = check_lease(ttl_ms);
+    int rc = check_lease(h->ctx, ttl_ms);
     if (rc != REDLOCK_OK)
         return rc;
     if (!h->held)
@@ -867,16 +881,24 @@ rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
     char why[160];
     int code = rl_node_backoff(&op->ctx->nodes[node], now, why, sizeof why);
     rl_conn *c = NULL;
-    if (code == REDLOCK_OK && !(c = rl_conn_new(op->ctx, node))) {
+    slot *s = &op->slots[node];
+    if (code == REDLOCK_OK && !(c = s->ask ? rl_conn_new_asking(op->ctx, node)
+                                           : rl_conn_new(op->ctx, node))) {
         code = REDLOCK_ENOMEM;
         snprintf(why, sizeof why, "out of memory");
     }
+    s->ask = false;
     if (!c) {
         rl_op_no_conn(op, node, code, why, now);
         return NULL;
     }
     rl_op_attach(op, node, c, now);
     return c;
+}
+
+bool rl_op_wants_fresh(const rl_op *op, size_t node)
+{
+    return node < op->ctx->n_nodes && op->slots[node].ask;
 }
 
 /* Whether a connection of the operation has bytes to write now. */
@@ -1155,6 +1177,15 @@ void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)
         return;
     if (op->kind == OP_DELIVER) {
         s->state = SLOT_DONE;
+        return;
+    }
+    /* A Sentinel node's connection that ended without writing the command
+     * (a sentinel named the master, or the master turned replica): the
+     * command goes to the master on a new connection; a few times a round,
+     * so that every sentinel may be asked. */
+    if (c->redirected && s->redirects < op->ctx->nodes[i].addr.n_sentinels + 2) {
+        s->redirects++;
+        s->state = SLOT_WANT_CONN;
         return;
     }
     /* A pooled connection may simply have gone stale (the node restarted

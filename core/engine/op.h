@@ -160,6 +160,10 @@ int rl_op_next_wanted(const rl_op *op, size_t from);
  * driver's connect. NULL when none may be made now (the node backs off
  * after failed connects, or no memory): the operation was told why. */
 rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now);
+/* Whether the connection the operation wants to node must be a new one
+ * (rl_op_connect), not an idle one: it asks a Sentinel node's sentinel
+ * whether the master moved (option sentinel_poll_ms). */
+bool rl_op_wants_fresh(const rl_op *op, size_t node);
 
 /* Events of the connections the operation has (engine.c calls these). */
 void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const struct redisReply *reply,

@@ -20,6 +20,10 @@ typedef struct rl_options {
     int pool_size;
     bool restart_guard;
     bool fencing;
+    int64_t max_lease_ms;
+    char *sentinel_user;        /* redis-sentinel:// nodes' sentinels: "" when unset */
+    char *sentinel_password;
+    int64_t sentinel_poll_ms;
     int64_t watchdog_lease_ms;
     int64_t unavailable_timeout_ms;
     char *tls_ca_file;          /* the TLS options: "" when unset */

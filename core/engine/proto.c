@@ -80,6 +80,11 @@ int rl_reply_error_code(const char *err)
     return REDLOCK_EREDIS;
 }
 
+bool rl_reply_readonly(const char *err)
+{
+    return strncmp(err, "READONLY", 8) == 0 || strstr(err, "READONLY You can't write");
+}
+
 bool rl_reply_is_noscript(const redisReply *reply)
 {
     return reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0;

@@ -50,6 +50,10 @@ void rl_result_from_bad_reply(rl_result *r, const struct redisReply *reply);
 /* The REDLOCK_E* code for a Redis error reply (WRONGTYPE, NOAUTH, ...). */
 int rl_reply_error_code(const char *err);
 
+/* An error reply that says the server is a replica (READONLY, also from
+ * inside a script): a Sentinel node's master moved. */
+bool rl_reply_readonly(const char *err);
+
 /* An error reply NOSCRIPT: the node does not have the script (EVALSHA). */
 bool rl_reply_is_noscript(const struct redisReply *reply);
 

@@ -32,12 +32,14 @@ void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, in
                        same + 1, ctx->nodes[same].addr.label);
         return;
     }
-    if (!ctx->opt.restart_guard || verb == RL_VERB_INSPECT)
+    /* Only a new key is held back: an extend's yes means the node holds our
+     * token, so it did not lose this key whatever happened to it. */
+    if (!ctx->opt.restart_guard || (verb != RL_VERB_ACQUIRE && verb != RL_VERB_PING))
         return;
-    int64_t left = rl_node_guard_left(&ctx->nodes[node], rl_ctx_max_lease(ctx), now);
+    int64_t left = rl_node_guard_left(&ctx->nodes[node], ctx->opt.max_lease_ms, now);
     if (left > 0)
         rl_result_fail(r, REDLOCK_ENOQUORUM,
-                       "restarted recently; not counted for %lld ms more (restart_guard)",
+                       "may have lost keys (restarted or failed over); not counted for %lld ms more (restart_guard)",
                        (long long)left);
 }
 

@@ -24,11 +24,12 @@ size_t rl_quorum(size_t n_nodes);
 int64_t rl_drift_ms(int64_t ttl_ms, double drift_factor);
 int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor);
 
-/* Whether node's yes may count for verb: not for acquire or extend from a
- * node that restarted less than the largest lease ago (it may have lost a
- * key it granted: the restart guard), nor, for those and inspect, from a
- * second name of a server already counted. Turns such a yes into a failure
- * that says why. */
+/* Whether node's yes may count for verb: not for acquire (nor ping) from a
+ * node that may have lost keys less than max_lease_ms ago (restarted, or a
+ * replica promoted: the restart guard; an extend's yes counts, since the
+ * node holds our token), nor, for acquire, extend and inspect, from a
+ * second name of a server already counted. Turns such a yes into a
+ * failure that says why. */
 void rl_quorum_admit(struct rl_client *ctx, size_t node, rl_verb verb, rl_result *r,
                      int64_t now);
 

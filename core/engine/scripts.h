@@ -19,6 +19,9 @@ extern const rl_script rl_script_force;     /* DEL KEYS[1] whatever its token */
 /* Sent only when an acquisition's counters disagree (fencing): rare too. */
 extern const rl_script rl_script_fence;     /* raise each KEY's counter to ARGV[i + 1] */
 
+/* Sent in full once on each new connection (its handshake). */
+extern const rl_script rl_script_guard;     /* may this server have lost keys? */
+
 /* The scripts loaded on every connection (SCRIPT LOAD in its handshake). */
 #define RL_N_SCRIPTS 3
 extern const rl_script *const rl_scripts[RL_N_SCRIPTS];

@@ -3,6 +3,8 @@
  *     redis://[[user]:password@]host[:port][/db]
  *     rediss://... (the same, over TLS)
  *     unix://[[user]:password@]/path/to.sock[?db=N]
+ *     redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
+ *         ?sentinelMasterId=NAME (or #NAME), and rediss-sentinel://
  * Messages name the URI by its host and port only: a password is never
  * copied into an error message.
  */
@@ -105,22 +107,11 @@ fail:
     return rl_fail(REDLOCK_ENOMEM, "out of memory");
 }
 
-static int parse_tcp(rl_node_addr *a, const char *rest)
+/* host[:port] in hp[0..end): a host name, an IPv4 address or a bracketed
+ * IPv6 one, and a port (default_port when none). */
+static int parse_hostport(const char *hp, const char *end, const char *scheme,
+                          int default_port, rl_server *out)
 {
-    const char *scheme = a->tls ? "rediss://" : "redis://";
-    size_t auth_len = strcspn(rest, "/?#");
-    const char *at = NULL;
-    for (const char *p = rest; p < rest + auth_len; p++)
-        if (*p == '@')
-            at = p;
-    const char *hp = rest;
-    int rc;
-    if (at) {
-        if ((rc = parse_userinfo(a, rest, (size_t)(at - rest), scheme)) != REDLOCK_OK)
-            return rc;
-        hp = at + 1;
-    }
-    const char *end = rest + auth_len;
     const char *host = hp, *host_end, *port_at = NULL;
     if (*hp == '[') {
         const char *close = memchr(hp, ']', (size_t)(end - hp));
@@ -147,31 +138,143 @@ static int parse_tcp(rl_node_addr *a, const char *rest)
     for (const char *p = host; p < host_end; p++)
         if (!isalnum((unsigned char)*p) && !strchr(".-_:%", *p))
             return rl_fail(REDLOCK_EINVAL, "bad %s URI: bad character in the host", scheme);
-    if (!(a->host = dup_range(host, hlen)))
+    if (!(out->host = dup_range(host, hlen)))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
 
-    long v = 6379;
-    if (port_at && !parse_int_range(port_at, (size_t)(end - port_at), 1, 65535, &v))
-        return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: port must be 1 to 65535",
-                       scheme, a->host);
-    a->port = (int)v;
+    long v = default_port;
+    if (port_at && !parse_int_range(port_at, (size_t)(end - port_at), 1, 65535, &v)) {
+        int rc = rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: port must be 1 to 65535", scheme,
+                         out->host);
+        free(out->host);
+        out->host = NULL;
+        return rc;
+    }
+    out->port = (int)v;
+    rl_server_label(out);
+    return REDLOCK_OK;
+}
 
+/* [[user]:password@] before the hosts: the credentials, and where the
+ * hosts start and end (at the first '/', '?' or '#'). */
+static int parse_credentials(rl_node_addr *a, const char *rest, const char *scheme,
+                             const char **hosts, const char **end)
+{
+    size_t auth_len = strcspn(rest, "/?#");
+    *end = rest + auth_len;
+    const char *at = NULL;
+    for (const char *p = rest; p < rest + auth_len; p++)
+        if (*p == '@')
+            at = p;
+    *hosts = rest;
+    if (!at)
+        return REDLOCK_OK;
+    *hosts = at + 1;
+    return parse_userinfo(a, rest, (size_t)(at - rest), scheme);
+}
+
+/* "/db" at s (s points at '/'), up to end. */
+static int parse_db(rl_node_addr *a, const char *s, size_t n, const char *scheme,
+                    const char *label)
+{
+    long v = 0;
+    if (n > 1 && !parse_int_range(s + 1, n - 1, 0, 2147483647, &v))
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: db must be a number", scheme, label);
+    a->db = (int)v;
+    return REDLOCK_OK;
+}
+
+static int parse_tcp(rl_node_addr *a, const char *rest)
+{
+    const char *scheme = a->tls ? "rediss://" : "redis://";
+    const char *hp, *end;
+    int rc;
+    if ((rc = parse_credentials(a, rest, scheme, &hp, &end)) != REDLOCK_OK)
+        return rc;
+    rl_server server = { 0 };
+    if ((rc = parse_hostport(hp, end, scheme, 6379, &server)) != REDLOCK_OK)
+        return rc;
+    a->host = server.host;
+    a->port = server.port;
     if (*end == '/') {
-        const char *db = end + 1;
-        size_t dlen = strlen(db);
-        v = 0;
-        if (dlen > 0 && !parse_int_range(db, dlen, 0, 2147483647, &v))
-            return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: db must be a number",
-                           scheme, a->host);
-        a->db = (int)v;
+        if ((rc = parse_db(a, end, strlen(end), scheme, a->host)) != REDLOCK_OK)
+            return rc;
     } else if (*end != '\0') {
         return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: unexpected '%c'", scheme, a->host,
                        *end);
     }
-    if (strchr(a->host, ':'))
-        snprintf(a->label, sizeof a->label, "[%.80s]:%d", a->host, a->port);
-    else
-        snprintf(a->label, sizeof a->label, "%.80s:%d", a->host, a->port);
+    snprintf(a->label, sizeof a->label, "%s", server.label);
+    return REDLOCK_OK;
+}
+
+/* Whether the master name is printable and has no separator in it. */
+static bool good_master_name(const char *s, size_t n)
+{
+    if (n == 0 || n > MAX_HOST_BYTES)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)s[i]) || strchr(",/?#&=", s[i]))
+            return false;
+    return true;
+}
+
+static int parse_sentinel(rl_node_addr *a, const char *rest)
+{
+    const char *scheme = a->tls ? "rediss-sentinel://" : "redis-sentinel://";
+    const char *hp, *end;
+    int rc;
+    if ((rc = parse_credentials(a, rest, scheme, &hp, &end)) != REDLOCK_OK)
+        return rc;
+    size_t n = 1;
+    for (const char *p = hp; p < end; p++)
+        n += *p == ',';
+    if (!(a->sentinels = calloc(n, sizeof *a->sentinels)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    for (const char *p = hp; a->n_sentinels < n; a->n_sentinels++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end;
+        if ((rc = parse_hostport(p, stop, scheme, 26379, &a->sentinels[a->n_sentinels]))
+            != REDLOCK_OK)
+            return rc;
+        p = stop + 1;
+    }
+    const char *s = end;
+    if (*s == '/') {
+        size_t dlen = strcspn(s, "?#");
+        if ((rc = parse_db(a, s, dlen, scheme, a->sentinels[0].label)) != REDLOCK_OK)
+            return rc;
+        s += dlen;
+    }
+    const char *name = NULL;
+    size_t name_len = 0;
+    if (*s == '?') {
+        static const char param[] = "sentinelMasterId=";
+        size_t qlen = strcspn(s + 1, "#");
+        if (strncmp(s + 1, param, sizeof param - 1) != 0 || memchr(s + 1, '&', qlen))
+            return rl_fail(REDLOCK_EINVAL,
+                           "bad %s URI for %s: the only parameter is ?sentinelMasterId=NAME",
+                           scheme, a->sentinels[0].label);
+        name = s + sizeof param;
+        name_len = qlen - (sizeof param - 1);
+        s += 1 + qlen;
+    }
+    if (*s == '#') {
+        if (name)
+            return rl_fail(REDLOCK_EINVAL,
+                           "bad %s URI for %s: the master is named twice (?sentinelMasterId= "
+                           "and #)", scheme, a->sentinels[0].label);
+        name = s + 1;
+        name_len = strlen(name);
+    }
+    if (!name)
+        return rl_fail(REDLOCK_EINVAL,
+                       "bad %s URI for %s: no master name (?sentinelMasterId=NAME or #NAME)",
+                       scheme, a->sentinels[0].label);
+    if (!good_master_name(name, name_len))
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: bad master name", scheme,
+                       a->sentinels[0].label);
+    if (!(a->master_name = dup_range(name, name_len)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    snprintf(a->label, sizeof a->label, "%.40s@%.50s", a->master_name, a->sentinels[0].label);
     return REDLOCK_OK;
 }
 
@@ -218,7 +321,14 @@ int rl_uri_parse(rl_node_addr *out, const char *uri)
         return rl_fail(REDLOCK_EINVAL, "node URI longer than %d bytes", MAX_URI_BYTES);
 
     int rc;
-    if (strncasecmp(uri, "redis://", 8) == 0) {
+    if (strncasecmp(uri, "redis-sentinel://", 17) == 0) {
+        out->kind = RL_NODE_SENTINEL;
+        rc = parse_sentinel(out, uri + 17);
+    } else if (strncasecmp(uri, "rediss-sentinel://", 18) == 0) {
+        out->kind = RL_NODE_SENTINEL;
+        out->tls = true;
+        rc = parse_sentinel(out, uri + 18);
+    } else if (strncasecmp(uri, "redis://", 8) == 0) {
         rc = parse_tcp(out, uri + 8);
     } else if (strncasecmp(uri, "unix://", 7) == 0) {
         out->is_unix = true;
@@ -228,7 +338,8 @@ int rl_uri_parse(rl_node_addr *out, const char *uri)
         rc = parse_tcp(out, uri + 9);
     } else {
         rc = rl_fail(REDLOCK_EINVAL,
-                     "unknown URI scheme: node URIs start with redis://, rediss:// or unix://");
+                     "unknown URI scheme: node URIs start with redis://, rediss://, unix://, "
+                     "redis-sentinel:// or rediss-sentinel://");
     }
     if (rc != REDLOCK_OK)
         rl_uri_free(out);
@@ -242,6 +353,13 @@ void rl_uri_free(rl_node_addr *a)
     free(a->host);
     free(a->path);
     free(a->user);
+    free(a->master_name);
+    for (size_t i = 0; i < a->n_sentinels; i++)
+        free(a->sentinels[i].host);
+    free(a->sentinels);
+    a->master_name = NULL;
+    a->sentinels = NULL;
+    a->n_sentinels = 0;
     if (a->password) {
         memset(a->password, 0, strlen(a->password));
         free(a->password);
@@ -251,9 +369,43 @@ void rl_uri_free(rl_node_addr *a)
 
 bool rl_uri_same_node(const rl_node_addr *a, const rl_node_addr *b)
 {
-    if (a->is_unix != b->is_unix)
+    if (a->kind != b->kind || a->is_unix != b->is_unix)
         return false;
+    if (a->kind == RL_NODE_SENTINEL)   /* one group's master, named by its first sentinel */
+        return strcmp(a->master_name, b->master_name) == 0
+            && a->sentinels[0].port == b->sentinels[0].port
+            && strcasecmp(a->sentinels[0].host, b->sentinels[0].host) == 0;
     if (a->is_unix)
         return strcmp(a->path, b->path) == 0;
     return a->port == b->port && strcasecmp(a->host, b->host) == 0;
+}
+
+void rl_server_label(rl_server *s)
+{
+    if (strchr(s->host, ':'))
+        snprintf(s->label, sizeof s->label, "[%.80s]:%d", s->host, s->port);
+    else
+        snprintf(s->label, sizeof s->label, "%.80s:%d", s->host, s->port);
+}
+
+/* Whether s starts with "scheme://" for a scheme of letters, digits, '+',
+ * '-' and '.'. */
+static bool starts_uri(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = 0;
+    while (isalnum((unsigned char)s[n]) || s[n] == '+' || s[n] == '-' || s[n] == '.')
+        n++;
+    return n > 0 && strncmp(s + n, "://", 3) == 0;
+}
+
+size_t redlock_uri_list_next(const char *list)
+{
+    if (!list)
+        return 0;
+    for (size_t i = 0; list[i]; i++)
+        if (list[i] == ',' && starts_uri(list + i + 1))
+            return i;
+    return strlen(list);
 }

@@ -252,7 +252,7 @@ static void lock_checks_name_length(void **state)
 static void lock_accepts_largest_ttl(void **state)
 {
     nodes *ns = *state;
-    redlock_ctx *ctx = ctx_for(ns, NULL);
+    redlock_ctx *ctx = ctx_for(ns, (const char *[]){"max_lease_ms", "2147483647", NULL});
     redlock_handle *h = NULL;
     assert_rc(redlock_lock(&h, ctx, "api-max-ttl", REDLOCK_MAX_TTL_MS, 0), REDLOCK_OK);
     assert_true(redlock_handle_validity_ms(h) > 0);

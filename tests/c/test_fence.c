@@ -283,6 +283,7 @@ static void a_key_that_is_not_a_lock_is_refused_and_not_counted(void **state)
 static void lost_counters_let_fences_go_back(world *w, int guarded)
 {
     redlock_ctx *ctx = fenced_ctx(w, "1", guarded ? "1" : "0");
+    set_options(ctx, (const char *[]){"max_lease_ms", "1000", NULL});
     redlock_handle *h = NULL;
     only_down(w, 0x18);
     long long high = 0;
@@ -318,8 +319,8 @@ static void lost_counters_let_fences_go_back(world *w, int guarded)
         assert_rc(redlock_lock(&h, ctx, "fence-lost", 1000, 3000), REDLOCK_OK);
         unlock_and_free(h);
     }
-    /* The guard counts the restarted node again after the largest lease
-     * this client used (1 s): waiting takes it past. */
+    /* The guard counts the restarted node again after max_lease_ms (1 s):
+     * waiting takes it past. */
     assert_rc(redlock_lock(&h, ctx, "fence-lost", 1000, 15000), REDLOCK_OK);
     int64_t fence = -1;
     assert_rc(redlock_handle_fence(h, 0, &fence), REDLOCK_OK);

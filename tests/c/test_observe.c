@@ -187,7 +187,7 @@ static void a_killed_node_is_down_then_back_and_guarded(void **state)
 {
     nodes *ns = *state;
     events *ev;
-    redlock_ctx *ctx = observed(ns, NULL, &ev);
+    redlock_ctx *ctx = observed(ns, (const char *[]){"max_lease_ms", "10000", NULL}, &ev);
     char node[64];
     node_field(ns, 4, node, sizeof node);
     /* A call returns at a quorum: a ping waits for every node. */

@@ -57,8 +57,9 @@ def warm_up(nodes, client):
 
 
 def rival(nodes, make_client, guard):
-    """A second client that has used every node, with leases of LEASE."""
-    client = make_client(nodes.uris, restart_guard=guard)
+    """A second client that has used every node, with leases of LEASE, the
+    longest any client of these nodes uses (max_lease_ms)."""
+    client = make_client(nodes.uris, restart_guard=guard, max_lease_ms=int(LEASE * 1000))
     warm_up(nodes, client)
     return client
 
@@ -84,7 +85,7 @@ def test_with_the_guard_the_restarted_node_waits_out_the_lease(nodes, make_clien
     noticed = time.monotonic()
 
     # The restart is noticed on the first call after it, and the node is
-    # set aside for the largest lease this client has used.
+    # set aside for max_lease_ms.
     detail = expect_failure(other, "crash", redlock.LockError, lease=LEASE)
     set_aside = re.search(r"not counted for (\d+) ms more \(restart_guard\)", detail)
     assert set_aside, detail
@@ -92,7 +93,7 @@ def test_with_the_guard_the_restarted_node_waits_out_the_lease(nodes, make_clien
     assert holder.validity > 0
     assert nodes.having("crash") == [3, 4]
 
-    # Once the largest lease has passed, the node counts again; by then the
+    # Once max_lease_ms has passed, the node counts again; by then the
     # holder's lease is over too.
     time.sleep(max(0.0, noticed + LEASE + 0.2 - time.monotonic()))
     assert holder.validity <= 0

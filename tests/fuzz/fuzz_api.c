@@ -108,9 +108,10 @@ static void check_client(const input *in)
 }
 
 /* Whether the lock call must refuse its arguments. */
-static bool invalid_arguments(const input *in, size_t prefix_len)
+static bool invalid_arguments(const input *in, size_t prefix_len, long long max_lease_ms)
 {
-    if (in->ttl_ms <= 0 || in->ttl_ms > REDLOCK_MAX_TTL_MS || in->wait_ms < 0)
+    if (in->ttl_ms <= 0 || in->ttl_ms > REDLOCK_MAX_TTL_MS || in->ttl_ms > max_lease_ms
+        || in->wait_ms < 0)
         return true;
     if (in->n_names == 0)
         return true;
@@ -137,6 +138,9 @@ static void check_locks(const input *in)
     redlock_ctx *ctx = NULL;
     CHECK(redlock_ctx_new(&ctx, nowhere, 1) == REDLOCK_OK);
     size_t prefix_len = set_options(ctx, in, 0);
+    char max_lease[32];
+    CHECK(redlock_ctx_get_option(ctx, "max_lease_ms", max_lease, sizeof max_lease) == REDLOCK_OK);
+    long long max_lease_ms = atoll(max_lease);
 
     /* A positive wait would retry for as long as it says: one attempt only. */
     input one = *in;
@@ -147,12 +151,12 @@ static void check_locks(const input *in)
     int rc = redlock_lock(&h, ctx, one.n_names ? one.names[0] : NULL, one.ttl_ms, one.wait_ms);
     input first = one;
     first.n_names = one.n_names ? 1 : 0;
-    check_handle_out(rc, h, invalid_arguments(&first, prefix_len));
+    check_handle_out(rc, h, invalid_arguments(&first, prefix_len, max_lease_ms));
 
     h = (redlock_handle *)&unset;
     rc = redlock_lock_multi(&h, ctx, one.n_names ? one.names : NULL, one.n_names, one.ttl_ms,
                             one.wait_ms);
-    check_handle_out(rc, h, invalid_arguments(&one, prefix_len));
+    check_handle_out(rc, h, invalid_arguments(&one, prefix_len, max_lease_ms));
 
     CHECK(redlock_extend(NULL, one.ttl_ms) == REDLOCK_EINVAL);
     redlock_ctx_free(ctx);

@@ -30,7 +30,16 @@ static char *join(const char *prefix, const uint8_t *data, size_t size)
 
 static void check_parsed(const rl_node_addr *a)
 {
-    if (a->is_unix) {
+    if (a->kind == RL_NODE_SENTINEL) {
+        CHECK(a->host == NULL && a->path == NULL && !a->is_unix);
+        CHECK(a->n_sentinels >= 1 && a->sentinels != NULL);
+        for (size_t i = 0; i < a->n_sentinels; i++) {
+            const rl_server *s = &a->sentinels[i];
+            CHECK(s->host != NULL && s->host[0] != '\0' && strlen(s->host) <= 255);
+            CHECK(s->port >= 1 && s->port <= 65535);
+        }
+        CHECK(a->master_name != NULL && a->master_name[0] != '\0');
+    } else if (a->is_unix) {
         CHECK(a->host == NULL);
         CHECK(a->path != NULL && a->path[0] == '/');
         CHECK(strlen(a->path) < sizeof(((struct sockaddr_un *)0)->sun_path));
@@ -51,6 +60,7 @@ static void check_refused(int rc, const rl_node_addr *a)
 {
     CHECK(rc == REDLOCK_EINVAL || rc == REDLOCK_EUNSUPPORTED || rc == REDLOCK_ENOMEM);
     CHECK(a->host == NULL && a->path == NULL && a->user == NULL && a->password == NULL);
+    CHECK(a->sentinels == NULL && a->master_name == NULL && a->n_sentinels == 0);
     CHECK(redlock_errmsg()[0] != '\0');
 }
 

@@ -11,6 +11,7 @@ import java.io.PrintWriter;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -96,8 +97,11 @@ public final class MutexClient {
         long waitMs = Long.parseLong(args[7]);
         Counter counter = new Counter(Integer.parseInt(args[3]));
         int failures = 0;
-        try (Redlock client = Redlock.create(Arrays.asList(args[2].split(",")),
-                                             Map.of("node_timeout_ms", "100"));
+        // A comma followed by "scheme://" starts the next URI (a Sentinel
+        // URI has commas of its own).
+        List<String> nodes = Arrays.asList(args[2].split(",(?=\\s*[A-Za-z][A-Za-z0-9+.-]*://)"));
+        try (Redlock client = Redlock.create(nodes, Map.of("node_timeout_ms", "100",
+                                                           "max_lease_ms", args[6]));
              PrintWriter out = new PrintWriter(new FileWriter(args[1], true))) {
             for (int op = 0; op < ops; op++) {
                 if (op > 0) {

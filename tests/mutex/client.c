@@ -82,16 +82,24 @@ int main(int argc, char **argv)
 
     const char *uris[MAX_NODES];
     size_t n = 0;
+    /* A comma followed by "scheme://" starts the next URI (a Sentinel URI
+     * has commas of its own). */
     char *nodes = strdup(argv[3]);
-    for (char *save = NULL, *uri = strtok_r(nodes, ",", &save); uri && n < MAX_NODES;
-         uri = strtok_r(NULL, ",", &save))
+    for (char *uri = nodes; n < MAX_NODES;) {
+        size_t len = redlock_uri_list_next(uri);
         uris[n++] = uri;
+        if (uri[len] == '\0')
+            break;
+        uri[len] = '\0';
+        uri += len + 1;
+    }
 
     FILE *out = fopen(argv[2], "a");
     redisContext *counter = redisConnect("127.0.0.1", atoi(argv[4]));
     redlock_ctx *ctx = NULL;
     if (!out || !counter || counter->err || redlock_ctx_new(&ctx, uris, n) != REDLOCK_OK
-        || redlock_ctx_set_option(ctx, "node_timeout_ms", "100") != REDLOCK_OK) {
+        || redlock_ctx_set_option(ctx, "node_timeout_ms", "100") != REDLOCK_OK
+        || redlock_ctx_set_option(ctx, "max_lease_ms", argv[7]) != REDLOCK_OK) {
         fprintf(stderr, "%s: cannot start: %s\n", holder, redlock_errmsg());
         return 1;
     }

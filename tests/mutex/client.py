@@ -5,6 +5,7 @@
 The same arguments and the same JSON lines as client.c."""
 
 import json
+import re
 import random
 import socket
 import sys
@@ -49,6 +50,12 @@ CODES = {redlock.LockNotAcquired: "locked", redlock.NoQuorum: "noquorum",
          redlock.LockNotHeld: "notheld"}
 
 
+
+def split_nodes(nodes: str) -> list:
+    """The node URIs of one string: a comma followed by "scheme://" starts
+    the next one (a Sentinel URI has commas of its own)."""
+    return [uri.strip() for uri in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", nodes)]
+
 def code_of(error: redlock.LockError) -> str:
     return CODES.get(type(error), "error")
 
@@ -65,7 +72,7 @@ def record_error(record: dict, asked: int, error: redlock.LockError) -> None:
 
 def main() -> int:
     holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms = sys.argv[1:]
-    client = redlock.Redlock(nodes.split(","), node_timeout_ms=100)
+    client = redlock.Redlock(split_nodes(nodes), node_timeout_ms=100, max_lease_ms=int(lease_ms))
     counter = Counter(int(counter_port))
     failures = 0
     with open(out_path, "a") as out:

@@ -8,6 +8,7 @@ and written over an asyncio stream, so nothing here blocks the loop."""
 import asyncio
 import json
 import random
+import re
 import sys
 import time
 
@@ -42,11 +43,18 @@ class Counter:
         await self._call("SET", f"counter:{resource}", str(int(value or b"0") + 1))
 
 
+
+def split_nodes(nodes: str) -> list:
+    """The node URIs of one string: a comma followed by "scheme://" starts
+    the next one (a Sentinel URI has commas of its own)."""
+    return [uri.strip() for uri in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", nodes)]
+
 async def main() -> int:
     holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms = sys.argv[1:]
     counter = Counter(*await asyncio.open_connection("127.0.0.1", int(counter_port)))
     failures = 0
-    async with redlock.asyncio.Redlock(nodes.split(","), node_timeout_ms=100) as client:
+    async with redlock.asyncio.Redlock(split_nodes(nodes), node_timeout_ms=100,
+                                       max_lease_ms=int(lease_ms)) as client:
         with open(out_path, "a") as out:
             for op in range(int(ops)):
                 if op:

@@ -53,8 +53,18 @@ function app.op()
   local args = ngx.req.get_uri_args()
   if not client then
     local nodes = {}
-    for uri in args.nodes:gmatch("[^,]+") do nodes[#nodes + 1] = uri end
-    client = assert(redlock.new(nodes, { node_timeout_ms = 100 }))
+    -- A comma followed by "scheme://" starts the next URI (a Sentinel URI
+    -- has commas of its own).
+    local list = args.nodes .. ",x://"
+    local from = 1
+    while true do
+      local at = list:find(",%s*[%a][%w+.-]*://", from)
+      if not at then break end
+      nodes[#nodes + 1] = list:sub(from, at - 1)
+      from = at + 1
+    end
+    client = assert(redlock.new(nodes, { node_timeout_ms = 100,
+                                         max_lease_ms = tonumber(args.lease) }))
   end
   local resource = args.resource
   local fields = { ('"holder": "%s"'):format(args.holder), '"lang": "openresty"',

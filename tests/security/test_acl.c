@@ -49,7 +49,7 @@ static size_t n_permissions;
  * LOAD: EVAL every time; INFO: no restart guard) or waking waiters by timed
  * retries only (the channel and its commands): each says so where it shows. */
 static const char *const optional[] = {
-    "+script|load", "+info", "+publish", "+subscribe", "+unsubscribe", "&" PREFIX "*",
+    "+script|load", "+info", "+time", "+publish", "+subscribe", "+unsubscribe", "&" PREFIX "*",
 };
 
 static int is_optional(const char *permission)
@@ -466,9 +466,9 @@ static void health_of(redlock_ctx *ctx, size_t i, char *line, size_t len)
     snprintf(line, len, "%.*s", (int)strcspn(p, "\n"), p);
 }
 
-/* Without an optional permission everything works; without SCRIPT LOAD or
- * INFO, the nodes' health says why (INFO's absence turns the restart guard
- * off for the node). */
+/* Without an optional permission everything works; without SCRIPT LOAD,
+ * INFO or TIME (the guard script's), the nodes' health says why (INFO's or
+ * the guard's absence turns the restart guard off for the node). */
 static void optional_permissions_only_cost_something(void **state)
 {
     nodes *ns = *state;
@@ -485,7 +485,9 @@ static void optional_permissions_only_cost_something(void **state)
             fail_msg("without %s: %s failed: %s; errmsg: %s", missing, o.step,
                      redlock_strerror(o.rc), o.message);
         const char *said = strcmp(missing, "+script|load") == 0 ? "SCRIPT LOAD refused: NOPERM"
-                         : strcmp(missing, "+info") == 0 ? "INFO refused: NOPERM" : NULL;
+                         : strcmp(missing, "+info") == 0 ? "INFO refused: NOPERM"
+                         : strcmp(missing, "+time") == 0 ? "the guard script refused: ERR"
+                         : NULL;
         if (!said)
             continue;
         redlock_ctx *ctx = client_as(ns, user, 0, PREFIX, 0);

@@ -155,7 +155,7 @@ static void options_refuse_huge_and_out_of_range_values(void **state)
 static void lock_multi_refuses_huge_names_and_counts(void **state)
 {
     nodes *ns = *state;
-    redlock_ctx *ctx = ctx_for(ns, NULL);
+    redlock_ctx *ctx = ctx_for(ns, (const char *[]){"max_lease_ms", "2147483647", NULL});
     redlock_handle *h = UNSET_HANDLE;
 
     char *huge = huge_string("", 'n', HUGE_LEN);

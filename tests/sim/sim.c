@@ -93,6 +93,7 @@
 #define MAX_CLIENTS 6
 #define RESOURCES 4
 #define MAX_LEASE 2000
+#define MAX_LEASE_TEXT "2000"
 #define POOL 2
 #define TRACE_LINES 200
 /* The clients' drift_factor: the option's default (core/engine/options.def). */
@@ -1214,6 +1215,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         rl_options_set(&cl->ctx->opt, "connect_timeout_ms", "100");
         rl_options_set(&cl->ctx->opt, "retry_delay_ms", "50");
         rl_options_set(&cl->ctx->opt, "retry_jitter_ms", "25");
+        rl_options_set(&cl->ctx->opt, "max_lease_ms", MAX_LEASE_TEXT);
         char drift[32];
         snprintf(drift, sizeof drift, "%g", DRIFT_FACTOR);
         rl_options_set(&cl->ctx->opt, "drift_factor", drift);

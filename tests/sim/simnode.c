@@ -9,6 +9,7 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include "conn.h"
 #include "scripts.h"
 #include "simnode.h"
 
@@ -31,7 +32,7 @@ struct simnode {
     size_t n, cap;
     char run_id[41];
     lua_State *lua;
-    script scripts[RL_N_SCRIPTS + 3];
+    script scripts[RL_N_SCRIPTS + 4];
     size_t n_scripts;
     int64_t now;          /* of the command running */
 };
@@ -177,7 +178,7 @@ static void clear_keys(simnode *n, bool keep_counters)
 static const rl_script *known_by_body(const char *body)
 {
     static const rl_script *const rare[] = { &rl_script_inspect, &rl_script_force,
-                                             &rl_script_fence };
+                                             &rl_script_fence, &rl_script_guard };
     for (int i = 0; i < RL_N_SCRIPTS; i++)
         if (strcmp(rl_scripts[i]->body, body) == 0)
             return rl_scripts[i];
@@ -483,6 +484,15 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         snprintf(info, sizeof info, "# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n", n->run_id);
         return v_str(V_BULK, info);
     }
+    if (is(c, "TIME")) {   /* the node's own clock */
+        char sec[24], usec[24];
+        snprintf(sec, sizeof sec, "%lld", (long long)(n->now / 1000));
+        snprintf(usec, sizeof usec, "%lld", (long long)(n->now % 1000) * 1000);
+        sval v = { .t = V_ARRAY, .a = calloc(2, sizeof(sval)), .n = 2 };
+        v.a[0] = v_str(V_BULK, sec);
+        v.a[1] = v_str(V_BULK, usec);
+        return v;
+    }
     if (is(c, "PING"))
         return v_str(V_STATUS, "PONG");
     if (is(c, "AUTH") || is(c, "SELECT"))
@@ -613,7 +623,8 @@ size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **val
 {
     size_t k = 0;
     for (size_t i = 0; i < n->n && k < max; i++) {
-        if (n->keys[i].expires_at <= now || is_counter(&n->keys[i]))
+        if (n->keys[i].expires_at <= now || is_counter(&n->keys[i])
+            || strcmp(n->keys[i].key, RL_GUARD_KEY) == 0)
             continue;
         keys[k] = n->keys[i].key;
         values[k++] = n->keys[i].value;

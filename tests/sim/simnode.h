@@ -47,7 +47,7 @@ bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int
 
 /* The checker's view: the string value of key at now (NULL: none), the
  * value of its fencing counter (0: none), and the lock keys held (not the
- * counters). */
+ * counters, nor the guard's key). */
 const char *simnode_get(simnode *n, const char *key, int64_t now);
 int64_t simnode_counter(simnode *n, const char *key, int64_t now);
 size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values,

@@ -205,7 +205,7 @@ static void restarted_nodes_and_second_names_do_not_vote(void **state)
 {
     (void)state;
     rl_client *ctx = five();
-    rl_ctx_note_lease(ctx, 3000);
+    assert_int_equal(rl_options_set(&ctx->opt, "max_lease_ms", "3000"), REDLOCK_OK);
     rl_result r;
     /* Node 0 seen with one run_id, then another: a restart at 1000. */
     rl_nodes_saw_info(ctx->nodes, N, 0, info_a, sizeof info_a - 1, 500);
@@ -214,7 +214,7 @@ static void restarted_nodes_and_second_names_do_not_vote(void **state)
     rl_quorum_admit(ctx, 0, RL_VERB_ACQUIRE, &r, 2000);
     assert_int_equal(r.vote, RL_VOTE_FAILED);
     assert_non_null(strstr(r.why, "not counted for 2000 ms more"));
-    /* Releases always count; after the largest lease, acquires too. */
+    /* Releases always count; after max_lease_ms, acquires too. */
     r = (rl_result){ .vote = RL_VOTE_YES };
     rl_quorum_admit(ctx, 0, RL_VERB_RELEASE, &r, 2000);
     assert_int_equal(r.vote, RL_VOTE_YES);

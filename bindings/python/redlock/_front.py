@@ -149,6 +149,7 @@ def _health(ctx: Any) -> List[Dict[str, Any]]:
         rtt = float(node["rtt_ms"])
         node["rtt_ms"] = None if rtt < 0 else rtt
         node["last_error"] = node["last_error"] or None
+        node["server"] = None if node.get("server", "-") == "-" else node["server"]
         nodes.append(node)
     return nodes
 
@@ -224,8 +225,11 @@ class _ClientFront:
         (None when none), ``rtt_ms`` (a recent round trip, None before any),
         the counters ``commands``, ``failures`` and ``timeouts`` since the
         client was made, ``for_ms`` (time in that state), ``retry_in_ms``,
-        ``guard_ms``, ``run_id`` and ``version``. No I/O: it is what the
-        calls so far have seen (ping() refreshes it)."""
+        ``guard_ms``, ``run_id``, ``version``, ``kind`` ("master", or
+        "sentinel" for a Sentinel group) and ``server`` (where a new
+        connection goes: a Sentinel group's master as its sentinels last
+        named it, None before). No I/O: it is what the calls so far have
+        seen (ping() refreshes it)."""
         return _health(self._context())
 
 

@@ -365,7 +365,8 @@ class _Driver:
         """Gives run's operation a connection to node: an idle one, or a new
         one unless the engine says none may be made now (it then fails the
         node itself)."""
-        conn = self._take_idle(node)
+        fresh = capi.redlock_op_wants_fresh(run.op, node)
+        conn = None if fresh else self._take_idle(node)
         if conn is not None:
             capi.redlock_op_attach(run.op, node, conn.conn, now)
         else:
@@ -380,23 +381,34 @@ class _Driver:
         pool = self.idle[node]
         while pool:
             conn = pool.pop()
-            if not conn.freed and not capi.redlock_conn_broken(conn.conn):
+            if conn.freed or capi.redlock_conn_broken(conn.conn):
+                continue
+            if capi.redlock_conn_poolable(conn.conn):
                 return conn
+            self.close(conn, "the node's master moved")   # a Sentinel node's
         return None
 
     def _connect(self, node: int, c: Any) -> _Conn:
         conn = _Conn(self, node, c)
         self.by_ptr[int(conn.conn)] = conn
-        conn.connecting = self.open(node, conn)
+        conn.connecting = self.open(node, conn, c)
         return conn
 
-    def open(self, node: int, protocol: Any) -> asyncio.Task[Any]:
+    def open(self, node: int, protocol: Any, c: Any = None) -> asyncio.Task[Any]:
         """Connects protocol to node (over TLS for a rediss:// node: the
         protocol sees the connection once the handshake is done): the task
-        that does it. When it fails, protocol.ended(why, tls) is called."""
-        host = capi.redlock_ctx_node_host(self.ctx, node)
+        that does it. When it fails, protocol.ended(why, tls) is called.
+        With the engine's connection c, to where it goes (for a Sentinel
+        node, its master or a sentinel); without, to the node's server now."""
+        if c is not None:
+            host = capi.redlock_conn_host(c)
+            where = (host, capi.redlock_conn_port(c), capi.redlock_conn_server_name(c))
+        else:
+            host = capi.redlock_ctx_node_host(self.ctx, node)
+            where = (host, capi.redlock_ctx_node_port(self.ctx, node),
+                     capi.redlock_ctx_node_server_name(self.ctx, node))
         if host is not None:
-            coro = self._connect_tcp(protocol, node, host)
+            coro = self._connect_tcp(protocol, node, *where)
         else:
             coro = self.loop.create_unix_connection(lambda: protocol,
                                                     capi.redlock_ctx_node_path(self.ctx, node))
@@ -410,13 +422,12 @@ class _Driver:
         task.add_done_callback(connected)
         return task
 
-    async def _connect_tcp(self, protocol: Any, node: int, host: str) -> Any:
-        port = capi.redlock_ctx_node_port(self.ctx, node)
+    async def _connect_tcp(self, protocol: Any, node: int, host: str, port: int,
+                           server_name: Optional[str]) -> Any:
         if not capi.redlock_ctx_node_tls(self.ctx, node):
             return await self.loop.create_connection(lambda: protocol, host, port)
         return await self.loop.create_connection(
-            lambda: protocol, host, port, ssl=self._tls_context(),
-            server_hostname=capi.redlock_ctx_node_server_name(self.ctx, node))
+            lambda: protocol, host, port, ssl=self._tls_context(), server_hostname=server_name)
 
     def _tls_context(self) -> ssl.SSLContext:
         """The client's TLS settings, from its options, made once; a setting

@@ -66,7 +66,10 @@ class Redlock(_ClientFront):
     """A client for N independent Redis masters.
 
     ``nodes`` is a list of URIs, ``redis://[[user]:password@]host[:port][/db]``
-    or ``unix://[[user]:password@]/path.sock[?db=N]``; ``options`` are the C
+    (``rediss://`` over TLS), ``unix://[[user]:password@]/path.sock[?db=N]``, or
+    for a Sentinel group (one node, its master, followed through failovers)
+    ``redis-sentinel://[[user]:password@]host[:port][,host[:port]...]?sentinelMasterId=NAME``;
+    ``options`` are the C
     library's, by name (docs/options.md; ``get_option`` reads one
     back). Nothing connects until the first lock call.
 

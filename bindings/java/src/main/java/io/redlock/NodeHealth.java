@@ -48,7 +48,8 @@ public final class NodeHealth {
         return Long.parseLong(fields.getOrDefault(key, "0"));
     }
 
-    /** "host:port" or "unix:path" (never a password). */
+    /** "host:port", "unix:path" or, for a Sentinel group, "NAME@host:port" of its first
+     *  sentinel (never a password). */
     public String node() {
         return fields.get("node");
     }
@@ -105,6 +106,20 @@ public final class NodeHealth {
     /** Its Redis version, "7.0" ("0" before). */
     public String version() {
         return fields.getOrDefault("version", "0");
+    }
+
+    /** "master" (a redis://, rediss:// or unix:// node) or "sentinel" (a Sentinel group). */
+    public String kind() {
+        return fields.getOrDefault("kind", "master");
+    }
+
+    /**
+     * The server a new connection goes to: the node's address, or a Sentinel group's master as
+     * its sentinels last named it; empty before they have.
+     */
+    public Optional<String> server() {
+        String server = fields.getOrDefault("server", "-");
+        return server.equals("-") ? Optional.empty() : Optional.of(server);
     }
 
     /** The last failure seen, if any (it stays once the node is back). */

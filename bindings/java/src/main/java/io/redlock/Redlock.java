@@ -35,8 +35,11 @@ import java.util.Set;
  * }
  * }</pre>
  *
- * <p>Node URIs are {@code redis://[[user]:password@]host[:port][/db]} and
- * {@code unix://[[user]:password@]/path.sock[?db=N]}; connections are made on first use.
+ * <p>Node URIs are {@code redis://[[user]:password@]host[:port][/db]} (and {@code rediss://}
+ * over TLS), {@code unix://[[user]:password@]/path.sock[?db=N]}, and for a Sentinel group (one
+ * node: its master, followed through failovers)
+ * {@code redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]?sentinelMasterId=NAME};
+ * connections are made on first use.
  * Options, by name, with their text values: {@code node_timeout_ms} (50),
  * {@code connect_timeout_ms} (100), {@code retry_delay_ms} (200), {@code retry_jitter_ms} (100),
  * {@code drift_factor} (0.01), {@code key_prefix} (""), {@code pool_size} (16),

@@ -1,0 +1,37 @@
+-- The guard of a server that may have lost keys (docs/guarantees.md), run
+-- once on each new connection. KEYS[1]: the guard key; ARGV[1]: the
+-- longest lease of any client (max_lease_ms); ARGV[2]: for a Sentinel
+-- group's master, the group's failover count (the sentinels'
+-- config-epoch), else -1.
+-- The key holds "<run_id> <epoch> <until>": the server that wrote it, the
+-- failover count it was written in, and until when (in that server's own
+-- TIME, ms) its votes for new keys do not count. A server that finds
+-- another server's run_id there (a replica promoted with its old master's
+-- copy, a server restarted with its data), or a count of failovers older
+-- than the sentinels' (promoted since, maybe before its copy was whole),
+-- may lack keys written before: it writes its own record with until =
+-- now + max_lease. Without the key, a server is fresh, unless its group
+-- has failed over. Returns the milliseconds its votes do not count for.
+local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local epoch = tonumber(ARGV[2])
+local seen = redis.call('GET', KEYS[1])
+local was, at_epoch, at
+if seen then
+  was, at_epoch, at = string.match(seen, '^(%x+) (%-?%d+) (%d+)$')
+end
+local until_ms
+if was == id and tonumber(at_epoch) >= epoch then
+  until_ms = tonumber(at)
+else
+  until_ms = 0
+  if seen or epoch > 0 then
+    until_ms = now + tonumber(ARGV[1])
+  end
+  redis.call('SET', KEYS[1], id .. ' ' .. epoch .. ' ' .. until_ms)
+end
+if until_ms > now then
+  return until_ms - now
+end
+return 0

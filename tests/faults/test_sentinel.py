@@ -1,0 +1,144 @@
+"""A Sentinel group as one Redlock node (redis-sentinel:// URIs): the lock
+goes to the master its sentinels name, follows a failover, and a master
+that may have lost keys (a replica promoted, even before it had a copy)
+holds no new lock for max_lease_ms, for every client, including one that
+first meets it after the failover."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import redlock
+from harness import SentinelGroup, wait_until
+
+MAX_LEASE_MS = 3000
+
+
+@pytest.fixture
+def group(tmp_path: Path) -> Iterator[SentinelGroup]:
+    started = SentinelGroup(tmp_path / "sentinel")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def client_of(group: SentinelGroup) -> redlock.Redlock:
+    return redlock.Redlock([group.uri], max_lease_ms=MAX_LEASE_MS, watchdog_lease_ms=MAX_LEASE_MS,
+                           node_timeout_ms=500, connect_timeout_ms=500, retry_delay_ms=50)
+
+
+def test_the_lock_is_on_the_master_the_sentinels_name(group: SentinelGroup) -> None:
+    with client_of(group) as client:
+        lock = client.get_lock("sentinel-basic")
+        assert lock.try_lock(lease=2.0)
+        master = group.master()
+        assert group.cli(master, "GET", "sentinel-basic") == lock.token
+        (node,) = client.health()
+        assert node["kind"] == "sentinel"
+        assert node["server"] == f"127.0.0.1:{master}"
+        assert node["node"] == f"{group.name}@127.0.0.1:{group.sentinels[0]}"
+        lock.unlock()
+        assert group.cli(master, "EXISTS", "sentinel-basic") == "0"
+
+
+def test_a_down_sentinel_does_not_matter(group: SentinelGroup) -> None:
+    group.procs[group.sentinels[0]].kill()
+    with client_of(group) as client:
+        lock = client.get_lock("sentinel-one-down")
+        assert lock.try_lock(lease=2.0)
+        lock.unlock()
+
+
+def test_after_a_failover_new_locks_wait_and_the_holder_follows(group: SentinelGroup) -> None:
+    with client_of(group) as holder:
+        lock = holder.get_lock("sentinel-held")
+        assert lock.try_lock()   # kept: renewed every second
+        old = group.master()
+        assert group.cli(old, "WAIT", "1", "1000") == "1"   # the replica has the key
+        new = group.failover(settle=False)
+        # A client that meets the new master first (it never saw the old
+        # one): a new lock waits until max_lease_ms after the promotion was
+        # first seen, by anyone.
+        with client_of(group) as fresh:
+            other_lock = fresh.get_lock("sentinel-new")
+            with pytest.raises(redlock.NoQuorum, match="may have lost keys"):
+                other_lock.try_lock(lease=1.0)
+            (node,) = fresh.health()
+            assert node["state"] == "guarded" and int(node["guard_ms"]) > 0
+            assert node["server"] == f"127.0.0.1:{new}"
+            assert other_lock.try_lock(wait=MAX_LEASE_MS / 1000 + 2, lease=1.0)
+            other_lock.unlock()
+        # The holder's key was copied to the new master: its renewals find
+        # it there (a sentinel asked every second says where), and the lock
+        # holds, through the old master's turn to replica.
+        wait_until(group._settled, 60, "the failover to end")
+        assert group.role(old) == "slave"
+        ttl = int(group.cli(new, "PTTL", "sentinel-held"))
+        wait_until(lambda: int(group.cli(new, "PTTL", "sentinel-held")) > ttl, 5,
+                   "a renewal on the new master")
+        assert not lock.lost
+        assert group.cli(new, "GET", "sentinel-held") == lock.token
+        lock.unlock()
+        assert group.cli(new, "EXISTS", "sentinel-held") == "0"
+
+
+def test_a_late_client_is_not_fooled_by_a_promoted_replica_without_the_key(
+        group: SentinelGroup) -> None:
+    old = group.master()
+    replica = next(port for port in group.servers if port != old)
+    # The replica misses what comes next (replication is asynchronous)...
+    os.kill(group.procs[replica].pid, signal.SIGSTOP)
+    try:
+        with client_of(group) as holder:
+            lock = holder.get_lock("sentinel-lost")
+            assert lock.try_lock(lease=MAX_LEASE_MS / 1000)
+            taken = time.monotonic()
+            # ... and the master dies before it could have it.
+            group.procs[old].kill()
+            group.procs[old].wait()
+            os.kill(group.procs[replica].pid, signal.SIGCONT)
+            wait_until(lambda: group.master() == replica and group.role(replica) == "master",
+                       60, "the replica to be promoted")
+            assert group.cli(replica, "EXISTS", "sentinel-lost") == "0"
+            # A client that never saw the old master: while the holder's
+            # lease may run, the lock is not its to take.
+            with client_of(group) as late:
+                late_lock = late.get_lock("sentinel-lost")
+                while time.monotonic() - taken < MAX_LEASE_MS / 1000:
+                    with pytest.raises(redlock.NoQuorum, match="may have lost keys"):
+                        late_lock.try_lock(lease=1.0)
+                    time.sleep(0.2)
+                # The holder learns that it lost the lock, never silently.
+                with pytest.raises(redlock.LockError):
+                    lock.extend(1.0)
+                assert lock.lost
+                assert late_lock.try_lock(wait=MAX_LEASE_MS / 1000 + 2, lease=1.0)
+                late_lock.unlock()
+    finally:
+        if group.procs[replica].poll() is None:
+            os.kill(group.procs[replica].pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("uri, words", [
+    ("redis-sentinel://127.0.0.1:26379", "no master name"),
+    ("redis-sentinel://127.0.0.1:26379,127.0.0.1:99999?sentinelMasterId=m", "port"),
+    ("redis-sentinel://127.0.0.1?sentinelMasterId=m#m", "named twice"),
+    ("redis-sentinel://127.0.0.1?timeout=5", "only parameter"),
+    ("redis-cluster-ish://127.0.0.1", "unknown URI scheme"),
+])
+def test_bad_sentinel_uris_are_refused_with_a_reason(uri: str, words: str) -> None:
+    with pytest.raises(redlock.InvalidArgument, match=words):
+        redlock.Redlock([uri])
+
+
+def test_a_lease_longer_than_max_lease_ms_is_refused(group: SentinelGroup) -> None:
+    with client_of(group) as client:
+        with pytest.raises(redlock.InvalidArgument, match="max_lease_ms"):
+            client.get_lock("too-long").try_lock(lease=MAX_LEASE_MS / 1000 + 1)
