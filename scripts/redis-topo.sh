@@ -35,8 +35,9 @@
 # sentinels; a Cluster's masters, then the replicas (replica R of master M
 # is MASTERS + M * REPLICAS + R). Timings are short (see tests/support/topo.h):
 # Sentinel down-after-milliseconds 1000, failover-timeout 3000, SENTINEL DEBUG
-# periods lowered; cluster-node-timeout 2000. REDIS_SERVER and REDIS_CLI name
-# the binaries (default: redis-server, redis-cli on PATH).
+# periods lowered; cluster-node-timeout 2000, repl-ping-replica-period 1.
+# REDIS_SERVER and REDIS_CLI name the binaries (default: redis-server,
+# redis-cli on PATH).
 set -euo pipefail
 
 server=${REDIS_SERVER:-redis-server}
@@ -45,7 +46,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 settle_s=60
 
 usage() {
-  sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2
+  awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 64
 }
 
@@ -102,6 +103,7 @@ write_conf() {
         echo "cluster-node-timeout 2000"
         echo "cluster-port $bus"
         echo "cluster-allow-replica-migration no"
+        echo "repl-ping-replica-period 1"
       fi
     fi
   } > "$ndir/$kind.conf"
@@ -302,13 +304,17 @@ cluster_settled() {
     nodes=$(rcli "$i" cluster nodes)
     [ "$(grep -c . <<<"$nodes")" = "$n" ] || return 1
     ! awk '{print $3}' <<<"$nodes" | grep -Eq 'fail|handshake|noaddr' || return 1
-    # Node I sees every replica as its master's.
+    # Node I sees every replica as its master's, and lists it in CLUSTER
+    # SLOTS (Redis 7.0 leaves out a replica whose replication offset is 0).
+    local slots
+    slots=$(rcli "$i" cluster slots)
     for r in $(seq 0 $(( n - 1 ))); do
       [ -f "$dir/$r/master" ] || continue
       local mid
       mid=$(cat "$dir/$(cat "$dir/$r/master")/id")
       awk -v id="$(cat "$dir/$r/id")" '$1 == id && $3 ~ /slave/ {print $4}' <<<"$nodes" \
         | grep -qx "$mid" || return 1
+      grep -qx "$(port_of "$r")" <<<"$slots" || return 1
     done
     [ ! -f "$dir/$i/master" ] || in_sync "$i" "$(cat "$dir/$i/master")" || return 1
   done

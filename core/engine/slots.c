@@ -277,7 +277,8 @@ typedef struct shard_node_info {
     char host[RL_SLOT_HOST_MAX];
     int port;
     const char *id;
-    bool unknown, master, online;
+    bool unknown, master;
+    bool online;   /* not failed: Redis 7.0 calls a replica at offset 0 "loading" */
 } shard_node_info;
 
 static int shards_node(const redisReply *n, const char *conn_host, shard_node_info *out)
@@ -298,7 +299,7 @@ static int shards_node(const redisReply *n, const char *conn_host, shard_node_in
     out->port = (int)port->integer;
     out->id = is_text(id) && id->len > 0 ? id->str : NULL;
     out->master = text_is(role, "master");
-    out->online = health == NULL || text_is(health, "online");
+    out->online = health == NULL || !text_is(health, "fail");
     return endpoint(out->host, host->str, host->len, conn_host, what, &out->unknown);
 }
 

@@ -64,9 +64,11 @@ int rl_slot_map_from_slots(rl_slot_map *out, const struct redisReply *reply,
                            const char *conn_host);
 
 /* The same from a CLUSTER SHARDS reply (Redis 7.0 and later), in RESP2's
- * flat form: the master is the shard's node of role "master" (an online one
- * if there are several), the replicas its online nodes of role "replica". A
- * shard without slots is kept (it serves no slot). */
+ * flat form: the master is the shard's node of role "master" (one whose
+ * health is not "fail" if there are several), the replicas its nodes of role
+ * "replica" whose health is not "fail" ("loading" counts: Redis 7.0 says it
+ * of a replica whose replication offset is 0, as before any write). A shard
+ * without slots is kept (it serves no slot). */
 int rl_slot_map_from_shards(rl_slot_map *out, const struct redisReply *reply,
                             const char *conn_host);
 

@@ -230,6 +230,56 @@ static void keyslot_matches(topo *t)
                          rl_key_slot(named[i], strlen(named[i])));
 }
 
+/* The engine's slot map of the cluster as node asker sees it, from CLUSTER
+ * SLOTS or CLUSTER SHARDS. */
+static void map_of(topo *t, size_t asker, bool shards, rl_slot_map *m)
+{
+    redisReply *r = topo_cmd(t, asker, shards ? "CLUSTER SHARDS" : "CLUSTER SLOTS");
+    assert_non_null(r);
+    int rc = shards ? rl_slot_map_from_shards(m, r, "127.0.0.1")
+                    : rl_slot_map_from_slots(m, r, "127.0.0.1");
+    if (rc != REDLOCK_OK)
+        fail_msg("%s: %s", shards ? "CLUSTER SHARDS" : "CLUSTER SLOTS", rl_errmsg());
+    freeReplyObject(r);
+}
+
+/* The map says what every node says: each slot's master as
+ * topo_cluster_owner sees it, and each master's replicas. */
+static void map_matches(topo *t, const rl_slot_map *m)
+{
+    for (int s = 0; s < RL_SLOTS; s++) {
+        const rl_shard *shard = rl_slot_map_shard(m, s);
+        assert_non_null(shard);
+        assert_string_equal(shard->master.host, "127.0.0.1");
+        if (s % 97 == 0 || s == RL_SLOTS - 1)
+            assert_int_equal(shard->master.port, topo_port(t, (size_t)topo_cluster_owner(t, 0, s)));
+    }
+    for (size_t i = 0; i < m->n_shards; i++) {
+        const rl_shard *shard = &m->shards[i];
+        for (size_t j = 0; j < shard->n_replicas; j++) {
+            size_t k = 0;
+            while (k < topo_count(t) && topo_port(t, k) != shard->replicas[j].port)
+                k++;
+            assert_true(k < topo_count(t));
+            char *port = topo_info(t, k, "replication", "master_port");
+            assert_non_null(port);
+            assert_int_equal(atoi(port), shard->master.port);
+            free(port);
+        }
+    }
+}
+
+static rl_redirect redirect_of(topo *t, size_t i, const char *key)
+{
+    redisReply *r = topo_cmd(t, i, "GET %s", key);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    rl_redirect rd;
+    assert_int_equal(rl_redirect_parse(&rd, r->str, r->len, "127.0.0.1"), REDLOCK_OK);
+    freeReplyObject(r);
+    return rd;
+}
+
 static void cluster(void **state)
 {
     (void)state;
@@ -254,6 +304,27 @@ static void cluster(void **state)
 
     keyslot_matches(t);
 
+    /* The engine reads the real CLUSTER SLOTS and CLUSTER SHARDS: three
+     * shards, the masters 0-2, each with its replica. */
+    rl_slot_map map;
+    rl_slot_map_init(&map);
+    for (int shards = 0; shards < 2; shards++) {
+        map_of(t, (size_t)(shards ? 4 : 1), shards, &map);
+        assert_int_equal(map.n_shards, 3);
+        for (size_t i = 0; i < 3; i++) {
+            const rl_shard *shard = &map.shards[i];
+            size_t m = 0;
+            while (m < 3 && topo_port(t, m) != shard->master.port)
+                m++;
+            assert_true(m < 3);
+            assert_string_equal(shard->master.id, topo_cluster_id(t, m));
+            assert_int_equal(shard->n_replicas, 1);
+            assert_int_equal(shard->replicas[0].port, topo_port(t, 3 + m));
+            assert_string_equal(shard->replicas[0].id, topo_cluster_id(t, 3 + m));
+        }
+        map_matches(t, &map);
+    }
+
     /* Three keys in one slot, on its master. */
     int slot = rl_key_slot("{mig}", 5);
     assert_int_equal(slot, topo_cluster_keyslot(t, 0, "{mig}a"));
@@ -276,6 +347,14 @@ static void cluster(void **state)
     assert_int_equal(topo_cluster_migrate_begin(t, slot, (size_t)from, to), 0);
     expect(t, (size_t)from, "1", "GET {mig}a");
     expect(t, (size_t)from, ask_to, "GET {mig}new");
+    rl_redirect rd = redirect_of(t, (size_t)from, "{mig}new");
+    assert_int_equal(rd.kind, RL_REDIRECT_ASK);
+    assert_int_equal(rd.slot, slot);
+    assert_string_equal(rd.host, "127.0.0.1");
+    assert_int_equal(rd.port, topo_port(t, to));
+    rd = redirect_of(t, to, "{mig}a");
+    assert_int_equal(rd.kind, RL_REDIRECT_MOVED);
+    assert_int_equal(rd.port, topo_port(t, (size_t)from));
     expect(t, to, moved_to_from, "GET {mig}a");   /* to, without ASKING */
 
     /* Step 2: the keys move; from now asks to for them; to serves them
@@ -301,6 +380,14 @@ static void cluster(void **state)
     for (size_t i = 0; i < 6; i++)
         assert_int_equal(topo_cluster_owner(t, i, slot), to);
     expect(t, (size_t)from, moved_to_to, "GET {mig}a");
+    /* The MOVED updates the engine's old map: to is a known master. */
+    rd = redirect_of(t, (size_t)from, "{mig}a");
+    assert_int_equal(rd.kind, RL_REDIRECT_MOVED);
+    assert_int_equal(rd.slot, slot);
+    assert_int_not_equal(rl_slot_map_shard(&map, slot)->master.port, topo_port(t, to));
+    assert_int_equal(rl_slot_map_moved(&map, rd.slot, rd.host, rd.port), 0);
+    assert_int_equal(rl_slot_map_shard(&map, slot)->master.port, topo_port(t, to));
+    map_matches(t, &map);
     expect(t, to, "1", "GET {mig}a");
     expect(t, to, "3", "GET {mig}c");
     expect(t, to, "(int) 3", "CLUSTER COUNTKEYSINSLOT %d", slot);
@@ -326,6 +413,20 @@ static void cluster(void **state)
     expect(t, (size_t)rep, "1", "GET {mig}a");
     assert_int_equal(topo_cluster_replica_of(t, (size_t)rep), (int)to);
     assert_int_equal(topo_cluster_wait_ok(t, SETTLE_MS), 0);
+    /* A MOVED from the demoted master names a node the old map has as a
+     * replica: a new shard, and the map must be read again. */
+    rd = redirect_of(t, to, "{mig}a");
+    assert_int_equal(rd.kind, RL_REDIRECT_MOVED);
+    assert_int_equal(rd.port, topo_port(t, (size_t)rep));
+    assert_int_equal(rl_slot_map_moved(&map, rd.slot, rd.host, rd.port), 1);
+    for (int shards = 0; shards < 2; shards++) {
+        map_of(t, 0, shards, &map);
+        assert_int_equal(map.n_shards, 3);
+        assert_int_equal(rl_slot_map_shard(&map, slot)->master.port, topo_port(t, (size_t)rep));
+        assert_int_equal(rl_slot_map_shard(&map, slot)->replicas[0].port, topo_port(t, to));
+        map_matches(t, &map);
+    }
+    rl_slot_map_free(&map);
 
     /* A master killed and restarted with its data rejoins as it was, before
      * the cluster-node-timeout would have its replica take over. */

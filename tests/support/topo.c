@@ -280,7 +280,8 @@ static int write_conf(const topo *t, size_t i)
         if (t->kind == CLUSTER)
             fprintf(f, "cluster-enabled yes\ncluster-config-file nodes.conf\n"
                     "cluster-node-timeout %d\ncluster-port %d\n"
-                    "cluster-allow-replica-migration no\n", CLUSTER_NODE_TIMEOUT_MS, p->bus_port);
+                    "cluster-allow-replica-migration no\nrepl-ping-replica-period 1\n",
+                    CLUSTER_NODE_TIMEOUT_MS, p->bus_port);
     }
     return fclose(f) == 0 ? 0 : -1;
 }
@@ -672,8 +673,11 @@ const char *topo_cluster_id(const topo *t, size_t i)
 }
 
 /* Who serves each slot as node asker sees it (CLUSTER SLOTS): owners[s] is
- * a process number, or -1. 0, or -1 when asker does not answer. */
-static int slot_owners(topo *t, size_t asker, int *owners)
+ * a process number, or -1. With roles (see roles_now), also whether every
+ * range's master is a master now and its replicas are exactly the servers
+ * that replicate it in sync. 0, or -1 when asker does not answer or its view
+ * differs from roles. */
+static int slot_owners_checked(topo *t, size_t asker, int *owners, const int *roles)
 {
     redisReply *r = quiet_cmd(t, asker, "CLUSTER SLOTS");
     if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
@@ -683,7 +687,8 @@ static int slot_owners(topo *t, size_t asker, int *owners)
     }
     for (int s = 0; s < SLOTS; s++)
         owners[s] = -1;
-    for (size_t i = 0; i < r->elements; i++) {
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < r->elements; i++) {
         const redisReply *e = r->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 3
             || e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2)
@@ -691,9 +696,34 @@ static int slot_owners(topo *t, size_t asker, int *owners)
         int owner = index_of_port(t, e->element[2]->element[1]->integer);
         for (long long s = e->element[0]->integer; s <= e->element[1]->integer && s < SLOTS; s++)
             owners[s] = owner;
+        if (roles == NULL)
+            continue;
+        if (owner < 0 || roles[owner] != -1) {
+            rc = -1;
+            break;
+        }
+        size_t listed = 0, want = 0;
+        for (size_t j = 3; j < e->elements; j++) {
+            const redisReply *n = e->element[j];
+            int k = n->type == REDIS_REPLY_ARRAY && n->elements >= 2
+                        ? index_of_port(t, n->element[1]->integer) : -1;
+            if (k < 0 || roles[k] != owner)
+                rc = -1;
+            listed++;
+        }
+        for (size_t k = 0; k < t->n; k++)
+            if (roles[k] == owner)
+                want++;
+        if (listed != want)
+            rc = -1;
     }
     freeReplyObject(r);
-    return 0;
+    return rc;
+}
+
+static int slot_owners(topo *t, size_t asker, int *owners)
+{
+    return slot_owners_checked(t, asker, owners, NULL);
 }
 
 int topo_cluster_owner(topo *t, size_t asker, int slot)
@@ -713,10 +743,30 @@ int topo_cluster_keyslot(topo *t, size_t i, const char *key)
     return slot;
 }
 
-/* Node k's view: every node known, the replicas with their masters (as
- * started, or as want[] says: want[i] is i's master or -1 for a master),
- * nobody failing or in a handshake. */
-static bool nodes_view_ok(topo *t, size_t k, const int *want)
+/* Who replicates whom now, by each server's INFO replication: roles[i] is
+ * i's master, -1 when i is a master, -2 when i does not run, is paused, or
+ * is a replica out of sync. */
+static void roles_now(topo *t, int *roles)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        roles[i] = -2;
+        if (!usable(t, i))
+            continue;
+        char *role = quiet_info(t, i, "replication", "role");
+        if (role != NULL && strcmp(role, "master") == 0) {
+            roles[i] = -1;
+        } else if (role != NULL && strcmp(role, "slave") == 0
+                   && info_is(t, i, "replication", "master_link_status", "up")) {
+            int m = index_of_port(t, info_long(t, i, "replication", "master_port"));
+            roles[i] = m >= 0 ? m : -2;
+        }
+        free(role);
+    }
+}
+
+/* Node k's CLUSTER NODES: every node known; every running server seen in
+ * the role roles[] gives it, and not failing or in a handshake. */
+static bool nodes_view_ok(topo *t, size_t k, const int *roles)
 {
     redisReply *r = quiet_cmd(t, k, "CLUSTER NODES");
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
@@ -737,11 +787,15 @@ static bool nodes_view_ok(topo *t, size_t k, const int *want)
             for (size_t j = 0; j < t->n; j++)
                 if (strcmp(t->proc[j].id, id) == 0)
                     i = (int)j;
-            if (i < 0 || strstr(flags, "fail") || strstr(flags, "handshake")
-                || strstr(flags, "noaddr"))
+            if (i < 0)
                 ok = false;
-            else if (want[i] >= 0)
-                ok = strstr(flags, "slave") != NULL && strcmp(master, t->proc[want[i]].id) == 0;
+            else if (!usable(t, (size_t)i))
+                ;   /* down or paused: whatever the others think of it */
+            else if (roles[i] == -2 || strstr(flags, "fail") || strstr(flags, "handshake")
+                     || strstr(flags, "noaddr"))
+                ok = false;
+            else if (roles[i] >= 0)
+                ok = strstr(flags, "slave") != NULL && strcmp(master, t->proc[roles[i]].id) == 0;
             else
                 ok = strstr(flags, "master") != NULL;
         }
@@ -751,27 +805,69 @@ static bool nodes_view_ok(topo *t, size_t k, const int *want)
     return ok && lines == t->n;
 }
 
-/* The cluster settled as want[] says (see nodes_view_ok): every running
- * node's view, cluster_state:ok, the replicas in sync. */
-static bool cluster_settled(topo *t, const int *want)
+/* Every running node says cluster_state:ok, sees every running server in
+ * its present role (CLUSTER NODES, and CLUSTER SLOTS: each master with
+ * exactly its replicas in sync), and agrees with the others on who serves
+ * each slot (owners[], SLOTS entries). roles[]: as roles_now filled it. */
+static bool cluster_settled(topo *t, int *roles, int *owners)
 {
-    for (size_t k = 0; k < t->n; k++) {
+    int *other = malloc(SLOTS * sizeof *other);
+    bool ok = other != NULL, have = false;
+    roles_now(t, roles);
+    for (size_t k = 0; ok && k < t->n; k++) {
         if (!usable(t, k))
             continue;
+        if (roles[k] == -2) {
+            ok = false;
+            break;
+        }
         redisReply *r = quiet_cmd(t, k, "CLUSTER INFO");
-        char *state = NULL;
-        if (r != NULL && (r->type == REDIS_REPLY_STRING))
-            state = text_field(r->str, "cluster_state");
-        bool ok = state != NULL && strcmp(state, "ok") == 0;
+        char *state = r != NULL && r->type == REDIS_REPLY_STRING
+                          ? text_field(r->str, "cluster_state") : NULL;
+        ok = state != NULL && strcmp(state, "ok") == 0;
         free(state);
         if (r != NULL)
             freeReplyObject(r);
-        if (!ok || !nodes_view_ok(t, k, want))
-            return false;
-        if (want[k] >= 0 && !replica_in_sync(t, k, (size_t)want[k]))
-            return false;
+        ok = ok && nodes_view_ok(t, k, roles)
+             && slot_owners_checked(t, k, have ? other : owners, roles) == 0;
+        if (ok && have)
+            ok = memcmp(owners, other, SLOTS * sizeof *owners) == 0;
+        have = true;
     }
-    return true;
+    free(other);
+    return ok;
+}
+
+/* cluster_settled, repeated until it holds, and then until() too (NULL:
+ * nothing more) with the roles and owners it saw. 0, or -1 after
+ * timeout_ms with a line on stderr naming what. */
+static int wait_settled(topo *t, long timeout_ms, const char *what,
+                        bool (*until)(topo *, const int *, const int *, const void *),
+                        const void *arg)
+{
+    int *roles = malloc(t->n * sizeof *roles), *owners = malloc(SLOTS * sizeof *owners);
+    long long deadline = now_ms() + timeout_ms;
+    int rc = -1;
+    while (roles != NULL && owners != NULL) {
+        if (cluster_settled(t, roles, owners) && (until == NULL || until(t, roles, owners, arg))) {
+            rc = 0;
+            break;
+        }
+        if (now_ms() >= deadline) {
+            fprintf(stderr, "topo: %s did not settle in %ld ms; see %s\n", what, timeout_ms,
+                    t->dir);
+            break;
+        }
+        sleep_ms(20);
+    }
+    free(roles);
+    free(owners);
+    return rc;
+}
+
+int topo_cluster_wait_ok(topo *t, long timeout_ms)
+{
+    return wait_settled(t, timeout_ms, "the Cluster", NULL, NULL);
 }
 
 static int run_cluster_create(topo *t)
@@ -826,6 +922,13 @@ static int join_replica(topo *t, size_t i, long long deadline)
     }
 }
 
+/* The roles are those of want (an int array: each server's master, -1). */
+static bool roles_are(topo *t, const int *roles, const int *owners, const void *want)
+{
+    (void)owners;
+    return memcmp(roles, want, t->n * sizeof *roles) == 0;
+}
+
 topo *topo_cluster_start(size_t n_masters, size_t replicas_per_master)
 {
     if (n_masters < 3) {
@@ -862,57 +965,15 @@ topo *topo_cluster_start(size_t n_masters, size_t replicas_per_master)
     for (size_t i = n_masters; i < t->n; i++)
         if (join_replica(t, i, deadline) != 0)
             goto fail;
-    while (!cluster_settled(t, want)) {
-        if (now_ms() >= deadline) {
-            fprintf(stderr, "topo: the Cluster did not settle; see %s\n", t->dir);
-            goto fail;
-        }
-        sleep_ms(50);
-    }
+    long left = (long)(deadline - now_ms());
+    if (wait_settled(t, left > 0 ? left : 1, "the new Cluster", roles_are, want) != 0)
+        goto fail;
     free(want);
     return t;
 fail:
     free(want);
     topo_free(t);
     return NULL;
-}
-
-int topo_cluster_wait_ok(topo *t, long timeout_ms)
-{
-    long long deadline = now_ms() + timeout_ms;
-    int *first = malloc(SLOTS * sizeof *first), *other = malloc(SLOTS * sizeof *other);
-    int rc = -1;
-    while (first != NULL && other != NULL) {
-        bool ok = true, have = false;
-        for (size_t k = 0; ok && k < t->n; k++) {
-            if (!usable(t, k))
-                continue;
-            redisReply *r = quiet_cmd(t, k, "CLUSTER INFO");
-            char *state = r != NULL && r->type == REDIS_REPLY_STRING
-                              ? text_field(r->str, "cluster_state") : NULL;
-            ok = state != NULL && strcmp(state, "ok") == 0;
-            free(state);
-            if (r != NULL)
-                freeReplyObject(r);
-            if (ok && slot_owners(t, k, have ? other : first) != 0)
-                ok = false;
-            if (ok && have)
-                ok = memcmp(first, other, SLOTS * sizeof *first) == 0;
-            have = true;
-        }
-        if (ok) {
-            rc = 0;
-            break;
-        }
-        if (now_ms() >= deadline) {
-            fprintf(stderr, "topo: the Cluster is not ok after %ld ms\n", timeout_ms);
-            break;
-        }
-        sleep_ms(20);
-    }
-    free(first);
-    free(other);
-    return rc;
 }
 
 int topo_cluster_migrate_begin(topo *t, int slot, size_t from, size_t to)
@@ -962,6 +1023,15 @@ int topo_cluster_migrate_keys(topo *t, int slot, size_t from, size_t to)
     }
 }
 
+/* Every node sees slot want[0] on node want[1] (settled views agree). */
+static bool slot_is_on(topo *t, const int *roles, const int *owners, const void *want)
+{
+    (void)t;
+    (void)roles;
+    const int *w = want;
+    return owners[w[0]] == w[1];
+}
+
 int topo_cluster_migrate_end(topo *t, int slot, size_t from, size_t to, long timeout_ms)
 {
     const char *to_id = t->proc[to].id;
@@ -973,21 +1043,8 @@ int topo_cluster_migrate_end(topo *t, int slot, size_t from, size_t to, long tim
             && info_is(t, k, "replication", "role", "master")
             && topo_exec(t, k, "CLUSTER SETSLOT %d NODE %s", slot, to_id) != 0)
             return -1;
-    long long deadline = now_ms() + timeout_ms;
-    for (;;) {
-        bool ok = true;
-        for (size_t k = 0; ok && k < t->n; k++)
-            if (usable(t, k))
-                ok = topo_cluster_owner(t, k, slot) == (int)to;
-        if (ok)
-            return 0;
-        if (now_ms() >= deadline) {
-            fprintf(stderr, "topo: not every node sees slot %d on %s after %ld ms\n", slot,
-                    t->proc[to].addr, timeout_ms);
-            return -1;
-        }
-        sleep_ms(20);
-    }
+    int want[2] = { slot, (int)to };
+    return wait_settled(t, timeout_ms, "the slot's move", slot_is_on, want);
 }
 
 int topo_cluster_migrate(topo *t, int slot, size_t from, size_t to, long timeout_ms)
@@ -1007,45 +1064,36 @@ int topo_cluster_replica_of(topo *t, size_t m)
     return -1;
 }
 
+/* After a failover: the new master serves every slot its old master did,
+ * and the old master, if it runs, is its replica. */
+typedef struct failover_want {
+    const int *before;
+    int old, r;
+} failover_want;
+
+static bool failed_over(topo *t, const int *roles, const int *owners, const void *arg)
+{
+    const failover_want *w = arg;
+    if (roles[w->r] != -1 || (usable(t, (size_t)w->old) && roles[w->old] != w->r))
+        return false;
+    for (int s = 0; s < SLOTS; s++)
+        if (w->before[s] == w->old && owners[s] != w->r)
+            return false;
+    return true;
+}
+
 int topo_cluster_failover(topo *t, size_t r, long timeout_ms)
 {
-    long m = info_long(t, r, "replication", "master_port");
-    int old = index_of_port(t, m);
-    int *before = malloc(SLOTS * sizeof *before), *now = malloc(SLOTS * sizeof *now);
+    int old = index_of_port(t, info_long(t, r, "replication", "master_port"));
+    int *before = malloc(SLOTS * sizeof *before);
     int rc = -1;
-    if (old < 0 || before == NULL || now == NULL) {
+    if (old < 0 || before == NULL)
         fprintf(stderr, "topo: %s is not a replica of ours\n", t->proc[r].addr);
-        goto out;
+    else if (slot_owners(t, r, before) == 0 && topo_exec(t, r, "CLUSTER FAILOVER") == 0) {
+        failover_want want = { before, old, (int)r };
+        rc = wait_settled(t, timeout_ms, "the failover", failed_over, &want);
     }
-    if (slot_owners(t, r, before) != 0 || topo_exec(t, r, "CLUSTER FAILOVER") != 0)
-        goto out;
-    long long deadline = now_ms() + timeout_ms;
-    for (;;) {
-        bool ok = info_is(t, r, "replication", "role", "master");
-        if (ok && usable(t, (size_t)old))
-            ok = replica_in_sync(t, (size_t)old, r);
-        for (size_t k = 0; ok && k < t->n; k++) {
-            if (!usable(t, k))
-                continue;
-            ok = slot_owners(t, k, now) == 0;
-            for (int s = 0; ok && s < SLOTS; s++)
-                if (before[s] == old)
-                    ok = now[s] == (int)r;
-        }
-        if (ok) {
-            rc = 0;
-            break;
-        }
-        if (now_ms() >= deadline) {
-            fprintf(stderr, "topo: the failover to %s did not settle in %ld ms\n",
-                    t->proc[r].addr, timeout_ms);
-            break;
-        }
-        sleep_ms(20);
-    }
-out:
     free(before);
-    free(now);
     return rc;
 }
 

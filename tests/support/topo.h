@@ -32,8 +32,11 @@
  *   already count as down. A server back within about 800 ms is not failed
  *   over; one stopped or down for 1 s or more is (a forced or automatic
  *   failover settles in about 3 s here);
- *   Cluster: cluster-node-timeout 2000, and cluster-allow-replica-migration
- *   no (a master emptied by migrations stays a master with its replicas).
+ *   Cluster: cluster-node-timeout 2000, cluster-allow-replica-migration no
+ *   (a master emptied by migrations stays a master with its replicas), and
+ *   repl-ping-replica-period 1: Redis 7.0 leaves a replica out of CLUSTER
+ *   SLOTS (and calls it "loading" in CLUSTER SHARDS) while its replication
+ *   offset is 0, and the master's pings move the offset.
  * Replication starts at once (repl-diskless-sync-delay 0).
  *
  * Raw commands go over a fresh TCP connection each time (hiredis' blocking
@@ -85,9 +88,9 @@ int topo_sentinel_wait_new_master(topo *t, int old, long timeout_ms);
 /* Starts n_masters (at least 3, as redis-cli --cluster create requires)
  * cluster-enabled servers and replicas_per_master more, creates the Cluster
  * of the masters with redis-cli, makes each replica replicate its master
- * (CLUSTER MEET, CLUSTER REPLICATE), and waits until every node says
- * cluster_state:ok, knows every node with its role and every replica is in
- * sync. NULL on failure. */
+ * (CLUSTER MEET, CLUSTER REPLICATE), and waits until the Cluster is settled
+ * (topo_cluster_wait_ok) with each server in the role it was started for.
+ * NULL on failure. */
 topo *topo_cluster_start(size_t n_masters, size_t replicas_per_master);
 
 /* Node i's cluster id (40 hex digits). */
@@ -105,7 +108,8 @@ int topo_cluster_keyslot(topo *t, size_t i, const char *key);
  *   keys:  every key of the slot MIGRATEd from from to to, in batches;
  *          the number of keys moved, or -1;
  *   end:   CLUSTER SETSLOT slot NODE to on to, then on from, then on the
- *          other masters, and waits until every node sees to serve it.
+ *          other masters, and waits until the Cluster is settled with to
+ *          serving it.
  * topo_cluster_migrate does the three. */
 int topo_cluster_migrate_begin(topo *t, int slot, size_t from, size_t to);
 int topo_cluster_migrate_keys(topo *t, int slot, size_t from, size_t to);
@@ -115,13 +119,18 @@ int topo_cluster_migrate(topo *t, int slot, size_t from, size_t to, long timeout
 /* A running replica of master m (by CLUSTER NODES on m), or -1. */
 int topo_cluster_replica_of(topo *t, size_t m);
 
-/* CLUSTER FAILOVER on replica r, then waits until every running node sees r
- * as a master serving the slots of its former master, the former master (if
- * it runs) as r's replica, and that replica in sync. 0 or -1. */
+/* CLUSTER FAILOVER on replica r, then waits until the Cluster is settled
+ * with r serving the slots of its former master, and the former master (if
+ * it runs) r's replica. 0 or -1. */
 int topo_cluster_failover(topo *t, size_t r, long timeout_ms);
 
-/* Waits until every running node says cluster_state:ok and agrees with
- * the others on who serves every slot. 0 or -1. */
+/* Waits until the Cluster is settled: every running node says
+ * cluster_state:ok, agrees with the others on who serves every slot, and
+ * sees every running server in its present role (by the server's own INFO
+ * replication), in CLUSTER NODES and in CLUSTER SLOTS: each master with
+ * exactly the replicas that are in sync with it. A replica out of sync
+ * keeps it waiting. Processes killed or paused are not asked, nor checked. 0
+ * or -1. */
 int topo_cluster_wait_ok(topo *t, long timeout_ms);
 
 /* ---- both ---- */

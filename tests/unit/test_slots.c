@@ -283,9 +283,10 @@ static void map_from_cluster_shards(void **state)
     shards_node(ID_C, "", 7005, "replica", "online");
     arr(4);
     str("slots"); arr(2); num(100); num(199);
-    str("nodes"); arr(2);
+    str("nodes"); arr(3);
     shards_node(ID_B, "10.0.0.2", 7001, "master", "online");
     shards_node(ID_C, "10.0.0.3", 7002, "replica", "loading");
+    shards_node("eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "10.0.0.6", 7007, "replica", "fail");
     /* A master with no slots yet. */
     arr(4);
     str("slots"); arr(0);
@@ -303,7 +304,8 @@ static void map_from_cluster_shards(void **state)
     assert_ptr_equal(rl_slot_map_shard(&m, 16383), a);
     const rl_shard *b = rl_slot_map_shard(&m, 150);
     assert_string_equal(b->master.host, "10.0.0.2");
-    assert_int_equal(b->n_replicas, 0);   /* still loading */
+    assert_int_equal(b->n_replicas, 1);   /* loading counts, failed does not */
+    assert_string_equal(b->replicas[0].host, "10.0.0.3");
     assert_string_equal(m.shards[2].master.host, "10.0.0.5");
     for (int s = 0; s < RL_SLOTS; s++)
         assert_true(m.shard_of[s] == 0 || m.shard_of[s] == 1);
