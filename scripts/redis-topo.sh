@@ -124,7 +124,7 @@ start_proc() {
     if [ "$(rcli "$i" ping)" = PONG ]; then
       if [ "$kind" = sentinel ]; then
         rcli "$i" sentinel debug info-period 500 publish-period 500 ping-period 100 \
-          | grep -q OK || return 1
+          ask-period 100 | grep -q OK || return 1
       fi
       return 0
     fi

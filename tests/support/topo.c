@@ -362,8 +362,8 @@ static int start_proc(topo *t, size_t i)
             if (!p->sentinel)
                 return 0;
             redisReply *r = quiet_cmd(t, i, "SENTINEL DEBUG INFO-PERIOD %d PUBLISH-PERIOD %d "
-                                      "PING-PERIOD %d", SENTINEL_PERIOD_MS, SENTINEL_PERIOD_MS,
-                                      SENTINEL_PING_MS);
+                                      "PING-PERIOD %d ASK-PERIOD %d", SENTINEL_PERIOD_MS,
+                                      SENTINEL_PERIOD_MS, SENTINEL_PING_MS, SENTINEL_PING_MS);
             return check_reply(t, i, r, "SENTINEL DEBUG");
         }
         sleep_ms(10);

@@ -26,12 +26,15 @@
  *   Sentinel: down-after-milliseconds 1000, failover-timeout 3000, and the
  *   periods of Redis 7's SENTINEL DEBUG lowered (INFO and hello messages
  *   every 500 ms instead of 10 s and 2 s), so a demoted master is turned
- *   into a replica within about 3 s rather than 10 to 20 s; and PING every
+ *   into a replica within about 3 s rather than 10 to 20 s; PING every
  *   100 ms instead of 1 s: Sentinel counts a server's downtime from its last
  *   answer, so with a 1 s period a server killed and restarted at once could
- *   already count as down. A server back within about 800 ms is not failed
- *   over; one stopped or down for 1 s or more is (a forced or automatic
- *   failover settles in about 3 s here);
+ *   already count as down; and the sentinels ask each other (the master's
+ *   state, their votes) every 100 ms instead of 1 s, so two rarely run for
+ *   leader at once (a split vote is retried after 2 x failover-timeout). A
+ *   server back within about 800 ms is not failed over; one stopped or down
+ *   for 1 s or more is (a forced or automatic failover settles in about 3 s
+ *   here);
  *   Cluster: cluster-node-timeout 2000, cluster-allow-replica-migration no
  *   (a master emptied by migrations stays a master with its replicas), and
  *   repl-ping-replica-period 1: Redis 7.0 leaves a replica out of CLUSTER
