@@ -278,7 +278,8 @@ typedef struct shard_node_info {
     int port;
     const char *id;
     bool unknown, master;
-    bool online;   /* not failed: Redis 7.0 calls a replica at offset 0 "loading" */
+    bool failed;   /* health "fail" ("loading" is fine: Redis 7.0 says it of a replica
+                    * whose offset is 0) */
 } shard_node_info;
 
 static int shards_node(const redisReply *n, const char *conn_host, shard_node_info *out)
@@ -299,7 +300,7 @@ static int shards_node(const redisReply *n, const char *conn_host, shard_node_in
     out->port = (int)port->integer;
     out->id = is_text(id) && id->len > 0 ? id->str : NULL;
     out->master = text_is(role, "master");
-    out->online = health == NULL || !text_is(health, "fail");
+    out->failed = text_is(health, "fail");
     return endpoint(out->host, host->str, host->len, conn_host, what, &out->unknown);
 }
 
@@ -312,17 +313,17 @@ static int shards_one(rl_slot_map *m, const redisReply *s, const char *conn_host
     if (slots == NULL || slots->type != REDIS_REPLY_ARRAY || slots->elements % 2 != 0
         || nodes == NULL || nodes->type != REDIS_REPLY_ARRAY)
         return rl_fail(REDLOCK_EREDIS, "%s: a shard has no slots or nodes", what);
-    /* The master: a node of role master, an online one if there is one. */
+    /* The master: a node of role master, one that has not failed if there is one. */
     shard_node_info info;
     size_t master = nodes->elements;
-    bool master_online = false;
+    bool master_ok = false;
     for (size_t i = 0; i < nodes->elements; i++) {
         int rc = shards_node(nodes->element[i], conn_host, &info);
         if (rc != REDLOCK_OK)
             return rc;
-        if (info.master && (master == nodes->elements || (info.online && !master_online))) {
+        if (info.master && (master == nodes->elements || (!info.failed && !master_ok))) {
             master = i;
-            master_online = info.online;
+            master_ok = !info.failed;
         }
     }
     if (master == nodes->elements) {
@@ -346,7 +347,7 @@ static int shards_one(rl_slot_map *m, const redisReply *s, const char *conn_host
     }
     for (size_t i = 0; i < nodes->elements; i++) {
         shards_node(nodes->element[i], conn_host, &info);
-        if (i == master || info.master || !info.online || info.unknown)
+        if (i == master || info.master || info.failed || info.unknown)
             continue;
         int rc = replica_add(&m->shards[shard], info.id, info.host, info.port);
         if (rc != REDLOCK_OK)

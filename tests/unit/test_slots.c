@@ -310,6 +310,17 @@ static void map_from_cluster_shards(void **state)
     for (int s = 0; s < RL_SLOTS; s++)
         assert_true(m.shard_of[s] == 0 || m.shard_of[s] == 1);
 
+    /* A shard whose only master failed still names it. */
+    arr(1); arr(4); str("slots"); arr(2); num(0); num(16383); str("nodes"); arr(2);
+    shards_node(ID_R, "10.0.0.4", 7003, "replica", "online");
+    shards_node(ID_A, "10.0.0.1", 7000, "master", "fail");
+    r = read_reply();
+    assert_int_equal(rl_slot_map_from_shards(&m, r, "h"), REDLOCK_OK);
+    freeReplyObject(r);
+    assert_int_equal(m.n_shards, 1);
+    assert_string_equal(rl_slot_map_shard(&m, 0)->master.id, ID_A);
+    assert_int_equal(rl_slot_map_shard(&m, 0)->n_replicas, 1);
+
     /* Bad replies. */
     arr(1); arr(2); str("slots"); arr(1); num(0);
     r = read_reply();
