@@ -121,7 +121,8 @@ start_proc() {
   local pid=$!
   echo "$pid" > "$ndir/pid"
   for _ in $(seq 1 500); do
-    if [ "$(rcli "$i" ping)" = PONG ]; then
+    # PONG from our process (another test's server may have taken the port).
+    if [ "$(rcli "$i" ping)" = PONG ] && [ "$(info "$i" server process_id)" = "$pid" ]; then
       if [ "$kind" = sentinel ]; then
         rcli "$i" sentinel debug info-period 500 publish-period 500 ping-period 100 \
           ask-period 100 | grep -q OK || return 1

@@ -92,7 +92,7 @@ static void sentinel_group(void **state)
     expect_role(t, 1, "slave");
     expect_role(t, 2, "slave");
     expect(t, 0, "OK", "SET k v1");
-    expect(t, 0, "(int) 2", "WAIT 2 5000");
+    assert_int_equal(topo_wait_sync(t, 0, SETTLE_MS), 2);
     expect(t, 1, "v1", "GET k");
     expect(t, 2, "READONLY You can't write against a read only replica.", "SET k x");
 
@@ -108,7 +108,7 @@ static void sentinel_group(void **state)
     expect_role(t, 0, "slave");
     expect(t, (size_t)m, "v1", "GET k");
     expect(t, (size_t)m, "OK", "SET k v2");
-    expect(t, (size_t)m, "(int) 2", "WAIT 2 5000");
+    assert_int_equal(topo_wait_sync(t, (size_t)m, SETTLE_MS), 2);
     expect(t, 0, "v2", "GET k");
     expect(t, 0, "READONLY You can't write against a read only replica.", "SET k x");
     for (size_t j = 0; j < 3; j++) {
@@ -402,7 +402,7 @@ static void cluster(void **state)
     /* A failover of to's shard: its replica takes its slots, to follows. */
     int rep = topo_cluster_replica_of(t, to);
     assert_int_equal(rep, (int)(3 + to));
-    expect(t, to, "(int) 1", "WAIT 1 5000");
+    assert_int_equal(topo_wait_sync(t, to, SETTLE_MS), 1);
     t0 = now_ms();
     assert_int_equal(topo_cluster_failover(t, (size_t)rep, SETTLE_MS), 0);
     fprintf(stderr, "# CLUSTER FAILOVER settled in %lld ms\n", now_ms() - t0);

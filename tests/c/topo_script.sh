@@ -39,8 +39,9 @@ want+="?sentinelMasterId=grp"
 master=$("$topo" master "$dir/s")
 read -r _ _ first <<<"${rows[0]}"
 [ "$master" = "$first" ] || fail "master $master, want $first"
-[ "$(rcli "$master" set k v)" = OK ] || fail "SET on the master"
-[ "$(rcli "$master" wait 2 5000)" = 2 ] || fail "WAIT on the master"
+# WAIT waits for its own connection's writes: one redis-cli, one connection.
+[ "$(printf 'SET k v\nWAIT 2 5000\n' | rcli "$master" | tr '\n' ' ')" = "OK 2 " ] \
+  || fail "SET and WAIT on the master"
 
 new=$("$topo" failover "$dir/s")
 [ "$new" != "$master" ] || fail "no new master"

@@ -231,13 +231,50 @@ static long info_long(topo *t, size_t i, const char *section, const char *field)
     return n;
 }
 
-static bool answers_ping(topo *t, size_t i)
+/* Process i answers, and is ours: its process id is the one we started (on
+ * a port we found free, another test's server may have come first). */
+static bool answers_as_ours(topo *t, size_t i)
 {
     redisReply *r = quiet_cmd(t, i, "PING");
     bool ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
     if (r != NULL)
         freeReplyObject(r);
-    return ok;
+    return ok && info_long(t, i, "server", "process_id") == (long)t->proc[i].pid;
+}
+
+int topo_wait_sync(topo *t, size_t m, long timeout_ms)
+{
+    char *v = quiet_info(t, m, "replication", "master_repl_offset");
+    long long target = v != NULL ? strtoll(v, NULL, 10) : -1;
+    free(v);
+    if (target < 0) {
+        fprintf(stderr, "topo: no master_repl_offset from %s\n", t->proc[m].addr);
+        return -1;
+    }
+    long long deadline = now_ms() + timeout_ms;
+    for (;;) {
+        int replicas = 0;
+        bool ok = true;
+        for (size_t i = 0; ok && i < t->n; i++) {
+            if (i == m || t->proc[i].sentinel || t->proc[i].pid <= 0 || t->proc[i].paused
+                || !info_is(t, i, "replication", "role", "slave")
+                || info_long(t, i, "replication", "master_port") != t->proc[m].port)
+                continue;
+            v = quiet_info(t, i, "replication", "slave_repl_offset");
+            ok = v != NULL && strtoll(v, NULL, 10) >= target
+                 && info_is(t, i, "replication", "master_link_status", "up");
+            free(v);
+            replicas++;
+        }
+        if (ok)
+            return replicas;
+        if (now_ms() >= deadline) {
+            fprintf(stderr, "topo: the replicas of %s are behind offset %lld after %ld ms\n",
+                    t->proc[m].addr, target, timeout_ms);
+            return -1;
+        }
+        sleep_ms(10);
+    }
 }
 
 /* ---- processes ---- */
@@ -358,7 +395,7 @@ static int start_proc(topo *t, size_t i)
             p->pid = 0;
             return -1; /* exited: port taken, or a bad binary or config */
         }
-        if (answers_ping(t, i)) {
+        if (answers_as_ours(t, i)) {
             if (!p->sentinel)
                 return 0;
             redisReply *r = quiet_cmd(t, i, "SENTINEL DEBUG INFO-PERIOD %d PUBLISH-PERIOD %d "

@@ -173,6 +173,13 @@ redisReply *topo_cmd(topo *t, size_t i, const char *fmt, ...);
 redisReply *topo_cmd_argv(topo *t, size_t i, int argc, const char **argv, const size_t *lens);
 /* One command; 0 when it answered without an error. */
 int topo_exec(topo *t, size_t i, const char *fmt, ...);
+/* Waits until every running replica of server m (by its INFO replication)
+ * has everything m wrote so far (its master_repl_offset now). The number of
+ * those replicas, or -1 after timeout_ms. WAIT cannot do this through
+ * topo_cmd: it waits for the writes of its own connection, and each
+ * topo_cmd is a connection of its own. */
+int topo_wait_sync(topo *t, size_t m, long timeout_ms);
+
 /* The value of field in INFO section on process i ("role" in
  * "replication"), malloc'd, or NULL. */
 char *topo_info(topo *t, size_t i, const char *section, const char *field);
