@@ -4,8 +4,10 @@
  * local redis-server processes.
  *
  * As in nodes.h: every process listens on a free loopback port, keeps its
- * files in its own directory under one mkdtemp() directory, and is stopped by
- * topo_free() (also at exit, and by the kernel if the test process dies).
+ * files in its own directory under one mkdtemp() directory, and is killed by
+ * topo_free() (also at exit, and by the kernel if the test process dies). A
+ * process counts as started once the server on its port answers with its
+ * process id, so topologies of tests run at once do not mix.
  * The binaries are $REDIS_SERVER and $REDIS_CLI, or redis-server and
  * redis-cli on PATH. With TOPO_KEEP=1 the directory (configs, logs) is kept
  * when the processes stop, and its path printed.
@@ -119,7 +121,7 @@ int topo_cluster_migrate_keys(topo *t, int slot, size_t from, size_t to);
 int topo_cluster_migrate_end(topo *t, int slot, size_t from, size_t to, long timeout_ms);
 int topo_cluster_migrate(topo *t, int slot, size_t from, size_t to, long timeout_ms);
 
-/* A running replica of master m (by CLUSTER NODES on m), or -1. */
+/* A running replica of master m (by the replicas' INFO replication), or -1. */
 int topo_cluster_replica_of(topo *t, size_t m);
 
 /* CLUSTER FAILOVER on replica r, then waits until the Cluster is settled
@@ -143,7 +145,8 @@ int topo_cluster_wait_ok(topo *t, long timeout_ms);
  *   redis-cluster://127.0.0.1:P1,127.0.0.1:P2,...   (every node)  */
 const char *topo_uri(const topo *t);
 
-/* Stops every process, removes the directory and frees t. NULL is a no-op. */
+/* Kills every process, removes the directory (see TOPO_KEEP) and frees t.
+ * NULL is a no-op. */
 void topo_free(topo *t);
 
 size_t topo_count(const topo *t);
@@ -163,7 +166,9 @@ int topo_kill(topo *t, size_t i);
  * (sentinels: and have their periods lowered again). with_data: with
  * its files as the kill left them; without: its data files removed and the
  * server started with --save "" --appendonly no (it comes back empty, and
- * stays without persistence). Roles come from its config file. */
+ * stays without persistence); a sentinel always keeps its configuration.
+ * Roles come from the config file (as Sentinel last rewrote it), a
+ * Cluster node's membership from its nodes.conf. */
 int topo_restart(topo *t, size_t i, bool with_data);
 
 /* Runs one command (redisCommand format) on process i: the reply (free it
