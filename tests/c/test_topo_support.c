@@ -438,6 +438,34 @@ static void cluster(void **state)
     assert_int_equal(topo_cluster_wait_ok(t, SETTLE_MS), 0);
     expect_role(t, (size_t)o, "master");
     expect(t, (size_t)o, "kept", "GET {x}k");
+
+    /* That master stops (SIGSTOP): after cluster-node-timeout its replica
+     * takes over; the Cluster settles without it; back, it follows. */
+    int x = rl_key_slot("x", 1), orep = topo_cluster_replica_of(t, (size_t)o);
+    size_t asker = 0;
+    while ((int)asker == o || (int)asker == orep)
+        asker++;
+    assert_true(orep >= 0);
+    assert_int_equal(topo_wait_sync(t, (size_t)o, SETTLE_MS), 1);
+    t0 = now_ms();
+    assert_int_equal(topo_pause(t, (size_t)o), 0);
+    long long deadline = now_ms() + SETTLE_MS;
+    while (topo_cluster_owner(t, asker, x) != orep && now_ms() < deadline)
+        sleep_ms(20);
+    assert_int_equal(topo_cluster_owner(t, asker, x), orep);
+    assert_int_equal(topo_cluster_wait_ok(t, SETTLE_MS), 0);
+    fprintf(stderr, "# a stopped master's replica took over in %lld ms\n", now_ms() - t0);
+    expect(t, (size_t)orep, "kept", "GET {x}k");
+    assert_int_equal(topo_resume(t, (size_t)o), 0);
+    t0 = now_ms();
+    deadline = now_ms() + SETTLE_MS;
+    while (topo_cluster_replica_of(t, (size_t)orep) != o && now_ms() < deadline)
+        sleep_ms(20);
+    assert_int_equal(topo_cluster_replica_of(t, (size_t)orep), o);
+    assert_int_equal(topo_cluster_wait_ok(t, SETTLE_MS), 0);
+    fprintf(stderr, "# the resumed master became a replica in %lld ms\n", now_ms() - t0);
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(topo_cluster_owner(t, i, x), orep);
     topo_free(t);
 
     assert_null(topo_cluster_start(2, 0));
