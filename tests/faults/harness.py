@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
+TOPO_SCRIPT = ROOT / "scripts" / "redis-topo.sh"
 TOXIPROXY_SCRIPT = ROOT / "scripts" / "toxiproxy.sh"
 
 
@@ -316,46 +317,26 @@ def impair(proxied: ProxiedNodes, i: int, how: str, fault_ms: int) -> None:
 
 
 class SentinelGroup:
-    """A Sentinel group in dir: a master, `replicas` replicas and three
-    sentinels (quorum 2), each on a free loopback port, keeping nothing on
-    disk, with short failure detection (down after 1 s). uri is the group's
-    redis-sentinel:// URI, name its master's name."""
+    """A Sentinel group in dir (scripts/redis-topo.sh): a master, `replicas`
+    replicas and three sentinels (quorum 2), each on a free loopback port,
+    with short failure detection (down after 1 s). uri is the group's
+    redis-sentinel:// URI, name its master's name; servers and sentinels
+    their ports."""
 
     def __init__(self, dir: Path, name: str = "mymaster", replicas: int = 1) -> None:
         self.dir = dir
         self.name = name
-        dir.mkdir(parents=True, exist_ok=True)
-        self.procs: Dict[int, subprocess.Popen[bytes]] = {}
-        self.servers = [free_port() for _ in range(1 + replicas)]
-        self.sentinels = [free_port() for _ in range(3)]
-        self._start_server(self.servers[0], None)
-        for port in self.servers[1:]:
-            self._start_server(port, self.servers[0])
-        for port in self.sentinels:
-            conf = dir / f"sentinel-{port}.conf"
-            conf.write_text(f"port {port}\nbind 127.0.0.1\n"
-                            f"sentinel monitor {name} 127.0.0.1 {self.servers[0]} 2\n"
-                            f"sentinel down-after-milliseconds {name} 1000\n"
-                            f"sentinel failover-timeout {name} 3000\n")
-            self._spawn(port, [str(conf), "--sentinel"])
-        self.uri = ("redis-sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinels)
-                    + f"?sentinelMasterId={name}")
-        wait_until(self._settled, 30, "the sentinels to see the master and its replicas in sync")
+        self.uri = self._run("sentinel", str(replicas), "3", name)
+        rows = [line.split() for line in self._run("addrs").splitlines()]
+        self.index = {int(addr.rsplit(":", 1)[1]): int(i) for i, _, addr in rows}
+        self.servers = [int(addr.rsplit(":", 1)[1]) for _, kind, addr in rows if kind == "server"]
+        self.sentinels = [int(addr.rsplit(":", 1)[1]) for _, kind, addr in rows
+                          if kind == "sentinel"]
 
-    def _spawn(self, port: int, args: List[str]) -> None:
-        log = open(self.dir / f"{port}.log", "wb")
-        self.procs[port] = subprocess.Popen(["redis-server", *args], stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda: self.cli(port, "PING", check=False) == "PONG", 10,
-                   f"the server on port {port}")
-
-    def _start_server(self, port: int, master: Optional[int]) -> None:
-        args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", str(self.dir), "--dbfilename", f"{port}.rdb",
-                "--repl-diskless-sync-delay", "0"]
-        if master is not None:
-            args += ["--replicaof", "127.0.0.1", str(master)]
-        self._spawn(port, args)
+    def _run(self, command: str, *args: str) -> str:
+        out = subprocess.run([str(TOPO_SCRIPT), command, str(self.dir), *args], check=True,
+                             stdout=subprocess.PIPE, text=True, timeout=120)
+        return out.stdout.strip()
 
     def cli(self, port: int, *command: str, check: bool = True) -> str:
         result = subprocess.run(["redis-cli", "-p", str(port), *command], capture_output=True,
@@ -363,6 +344,16 @@ class SentinelGroup:
         if check and result.returncode != 0:
             raise RuntimeError(f"redis-cli -p {port} {' '.join(command)}: {result.stderr}")
         return result.stdout.strip()
+
+    def pid(self, port: int) -> int:
+        return int((self.dir / str(self.index[port]) / "pid").read_text())
+
+    def kill(self, port: int) -> None:
+        """kill -9 of the process on port."""
+        self._run("kill", str(self.index[port]))
+
+    def restart(self, port: int, data: bool = True) -> None:
+        self._run("restart", str(self.index[port]), *([] if data else ["--no-data"]))
 
     def master(self) -> int:
         """The master's port, as the first sentinel names it."""
@@ -372,53 +363,43 @@ class SentinelGroup:
     def role(self, port: int) -> str:
         return self.cli(port, "ROLE").split()[0]
 
-    def _settled(self) -> bool:
-        """Every sentinel names the same master, which says it is one; the
-        replicas are in sync with it and known to every sentinel."""
-        masters = {self.cli(s, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.name, check=False)
-                   for s in self.sentinels}
-        if len(masters) != 1:
-            return False
-        port = int(next(iter(masters)).split()[1]) if next(iter(masters)) else 0
-        if not port or self.role(port) != "master":
-            return False
-        for other in self.servers:
-            if other != port and "master_link_status:up" not in self.cli(
-                    other, "INFO", "replication", check=False):
-                return False
-        replicas = len(self.servers) - 1
-        return all(self.cli(s, "SENTINEL", "REPLICAS", self.name, check=False).count("\n")
-                   >= replicas for s in self.sentinels)
+    def settle(self) -> None:
+        """Waits until every sentinel names the master and every other
+        server replicates it, in sync."""
+        self._run("master")
+        master = self.master()
+        wait_until(lambda: all("master_link_status:up" in self.cli(port, "INFO", "replication",
+                                                                    check=False)
+                               for port in self.servers if port != master and self.running(port)),
+                   60, "the replicas to be in sync")
+
+    def running(self, port: int) -> bool:
+        return (self.dir / str(self.index[port]) / "pid").exists()
 
     def failover(self, settle: bool = True) -> int:
         """SENTINEL FAILOVER, then waits until the first sentinel names the
         new master (and with settle, until every sentinel does and the
         others are its replicas, in sync): the new master's port."""
+        if settle:
+            return int(self._run("failover").rsplit(":", 1)[1])
         old = self.master()
         assert self.cli(self.sentinels[0], "SENTINEL", "FAILOVER", self.name) == "OK"
         wait_until(lambda: self.master() != old and self.role(self.master()) == "master", 60,
                    "the new master")
-        if settle:
-            wait_until(self._settled, 60, "the failover to end")
         return self.master()
 
     def kill_master(self) -> int:
         """kill -9 of the master: its port (the sentinels fail over)."""
         port = self.master()
-        self.procs[port].kill()
-        self.procs[port].wait()
+        self.kill(port)
         return port
 
     def restart_as_replica(self, port: int) -> None:
-        """Starts the server of port again, empty, as a replica of the
-        master the sentinels name once they name another one."""
+        """Once the sentinels name another master, starts the server of port
+        again, empty: they make it a replica."""
         wait_until(lambda: self.master() != port and self.role(self.master()) == "master", 60,
                    "the sentinels to promote a replica")
-        self._start_server(port, self.master())
+        self.restart(port, data=False)
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-        for proc in self.procs.values():
-            proc.wait()
+        self._run("stop")

@@ -49,7 +49,7 @@ def test_the_lock_is_on_the_master_the_sentinels_name(group: SentinelGroup) -> N
 
 
 def test_a_down_sentinel_does_not_matter(group: SentinelGroup) -> None:
-    group.procs[group.sentinels[0]].kill()
+    group.kill(group.sentinels[0])
     with client_of(group) as client:
         lock = client.get_lock("sentinel-one-down")
         assert lock.try_lock(lease=2.0)
@@ -78,7 +78,7 @@ def test_after_a_failover_new_locks_wait_and_the_holder_follows(group: SentinelG
         # The holder's key was copied to the new master: its renewals find
         # it there (a sentinel asked every second says where), and the lock
         # holds, through the old master's turn to replica.
-        wait_until(group._settled, 60, "the failover to end")
+        group.settle()
         assert group.role(old) == "slave"
         ttl = int(group.cli(new, "PTTL", "sentinel-held"))
         wait_until(lambda: int(group.cli(new, "PTTL", "sentinel-held")) > ttl, 5,
@@ -93,17 +93,18 @@ def test_a_late_client_is_not_fooled_by_a_promoted_replica_without_the_key(
         group: SentinelGroup) -> None:
     old = group.master()
     replica = next(port for port in group.servers if port != old)
-    # The replica misses what comes next (replication is asynchronous)...
-    os.kill(group.procs[replica].pid, signal.SIGSTOP)
+    # The replica misses what comes next (replication is asynchronous): it
+    # is stopped, and the master drops its link to it...
+    os.kill(group.pid(replica), signal.SIGSTOP)
+    group.cli(old, "CLIENT", "KILL", "TYPE", "replica")
     try:
         with client_of(group) as holder:
             lock = holder.get_lock("sentinel-lost")
             assert lock.try_lock(lease=MAX_LEASE_MS / 1000)
             taken = time.monotonic()
             # ... and the master dies before it could have it.
-            group.procs[old].kill()
-            group.procs[old].wait()
-            os.kill(group.procs[replica].pid, signal.SIGCONT)
+            group.kill(old)
+            os.kill(group.pid(replica), signal.SIGCONT)
             wait_until(lambda: group.master() == replica and group.role(replica) == "master",
                        60, "the replica to be promoted")
             assert group.cli(replica, "EXISTS", "sentinel-lost") == "0"
@@ -122,8 +123,7 @@ def test_a_late_client_is_not_fooled_by_a_promoted_replica_without_the_key(
                 assert late_lock.try_lock(wait=MAX_LEASE_MS / 1000 + 2, lease=1.0)
                 late_lock.unlock()
     finally:
-        if group.procs[replica].poll() is None:
-            os.kill(group.procs[replica].pid, signal.SIGCONT)
+        os.kill(group.pid(replica), signal.SIGCONT)
 
 
 @pytest.mark.parametrize("uri, words", [
