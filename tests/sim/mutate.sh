@@ -43,6 +43,7 @@ wrong-entry 1 8000
 fence-low 1 6000
 drift-constant 1 430000
 no-released-event 1 6000
+guard-ignored 1 1500000
 "
 control_ops=430000
 

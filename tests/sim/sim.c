@@ -7,7 +7,10 @@
  * from 1 to 9 nodes (odd and even counts), message delays, writes accepted
  * in pieces, reordering between connections (never within one), connections
  * cut mid-stream, nodes that stall, go down, restart with their data or
- * (after longer than any lease) without it, SCRIPT FLUSH, slow links. Every
+ * (after longer than any lease) without it, fail over to a replica that lags
+ * (up to 300 ms of writes lost, keys deleted then back; in the simulations
+ * without fencing) while about half the clients forget the node as a client
+ * that first meets it then would, SCRIPT FLUSH, slow links. Every
  * clock runs at its own rate: each client's (its timeouts and validity) and
  * each node's (its keys' expiry), any two differing by less than the drift
  * allowance (drift_factor, each within half of it of the global clock, at
@@ -17,7 +20,9 @@
  * does. A checker verifies, as the simulation runs and after it heals:
  *   exclusion   no two holders of a resource inside their validity windows
  *               (each client's validity converted to the global clock);
- *   outcomes    a lock reported held is on a quorum of nodes with its token,
+ *   outcomes    a lock reported held is on a quorum of nodes with its token
+ *               (unless a failover during its operation lost a yes already
+ *               counted),
  *               an unlock reported done leaves no quorum with it (the
  *               checker's own quorum, N / 2 + 1, not the engine's);
  *   no leftover after recovery (faults healed, every lock released, owed
@@ -173,6 +178,7 @@ typedef struct simconn {
 typedef struct simnode_state {
     simnode *sn;
     bool down;
+    int64_t down_at;        /* its clock when it went down (a failover's) */
     uint64_t down_gen;      /* which down spell an EV_UP ends */
     int64_t stalled_until;
     int64_t extra_delay;    /* a slow link */
@@ -201,6 +207,7 @@ typedef struct client {
     int64_t base;           /* its clock at global 0 */
     rl_op *op;
     int op_kind;            /* 0 lock, 1 extend, 2 unlock, 3 deliver */
+    int64_t op_from;        /* when the operation began (global ms) */
     uint64_t wake_gen;
     rl_op *svc;             /* a delivery of releases owed, beside op (the
                              * blocking driver's service thread) */
@@ -239,6 +246,7 @@ typedef struct world {
     bool quiet;             /* a fault-free phase: no new faults */
     bool unsafe_restarts;   /* restarts without data and without delay */
     bool fencing;           /* the clients take their locks with fencing */
+    int64_t failed_over_at; /* the last failover (global ms); INT64_MIN none */
     bool strict_wakes;      /* a wake not asked for again is dropped */
     bool lose_counters;     /* restarts after a long time lose the counters too */
     int64_t last_fence[RESOURCES];
@@ -698,6 +706,7 @@ static void start_op(world *w, client *cl, int kind)
     int64_t c = client_now(cl, w->now);
     int rc;
     cl->op_kind = kind;
+    cl->op_from = w->now;
     if (kind == 0) {
         char names[2][16];
         const char *ptrs[2];
@@ -849,7 +858,10 @@ static void op_finished(world *w, client *cl)
         cl->held = rl_op_take_handle(op);
         cl->held_from = w->now;
         trace(w, "c%d token %s", cl->id, cl->held->token);
-        if (holding(w, cl, cl->held->token) < q && !w->unsafe_restarts)
+        /* (A failover during the operation may have lost a yes already
+         * counted: the replica never had it. Exclusion still must hold.) */
+        if (holding(w, cl, cl->held->token) < q && !w->unsafe_restarts
+            && w->failed_over_at < cl->op_from)
             fail(w, "outcomes", "c%d holds r%d but only %d nodes have its token", cl->id,
                  cl->res[0], holding(w, cl, cl->held->token));
         if (w->fencing)
@@ -962,6 +974,27 @@ static void next_action(world *w, client *cl)
 
 /* ---- faults ---- */
 
+/* The replica of nd takes its place, lag ms behind. About half the clients
+ * forget what they knew of the node (its run_id), as a client that first
+ * meets it now would: only the guard on the node itself holds them back. */
+static void failover(world *w, simnode_state *nd, int64_t lag)
+{
+    int n = (int)(nd - w->nodes);
+    simnode_failover(nd->sn, lag, nd->down_at, next_u64(&w->rnd));
+    w->failed_over_at = w->now;
+    for (int k = 0; k < w->n_clients; k++) {
+        if (!chance(&w->rnd, 0.5))
+            continue;
+        rl_node *node = &w->clients[k].ctx->nodes[n];
+        pthread_mutex_lock(&node->mu);
+        node->run_id[0] = '\0';
+        node->restarted_at = INT64_MIN;
+        pthread_mutex_unlock(&node->mu);
+        trace(w, "c%d forgets n%d", k, n);
+    }
+    trace(w, "n%d failed over", n);
+}
+
 static void fault(world *w)
 {
     if (w->healing || w->quiet)
@@ -1003,6 +1036,24 @@ static void fault(world *w)
                 cut(w, w->conns[i]);
         schedule(w, w->now + back, EV_UP, nd, keep, nd->down_gen, NULL, 0);
         trace(w, "fault: n%d down for %" PRId64 " ms, %s", n, back, keep ? "keeps data" : "empty");
+        break;
+    }
+    case 5: { /* a failover: a replica that lags takes the master's place */
+        /* Not with fencing: a replica without the last INCRs makes fences
+         * go back, as a restart without data does (docs/guarantees.md). */
+        if (nd->down || w->fencing)
+            break;
+        int64_t lag = between(&w->rnd, 0, 300);
+        nd->down = true;
+        nd->down_gen++;
+        nd->down_at = node_now(nd, w->now);
+        for (size_t i = 0; i < w->n_conns; i++)
+            if (w->conns[i]->node == n)
+                cut(w, w->conns[i]);
+        int64_t back = between(&w->rnd, 10, 500);
+        schedule(w, w->now + back, EV_UP, nd, 2 + (int)lag, nd->down_gen, NULL, 0);
+        trace(w, "fault: n%d fails over in %" PRId64 " ms to a replica %" PRId64 " ms behind",
+              n, back, lag);
         break;
     }
     case 3:
@@ -1131,6 +1182,10 @@ static void handle(world *w, event *e)
         if (!nd->down || e->gen != nd->down_gen)
             break;   /* healed meanwhile, or an earlier spell's */
         nd->down = false;
+        if (e->i >= 2) {
+            failover(w, nd, e->i - 2);
+            break;
+        }
         simnode_restart(nd->sn, e->i ? SIMNODE_KEEP : w->fencing && !w->lose_counters
                                 ? SIMNODE_KEEP_COUNTERS : SIMNODE_LOSE, next_u64(&w->rnd));
         trace(w, "n%d back up", (int)(nd - w->nodes));
@@ -1178,6 +1233,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
     w->lose_counters = m->lose_counters;
     w->strict_wakes = m->strict_wakes;
     w->fencing = m->lose_counters || chance(&w->rnd, 0.5);
+    w->failed_over_at = INT64_MIN;
     w->n_nodes = (int)between(&w->rnd, 1, MAX_NODES);
     /* Every clock runs at its own rate: within the drift allowance, any two
      * differ by less than drift_factor (each is off by at most half of it);

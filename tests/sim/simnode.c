@@ -20,7 +20,21 @@ typedef struct entry {
     size_t klen;
     char *value;          /* NULL for a list */
     int64_t expires_at;
+    bool restored;        /* brought back by a failover (simnode_failover) */
 } entry;
+
+/* A write's undo: the key as it was before (had: it existed), and when the
+ * write came, by the node's clock. A failover undoes the recent ones. */
+typedef struct undo {
+    int64_t at;
+    char *key;
+    size_t klen;
+    bool had;
+    char *value;          /* NULL for a list (with had) */
+    int64_t expires_at;
+} undo;
+
+#define UNDO_KEEP_MS 1000   /* longer than any failover's lag */
 
 typedef struct script {
     char sha[41];
@@ -30,6 +44,8 @@ typedef struct script {
 struct simnode {
     entry *keys;
     size_t n, cap;
+    undo *undos;          /* the writes of the last UNDO_KEEP_MS, oldest first */
+    size_t n_undos, cap_undos;
     char run_id[41];
     lua_State *lua;
     script scripts[RL_N_SCRIPTS + 4];
@@ -146,6 +162,7 @@ static entry *put(simnode *n, const char *key, size_t klen)
     if (e) {
         free(e->value);
         e->value = NULL;
+        e->restored = false;
         return e;
     }
     if (n->n == n->cap) {
@@ -163,6 +180,36 @@ static entry *put(simnode *n, const char *key, size_t klen)
 static bool is_counter(const entry *e)
 {
     return strlen(e->key) != e->klen;
+}
+
+static void undo_free(undo *u)
+{
+    free(u->key);
+    free(u->value);
+}
+
+/* Notes how key is before a write to it; forgets the undos too old for any
+ * failover to need. */
+static void note_write(simnode *n, const char *key, size_t klen)
+{
+    size_t old = 0;
+    while (old < n->n_undos && n->undos[old].at < n->now - UNDO_KEEP_MS)
+        undo_free(&n->undos[old++]);
+    if (old) {
+        memmove(n->undos, n->undos + old, (n->n_undos - old) * sizeof *n->undos);
+        n->n_undos -= old;
+    }
+    if (n->n_undos == n->cap_undos) {
+        n->cap_undos = n->cap_undos ? n->cap_undos * 2 : 64;
+        n->undos = realloc(n->undos, n->cap_undos * sizeof *n->undos);
+    }
+    entry *e = find(n, key, klen);
+    undo *u = &n->undos[n->n_undos++];
+    *u = (undo){ .at = n->now, .key = malloc(klen + 1), .klen = klen, .had = e != NULL,
+                 .value = e && e->value ? strdup(e->value) : NULL,
+                 .expires_at = e ? e->expires_at : NO_EXPIRY };
+    memcpy(u->key, key, klen);
+    u->key[klen] = '\0';
 }
 
 /* Empties the keyspace, or only of lock keys when counters are kept. */
@@ -411,6 +458,10 @@ static sval cmd_incr(simnode *n, const char *key, size_t klen)
 static sval keyspace(simnode *n, int argc, char **argv, const size_t *lens)
 {
     const char *c = argv[0];
+    if ((is(c, "INCR") || is(c, "SET") || is(c, "PEXPIRE")) && argc >= 2)
+        note_write(n, argv[1], lens[1]);
+    for (int i = 1; is(c, "DEL") && i < argc; i++)
+        note_write(n, argv[i], lens[i]);
     if (is(c, "INCR") && argc == 2)
         return cmd_incr(n, argv[1], lens[1]);
     if (is(c, "GET") && argc == 2) {
@@ -537,10 +588,39 @@ simnode *simnode_new(uint64_t seed)
 
 void simnode_free(simnode *n)
 {
+    for (size_t i = 0; i < n->n_undos; i++)
+        undo_free(&n->undos[i]);
+    free(n->undos);
     clear_keys(n, false);
     free(n->keys);
     lua_close(n->lua);
     free(n);
+}
+
+void simnode_failover(simnode *n, int64_t lag_ms, int64_t down_at, uint64_t seed)
+{
+    for (size_t i = n->n_undos; i-- > 0;) {
+        undo *u = &n->undos[i];
+        if (u->at <= down_at - lag_ms)
+            break;
+        for (size_t j = 0; j < n->n; j++)
+            if (n->keys[j].klen == u->klen && memcmp(n->keys[j].key, u->key, u->klen) == 0) {
+                del(n, &n->keys[j]);
+                break;
+            }
+        if (u->had) {
+            n->now = down_at;
+            entry *e = put(n, u->key, u->klen);
+            e->value = u->value ? strdup(u->value) : NULL;
+            e->expires_at = u->expires_at;
+            e->restored = true;
+        }
+    }
+    for (size_t i = 0; i < n->n_undos; i++)
+        undo_free(&n->undos[i]);
+    n->n_undos = 0;
+    simnode_flush_scripts(n);
+    new_run_id(n, seed);
 }
 
 void simnode_restart(simnode *n, simnode_data data, uint64_t seed)
@@ -623,7 +703,7 @@ size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **val
 {
     size_t k = 0;
     for (size_t i = 0; i < n->n && k < max; i++) {
-        if (n->keys[i].expires_at <= now || is_counter(&n->keys[i])
+        if (n->keys[i].expires_at <= now || is_counter(&n->keys[i]) || n->keys[i].restored
             || strcmp(n->keys[i].key, RL_GUARD_KEY) == 0)
             continue;
         keys[k] = n->keys[i].key;

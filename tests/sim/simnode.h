@@ -34,6 +34,13 @@ typedef enum simnode_data { SIMNODE_KEEP, SIMNODE_KEEP_COUNTERS, SIMNODE_LOSE } 
 /* A restart: a new run_id, and the keyspace as data says. Scripts are
  * always forgotten, as by a real restart. */
 void simnode_restart(simnode *n, simnode_data data, uint64_t seed);
+/* A failover: a replica takes the node's place, a new run_id, with the
+ * keyspace as it was lag_ms before down_at (the node's clock when it went
+ * down): the writes of those last lag_ms are lost (replication is
+ * asynchronous), keys deleted then are back. Keys brought back so are not
+ * listed by simnode_keys (they expire by their TTL; no release of theirs is
+ * owed any more). */
+void simnode_failover(simnode *n, int64_t lag_ms, int64_t down_at, uint64_t seed);
 void simnode_flush_scripts(simnode *n);
 
 /* One client connection's request parser on the node. */
@@ -47,7 +54,7 @@ bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int
 
 /* The checker's view: the string value of key at now (NULL: none), the
  * value of its fencing counter (0: none), and the lock keys held (not the
- * counters, nor the guard's key). */
+ * counters, nor the guard's key, nor keys a failover brought back). */
 const char *simnode_get(simnode *n, const char *key, int64_t now);
 int64_t simnode_counter(simnode *n, const char *key, int64_t now);
 size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values,
