@@ -142,3 +142,19 @@ def test_a_lease_longer_than_max_lease_ms_is_refused(group: SentinelGroup) -> No
     with client_of(group) as client:
         with pytest.raises(redlock.InvalidArgument, match="max_lease_ms"):
             client.get_lock("too-long").try_lock(lease=MAX_LEASE_MS / 1000 + 1)
+
+
+def test_sentinels_that_require_auth_take_sentinel_password(group: SentinelGroup) -> None:
+    master = group.master()
+    for port in group.sentinels:
+        assert group.cli(port, "ACL", "SETUSER", "default", "on", ">sentinel-secret") == "OK"
+    with redlock.Redlock([group.uri], max_lease_ms=MAX_LEASE_MS, node_timeout_ms=500,
+                         connect_timeout_ms=500) as refused:
+        with pytest.raises(redlock.LockError, match="NOAUTH|sentinel"):
+            refused.get_lock("sentinel-auth").try_lock(lease=1.0)
+    with redlock.Redlock([group.uri], max_lease_ms=MAX_LEASE_MS, node_timeout_ms=500,
+                         connect_timeout_ms=500, sentinel_password="sentinel-secret") as client:
+        lock = client.get_lock("sentinel-auth")
+        assert lock.try_lock(lease=1.0)
+        assert group.cli(master, "GET", "sentinel-auth") == lock.token
+        lock.unlock()
