@@ -63,7 +63,7 @@ def first_holder(nodes, path, report):
 
 
 def main():
-    nodes = sys.argv[1:] or os.environ.get("REDLOCK_NODES", "").split(",")
+    nodes = sys.argv[1:] or redlock.split_nodes(os.environ.get("REDLOCK_NODES", ""))
     if not nodes or not nodes[0]:
         sys.exit("give the nodes as arguments or in REDLOCK_NODES")
     path = os.path.join(tempfile.mkdtemp(), "ledger.db")

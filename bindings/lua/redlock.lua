@@ -1880,7 +1880,24 @@ local function log_options(options)
   return sink, LOG_LEVELS[level or "info"]
 end
 
---- Makes a client for the nodes (an array of redis:// or unix:// URIs) with
+--- The node URIs of one string (an environment variable such as
+-- REDLOCK_NODES, a setting): a comma followed by "scheme://" starts the next
+-- URI, so the commas between a Sentinel URI's sentinels stay in it.
+function redlock.split_nodes(text)
+  if type(text) ~= "string" then
+    argerror(1, "split_nodes", "string expected, got " .. type(text))
+  end
+  local uris = {}
+  while #text > 0 do
+    local n = core.redlock_uri_list_next(text)
+    uris[#uris + 1] = text:sub(1, n):match("^%s*(.-)%s*$")
+    text = text:sub(n + 2)
+  end
+  return uris
+end
+
+--- Makes a client for the nodes (an array of redis://, rediss://, unix:// or
+-- redis-sentinel:// URIs) with
 -- options named as in the C API (node_timeout_ms, key_prefix, ...), and
 -- `log` and `log_level` for its events (see "Events" above). Does no
 -- network I/O. Returns the client, or nil and an error.

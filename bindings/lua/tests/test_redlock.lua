@@ -52,6 +52,16 @@ local function ttl_over(key, ms)
   return nodes_where(function(i) return nodes.pttl(i, key) > ms end)
 end
 
+t.test("split_nodes: a comma followed by scheme:// starts the next URI", function()
+  local uris = redlock.split_nodes("redis-sentinel://s1,s2:26380?sentinelMasterId=a, "
+                                   .. "redis://m1:6379,rediss://m2")
+  t.eq(#uris, 3)
+  t.eq(uris[1], "redis-sentinel://s1,s2:26380?sentinelMasterId=a")
+  t.eq(uris[2], "redis://m1:6379")
+  t.eq(uris[3], "rediss://m2")
+  t.eq(#redlock.split_nodes(""), 0)
+end)
+
 t.test("lock, token in the keys, unlock", function()
   local c = client()
   local name = fresh()

@@ -20,6 +20,7 @@ redlock.capi; the classes here are the supported interface.
 """
 
 from . import capi
+from ._front import split_nodes
 from .client import DEFAULT_LEASE, Lock, Redlock, RLock
 from .errors import (
     AuthError,
@@ -61,4 +62,5 @@ __all__ = [
     "TLSError",
     "Unsupported",
     "WrongTypeError",
+    "split_nodes",
 ]

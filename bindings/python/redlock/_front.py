@@ -160,6 +160,21 @@ def _check_name(name: Any) -> str:
     return name
 
 
+def split_nodes(text: str) -> List[str]:
+    """The node URIs of one string (an environment variable such as
+    REDLOCK_NODES, a setting): a comma followed by ``scheme://`` starts the
+    next URI, so the commas between a Sentinel URI's sentinels stay in it."""
+    if not isinstance(text, str):
+        raise TypeError(f"nodes must be a str, not {type(text).__name__}")
+    rest = text.encode()
+    uris = []
+    while rest:
+        n = capi.redlock_uri_list_next(rest.decode())   # bytes of the first URI
+        uris.append(rest[:n].decode().strip())
+        rest = rest[n + 1:]
+    return uris
+
+
 def _check_nodes(nodes: Any) -> List[str]:
     if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Iterable):
         raise TypeError(f"nodes must be a list of URI strings, not {type(nodes).__name__}")

@@ -303,3 +303,12 @@ def test_a_command_the_acl_forbids_is_not_refused_credentials(nodes, prefix, cap
     while on_every_node(nodes, "EXISTS", prefix + "job") != ["0"] * len(nodes.uris):
         assert time.monotonic() < deadline, "a refused acquisition left its key"
         time.sleep(0.05)
+
+
+def test_a_list_of_uris_in_one_string_splits_where_a_new_uri_starts():
+    assert redlock.split_nodes(
+        "redis-sentinel://s1,s2:26380?sentinelMasterId=a, redis://m1:6379,rediss://m2") == [
+        "redis-sentinel://s1,s2:26380?sentinelMasterId=a", "redis://m1:6379", "rediss://m2"]
+    assert redlock.split_nodes("") == []
+    with pytest.raises(TypeError):
+        redlock.split_nodes(["redis://a"])

@@ -3,6 +3,8 @@ package io.redlock;
 import io.redlock.internal.RedlockNative;
 import java.lang.ref.Cleaner;
 import java.lang.ref.WeakReference;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -160,6 +162,25 @@ public final class Redlock implements AutoCloseable {
     @Override
     public void close() {
         cleanable.clean();
+    }
+
+    /**
+     * The node URIs of one string (an environment variable such as REDLOCK_NODES, a setting): a
+     * comma followed by {@code scheme://} starts the next URI, so the commas between a Sentinel
+     * URI's sentinels stay in it.
+     */
+    public static List<String> splitNodes(String text) {
+        Objects.requireNonNull(text, "text");
+        List<String> uris = new ArrayList<>();
+        String rest = text;
+        while (!rest.isEmpty()) {
+            byte[] bytes = rest.getBytes(StandardCharsets.UTF_8);
+            int n = (int) RedlockNative.redlock_uri_list_next(rest);   // bytes of the first URI
+            uris.add(new String(bytes, 0, n, StandardCharsets.UTF_8).strip());
+            rest = n + 1 < bytes.length
+                ? new String(bytes, n + 1, bytes.length - n - 1, StandardCharsets.UTF_8) : "";
+        }
+        return uris;
     }
 
     /** The native library's version, such as "1.2.0". */

@@ -21,6 +21,15 @@ class RedlockTest extends FiveNodes {
     }
 
     @Test
+    void splitNodesKeepsASentinelUrisCommas() {
+        assertEquals(List.of("redis-sentinel://s1,s2:26380?sentinelMasterId=a", "redis://m1:6379",
+                             "rediss://m2"),
+                     Redlock.splitNodes("redis-sentinel://s1,s2:26380?sentinelMasterId=a, "
+                                        + "redis://m1:6379,rediss://m2"));
+        assertEquals(List.of(), Redlock.splitNodes(""));
+    }
+
+    @Test
     void createWithNodesOnly() throws Exception {
         try (Redlock client = Redlock.create(nodes.uris().toArray(new String[0]))) {
             RLock lock = client.getLock("create-plain");
