@@ -781,13 +781,18 @@ static void print_node(char *line)
     error = health_field(fields, n, "last_error");
     rtt = health_field(fields, n, "rtt_ms");
     answers = strcmp(state, "up") == 0 || strcmp(state, "guarded") == 0;
-    printf("%s %s", health_field(fields, n, "node"), state);
+    printf("%s", health_field(fields, n, "node"));
+    /* A Sentinel group: the master its sentinels named. */
+    if (strcmp(health_field(fields, n, "kind"), "sentinel") == 0)
+        printf(" (master %s)", health_field(fields, n, "server"));
+    printf(" %s", state);
     /* The library's clock counts whole milliseconds: less than one reads 0.x. */
     if (answers)
         printf(" rtt %s ms, run_id %s, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
                health_field(fields, n, "run_id"), health_field(fields, n, "version"));
     if (strcmp(state, "guarded") == 0)
-        printf(" (restarted: not counted for %s ms more)", health_field(fields, n, "guard_ms"));
+        printf(" (may have lost keys, restarted or failed over: not counted for new locks for "
+               "%s ms more)", health_field(fields, n, "guard_ms"));
     else if (!answers && *error)
         printf(" (%s)", error);
     putchar('\n');
