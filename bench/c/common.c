@@ -27,13 +27,28 @@ static long number(const char *prog, const char *text, long min)
     return v;
 }
 
+/* Whether s starts a URI ("scheme://"). */
+static int starts_uri(const char *s)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+    return n > 0 && strncmp(s + n, "://", 3) == 0;
+}
+
+/* A comma followed by "scheme://" starts the next URI, as in the library
+ * (redlock_uri_list_next): a Sentinel URI's commas stay in it. */
 static void split_nodes(bench_args *a, char *list, const char *prog)
 {
-    for (char *save = NULL, *uri = strtok_r(list, ",", &save); uri;
-         uri = strtok_r(NULL, ",", &save)) {
+    char *uri = list;
+    for (char *p = list;; p++) {
+        if (*p != '\0' && !(*p == ',' && starts_uri(p + 1)))
+            continue;
         if (a->n_nodes == sizeof a->nodes / sizeof a->nodes[0])
             usage(prog);
         a->nodes[a->n_nodes++] = uri;
+        if (*p == '\0')
+            break;
+        *p = '\0';
+        uri = p + 1;
     }
 }
 
