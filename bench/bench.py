@@ -8,6 +8,7 @@ latency samples (ns) and its CPU time (bench/README.md).
 """
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -159,6 +160,8 @@ def _importable(module):
 def flush(nodes):
     """FLUSHALL on every node, so no run finds keys another one left."""
     for uri in nodes:
+        if not uri.startswith("redis://"):
+            continue   # a Sentinel group: its master is flushed as a redis:// node
         host, port = uri[len("redis://"):].split(":")
         with socket.create_connection((host, int(port)), timeout=5) as s:
             s.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
@@ -266,12 +269,35 @@ HANDOFF_CLIENTS = (("ours-c", 5), ("ours-c", 1), ("redisson-rlock", 1), ("rediss
 FAIR_CLIENTS = (("ours-c", 5), ("redisson-rlock", 1), ("redisson-redlock", 5))
 
 
+def start_sentinel_groups(workdir, n=3):
+    """n Sentinel groups (a master, a replica, three sentinels each, by
+    scripts/redis-topo.sh): their redis-sentinel:// URIs and their masters'
+    redis:// URIs."""
+    script = os.path.join(ROOT, "scripts", "redis-topo.sh")
+    out = {"uris": [], "masters": [], "dirs": []}
+    for i in range(n):
+        d = os.path.join(workdir, f"sentinel{i}")
+        out["dirs"].append(d)
+        run = lambda *a: subprocess.run([script, a[0], d, *a[1:]], capture_output=True,
+                                        text=True, check=True).stdout.strip()
+        out["uris"].append(run("sentinel", "1", "3", f"bench{i}"))
+        out["masters"].append("redis://" + run("master"))
+    return out
+
+
+def stop_sentinel_groups(workdir):
+    script = os.path.join(ROOT, "scripts", "redis-topo.sh")
+    for d in glob.glob(os.path.join(workdir, "sentinel*")):
+        subprocess.run([script, "stop", d], capture_output=True)
+
+
 def run_all(args, runner, nodes, workdir):
     """Every scenario, args.repeat times; returns {scenario: {key: [figures per repeat]}}."""
     cycles = str(args.cycles)
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
-               "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}}
+               "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "sentinel": {}}
+    groups = start_sentinel_groups(workdir) if "sentinel" in args.only else None
 
     def keep(scenario, key, res):
         fig = summarize(res)
@@ -324,6 +350,14 @@ def run_all(args, runner, nodes, workdir):
                     name, nodes[:n], "bench:handoff",
                     ["--mode", "handoff", "--cycles", args.handoff_cycles,
                      "--warmup", args.handoff_warmup, "--hold-ms", args.handoff_hold_ms]))
+        # The same three masters as Sentinel nodes (resolved once, then
+        # checked every sentinel_poll_ms) and as redis:// nodes, one after
+        # the other in each round.
+        for kind, uris in (("master", groups["masters"]), ("sentinel", groups["uris"])) \
+                if groups and runner.available("ours-c") else ():
+            flush(groups["masters"])   # the guard's record too: each run meets fresh nodes
+            keep("sentinel", kind, runner.run(
+                "ours-c", uris, "bench:sentinel", ["--cycles", cycles, "--warmup", warmup]))
         for name, n in FAIR_CLIENTS if "fairness" in args.only else ():
             # --quick: ours only (a JVM's start would take longer than the run).
             if runner.available(name) and (name == "ours-c" or not args.quick):
@@ -374,6 +408,7 @@ def main():
         results = run_all(args, runner, nodes, workdir)
     finally:
         stop_nodes(os.path.join(workdir, "nodes"))
+        stop_sentinel_groups(workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
     # The settings of the run, without this machine's paths.

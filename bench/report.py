@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
-SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness", "fencing")
+SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness", "fencing",
+             "sentinel")
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
@@ -313,6 +314,17 @@ def section_fencing(fencing):
             + table(["fencing", "lock", "lock+unlock"], rows))
 
 
+def section_sentinel(sentinel):
+    rows = [[kind] + [fmt(med(sentinel.get(kind), f"{k}_median_us")) for k in ("lock", "cycle")]
+            for kind in ("master", "sentinel") if sentinel.get(kind)]
+    return ("## Sentinel groups as nodes (N=3, C)\n\n"
+            "Median in microseconds: three Sentinel groups given as redis-sentinel:// nodes, "
+            "and their masters given as redis:// nodes, in the same rounds. Resolved once, a "
+            "Sentinel node asks a sentinel again every sentinel_poll_ms (one extra round trip "
+            "for one operation a second).\n\n"
+            + table(["nodes", "lock", "lock+unlock"], rows))
+
+
 def targets(res):
     """(target, measured, verdict) for each target of the issue."""
     lat, multi, strag = res["latency"], res["multi"], res["straggler"]
@@ -362,6 +374,10 @@ def targets(res):
     r = ratio(res["fencing"].get("on"), res["fencing"].get("off"), "lock_median_us")
     out.append(("acquisition with fencing within 1.15x of without", fmt_ratio(r),
                 verdict(r, 1.15)))
+    sentinel = res.get("sentinel", {})
+    r = ratio(sentinel.get("sentinel"), sentinel.get("master"), "cycle_median_us")
+    out.append(("lock+unlock on Sentinel nodes within 1.1x of their masters as redis://",
+                fmt_ratio(r), verdict(r, 1.1)))
     return out + handoff_targets(res)
 
 
@@ -456,6 +472,8 @@ def write(out_dir, res, missing, settings, seconds):
         parts += [section_fairness(res["fairness"], settings), "\n"]
     if res["fencing"]:
         parts += [section_fencing(res["fencing"]), "\n"]
+    if res.get("sentinel"):
+        parts += [section_sentinel(res["sentinel"]), "\n"]
     if lat:
         parts.append(section_bindings(lat))
     with open(os.path.join(out_dir, "REPORT.md"), "w") as f:
