@@ -531,7 +531,10 @@ REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min
  * fields:
  *   node         "host:port" or "unix:path" (never a password)
  *   state        unknown (not contacted yet), up, slow (its last command got
- *                no answer within node_timeout_ms), down (cannot connect),
+ *                no answer within node_timeout_ms), busy (up or slow, but the
+ *                client could not keep up with it in the last second: its
+ *                connections all in use, or one owing too many replies; the
+ *                event node_busy), down (cannot connect),
  *                guarded (restarted: its votes do not count yet, the restart
  *                guard), auth_refused (refused the credentials),
  *                permission_denied (its ACL refused a command or key: last_error
@@ -547,6 +550,8 @@ REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min
  *                deadlines that passed without an answer
  *   run_id version   what its INFO said ("" and 0 before)
  *   last_error   the last failure seen, "" for none
+ *   conns        the connections the client has open to it now (at most
+ *                pool_size + 2: pooled, in use, connecting)
  * Values are percent-encoded where they hold a space, '%', a control
  * character or a byte beyond ASCII (so the text is ASCII and every field
  * splits at its first '='). New fields may be

@@ -296,6 +296,9 @@ REDLOCK_API void redlock_conn_connected(redlock_conn *c, int64_t now_ms);
  * back behind AUTH and SELECT); *bytes belongs to the connection and is
  * valid until the next call on it. Then how many were written. */
 REDLOCK_API size_t redlock_conn_output(const redlock_conn *c, const char **bytes);
+/* A command's node deadline runs from when its last byte is reported
+ * written here (at redlock_now_ms(), the clock every time given to the
+ * engine comes from). */
 REDLOCK_API void redlock_conn_wrote(redlock_conn *c, size_t n);
 /* Bytes read. 0, or REDLOCK_ENOQUORUM (or the code of a refused handshake)
  * when the connection broke: the driver then closes its socket and frees it. */

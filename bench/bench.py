@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -115,9 +116,9 @@ class Runner:
     def available(self, name):
         return name not in self.missing
 
-    def run(self, name, nodes, prefix, extra=()):
+    def run(self, name, nodes, prefix, extra=(), stopped=()):
         cmd, env, _ = self.clients[name]
-        flush(nodes)
+        flush([n for n in nodes if n not in stopped])   # a stopped node would not answer
         full = cmd + ["--nodes", ",".join(nodes), "--lease", str(LEASE_MS), "--prefix", prefix]
         full += [str(x) for x in extra]
         busy0 = machine_busy()
@@ -192,6 +193,48 @@ def summarize(res):
         squares = sum(c * c for c in counts)
         out["jain"] = total * total / (len(counts) * squares) if squares else 0.0
     return out
+
+
+def node_pid(uri):
+    """The process id of a node, from its INFO."""
+    host, port = uri[len("redis://"):].split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        text = b""
+        while b"process_id:" not in text or not text.endswith(b"\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            text += chunk
+    for line in text.decode(errors="replace").splitlines():
+        if line.startswith("process_id:"):
+            return int(line.split(":", 1)[1])
+    raise RuntimeError(f"no process_id in the INFO of {uri}")
+
+
+def run_stalled(args, runner, nodes, keep):
+    """ours-c on 5 nodes with none, one and two of them stopped by SIGSTOP (they
+    take bytes and answer nothing), the three interleaved in each round, so
+    that the machine's load falls on all three alike."""
+    pids = [node_pid(uri) for uri in nodes[3:5]]
+    try:
+        for _ in range(args.stalled_rounds):
+            for key, stopped in (("none", 0), ("one", 1), ("two", 2)):
+                for pid in pids[2 - stopped:]:
+                    os.kill(pid, signal.SIGSTOP)
+                try:
+                    keep("stalled", key, runner.run(
+                        "ours-c", nodes[:5], "bench:stall",
+                        ["--cycles", args.cycles, "--warmup", args.warmup],
+                        stopped=nodes[5 - stopped:5]))
+                finally:
+                    for pid in pids:
+                        os.kill(pid, signal.SIGCONT)
+                # What the stopped nodes were sent is theirs to run before the next run.
+                time.sleep(0.2)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 class Toxiproxy:
@@ -296,7 +339,8 @@ def run_all(args, runner, nodes, workdir):
     cycles = str(args.cycles)
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
-               "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "sentinel": {}}
+               "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "stalled": {},
+               "sentinel": {}}
     groups = start_sentinel_groups(workdir) if "sentinel" in args.only else None
 
     def keep(scenario, key, res):
@@ -332,6 +376,8 @@ def run_all(args, runner, nodes, workdir):
                                 ["--cycles", args.straggler_cycles, "--warmup", args.straggler_warmup]))
             finally:
                 proxy.stop()
+        if runner.available("ours-c") and "stalled" in args.only:
+            run_stalled(args, runner, nodes, keep)
         if runner.available("ours-c") and "threads" in args.only:
             for mode in ("threads", "contend"):
                 for t in THREADS:
@@ -389,6 +435,7 @@ def main():
     args.multi_warmup = max(5, args.multi_cycles // 5)
     args.straggler_cycles = max(5, args.cycles // 20)
     args.straggler_warmup = max(5, args.straggler_cycles // 5)
+    args.stalled_rounds = 1 if args.quick else 3
     args.seconds = 0.3 if args.quick else 2.0
     args.handoff_cycles = 20 if args.quick else 200
     args.handoff_warmup = 3 if args.quick else 10

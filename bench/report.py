@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
-SCENARIOS = ("latency", "multi", "straggler", "threads", "handoff", "fairness", "fencing",
-             "sentinel")
+SCENARIOS = ("latency", "multi", "straggler", "stalled", "threads", "handoff", "fairness",
+             "fencing", "sentinel")
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
@@ -304,6 +304,23 @@ def handoff_targets(res):
              verdict(jain, 0.9, at_most=False))]
 
 
+def section_stalled(stalled):
+    base = stalled.get("none")
+    rows = []
+    for key, label in (("none", "none"), ("one", "one of 5 (node 5)"), ("two", "two of 5 (nodes 4, 5)")):
+        figs = stalled.get(key)
+        if figs:
+            rows.append([label, str(len(figs)), fmt(med(figs, "cycle_median_us")),
+                         fmt(med(figs, "cycle_p99_us")),
+                         "1.00x" if key == "none" else fmt_ratio(ratio(figs, base, "cycle_median_us"))])
+    return ("## Stopped nodes (SIGSTOP), C, N=5\n\n"
+            "ours-c lock+unlock cycles with none, one and two of the 5 nodes stopped by SIGSTOP "
+            "(a stopped node takes bytes and answers nothing), the three runs interleaved in each "
+            "round. Microseconds: the median over the rounds, and the median of each round's "
+            "ratio to that round's no-fault run.\n\n"
+            + table(["nodes stopped", "runs", "cycle median", "cycle p99", "vs none"], rows))
+
+
 def section_fencing(fencing):
     rows = [[mode] + [fmt(med(fencing.get(mode), f"{kind}_median_us")) for kind in ("lock", "cycle")]
             for mode in ("off", "on") if fencing.get(mode)]
@@ -362,6 +379,13 @@ def targets(res):
         if ms is not None:
             out.append((f"straggler: {p} (waits for every node) takes >= 50 ms",
                         f"{ms / 1000:.1f} ms", verdict(ms / 1000, 50.0, at_most=False)))
+    stalled = res.get("stalled", {})
+    r = ratio(stalled.get("one"), stalled.get("none"), "cycle_median_us")
+    out.append(("one of 5 nodes stopped (SIGSTOP): lock+unlock within 1.2x of no-fault",
+                fmt_ratio(r), verdict(r, 1.2)))
+    r = ratio(stalled.get("two"), stalled.get("none"), "cycle_median_us")
+    out.append(("two of 5 nodes stopped (SIGSTOP): lock+unlock within 1.5x of no-fault",
+                fmt_ratio(r), verdict(r, 1.5)))
     r = ratio(res["threads"].get("16"), res["threads"].get("1"), "per_s")
     out.append(("16 threads on one client >= 4x the acquisitions/s of one", fmt_ratio(r),
                 verdict(r, 4.0, at_most=False)))
@@ -463,6 +487,8 @@ def write(out_dir, res, missing, settings, seconds):
     if res["straggler"]:
         parts += [section_straggler(res["straggler"], res["proxied"]),
                   "\n![straggler](straggler.png)\n\n"]
+    if res.get("stalled"):
+        parts += [section_stalled(res["stalled"]), "\n"]
     if res["threads"]:
         parts += [section_threads(res["threads"], res["contend"]),
                   "\n![throughput](throughput.png)\n\n"]

@@ -444,7 +444,7 @@ void redlock_conn_wrote(redlock_conn *c, size_t n)
 {
     const char *bytes;
     if (c && n <= rl_conn_output(c, &bytes))
-        rl_engine_wrote(c, n);
+        rl_engine_wrote(c, n, redlock_now_ms());   /* the engine's clock (redlock_engine.h) */
 }
 
 int redlock_conn_received(redlock_conn *c, const char *bytes, size_t len, int64_t now_ms)

@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "driver.h"
+#include "conn.h"
 #include "node.h"
 
 /* Values are cut to these many bytes once encoded, so a line always fits
@@ -54,6 +55,10 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     int64_t guard = ctx->opt.restart_guard ? rl_node_guard_left(node, ctx->opt.max_lease_ms, now)
                                            : 0;
     const char *name = state == RL_NODE_UP && guard > 0 ? "guarded" : rl_node_state_name(state);
+    /* Busy: the client could not keep up with it lately (node_busy). */
+    bool busy = atomic_load(&((rl_client *)ctx)->conns[node->index].busy_until) > now;
+    if (busy && (state == RL_NODE_UP || state == RL_NODE_SLOW))
+        name = "busy";
     int64_t retry_in = state == RL_NODE_DOWN && down_until > now ? down_until - now : 0;
     int64_t rtt_us = atomic_load_explicit(&node->rtt_us, memory_order_relaxed);
     if (rtt_us < 0)
@@ -68,13 +73,14 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     int w = snprintf(line, REDLOCK_HEALTH_LINE_MAX,
                      "node=%s state=%s for_ms=%lld retry_in_ms=%lld guard_ms=%lld rtt_ms=%s "
                      "commands=%llu failures=%llu timeouts=%llu run_id=%s version=%s "
-                     "kind=%s server=%s last_error=%s\n",
+                     "kind=%s server=%s last_error=%s conns=%d\n",
                      label, name, (long long)(since == INT64_MIN ? 0 : now - since),
                      (long long)retry_in, (long long)(state == RL_NODE_UP ? guard : 0), rtt,
                      (unsigned long long)atomic_load(&node->commands),
                      (unsigned long long)atomic_load(&node->failures),
                      (unsigned long long)atomic_load(&node->timeouts), run_id, version,
-                     node->addr.kind == RL_NODE_SENTINEL ? "sentinel" : "master", server, error);
+                     node->addr.kind == RL_NODE_SENTINEL ? "sentinel" : "master", server, error,
+                     rl_conn_count(ctx, node->index));
     return w < 0 ? 0 : (size_t)w;
 }
 

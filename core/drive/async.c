@@ -454,6 +454,7 @@ static int64_t advance(rl_client *ctx, struct rl_async *a, job *j, bool stopping
         if (flushed && !(what & RL_DRIVE_DONE))
             break;
     }
+    rl_io_give_spare(ctx, op, now);
     if (!(what & RL_DRIVE_DONE)) {
         if ((what & RL_DRIVE_AWAITS) && j->is_lock && !j->waiter)
             j->waiter = rl_waker_await(ctx, rl_op_keys(op));

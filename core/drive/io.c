@@ -132,6 +132,7 @@ static bool drain(rl_conn *c, int64_t now);
 
 void rl_io_attach(rl_client *ctx, rl_op *op, int64_t now)
 {
+    rl_op_lend(op);   /* its spare connections are taken back (rl_io_give_spare) */
     for (int n = rl_op_next_wanted(op, 0); n >= 0; n = rl_op_next_wanted(op, (size_t)n + 1)) {
         size_t i = (size_t)n;
         rl_conn *c = rl_op_wants_fresh(op, i) ? NULL : rl_pool_take(ctx, i, rl_op_follows(op));
@@ -190,7 +191,7 @@ bool rl_io_flush(rl_conn *c, int64_t now)
         }
         if (w == 0)
             return true;
-        rl_engine_wrote(c, (size_t)w);
+        rl_engine_wrote(c, (size_t)w, now);
     }
     return true;
 }
@@ -315,6 +316,13 @@ void rl_io_give_back(rl_client *ctx, rl_op *op, int64_t now)
 {
     rl_conn *c;
     while ((c = rl_op_take_conn(op)) != NULL)
+        rl_io_give(ctx, c, now);
+}
+
+void rl_io_give_spare(rl_client *ctx, rl_op *op, int64_t now)
+{
+    rl_conn *c;
+    while ((c = rl_op_spare_conn(op)) != NULL)
         rl_io_give(ctx, c, now);
 }
 

@@ -34,6 +34,8 @@ bool rl_io_service(rl_conn *c, short revents, int64_t now);
 void rl_io_bury(struct rl_client *ctx, rl_conn *c, int64_t now);
 /* Takes a finished op's connections back: pooled when sound, else closed. */
 void rl_io_give_back(struct rl_client *ctx, rl_op *op, int64_t now);
+/* The connections an op let go of while it goes on (rl_op_spare_conn). */
+void rl_io_give_spare(struct rl_client *ctx, rl_op *op, int64_t now);
 /* The same for one connection no operation holds. */
 void rl_io_give(struct rl_client *ctx, rl_conn *c, int64_t now);
 /* Starts a non-blocking connect to a node's server t (a's unix socket when

@@ -79,6 +79,20 @@ void rl_pool_close(rl_conn *c, const char *why, int64_t now)
     rl_conn_free(c);
 }
 
+/* Whether c still owes the reply of the acquire of token, newest first:
+ * that acquire was sent by the last calls, and a stalled node's long
+ * stream is not read through on every unlock. */
+static bool owes_acquire(rl_conn *c, const char *token)
+{
+    for (size_t i = rl_conn_owed(c); i-- > 0;) {
+        const rl_entry *e = rl_conn_entry(c, i);
+        if (e->kind == RL_ENTRY_CMD && e->cmd->kind == RL_CMD_ACQUIRE
+            && e->cmd->token[0] == token[0] && strcmp(e->cmd->token, token) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* An idle connection to node: the last one given back, or when follows is
  * set (rl_op_follows), one that still owes the reply of that lock's acquire,
  * so that what follows it runs after it on the node. */
@@ -89,7 +103,7 @@ rl_conn *rl_pool_take(rl_client *ctx, size_t node, const char *follows)
     pthread_mutex_lock(&p->mu);
     size_t at = p->n;
     for (size_t i = p->n; follows && i-- > 0;) {
-        if (rl_cmd_owed_on(p->idle[i], follows)) {
+        if (owes_acquire(p->idle[i], follows)) {
             at = i + 1;
             break;
         }

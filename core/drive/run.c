@@ -104,6 +104,7 @@ int rl_run(rl_client *ctx, rl_op *op)
             rl_io_attach(ctx, op, now);
         if (what & RL_DRIVE_DONE)
             break;
+        rl_io_give_spare(ctx, op, now);
         if (!waiter && (what & RL_DRIVE_AWAITS))
             waiter = rl_waker_await(ctx, rl_op_keys(op));
         poll_once(ctx, op, what, at, &now, &checked, waiter);

@@ -31,6 +31,15 @@ typedef struct rl_client {
 
     /* The event hook (redlock_ctx_set_log, log.h): fn NULL is off. */
     rl_log log;
+
+    /* Each node's connections (conn.h): how many are open (pooled, in use,
+     * connecting), and until when the node counts as busy (the client could
+     * not keep up with it: node_busy, redlock_ctx_health). */
+    struct rl_node_conns {
+        _Atomic int open;
+        _Atomic int paused;          /* held by locks pausing between attempts (op.c) */
+        _Atomic int64_t busy_until;
+    } conns[REDLOCK_MAX_NODES];
 } rl_client;
 
 /* Raises ctx->max_lease_ms to ttl_ms if it is larger. */

@@ -1,5 +1,6 @@
 /* conn.c - one connection's bytes and its stream of expected replies (see conn.h). */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,6 @@
 #include "scripts.h"
 
 #define GATE_OPEN UINT64_MAX
-#define MAX_OWED_POOLED 1024   /* owing more, its node stalls: close, do not pool */
 
 static bool push_entry(rl_conn *c, rl_entry e)
 {
@@ -39,6 +39,7 @@ static rl_entry pop_entry(rl_conn *c)
     rl_entry e = c->q[c->q_head];
     c->q_head = (c->q_head + 1) % c->q_cap;
     c->q_len--;
+    c->popped++;
     return e;
 }
 
@@ -153,6 +154,8 @@ static rl_conn *make(rl_client *ctx, size_t node, bool ask)
     rl_conn *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    atomic_fetch_add(&ctx->conns[node].open, 1);
+    c->capped = true;
     c->ctx = ctx;
     c->node = node;
     c->state = RL_CONN_CONNECTING;
@@ -176,10 +179,34 @@ rl_conn *rl_conn_new_asking(rl_client *ctx, size_t node)
     return make(ctx, node, true);
 }
 
+rl_conn *rl_conn_new_capped(rl_client *ctx, size_t node, int cap, bool ask, bool *full)
+{
+    _Atomic int *open = &ctx->conns[node].open;
+    int n = atomic_load(open);
+    *full = false;
+    do {
+        if (n >= cap) {
+            *full = true;
+            return NULL;
+        }
+    } while (!atomic_compare_exchange_weak(open, &n, n + 1));
+    /* The place is taken: making it counts it again, so give it back. */
+    rl_conn *c = make(ctx, node, ask);
+    atomic_fetch_sub(open, 1);
+    return c;
+}
+
+int rl_conn_count(const rl_client *ctx, size_t node)
+{
+    return atomic_load(&((rl_client *)ctx)->conns[node].open);
+}
+
 void rl_conn_free(rl_conn *c)
 {
     if (!c)
         return;
+    if (c->capped)
+        atomic_fetch_sub(&c->ctx->conns[c->node].open, 1);
     if (c->reader)
         redisReaderFree(c->reader);
     free(c->q);
@@ -231,11 +258,72 @@ size_t rl_conn_output(const rl_conn *c, const char **bytes)
     return allowed < c->out_len ? (size_t)allowed : c->out_len;
 }
 
-void rl_conn_wrote(rl_conn *c, size_t n)
+void rl_conn_wrote(rl_conn *c, size_t n, int64_t now)
 {
     memmove(c->out, c->out + n, c->out_len - n);
     c->out_len -= n;
     c->written += n;
+    /* The entries whose last byte just went: their deadlines start now.
+     * stamped never falls behind popped, so each entry is seen once. */
+    if (c->stamped < c->popped)
+        c->stamped = c->popped;
+    while (c->stamped < c->popped + c->q_len) {
+        rl_entry *e = &c->q[(c->q_head + (c->stamped - c->popped)) % c->q_cap];
+        if (e->end > c->written)
+            break;
+        if (e->budget > 0 && e->deadline == 0) {
+            e->sent_at = e->fresh ? 0 : now;
+            e->deadline = now + e->budget;
+        }
+        c->stamped++;
+    }
+}
+
+void rl_conn_budget(rl_conn *c, rl_entry *e, int64_t budget)
+{
+    e->budget = budget;
+    e->fresh = c->state != RL_CONN_OPEN;
+    e->sent_at = e->deadline = 0;
+}
+
+bool rl_conn_written(const rl_conn *c, uint64_t end)
+{
+    return c->written >= end;
+}
+
+int rl_conn_refuses(rl_conn *c, int64_t now, int64_t silent_ms, bool release, char *why,
+                    size_t whylen)
+{
+    if (c->state != RL_CONN_OPEN || c->q_len < RL_CONN_SILENT_OWED)
+        return 0;
+    if (c->q_len >= RL_CONN_MAX_OWED) {
+        snprintf(why, whylen, "the client's connection to it owes %zu replies: it is busy",
+                 c->q_len);
+        return RL_CONN_FAR_BEHIND;
+    }
+    if (release)
+        return 0;
+    /* Silent: nothing came for silent_ms, and the oldest command owed (past
+     * the handshake's entries, which have no deadline) is overdue. */
+    if (now - c->heard_at < silent_ms)
+        return 0;
+    const rl_entry *oldest = NULL;
+    for (size_t i = 0; i < c->q_len && !oldest; i++) {
+        const rl_entry *e = &c->q[(c->q_head + i) % c->q_cap];
+        if (e->kind == RL_ENTRY_CMD)
+            oldest = e;
+    }
+    if (!oldest || oldest->deadline == 0 || now <= oldest->deadline)
+        return 0;
+    /* One command goes all the same every silent_ms: the operation that
+     * sent it reads the connection, and hears the node when it is back. */
+    if (now >= c->probe_at) {
+        c->probe_at = now + silent_ms;
+        return 0;
+    }
+    snprintf(why, whylen, "no reply for %lld ms, %zu owed: it is stalled",
+             (long long)(now - c->heard_at), c->q_len);
+    return RL_CONN_SILENT;
 }
 
 bool rl_conn_unwritten(const rl_conn *c)
@@ -250,7 +338,7 @@ bool rl_conn_sending(const rl_conn *c)
 
 bool rl_conn_poolable(const rl_conn *c)
 {
-    return c->state == RL_CONN_OPEN && c->out_len == 0 && c->q_len <= MAX_OWED_POOLED
+    return c->state == RL_CONN_OPEN && c->out_len == 0
         && !c->to.sentinel && rl_node_current(&c->ctx->nodes[c->node], c->to.gen);
 }
 
@@ -418,6 +506,7 @@ int rl_conn_next(rl_conn *c, redisReply **reply, rl_entry *entry, int64_t now)
             return -1;
         }
         rl_entry e = pop_entry(c);
+        c->heard_at = now;
         if (e.kind != RL_ENTRY_CMD) {
             handshake_reply(c, (rl_entry_kind)e.kind, r, now);
             freeReplyObject(r);

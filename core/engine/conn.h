@@ -21,6 +21,17 @@
  *     undone when its owner gave up).
  *   - A broken connection (closed, cut mid-reply, a reply that matches no
  *     entry, a refused handshake) is never used again.
+ *   - A command's deadline runs from when its last byte was written to the
+ *     socket, not from when it was queued: one stuck behind unwritten bytes
+ *     of the client's own has none yet (its entry's budget waits), so a node
+ *     busy with our own commands is not taken for a slow one.
+ *   - A connection is not replaced while its node answers. One that owes
+ *     many replies takes no more commands but releases while its node is
+ *     silent (rl_conn_refuses): a stalled node costs one connection, not a
+ *     new connection every few hundred calls.
+ *   - A client has at most pool_size + RL_CONN_SPARE connections to a node
+ *     at once (pooled, in use, connecting): rl_conn_new_capped is how an
+ *     operation makes one; at the cap it waits for one to come back.
  */
 #ifndef RL_CONN_H
 #define RL_CONN_H
@@ -63,13 +74,25 @@ typedef struct rl_entry {
     uint8_t form;         /* RL_ENTRY_CMD: how it was sent (cmd.h's rl_form) */
     bool covered;         /* an acquire with a release of its token behind it */
     bool late;            /* its deadline passed without its reply: counted once (node.h) */
+    bool fresh;           /* queued while connecting: its round trip is not measured */
     uint64_t end;         /* bytes queued on the connection up to this command's end */
     struct rl_cmd *cmd;   /* RL_ENTRY_CMD: the command; the entry holds a reference */
-    /* An operation's command, for the node's health: when it was sent (0: on
-     * a connection still connecting, so its round trip is not measured) and
-     * its deadline (0: none). */
+    /* An operation's command, for the node's health: when its last byte was
+     * written (0: not yet, or queued while connecting: no round trip) and
+     * its deadline (0: none yet), which is `budget` ms after that write. */
     int64_t sent_at, deadline;
+    int64_t budget;
 } rl_entry;
+
+/* Connections a client may have to a node beyond pool_size: the ones
+ * replacing broken ones while those are closed, and one more in use. */
+#define RL_CONN_SPARE 2
+/* A connection owing this many replies takes no more commands but releases
+ * while its node is silent (no reply for node_timeout_ms), and none at all
+ * past RL_CONN_MAX_OWED however it answers: the node is busy, the client
+ * says so (node_busy) and the operation counts that node failed. */
+#define RL_CONN_SILENT_OWED 64
+#define RL_CONN_MAX_OWED 8192
 
 typedef struct redlock_conn {
     struct rl_client *ctx;
@@ -90,6 +113,12 @@ typedef struct redlock_conn {
     uint64_t queued;            /* bytes queued since the connection was made */
     uint64_t written;           /* bytes written since the connection was made */
     uint64_t gate;              /* bytes past this wait for AUTH and SELECT */
+    uint64_t popped;            /* entries popped since the connection was made */
+    uint64_t stamped;           /* entries (counted as popped is) known written */
+    uint64_t overdue;           /* entries before this one were checked overdue (op.c) */
+    int64_t heard_at;           /* when the last reply was read (or it connected) */
+    int64_t probe_at;           /* refusing: when one command goes all the same */
+    bool capped;                /* counted in its node's connections (client.h) */
 
     struct redisReader *reader;
     rl_entry *q;                /* the replies expected, oldest first (a ring) */
@@ -106,6 +135,13 @@ rl_conn *rl_conn_new(struct rl_client *ctx, size_t node);
 /* The same, to one of a Sentinel node's sentinels: it asks where the master
  * is (rl_node_poll_due), and ends. */
 rl_conn *rl_conn_new_asking(struct rl_client *ctx, size_t node);
+/* The same for an operation (asking a sentinel when ask), when the client
+ * has fewer than cap connections to the node (counted with every
+ * rl_conn_new, until rl_conn_free): NULL with *full set when it has cap
+ * already. */
+rl_conn *rl_conn_new_capped(struct rl_client *ctx, size_t node, int cap, bool ask, bool *full);
+/* How many connections the client has to node now. */
+int rl_conn_count(const struct rl_client *ctx, size_t node);
 /* Frees a connection whose stream is empty (after rl_conn_pop_lost). */
 void rl_conn_free(rl_conn *c);
 
@@ -121,14 +157,32 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
 /* The bytes that may be written now (none while connecting, or while held
  * back behind the handshake), and how many of them were written. */
 size_t rl_conn_output(const rl_conn *c, const char **bytes);
-void rl_conn_wrote(rl_conn *c, size_t n);
+/* n of them were written at now: the commands whose last byte went get
+ * their deadline (their budget from now). */
+void rl_conn_wrote(rl_conn *c, size_t n, int64_t now);
+/* Gives the entry just queued (the last one) its budget: its deadline will
+ * be budget ms after its last byte is written. */
+void rl_conn_budget(rl_conn *c, rl_entry *e, int64_t budget);
+/* Whether the command ending at byte `end` was written whole. */
+bool rl_conn_written(const rl_conn *c, uint64_t end);
+/* Whether the connection takes no more commands now (see RL_CONN_SILENT_OWED):
+ * 0, or why not (RL_CONN_SILENT: its node says nothing; RL_CONN_FAR_BEHIND:
+ * it owes RL_CONN_MAX_OWED), with why in words. A silent node still gets one command every silent_ms, so
+ * that someone reads its connection and hears it when it is back; and a
+ * release (`release`) is always queued, up to RL_CONN_MAX_OWED: it must run
+ * after what it releases, which may be on this very stream. */
+enum { RL_CONN_SILENT = 1, RL_CONN_FAR_BEHIND = 2 };
+int rl_conn_refuses(rl_conn *c, int64_t now, int64_t silent_ms, bool release, char *why,
+                    size_t whylen);
 /* Whether bytes are queued that are not yet written (including held back). */
 bool rl_conn_unwritten(const rl_conn *c);
 
 /* Whether it still has bytes to send: connecting, or bytes not yet written. */
 bool rl_conn_sending(const rl_conn *c);
-/* Whether it may serve another operation: open, nothing half-written, and
- * not too many replies owed (its node would be stalling). */
+/* Whether it may serve another operation: open and nothing half-written.
+ * Replies still owed do not matter: the next user reads them, and one that
+ * owes too many takes no commands (rl_conn_refuses) rather than being
+ * replaced. */
 bool rl_conn_poolable(const rl_conn *c);
 
 /* Feeds bytes read from the socket. */

@@ -79,15 +79,17 @@ void rl_client_free(rl_client *ctx)
 void rl_engine_connected(rl_conn *c, int64_t now)
 {
     rl_conn_connected(c);
-    c->opened_at = now;
+    c->opened_at = c->heard_at = now;
     rl_node_connect_ok(&c->ctx->nodes[c->node]);
     if (c->op)
         rl_op_conn_connected(c->op, c, now);
 }
 
-void rl_engine_wrote(rl_conn *c, size_t n)
+void rl_engine_wrote(rl_conn *c, size_t n, int64_t now)
 {
-    rl_conn_wrote(c, n);
+    rl_conn_wrote(c, n, now);
+    if (c->op)
+        rl_op_conn_wrote(c->op, c, now);
 }
 
 /* Decides the fate of every entry still owed on a broken connection. */

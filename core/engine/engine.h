@@ -25,7 +25,9 @@ int rl_client_new(rl_client **out, const char *const *node_uris, size_t n_nodes)
 void rl_client_free(rl_client *ctx);
 
 void rl_engine_connected(rl_conn *c, int64_t now);
-void rl_engine_wrote(rl_conn *c, size_t n);
+/* n bytes of rl_conn_output were written at now: the deadlines of the
+ * commands they end start then (conn.h). */
+void rl_engine_wrote(rl_conn *c, size_t n, int64_t now);
 /* Feeds bytes read and hands out every complete reply. false when the
  * connection broke (a refused handshake, a bad reply): the loss is already
  * handled, and the driver closes its socket and frees the connection. */

@@ -28,9 +28,21 @@ typedef struct slot {
     uint8_t redirects;    /* connections ended this round because the master moved */
     bool ask;             /* its next connection asks a sentinel whether the master moved */
     bool counting;        /* a fenced SET answered: its vote waits for the INCR's reply */
+    bool written;         /* the command's last byte was written: its deadline runs */
+    bool parked;          /* SLOT_WANT_CONN: the node's connections are all in use */
+    bool paused;          /* its connection counted in the node's paused ones (let_go) */
     rl_result set;        /* ... and is this */
-    int64_t deadline;
+    uint64_t end;         /* the connection's bytes queued up to the command's end */
+    int64_t deadline;     /* written: node_timeout_ms after; else when to look again */
+    int64_t queued_at;    /* when the command was queued: unwritten, its bound runs from it */
+    int64_t tail_until;   /* once decided, how long its bytes are still written */
+    int64_t retry_at;     /* parked: when to ask for a connection again */
+    int64_t park_until;   /* parked: when to stop asking (0: not parked this round) */
 } slot;
+
+/* How often an operation that waits for a connection (its node has
+ * pool_size + RL_CONN_SPARE of them, all in use) asks again. */
+#define PARK_RETRY_MS 1
 
 typedef enum phase {
     PHASE_ROUND,          /* a command is out to the nodes */
@@ -75,6 +87,9 @@ struct redlock_op {
     size_t next_conn;     /* rl_op_take_conn's cursor */
     rl_conn **dropped;    /* broken connections let go of, for the driver to close */
     size_t n_dropped;
+    rl_conn **spare;      /* let go of in a pause, for the driver to pool (rl_op_spare_conn) */
+    size_t n_spare;
+    bool lends;           /* its driver takes them (rl_op_lend) */
     slot *slots;          /* one per node, allocated with the op */
     rl_result *results;   /* one per node, allocated with the op */
 };
@@ -274,12 +289,21 @@ static void report(const rl_op *op, int64_t now)
                     : rl_log_code(rc));
 }
 
+static void resume(rl_op *op);
+
 static void finish(rl_op *op, int rc, const char *msg, int64_t now)
 {
     /* Replies still to come are late from now on; this must happen before
      * the connections go back to a pool where another thread reads them. */
     if (op->cmd)
         op->cmd->op = NULL;
+    /* An unlock decided while a node still waited for a connection (at the
+     * cap, conn.h): its release is owed there. */
+    for (size_t i = 0; op->kind == OP_UNLOCK && op->phase == PHASE_ROUND
+                       && i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WANT_CONN)
+            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+    resume(op);
     op->phase = PHASE_DONE;
     op->rc = rc;
     /* An unlock that found the keys gone tells a loss (redlock_handle_lost). */
@@ -290,16 +314,56 @@ static void finish(rl_op *op, int rc, const char *msg, int64_t now)
     report(op, now);
 }
 
-/* Marks the entry just queued on c with its send time (when c is open)
- * and deadline, for the node's health. */
-static void stamp(rl_conn *c, int64_t now, int64_t deadline)
+/* Gives the entry just queued on c its budget, node_timeout_ms from when it
+ * is written, for the node's health (conn.h). */
+static void stamp(rl_conn *c, int64_t budget)
 {
     size_t last = rl_conn_owed(c) - 1;
     rl_entry *e = rl_conn_entry(c, last);
     if (e->kind == RL_ENTRY_CMD && e->form == RL_FORM_COUNT && last > 0)
         e = rl_conn_entry(c, last - 1);   /* a fenced SET's INCR: the SET is timed */
-    e->sent_at = c->state == RL_CONN_OPEN ? now : 0;
-    e->deadline = deadline;
+    rl_conn_budget(c, e, budget);
+}
+
+/* How long a command may wait to be written, behind bytes of the client's
+ * own, before the operation counts its node failed: as long as an answer
+ * may be of use (a lock's or an extension's lease), and at least as long as
+ * a connect and an answer take. */
+static int64_t patience(const rl_op *op)
+{
+    const rl_options *o = &op->ctx->opt;
+    int64_t p = o->connect_timeout_ms + o->node_timeout_ms;
+    int64_t lease = op->ttl_ms > 0 ? op->ttl_ms : op->h ? atomic_load(&op->h->lease_ms) : 0;
+    return lease > p ? lease : p;
+}
+
+/* Node i is busy: the client cannot keep up with it (its connections all in
+ * use, or one owing too many replies). Told once (node_busy) when it was not
+ * busy the second before; the health says "busy" for a second after. */
+static void busy(rl_op *op, size_t i, const char *why, int64_t now)
+{
+    _Atomic int64_t *until = &op->ctx->conns[i].busy_until;
+    int64_t was = atomic_exchange(until, now + 1000);
+    if (was < now)
+        RL_LOG(op->ctx, REDLOCK_LOG_WARN, "node_busy", "node=%s conns=%d: %s",
+               op->ctx->nodes[i].addr.label, rl_conn_count(op->ctx, i), why);
+}
+
+/* A round's command is queued on s's connection, ending at its byte `end`:
+ * its deadline runs from when that byte is written (rl_op_conn_wrote).
+ * Until then the slot is looked at every node_timeout_ms (a connect's
+ * deadline first), as drivers expect a wake-up that soon, and fails only
+ * past the wait's bound (patience) from when it was queued. */
+static void queued(rl_op *op, slot *s, int64_t now)
+{
+    const rl_options *o = &op->ctx->opt;
+    s->end = s->conn->queued;
+    s->written = false;
+    s->queued_at = now;
+    s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
+                                                              : o->node_timeout_ms);
+    s->tail_until = now + o->connect_timeout_ms + o->node_timeout_ms;
+    stamp(s->conn, o->node_timeout_ms);
 }
 
 /* Marks late the entries of cmd on c still owed, once: their deadline passed. */
@@ -316,7 +380,22 @@ static void mark_late(rl_conn *c, const rl_cmd *cmd)
 static void send_on(rl_op *op, size_t i, int64_t now)
 {
     slot *s = &op->slots[i];
-    const rl_options *o = &op->ctx->opt;
+    char why[160];
+    int refused = rl_conn_refuses(s->conn, now, op->ctx->opt.node_timeout_ms,
+                                  op->kind == OP_UNLOCK, why, sizeof why);
+    if (refused) {
+        /* Its node is stalled (its state says slow), or far behind (the
+         * client cannot keep up: busy): nothing more is queued there (a
+         * release is owed instead), and the connection stays. */
+        s->state = SLOT_DONE;
+        if (refused == RL_CONN_FAR_BEHIND)
+            busy(op, i, why, now);
+        rl_node_failed(&op->ctx->nodes[i], RL_NODE_KEEP, NULL, now);
+        if (op->kind == OP_UNLOCK)
+            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+        rl_result_fail(&op->results[i], REDLOCK_ENOQUORUM, "%s", why);
+        return;
+    }
     int rc = rl_cmd_send(op->cmd, s->conn, false);
     if (rc != REDLOCK_OK) {
         s->state = SLOT_DONE;
@@ -327,9 +406,7 @@ static void send_on(rl_op *op, size_t i, int64_t now)
     s->sent = true;
     s->counting = false;
     s->state = SLOT_WAITING;
-    s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
-                                                              : o->node_timeout_ms);
-    stamp(s->conn, now, s->deadline);
+    queued(op, s, now);
     rl_node_sent(&op->ctx->nodes[i]);
 }
 
@@ -345,9 +422,60 @@ static void drop(rl_op *op, slot *s)
     s->conn = NULL;
 }
 
+/* A lock pausing between attempts lets go of its connections (their
+ * attempt's release queued behind its acquire): held through the pause,
+ * they would keep other calls waiting at the cap of connections (conn.h). */
+static void let_go(rl_op *op)
+{
+    for (size_t i = 0; !op->lends && i < op->ctx->n_nodes; i++) {
+        /* Its driver does not take them back (rl_op_lend): they are kept,
+         * and counted apart, so that they keep no other call waiting. */
+        slot *s = &op->slots[i];
+        if (s->conn && !s->paused) {
+            s->paused = true;
+            atomic_fetch_add(&op->ctx->conns[i].paused, 1);
+        }
+    }
+    for (size_t i = 0; op->lends && i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        if (!s->conn)
+            continue;
+        rl_conn **grown = realloc(op->spare, (op->n_spare + 1) * sizeof *grown);
+        if (!grown)
+            return;   /* out of memory: kept until the op ends */
+        op->spare = grown;
+        op->spare[op->n_spare++] = s->conn;
+        s->conn->op = NULL;
+        s->conn = NULL;
+    }
+}
+
+/* The pause is over (another attempt, or the end): its connections count
+ * as any other again. */
+static void resume(rl_op *op)
+{
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        if (op->slots[i].paused) {
+            op->slots[i].paused = false;
+            atomic_fetch_sub(&op->ctx->conns[i].paused, 1);
+        }
+    }
+}
+
+void rl_op_lend(rl_op *op)
+{
+    op->lends = true;
+}
+
+rl_conn *rl_op_spare_conn(rl_op *op)
+{
+    return op->n_spare > 0 ? op->spare[--op->n_spare] : NULL;
+}
+
 static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
 {
     redlock_handle *h = op->h;
+    resume(op);
     if (kind == RL_CMD_ACQUIRE) {
         int rc = new_token(op->ctx, h->token);
         if (rc != REDLOCK_OK)
@@ -371,8 +499,9 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
     for (size_t i = 0; i < op->ctx->n_nodes; i++) {
         slot *s = &op->slots[i];
         op->results[i].vote = RL_VOTE_PENDING;
-        s->sent = s->maybe_ran = s->retried = false;
+        s->sent = s->maybe_ran = s->retried = s->parked = false;
         s->redirects = 0;
+        s->park_until = 0;
         if (s->conn && s->conn->state == RL_CONN_BROKEN)
             drop(op, s);
         if (s->conn) {
@@ -527,6 +656,7 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
             op->rc = v->rc;
             for (size_t i = 0; i < op->ctx->n_nodes; i++)
                 op->slots[i].state = SLOT_IDLE;
+            let_go(op);
             return;
         }
         finish(op, v->rc, op->msg, now);
@@ -781,12 +911,14 @@ void rl_op_free(rl_op *op)
         return;
     if (op->cmd && op->phase != PHASE_DONE)
         op->cmd->op = NULL;   /* freed unfinished: nothing waits any more */
+    resume(op);
     rl_cmd_unref(op->cmd);
     rl_cmd_unref(op->attempt);
     if (op->owns_handle)
         rl_handle_free(op->h);
     free(op->got);
     free(op->dropped);
+    free(op->spare);
     free(op);
 }
 
@@ -812,27 +944,40 @@ int64_t rl_op_tail_at(const rl_op *op, int64_t now)
     int64_t first = INT64_MAX;
     for (size_t i = 0; i < op->ctx->n_nodes; i++) {
         const slot *s = &op->slots[i];
-        if (s->conn && s->sent && rl_conn_sending(s->conn) && s->deadline > now
-            && s->deadline < first)
-            first = s->deadline;
+        /* A command held back by the client's own bytes is written for no
+         * longer than a connect and an answer would take. */
+        int64_t end = s->written || s->deadline < s->tail_until ? s->deadline : s->tail_until;
+        if (s->conn && s->sent && rl_conn_sending(s->conn) && end > now && end < first)
+            first = end;
     }
     return first;
 }
 
 bool rl_op_wants_conn(const rl_op *op, size_t node)
 {
-    return op->phase == PHASE_ROUND && op->slots[node].state == SLOT_WANT_CONN;
+    return op->phase == PHASE_ROUND && op->slots[node].state == SLOT_WANT_CONN
+        && !op->slots[node].parked;
 }
 
 void rl_op_overdue(rl_op *op, rl_conn *c, int64_t now)
 {
-    for (size_t k = 0; k < rl_conn_owed(c); k++) {
-        rl_entry *e = rl_conn_entry(c, k);
-        if (e->deadline != 0 && !e->late && now > e->deadline) {
-            e->late = true;
-            rl_node_failed(&op->ctx->nodes[c->node], RL_NODE_SLOW,
-                           "no answer within its deadline", now);
-        }
+    /* Deadlines follow the order of the writes, so the entries from the
+     * oldest not yet found overdue (c->overdue) are looked at until one
+     * whose deadline has not passed, or one not written yet: a stalled
+     * node's long stream is not read again on every call. */
+    if (c->overdue < c->popped)
+        c->overdue = c->popped;
+    for (; c->overdue < c->popped + rl_conn_owed(c); c->overdue++) {
+        rl_entry *e = rl_conn_entry(c, (size_t)(c->overdue - c->popped));
+        if (e->deadline == 0 && e->budget > 0)
+            break;   /* not written yet, nor is anything behind it */
+        if (e->deadline == 0 || e->late)
+            continue;
+        if (now <= e->deadline)
+            break;
+        e->late = true;
+        rl_node_failed(&op->ctx->nodes[c->node], RL_NODE_SLOW,
+                       "no answer within its deadline", now);
     }
 }
 
@@ -840,9 +985,13 @@ void rl_op_attach(rl_op *op, size_t node, rl_conn *c, int64_t now)
 {
     slot *s = &op->slots[node];
     s->conn = c;
+    s->parked = false;
     c->op = op;
     c->uses++;
-    rl_owed_send(op->ctx, c, now);
+    /* Releases owed to the node go behind what the connection carries, but
+     * to a connection owing too many, only for a delivery. */
+    if (op->kind == OP_DELIVER || rl_conn_owed(c) < RL_CONN_MAX_OWED)
+        rl_owed_send(op->ctx, c, now);
     if (op->kind != OP_DELIVER) {
         send_on(op, node, now);
         return;
@@ -870,10 +1019,57 @@ void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t no
 
 int rl_op_next_wanted(const rl_op *op, size_t from)
 {
-    for (size_t i = from; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++)
-        if (op->slots[i].state == SLOT_WANT_CONN)
+    /* Connections are taken in the order of the nodes, and none past a node
+     * whose connections are all in use (parked): an operation waiting for
+     * one holds none that another waiting operation needs first, so
+     * operations at the cap never wait for each other in a circle. */
+    for (size_t i = 0; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++) {
+        const slot *s = &op->slots[i];
+        if (s->state == SLOT_WANT_CONN && s->parked)
+            return -1;
+        if (i >= from && s->state == SLOT_WANT_CONN)
             return (int)i;
+    }
     return -1;
+}
+
+/* The node has all the connections it may have, all in use: the slot waits
+ * for one to come back to the driver's pool, asking again every
+ * PARK_RETRY_MS, for as long as an answer may be of use (patience). */
+static void park(rl_op *op, size_t node, int cap, int64_t now)
+{
+    slot *s = &op->slots[node];
+    s->parked = true;
+    s->retry_at = now + PARK_RETRY_MS;
+    if (s->park_until == 0) {
+        s->park_until = now + patience(op);
+        char why[160];
+        snprintf(why, sizeof why, "all %d connections the client may have to it (pool_size + %d) "
+                 "are in use", cap, RL_CONN_SPARE);
+        busy(op, node, why, now);
+    }
+}
+
+/* Parked slots: asking again once their time came, failed past their bound. */
+static void unpark(rl_op *op, int64_t now)
+{
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        if (s->state != SLOT_WANT_CONN || !s->parked)
+            continue;
+        if (now >= s->park_until) {
+            s->parked = false;
+            rl_result r;
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "no connection to it came free within %lld ms "
+                           "(the client has pool_size + %d, all in use)",
+                           (long long)patience(op), RL_CONN_SPARE);
+            if (op->kind == OP_UNLOCK)
+                rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+            vote(op, i, &r, now);
+        } else if (now >= s->retry_at) {
+            s->parked = false;
+        }
+    }
 }
 
 rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
@@ -882,8 +1078,17 @@ rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
     int code = rl_node_backoff(&op->ctx->nodes[node], now, why, sizeof why);
     rl_conn *c = NULL;
     slot *s = &op->slots[node];
-    if (code == REDLOCK_OK && !(c = s->ask ? rl_conn_new_asking(op->ctx, node)
-                                           : rl_conn_new(op->ctx, node))) {
+    /* Connections held by locks pausing between attempts, of drivers that
+     * do not take them back, keep no call waiting (rl_op_lend). */
+    int cap = (int)op->ctx->opt.pool_size + RL_CONN_SPARE
+            + atomic_load(&op->ctx->conns[node].paused);
+    bool full = false;
+    if (code == REDLOCK_OK
+        && !(c = rl_conn_new_capped(op->ctx, node, cap, s->ask, &full)) && full) {
+        park(op, node, cap, now);
+        return NULL;
+    }
+    if (code == REDLOCK_OK && !c) {
         code = REDLOCK_ENOMEM;
         snprintf(why, sizeof why, "out of memory");
     }
@@ -962,6 +1167,7 @@ void rl_op_step(rl_op *op, int64_t now)
     }
     if (op->phase != PHASE_ROUND)
         return;
+    unpark(op, now);
     if (op->kind == OP_DELIVER) {
         step_deliver(op, now);
         return;
@@ -973,7 +1179,21 @@ void rl_op_step(rl_op *op, int64_t now)
             continue;
         rl_result r;
         rl_node *node = &op->ctx->nodes[i];
-        if (s->conn->state == RL_CONN_CONNECTING) {
+        if (s->conn->state == RL_CONN_OPEN && !s->written
+            && now < s->queued_at + patience(op)) {
+            /* Held back by the client's own bytes: no deadline runs yet. */
+            int64_t next = now + o->node_timeout_ms, bound = s->queued_at + patience(op);
+            s->deadline = next < bound ? next : bound;
+            continue;
+        }
+        if (s->conn->state == RL_CONN_OPEN && !s->written) {
+            /* Never written: the client's own bytes held it back, which
+             * says nothing of the node. */
+            rl_result_fail(&r, REDLOCK_ENOQUORUM, "not written within %lld ms: the client's "
+                           "connection to it is busy with its own commands",
+                           (long long)(now - s->queued_at));
+            busy(op, i, r.why, now);
+        } else if (s->conn->state == RL_CONN_CONNECTING) {
             rl_node_connect_failed(node, now);
             rl_conn_break(s->conn, REDLOCK_ENOQUORUM, "connect timed out");
             rl_result_fail(&r, REDLOCK_ENOQUORUM, "cannot connect within %lld ms%s",
@@ -1038,9 +1258,13 @@ int64_t rl_op_wake_at(const rl_op *op)
     if (op->phase == PHASE_PAUSE)
         return op->wake_at;
     int64_t first = INT64_MAX;
-    for (size_t i = 0; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++)
-        if (op->slots[i].state == SLOT_WAITING && op->slots[i].deadline < first)
-            first = op->slots[i].deadline;
+    for (size_t i = 0; op->phase == PHASE_ROUND && i < op->ctx->n_nodes; i++) {
+        const slot *s = &op->slots[i];
+        if (s->state == SLOT_WAITING && s->deadline < first)
+            first = s->deadline;
+        if (s->state == SLOT_WANT_CONN && s->parked && s->retry_at < first)
+            first = s->retry_at;
+    }
     return first;
 }
 
@@ -1091,6 +1315,8 @@ rl_conn *rl_op_take_conn(rl_op *op)
     }
     if (!c && op->n_dropped > 0)
         c = op->dropped[--op->n_dropped];
+    if (!c)
+        c = rl_op_spare_conn(op);
     if (c)
         c->op = NULL;
     return c;
@@ -1111,8 +1337,7 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
          * itself follows on the same connection, a new entry of the stream. */
         if (rl_cmd_send(op->cmd, c, true) == REDLOCK_OK) {
             op->saw_noscript = true;
-            s->deadline = now + op->ctx->opt.node_timeout_ms;
-            stamp(c, now, s->deadline);
+            queued(op, s, now);
             return;
         }
     }
@@ -1163,6 +1388,16 @@ void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now)
     slot *s = &op->slots[c->node];
     if (s->conn == c && s->state == SLOT_WAITING)
         s->deadline = now + op->ctx->opt.node_timeout_ms;
+}
+
+void rl_op_conn_wrote(rl_op *op, rl_conn *c, int64_t now)
+{
+    slot *s = &op->slots[c->node];
+    if (s->conn == c && s->state == SLOT_WAITING && s->sent && !s->written
+        && op->kind != OP_DELIVER && rl_conn_written(c, s->end)) {
+        s->written = true;
+        s->deadline = now + op->ctx->opt.node_timeout_ms;
+    }
 }
 
 void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)

@@ -135,6 +135,13 @@ redlock_handle *rl_op_handle(const rl_op *op);
 /* Takes back, one at a time, the connections a finished operation held;
  * NULL when none is left. */
 rl_conn *rl_op_take_conn(rl_op *op);
+/* A driver that pools connections says so (rl_op_lend): then a lock pausing
+ * between attempts lets go of its connections, and the driver takes them
+ * back at once (rl_op_spare_conn, NULL when none) to serve other calls.
+ * A driver that does not (the engine ABI's, so far) keeps them through the
+ * pause, and they are not counted in the cap of connections meanwhile. */
+void rl_op_lend(rl_op *op);
+rl_conn *rl_op_spare_conn(rl_op *op);
 
 /* What a driver does next (rl_op_drive): a set of these bits. */
 enum {
@@ -158,7 +165,14 @@ int rl_op_next_wanted(const rl_op *op, size_t from);
 /* A new connection to node, for an operation that wants one when the
  * driver has none idle: attached to the operation, waiting for the
  * driver's connect. NULL when none may be made now (the node backs off
- * after failed connects, or no memory): the operation was told why. */
+ * after failed connects, or no memory): the operation was told why. Also
+ * NULL when the client has pool_size + RL_CONN_SPARE connections to the
+ * node already (conn.h): the operation then waits for one to come back,
+ * asking again (rl_op_next_wanted) every millisecond for as long as an
+ * answer is of use (its lease), then counts the node failed; node_busy
+ * tells it. While it waits, rl_op_next_wanted names no node after that one:
+ * connections are taken in the order of the nodes, so operations at the cap
+ * never wait for each other in a circle. */
 rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now);
 /* Whether the connection the operation wants to node must be a new one
  * (rl_op_connect), not an idle one: it asks a Sentinel node's sentinel
@@ -170,6 +184,9 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const struct redisRep
                  int64_t now);
 void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, int64_t now);
 void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now);
+/* Bytes of c were written: a command of the op they end has its deadline
+ * from now (conn.h). */
+void rl_op_conn_wrote(rl_op *op, rl_conn *c, int64_t now);
 void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now);
 
 /* Frees a handle and its keys (no I/O). */

@@ -512,7 +512,7 @@ static void write_out(world *w, simconn *sc)
             t = sc->to_node_at;
         sc->to_node_at = t;
         schedule(w, t, EV_TO_NODE, sc, 0, 0, bytes, len);
-        rl_engine_wrote(sc->conn, len);
+        rl_engine_wrote(sc->conn, len, client_now(sc->cl, w->now));
     }
 }
 

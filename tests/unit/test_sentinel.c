@@ -106,7 +106,7 @@ static void a_connection_asks_a_sentinel_then_goes_to_the_master(void **state)
     const char *bytes = out(c, &len);
     assert_non_null(memmem(bytes, len, "GET-MASTER-ADDR-BY-NAME", 23));
     assert_null(memmem(bytes, len, "AUTH", 4));
-    rl_conn_wrote(c, len);
+    rl_conn_wrote(c, len, 12);
     assert_int_equal(rl_conn_output(c, &bytes), 0);
     answer(c, "*4\r\n$4\r\nname\r\n$6\r\norders\r\n$12\r\nconfig-epoch\r\n$1\r\n3\r\n", 11);
     answer(c, "*2\r\n$8\r\n10.0.1.7\r\n$4\r\n6390\r\n", 11);
@@ -127,7 +127,7 @@ static void a_connection_asks_a_sentinel_then_goes_to_the_master(void **state)
     bytes = out(c, &len);
     assert_non_null(memmem(bytes, len, "ROLE", 4));
     assert_null(memmem(bytes, len, "SCRIPT", 6));   /* held back until ROLE says master */
-    rl_conn_wrote(c, len);
+    rl_conn_wrote(c, len, 12);
     answer(c, "+OK\r\n+OK\r\n*3\r\n$5\r\nslave\r\n$8\r\n10.0.1.8\r\n:6390\r\n", 21);
     /* A replica: the node asks its sentinels again. */
     assert_int_equal(c->state, RL_CONN_BROKEN);
