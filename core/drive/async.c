@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "async.h"
@@ -34,7 +35,8 @@ typedef struct job {
     bool is_unlock;
     redlock_done_fn done;    /* NULL for a renewal */
     void *data;
-    struct rl_watch *watch;  /* the watch a renewal is for */
+    struct rl_watch **batch; /* the watches a renewal is for (rl_op_extend_many) */
+    size_t n_batch;
     rl_waiter *waiter;       /* a lock waiting for a release (wake.c) */
     struct job *next;
 } job;
@@ -50,7 +52,7 @@ typedef struct rl_watch {
     bool over;               /* lost or stopped: no more extensions */
     bool free_handle;        /* free the handle once extending and notifying end */
     job *parked;             /* unlocks held back until the extension ends */
-    struct rl_watch *next;
+    struct rl_watch *next, **prev;   /* prev: the pointer to it, to unlink it at once */
 } rl_watch;
 
 /* A lost callback to make, outside the mutex. */
@@ -80,6 +82,8 @@ struct rl_async {
     int wake[2];             /* a pipe: a byte in it wakes the thread */
     draining *drains;        /* the thread's own */
     rl_watch *watches;       /* every watch, over ones too, until dropped */
+    bool replan;             /* watches changed: plan_watches looks at them all again */
+    int64_t plan_at;         /* else when it must look next (a renewal or a loss due) */
     pthread_cond_t changed;  /* a watch's extension or lost callback ended */
 };
 
@@ -162,15 +166,25 @@ static bool on_client_thread(const struct rl_async *a)
     return rl_worker_is_self(&a->worker);
 }
 
-/* Unlinks w and frees it (under the mutex). */
+/* Links w first in the client's list (under the mutex). */
+static void link_watch(struct rl_async *a, rl_watch *w)
+{
+    w->next = a->watches;
+    w->prev = &a->watches;
+    if (a->watches)
+        a->watches->prev = &w->next;
+    a->watches = w;
+    a->replan = true;
+}
+
+/* Unlinks w and frees it (under the mutex): at once, however many locks
+ * are kept. */
 static void drop_watch(struct rl_async *a, rl_watch *w)
 {
-    for (rl_watch **pp = &a->watches; *pp; pp = &(*pp)->next) {
-        if (*pp == w) {
-            *pp = w->next;
-            break;
-        }
-    }
+    (void)a;
+    *w->prev = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
     w->h->driver_data = NULL;
     free(w);
 }
@@ -216,15 +230,57 @@ static void notify(struct rl_async *a, notice *notices)
     }
 }
 
-/* Starts the extensions that are due and marks lost the watches whose
- * validity ran out, adding renewal jobs to *active. Returns when a watch
- * next needs the thread (INT64_MAX: no live watch). */
+/* Starts a renewal of the batch's watches (their keep said extend), as a
+ * job added to *active; when it cannot be made, each keep is told. */
+static void start_batch(rl_client *ctx, rl_watch **batch, size_t n, int64_t now, job **active,
+                        size_t *n_active, notice **notices)
+{
+    redlock_handle *hs[RL_KEEP_BATCH_LOCKS];
+    for (size_t i = 0; i < n; i++)
+        hs[i] = batch[i]->h;
+    rl_op *op = NULL;
+    job *j = malloc(sizeof *j);
+    rl_watch **ws = j ? malloc(n * sizeof *ws) : NULL;
+    int rc = ws ? rl_op_extend_many(&op, ctx, hs, n, now) : REDLOCK_ENOMEM;
+    if (rc == REDLOCK_OK) {
+        memcpy(ws, batch, n * sizeof *ws);
+        *j = (job){ .op = op, .batch = ws, .n_batch = n, .next = *active };
+        *active = j;
+        (*n_active)++;
+        return;
+    }
+    free(ws);
+    free(j);
+    const char *why = rc == REDLOCK_ENOMEM ? "out of memory" : rl_errmsg();
+    for (size_t i = 0; i < n; i++) {
+        rl_watch *w = batch[i];
+        rl_keep_event ev = { 0 };
+        int64_t at;
+        rl_keep_extended(&w->keep, rc, why, now, &ev);
+        if (rl_keep_next(&w->keep, now, &at, &ev) == RL_KEEP_LOST)
+            lose(w, &ev, notices);
+    }
+}
+
+/* Starts the renewals that are due, in batches (one command per node for
+ * up to RL_KEEP_BATCH_LOCKS locks or RL_KEEP_BATCH_KEYS keys), and marks
+ * lost the watches whose validity ran out, adding renewal jobs to *active.
+ * Returns when a watch next needs the thread (INT64_MAX: no live watch).
+ * It looks at every watch only when one changed or one is due. */
 static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, int64_t now,
                             job **active, size_t *n_active)
 {
     int64_t first = INT64_MAX;
     notice *notices = NULL;
+    rl_watch *batch[RL_KEEP_BATCH_LOCKS];
+    size_t n_batch = 0, n_keys = 0;
     pthread_mutex_lock(&a->mu);
+    if (!stopping && !a->replan && now < a->plan_at) {
+        first = a->plan_at;
+        pthread_mutex_unlock(&a->mu);
+        return first;
+    }
+    a->replan = false;
     for (rl_watch *w = stopping ? NULL : a->watches; w; w = w->next) {
         if (w->over)
             continue;
@@ -232,19 +288,14 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
         int64_t at;
         int what = rl_keep_next(&w->keep, now, &at, &ev);
         if (what == RL_KEEP_EXTEND) {
-            rl_op *op;
-            job *j = malloc(sizeof *j);
-            int rc = j ? rl_op_extend(&op, w->h, w->h->lease_ms, now) : REDLOCK_ENOMEM;
-            if (rc == REDLOCK_OK) {
-                *j = (job){ .op = op, .watch = w, .next = *active };
-                *active = j;
-                (*n_active)++;
-            } else {
-                free(j);
-                rl_keep_extended(&w->keep, rc, rc == REDLOCK_ENOMEM ? "out of memory"
-                                 : rl_errmsg(), now, &ev);
-                what = rl_keep_next(&w->keep, now, &at, &ev);
+            size_t keys = w->h->keys->n;
+            if (n_batch > 0 && (n_batch == RL_KEEP_BATCH_LOCKS
+                                || n_keys + keys > RL_KEEP_BATCH_KEYS)) {
+                start_batch(ctx, batch, n_batch, now, active, n_active, &notices);
+                n_batch = n_keys = 0;
             }
+            batch[n_batch++] = w;
+            n_keys += keys;
         }
         if (what == RL_KEEP_LOST) {
             lose(w, &ev, &notices);
@@ -253,21 +304,22 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
         if (at < first)
             first = at;
     }
+    if (n_batch > 0)
+        start_batch(ctx, batch, n_batch, now, active, n_active, &notices);
+    a->plan_at = first;
     pthread_mutex_unlock(&a->mu);
     notify(a, notices);
     return first;
 }
 
-/* A renewal ended: the next one is planned, or the lock is lost; unlocks
- * that waited for it go on. */
-static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
+/* A watch's renewal ended with status: the next one is planned, or the lock
+ * is lost; unlocks that waited for it go on (under the mutex). Returns the
+ * handle to free, if any. */
+static redlock_handle *watch_renewed(struct rl_async *a, rl_watch *w, int status,
+                                     const char *message, int64_t now, rl_keep_event *ev,
+                                     notice **notices)
 {
-    rl_watch *w = j->watch;
-    int status = rl_op_status(j->op);
-    notice *notices = NULL;
     redlock_handle *doomed = NULL;
-    rl_keep_event ev = { 0 };   /* renewal_failed, told unlocked */
-    pthread_mutex_lock(&a->mu);
     if (w->parked) {
         job *last = w->parked;
         while (last->next)
@@ -283,17 +335,46 @@ static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t no
             drop_watch(a, w);
         }
     } else {
-        rl_keep_extended(&w->keep, status, rl_op_message(j->op), now, &ev);
+        rl_keep_extended(&w->keep, status, message, now, ev);
         if (w->keep.status != REDLOCK_OK) {
-            lose(w, &ev, &notices);
-            ev.name = NULL;   /* told with the notice */
+            lose(w, ev, notices);
+            ev->name = NULL;   /* told with the notice */
         }
     }
+    return doomed;
+}
+
+/* A batch's renewal ended: each watch is told its lock's outcome. */
+static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
+{
+    notice *notices = NULL;
+    size_t n = j->n_batch;
+    redlock_handle **doomed = calloc(n, sizeof *doomed);
+    rl_keep_event *evs = calloc(n, sizeof *evs);   /* renewal_failed, told unlocked */
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < n; i++) {
+        const char *message = "";
+        int status = rl_op_done(j->op) ? rl_op_many_status(j->op, i, &message)
+                                       : rl_op_status(j->op);
+        rl_keep_event one = { 0 };
+        redlock_handle *h = watch_renewed(a, j->batch[i], status, message, now,
+                                          evs ? &evs[i] : &one, &notices);
+        if (doomed)
+            doomed[i] = h;
+        else
+            rl_handle_free(h);   /* out of memory: freed under the mutex, with no I/O */
+    }
+    a->replan = true;
     pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->mu);
-    rl_keep_tell(ctx, &ev);
+    for (size_t i = 0; evs && i < n; i++)
+        rl_keep_tell(ctx, &evs[i]);
     wake(a);
-    rl_handle_free(doomed);
+    for (size_t i = 0; doomed && i < n; i++)
+        rl_handle_free(doomed[i]);
+    free(doomed);
+    free(evs);
+    free(j->batch);
     notify(a, notices);
 }
 
@@ -351,8 +432,7 @@ int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     int rc = h->driver_data ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
                       : ensure_running(h->ctx, a);
     if (rc == REDLOCK_OK) {
-        w->next = a->watches;
-        a->watches = w;
+        link_watch(a, w);
         h->driver_data = w;
     }
     pthread_mutex_unlock(&a->mu);
@@ -406,7 +486,7 @@ static void finish(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
         *d = (draining){ .c = c, .until = now + ctx->opt.node_timeout_ms, .next = a->drains };
         a->drains = d;
     }
-    if (j->watch) {
+    if (j->batch) {
         renewal_ended(ctx, a, j, now);
     } else {
         redlock_handle *h = rl_op_take_handle(j->op);

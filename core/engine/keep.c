@@ -8,9 +8,21 @@
 
 #define ENOMEM_PAUSE_MS 10
 
+/* When the lock is next due after a success at now: a third of its lease,
+ * less its own spread (up to a twelfth of the lease, from its token). */
+static int64_t due_after(const redlock_handle *h, int64_t now)
+{
+    int64_t lease = h->lease_ms;
+    uint32_t hash = 2166136261u;   /* FNV-1a of the token */
+    for (const char *p = h->token; *p; p++)
+        hash = (hash ^ (unsigned char)*p) * 16777619u;
+    int64_t spread = lease / 12 > 0 ? (int64_t)(hash % (uint32_t)(lease / 12 + 1)) : 0;
+    return now + lease / 3 - spread;
+}
+
 void rl_keep_init(rl_keep *k, redlock_handle *h, int64_t now)
 {
-    *k = (rl_keep){ .h = h, .next_at = now + h->lease_ms / 3, .until = h->expires_at };
+    *k = (rl_keep){ .h = h, .next_at = due_after(h, now), .until = h->expires_at };
 }
 
 /* "resource=... owner=...": which lock an event is about. */
@@ -66,7 +78,7 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev)
     *at = expires_at;
     if (k->extending)
         return RL_KEEP_WAIT;
-    if (now >= k->next_at) {
+    if (now >= k->next_at - RL_KEEP_WINDOW(k->h->lease_ms)) {
         k->extending = true;
         k->until = expires_at;
         return RL_KEEP_EXTEND;
@@ -94,7 +106,7 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
             return;
         }
         k->until = k->h->expires_at;
-        k->next_at = now + k->h->lease_ms / 3;
+        k->next_at = due_after(k->h, now);
         return;
     case REDLOCK_ENOMEM:
         k->next_at = now + ENOMEM_PAUSE_MS;
