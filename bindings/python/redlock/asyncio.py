@@ -866,7 +866,11 @@ class _Renewer:
             self.add(keeper, next_at)
         if renewal is not None:
             self._start(renewal, batch, now)
-        if heap and self.timer is None:
+        # The first entry may be older than the ones looked at: the timer
+        # is for it.
+        if heap and heap[0][0] < self.timer_at:
+            if self.timer is not None:
+                self.timer.cancel()
             self.timer_at = heap[0][0]
             self.timer = self.driver.loop.call_later(max(0, self.timer_at - now) / 1000,
                                                      self._tick)

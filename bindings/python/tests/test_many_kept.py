@@ -44,6 +44,14 @@ def failures():
     logger.setLevel(old)
 
 
+def on_time(locks) -> bool:
+    """Whether every lock was renewed on time: each is due a third of the
+    lease after its last renewal, so its validity stays above half the lease
+    unless a renewal came more than a sixth of the lease late."""
+    least = min(lock.validity for lock in locks)
+    return least > KEPT_MS / 2000 or pytest.fail(f"a lock's validity fell to {least:.3f} s")
+
+
 def refuse(nodes, prefix: str, name: str, how_many: int) -> None:
     """Deletes a lock's key on the first how_many nodes, by hand."""
     for uri in nodes.uris[:how_many]:
@@ -59,6 +67,7 @@ def test_sync_client_keeps_thousands_of_locks(nodes, prefix, failures):
         while time.monotonic() < end:
             time.sleep(0.25)
             assert not any(lock.lost for lock in locks), failures.records[:3]
+            assert on_time(locks)
         assert failures.records == []
         # 5 nodes: refused by two, a lock holds; refused by three, it is lost.
         refuse(nodes, prefix, "k7", 2)
@@ -90,6 +99,7 @@ async def test_asyncio_client_keeps_thousands_of_locks(nodes, prefix, failures):
         while time.monotonic() < end:
             await asyncio.sleep(0.25)
             assert not any(lock.lost for lock in locks), failures.records[:3]
+            assert on_time(locks)
         assert failures.records == []
         refuse(nodes, prefix, "k7", 2)
         refuse(nodes, prefix, "k8", 3)
