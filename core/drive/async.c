@@ -82,8 +82,9 @@ struct rl_async {
     int wake[2];             /* a pipe: a byte in it wakes the thread */
     draining *drains;        /* the thread's own */
     rl_watch *watches;       /* every watch, over ones too, until dropped */
-    bool replan;             /* watches changed: plan_watches looks at them all again */
-    int64_t plan_at;         /* else when it must look next (a renewal or a loss due) */
+    int64_t plan_at;         /* when plan_watches must look at them all next: the least
+                              * of their keeps' times (rl_keep_when), lowered as they
+                              * change, so it looks only when one is due */
     pthread_cond_t changed;  /* a watch's extension or lost callback ended */
 };
 
@@ -174,7 +175,9 @@ static void link_watch(struct rl_async *a, rl_watch *w)
     if (a->watches)
         a->watches->prev = &w->next;
     a->watches = w;
-    a->replan = true;
+    int64_t when = rl_keep_when(&w->keep);
+    if (when < a->plan_at)
+        a->plan_at = when;
 }
 
 /* Unlinks w and frees it (under the mutex): at once, however many locks
@@ -233,7 +236,7 @@ static void notify(struct rl_async *a, notice *notices)
 /* Starts a renewal of the batch's watches (their keep said extend), as a
  * job added to *active; when it cannot be made, each keep is told. */
 static void start_batch(rl_client *ctx, rl_watch **batch, size_t n, int64_t now, job **active,
-                        size_t *n_active, notice **notices)
+                        size_t *n_active, notice **notices, int64_t *first)
 {
     redlock_handle *hs[RL_KEEP_BATCH_LOCKS];
     for (size_t i = 0; i < n; i++)
@@ -259,6 +262,8 @@ static void start_batch(rl_client *ctx, rl_watch **batch, size_t n, int64_t now,
         rl_keep_extended(&w->keep, rc, why, now, &ev);
         if (rl_keep_next(&w->keep, now, &at, &ev) == RL_KEEP_LOST)
             lose(w, &ev, notices);
+        else if (at < *first)
+            *first = at;   /* its retry */
     }
 }
 
@@ -275,12 +280,11 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
     rl_watch *batch[RL_KEEP_BATCH_LOCKS];
     size_t n_batch = 0, n_keys = 0;
     pthread_mutex_lock(&a->mu);
-    if (!stopping && !a->replan && now < a->plan_at) {
+    if (!stopping && now < a->plan_at) {
         first = a->plan_at;
         pthread_mutex_unlock(&a->mu);
         return first;
     }
-    a->replan = false;
     for (rl_watch *w = stopping ? NULL : a->watches; w; w = w->next) {
         if (w->over)
             continue;
@@ -291,7 +295,7 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
             size_t keys = w->h->keys->n;
             if (n_batch > 0 && (n_batch == RL_KEEP_BATCH_LOCKS
                                 || n_keys + keys > RL_KEEP_BATCH_KEYS)) {
-                start_batch(ctx, batch, n_batch, now, active, n_active, &notices);
+                start_batch(ctx, batch, n_batch, now, active, n_active, &notices, &first);
                 n_batch = n_keys = 0;
             }
             batch[n_batch++] = w;
@@ -305,7 +309,7 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
             first = at;
     }
     if (n_batch > 0)
-        start_batch(ctx, batch, n_batch, now, active, n_active, &notices);
+        start_batch(ctx, batch, n_batch, now, active, n_active, &notices, &first);
     a->plan_at = first;
     pthread_mutex_unlock(&a->mu);
     notify(a, notices);
@@ -339,6 +343,8 @@ static redlock_handle *watch_renewed(struct rl_async *a, rl_watch *w, int status
         if (w->keep.status != REDLOCK_OK) {
             lose(w, ev, notices);
             ev->name = NULL;   /* told with the notice */
+        } else if (rl_keep_when(&w->keep) < a->plan_at) {
+            a->plan_at = rl_keep_when(&w->keep);
         }
     }
     return doomed;
@@ -364,7 +370,6 @@ static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t no
         else
             rl_handle_free(h);   /* out of memory: freed under the mutex, with no I/O */
     }
-    a->replan = true;
     pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->mu);
     for (size_t i = 0; evs && i < n; i++)
@@ -582,6 +587,54 @@ static size_t lock_places(const rl_client *ctx)
     return ctx->opt.pool_size > 0 ? (size_t)ctx->opt.pool_size : 1;
 }
 
+/* Whether a job's operation has a deadline (or another time) that has come. */
+static bool any_due(job *active, int64_t now)
+{
+    for (job *j = active; j; j = j->next)
+        if (!rl_op_done(j->op) && rl_op_wake_at(j->op) <= now)
+            return true;
+    return false;
+}
+
+/* Before the jobs' deadlines are judged, reads what their connections have
+ * received already, without waiting: a reply that came within its deadline
+ * counts, however long this thread was kept from reading it (a loaded
+ * machine, a burst of renewals to start). Grows the poll arrays as needed.
+ * Returns whether a connection was buried. */
+static bool read_ready(rl_client *ctx, job *active, size_t n_active, int64_t now,
+                       struct pollfd **pfd, rl_conn ***who, job ***waiting, size_t *cap)
+{
+    if (!any_due(active, now))
+        return false;
+    size_t need = 1 + n_active * (ctx->n_nodes + 1);
+    if (need > *cap) {
+        struct pollfd *p = realloc(*pfd, need * sizeof *p);
+        if (p)
+            *pfd = p;
+        rl_conn **w = p ? realloc(*who, need * sizeof *w) : NULL;
+        if (w)
+            *who = w;
+        job **wj = w ? realloc(*waiting, need * sizeof *wj) : NULL;
+        if (!wj)
+            return false;   /* out of memory: judged as they are */
+        *waiting = wj;
+        *cap = need;
+    }
+    size_t k = 0;
+    for (job *j = active; j; j = j->next)
+        k += rl_io_watch(ctx, j->op, rl_op_done(j->op), now, *pfd + k, *who + k);
+    bool buried = false;
+    if (k == 0 || poll(*pfd, k, 0) <= 0)
+        return false;
+    for (size_t i = 0; i < k; i++) {
+        if ((*pfd)[i].revents && !rl_io_service((*who)[i], (*pfd)[i].revents, now)) {
+            rl_io_bury(ctx, (*who)[i], now);
+            buried = true;
+        }
+    }
+    return buried;
+}
+
 static void *async_main(void *arg)
 {
     rl_client *ctx = arg;
@@ -658,6 +711,8 @@ static void *async_main(void *arg)
 
         if (wake_at > now + MAX_WAIT_MS)
             wake_at = now + MAX_WAIT_MS;
+        if (read_ready(ctx, active, n_active, now, &pfd, &who, &waiting, &cap))
+            rl_service_wake(ctx);
         for (job **pp = &active; *pp;) {
             job *j = *pp, *next = j->next;
             bool was_lock = j->is_lock;

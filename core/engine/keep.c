@@ -88,6 +88,14 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev)
     return RL_KEEP_WAIT;
 }
 
+int64_t rl_keep_when(const rl_keep *k)
+{
+    int64_t expires_at = k->h->expires_at;
+    if (k->status != REDLOCK_OK)
+        return INT64_MAX;
+    return k->extending || expires_at < k->next_at ? expires_at : k->next_at;
+}
+
 void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
                       rl_keep_event *ev)
 {

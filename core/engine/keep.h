@@ -76,6 +76,11 @@ typedef struct rl_keep_event {
 void rl_keep_init(rl_keep *k, redlock_handle *h, int64_t now);
 /* What to do at now; *at: when to ask again at the latest. */
 int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev);
+/* The latest time rl_keep_next must be asked again if nothing changes:
+ * when validity runs out, or sooner when the next extension falls due (not
+ * while one is under way). A driver of many keeps looks at all of them
+ * only at the least of these. */
+int64_t rl_keep_when(const rl_keep *k);
 /* The extension asked for ended with status (message: the operation's, or
  * why it could not start). */
 void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
