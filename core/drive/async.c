@@ -53,7 +53,11 @@ typedef struct rl_watch {
     bool free_handle;        /* free the handle once extending and notifying end */
     job *parked;             /* unlocks held back until the extension ends */
     struct rl_watch *next, **prev;   /* prev: the pointer to it, to unlink it at once */
+    int64_t when;            /* its key in the heap: when its keep is to be asked next */
+    size_t slot;             /* its place in the heap, NOT_QUEUED when not there */
 } rl_watch;
+
+#define NOT_QUEUED SIZE_MAX
 
 /* A lost callback to make, outside the mutex. */
 typedef struct notice {
@@ -82,9 +86,12 @@ struct rl_async {
     int wake[2];             /* a pipe: a byte in it wakes the thread */
     draining *drains;        /* the thread's own */
     rl_watch *watches;       /* every watch, over ones too, until dropped */
-    int64_t plan_at;         /* when plan_watches must look at them all next: the least
-                              * of their keeps' times (rl_keep_when), lowered as they
-                              * change, so it looks only when one is due */
+    /* The live watches by when each keep is to be asked next (a binary
+     * min-heap on rl_watch.when): plan_watches looks only at those due, so
+     * holding many locks costs nothing between their renewals. Room for
+     * every watch is made when it is linked. */
+    rl_watch **heap;
+    size_t heap_n, heap_cap;
     pthread_cond_t changed;  /* a watch's extension or lost callback ended */
 };
 
@@ -117,6 +124,7 @@ void rl_async_forget(struct rl_async *a)
         w->h->driver_data = NULL;
         free(w);
     }
+    a->heap_n = 0;
 }
 
 static void wake(struct rl_async *a)
@@ -152,6 +160,7 @@ void rl_async_free(rl_client *ctx, struct rl_async *a)
         w->h->driver_data = NULL;
         free(w);
     }
+    free(a->heap);
     close(a->wake[0]);
     close(a->wake[1]);
     pthread_cond_destroy(&a->changed);
@@ -167,24 +176,101 @@ static bool on_client_thread(const struct rl_async *a)
     return rl_worker_is_self(&a->worker);
 }
 
-/* Links w first in the client's list (under the mutex). */
-static void link_watch(struct rl_async *a, rl_watch *w)
+/* ---- the heap of watches by time (under the mutex) ---- */
+
+static void heap_put(struct rl_async *a, size_t i, rl_watch *w)
 {
+    a->heap[i] = w;
+    w->slot = i;
+}
+
+static void sift_up(struct rl_async *a, size_t i)
+{
+    rl_watch *w = a->heap[i];
+    while (i > 0 && a->heap[(i - 1) / 2]->when > w->when) {
+        heap_put(a, i, a->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_put(a, i, w);
+}
+
+static void sift_down(struct rl_async *a, size_t i)
+{
+    rl_watch *w = a->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= a->heap_n)
+            break;
+        if (c + 1 < a->heap_n && a->heap[c + 1]->when < a->heap[c]->when)
+            c++;
+        if (a->heap[c]->when >= w->when)
+            break;
+        heap_put(a, i, a->heap[c]);
+        i = c;
+    }
+    heap_put(a, i, w);
+}
+
+/* Queues w to be asked at `when`, or moves it there. */
+static void heap_set(struct rl_async *a, rl_watch *w, int64_t when)
+{
+    if (w->slot == NOT_QUEUED) {
+        w->when = when;
+        heap_put(a, a->heap_n++, w);   /* room was made when w was linked */
+        sift_up(a, w->slot);
+        return;
+    }
+    int64_t old = w->when;
+    w->when = when;
+    if (when < old)
+        sift_up(a, w->slot);
+    else
+        sift_down(a, w->slot);
+}
+
+static void heap_remove(struct rl_async *a, rl_watch *w)
+{
+    size_t i = w->slot;
+    if (i == NOT_QUEUED)
+        return;
+    w->slot = NOT_QUEUED;
+    rl_watch *last = a->heap[--a->heap_n];
+    if (last == w)
+        return;
+    heap_put(a, i, last);
+    sift_up(a, i);
+    sift_down(a, last->slot);
+}
+
+/* Links w first in the client's list and queues it; REDLOCK_ENOMEM when
+ * the heap has no room for it. */
+static int link_watch(struct rl_async *a, rl_watch *w)
+{
+    /* Only a watch linked here enters the heap anew (one taken out goes back
+     * in its place, or for good once over): heap_n stays within heap_cap. */
+    if (a->heap_n == a->heap_cap) {
+        size_t cap = a->heap_cap ? 2 * a->heap_cap : 64;
+        rl_watch **grown = realloc(a->heap, cap * sizeof *grown);
+        if (!grown)
+            return REDLOCK_ENOMEM;
+        a->heap = grown;
+        a->heap_cap = cap;
+    }
     w->next = a->watches;
     w->prev = &a->watches;
     if (a->watches)
         a->watches->prev = &w->next;
     a->watches = w;
-    int64_t when = rl_keep_when(&w->keep);
-    if (when < a->plan_at)
-        a->plan_at = when;
+    w->slot = NOT_QUEUED;
+    heap_set(a, w, rl_keep_when(&w->keep));
+    return REDLOCK_OK;
 }
 
 /* Unlinks w and frees it (under the mutex): at once, however many locks
  * are kept. */
 static void drop_watch(struct rl_async *a, rl_watch *w)
 {
-    (void)a;
+    heap_remove(a, w);
     *w->prev = w->next;
     if (w->next)
         w->next->prev = w->prev;
@@ -235,8 +321,8 @@ static void notify(struct rl_async *a, notice *notices)
 
 /* Starts a renewal of the batch's watches (their keep said extend), as a
  * job added to *active; when it cannot be made, each keep is told. */
-static void start_batch(rl_client *ctx, rl_watch **batch, size_t n, int64_t now, job **active,
-                        size_t *n_active, notice **notices, int64_t *first)
+static void start_batch(rl_client *ctx, struct rl_async *a, rl_watch **batch, size_t n,
+                        int64_t now, job **active, size_t *n_active, notice **notices)
 {
     redlock_handle *hs[RL_KEEP_BATCH_LOCKS];
     for (size_t i = 0; i < n; i++)
@@ -262,8 +348,8 @@ static void start_batch(rl_client *ctx, rl_watch **batch, size_t n, int64_t now,
         rl_keep_extended(&w->keep, rc, why, now, &ev);
         if (rl_keep_next(&w->keep, now, &at, &ev) == RL_KEEP_LOST)
             lose(w, &ev, notices);
-        else if (at < *first)
-            *first = at;   /* its retry */
+        else
+            heap_set(a, w, at);   /* its retry */
     }
 }
 
@@ -271,7 +357,7 @@ static void start_batch(rl_client *ctx, rl_watch **batch, size_t n, int64_t now,
  * up to RL_KEEP_BATCH_LOCKS locks or RL_KEEP_BATCH_KEYS keys), and marks
  * lost the watches whose validity ran out, adding renewal jobs to *active.
  * Returns when a watch next needs the thread (INT64_MAX: no live watch).
- * It looks at every watch only when one changed or one is due. */
+ * It looks only at the watches due (the heap's first). */
 static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, int64_t now,
                             job **active, size_t *n_active)
 {
@@ -280,14 +366,11 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
     rl_watch *batch[RL_KEEP_BATCH_LOCKS];
     size_t n_batch = 0, n_keys = 0;
     pthread_mutex_lock(&a->mu);
-    if (!stopping && now < a->plan_at) {
-        first = a->plan_at;
-        pthread_mutex_unlock(&a->mu);
-        return first;
-    }
-    for (rl_watch *w = stopping ? NULL : a->watches; w; w = w->next) {
+    while (!stopping && a->heap_n > 0 && a->heap[0]->when <= now) {
+        rl_watch *w = a->heap[0];
+        heap_remove(a, w);
         if (w->over)
-            continue;
+            continue;   /* stopped: it goes for good */
         rl_keep_event ev = { 0 };
         int64_t at;
         int what = rl_keep_next(&w->keep, now, &at, &ev);
@@ -295,7 +378,7 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
             size_t keys = w->h->keys->n;
             if (n_batch > 0 && (n_batch == RL_KEEP_BATCH_LOCKS
                                 || n_keys + keys > RL_KEEP_BATCH_KEYS)) {
-                start_batch(ctx, batch, n_batch, now, active, n_active, &notices, &first);
+                start_batch(ctx, a, batch, n_batch, now, active, n_active, &notices);
                 n_batch = n_keys = 0;
             }
             batch[n_batch++] = w;
@@ -305,12 +388,12 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
             lose(w, &ev, &notices);
             continue;
         }
-        if (at < first)
-            first = at;
+        heap_set(a, w, at);   /* extending: asked again when validity runs out */
     }
     if (n_batch > 0)
-        start_batch(ctx, batch, n_batch, now, active, n_active, &notices, &first);
-    a->plan_at = first;
+        start_batch(ctx, a, batch, n_batch, now, active, n_active, &notices);
+    if (!stopping && a->heap_n > 0)
+        first = a->heap[0]->when;
     pthread_mutex_unlock(&a->mu);
     notify(a, notices);
     return first;
@@ -343,8 +426,8 @@ static redlock_handle *watch_renewed(struct rl_async *a, rl_watch *w, int status
         if (w->keep.status != REDLOCK_OK) {
             lose(w, ev, notices);
             ev->name = NULL;   /* told with the notice */
-        } else if (rl_keep_when(&w->keep) < a->plan_at) {
-            a->plan_at = rl_keep_when(&w->keep);
+        } else {
+            heap_set(a, w, rl_keep_when(&w->keep));
         }
     }
     return doomed;
@@ -436,10 +519,10 @@ int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     pthread_mutex_lock(&a->mu);
     int rc = h->driver_data ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
                       : ensure_running(h->ctx, a);
-    if (rc == REDLOCK_OK) {
-        link_watch(a, w);
+    if (rc == REDLOCK_OK)
+        rc = link_watch(a, w) == REDLOCK_OK ? REDLOCK_OK : rl_fail(REDLOCK_ENOMEM, "out of memory");
+    if (rc == REDLOCK_OK)
         h->driver_data = w;
-    }
     pthread_mutex_unlock(&a->mu);
     if (rc != REDLOCK_OK) {
         free(w);
