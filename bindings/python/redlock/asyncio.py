@@ -779,7 +779,7 @@ class _Keeper:
         self.keep: Any = capi.redlock_keep_new(handle, _now())
         self.extending = False   # in a renewal under way
         self.stopped = False
-        self.due = 0             # the time of its live entry in the renewer's heap
+        self.due = 0             # the number of its live entry in the renewer's heap
         # Done once it is stopped and no extension is under way.
         self.idle: asyncio.Future[None] = driver.loop.create_future()
         self.renewer = driver.renewer()
@@ -802,7 +802,7 @@ class _Keeper:
             self.idle.set_result(None)
 
     def _lose(self, error: LockError) -> None:
-        if self.stopped:
+        if self.stopped or self.ended.done():
             return
         self.error = error
         self.ended.set_result(error)
@@ -828,7 +828,7 @@ class _Renewer:
     def add(self, keeper: _Keeper, at: int) -> None:
         """Looks at keeper again at `at`."""
         self.seq += 1
-        keeper.due = at
+        keeper.due = self.seq   # its entries before this one are stale
         heapq.heappush(self.heap, (at, self.seq, keeper))
         if at < self.timer_at:
             if self.timer is not None:
@@ -843,8 +843,9 @@ class _Renewer:
         batch: List[_Keeper] = []
         heap = self.heap
         while heap and heap[0][0] <= now:
-            at, _, keeper = heapq.heappop(heap)
-            if keeper.due != at or keeper.keep is None or keeper.stopped:
+            _, seq, keeper = heapq.heappop(heap)
+            if keeper.due != seq or keeper.keep is None or keeper.stopped \
+                    or keeper.error is not None:
                 continue  # looked at since, or no more kept
             what, next_at = capi.redlock_keep_next(keeper.keep, now)
             if what == capi.REDLOCK_KEEP_LOST:
