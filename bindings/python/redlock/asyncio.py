@@ -824,6 +824,11 @@ class _Renewer:
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = _NEVER
         self.renewals: Set[asyncio.Task[None]] = set()
+        # Renewals made, waiting their turn: as many run at once as a node's
+        # pool keeps connections, so that they run on pooled connections
+        # rather than each wave opening (and handshaking) new ones.
+        self.waiting: List[Tuple[Any, List[_Keeper]]] = []
+        self.places = max(1, driver.pool_size)
 
     def add(self, keeper: _Keeper, at: int) -> None:
         """Looks at keeper again at `at`."""
@@ -877,6 +882,9 @@ class _Renewer:
                                                      self._tick)
 
     def _start(self, renewal: Any, batch: List[_Keeper], now: int) -> None:
+        if len(self.renewals) >= self.places:
+            self.waiting.append((renewal, batch))
+            return
         try:
             op = capi.redlock_renewal_start(renewal, now)
         except LockError:
@@ -887,7 +895,13 @@ class _Renewer:
             return
         task = self.driver.loop.create_task(self._run(renewal, op, batch))
         self.renewals.add(task)
-        task.add_done_callback(self.renewals.discard)
+        task.add_done_callback(self._run_ended)
+
+    def _run_ended(self, task: asyncio.Task[None]) -> None:
+        self.renewals.discard(task)
+        if self.waiting:
+            renewal, batch = self.waiting.pop(0)
+            self._start(renewal, batch, _now())
 
     async def _run(self, renewal: Any, op: Any, batch: List[_Keeper]) -> None:
         def tell(done_op: Any) -> None:

@@ -15,8 +15,8 @@ import redlock
 import redlock.asyncio as aredlock
 
 N_LOCKS = 3000
-KEPT_MS = 1500   # renewed about every 0.45 s
-HOLD_S = 3.0
+KEPT_MS = 3000   # renewed about every 0.9 s
+HOLD_S = 4.0
 
 
 class Failures(logging.Handler):
