@@ -22,7 +22,8 @@ static int64_t due_after(const redlock_handle *h, int64_t now)
 
 void rl_keep_init(rl_keep *k, redlock_handle *h, int64_t now)
 {
-    *k = (rl_keep){ .h = h, .next_at = due_after(h, now), .until = h->expires_at };
+    *k = (rl_keep){ .h = h, .next_at = due_after(h, now), .early = RL_KEEP_WINDOW(h->lease_ms),
+                    .until = h->expires_at };
 }
 
 /* "resource=... owner=...": which lock an event is about. */
@@ -78,7 +79,7 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev)
     *at = expires_at;
     if (k->extending)
         return RL_KEEP_WAIT;
-    if (now >= k->next_at - RL_KEEP_WINDOW(k->h->lease_ms)) {
+    if (now >= k->next_at - k->early) {
         k->extending = true;
         k->until = expires_at;
         return RL_KEEP_EXTEND;
@@ -115,9 +116,11 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
         }
         k->until = k->h->expires_at;
         k->next_at = due_after(k->h, now);
+        k->early = RL_KEEP_WINDOW(k->h->lease_ms);
         return;
     case REDLOCK_ENOMEM:
         k->next_at = now + ENOMEM_PAUSE_MS;
+        k->early = 0;
         return;
     case REDLOCK_ENOTHELD:
     case REDLOCK_EWRONGTYPE:
@@ -134,6 +137,7 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
     int64_t pause = ctx->opt.retry_delay_ms > ENOMEM_PAUSE_MS ? ctx->opt.retry_delay_ms
                                                               : ENOMEM_PAUSE_MS;
     k->next_at = now + pause;
+    k->early = 0;
     char fields[RL_KEEP_FIELDS_LEN];
     snprintf(fields, sizeof fields, "code=%s retry_in_ms=%lld validity_ms=%lld",
              rl_log_code(status), (long long)pause, (long long)(k->h->expires_at - now));

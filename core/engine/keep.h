@@ -11,7 +11,8 @@
  *     token): locks taken together do not all fall due together. A renewal
  *     sooner than that is always safe (the lease only starts again).
  *   - Renewals are batched: one that is due takes along those due within
- *     RL_KEEP_WINDOW (a thirtieth of the lease, at most 100 ms), so the
+ *     RL_KEEP_WINDOW (a thirtieth of the lease, at most 100 ms; a retry
+ *     after a failure is never sooner than its pause), so the
  *     driver sends one command per node for many locks (rl_op_extend_many,
  *     at most RL_KEEP_BATCH_LOCKS locks and RL_KEEP_BATCH_KEYS keys each);
  *     each lock is still decided on its own by the nodes' quorum.
@@ -43,6 +44,8 @@
 typedef struct rl_keep {
     redlock_handle *h;
     int64_t next_at;       /* when the next extension is due */
+    int64_t early;         /* it may start this much sooner: the batching window for a
+                            * renewal, 0 for a retry (retry_delay_ms is a minimum) */
     int64_t until;         /* the validity's end before the extension under way */
     bool extending;        /* one is under way (asked for, not yet ended) */
     int status;            /* REDLOCK_OK, or why it was lost */
