@@ -104,8 +104,8 @@ bool rl_cmd_many_votes(const rl_cmd *cmd, const struct redisReply *reply, signed
  * node, the renewal of many 0.9 us; from the call, a multi-lock of 100,000
  * on 3 local nodes sharing 2 cores with the client takes 6.7 to 11 us a key
  * (formatting, the bytes on the wire, the nodes' work one after another).
- * The allowance is twice that: 2 s more for 100,000 keys, 10 ms for a
- * renewal of 500. */
+ * The allowance is twice that, in whole ms: 2 s more for 100,000 keys,
+ * 10 ms for a renewal of 500, none under 50 keys. */
 #define RL_CMD_US_PER_KEY 20
 int64_t rl_cmd_work_ms(const rl_cmd *cmd);
 

@@ -221,10 +221,10 @@ static const char *const op_names[] = {
 /* The event of a finished operation (log.h): one per call, never per attempt. */
 static void report(const rl_op *op, int64_t now)
 {
-    int rc = op->rc, level = REDLOCK_LOG_WARN;
-    const char *event = "failed";
     if (op->kind == OP_EXTEND_MANY)
         return;   /* each lock's outcome is its keeper's to tell (keep.h) */
+    int rc = op->rc, level = REDLOCK_LOG_WARN;
+    const char *event = "failed";
     if (rc == REDLOCK_OK) {
         static const char *const done[] = {
             [OP_LOCK] = "acquired", [OP_EXTEND] = "extended", [OP_UNLOCK] = "released",
