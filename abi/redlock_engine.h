@@ -441,6 +441,46 @@ REDLOCK_API void redlock_keep_extended(redlock_keep *k, int status, const char *
 REDLOCK_API int redlock_keep_status(const redlock_keep *k);
 REDLOCK_API const char *redlock_keep_message(const redlock_keep *k);
 
+/* ---- Renewals of many kept locks (experimental) ----
+ *
+ * The way to run the extensions that keeps ask for when a driver keeps
+ * many locks: the keeps that said REDLOCK_KEEP_EXTEND (a keep asks a little
+ * before its lock is due, within a window of a thirtieth of its lease, at
+ * most 100 ms, so that renewals due together go together) are added to a
+ * renewal, which renews them all in one operation: one command per node
+ * for all their keys (at most 500 locks and 500 keys: a call that holds a
+ * node under a millisecond), each lock still decided on its own by a
+ * quorum of the nodes' answers for its keys, as an extend would be. The
+ * driver
+ *   1. makes a renewal (redlock_renewal_new) and adds each such keep
+ *      (redlock_renewal_add); REDLOCK_RENEWAL_FULL says the renewal holds
+ *      all it may: start it, and add the keep to a new one;
+ *   2. starts it (redlock_renewal_start), runs its operation like any
+ *      other, and tells the renewal its end (redlock_renewal_ended), which
+ *      tells each keep its own lock's outcome (as redlock_keep_extended);
+ *      a renewal that could not start told its keeps already;
+ *   3. frees the operation, then the renewal.
+ * The keeps (and their handles) must outlive the renewal. */
+typedef struct redlock_renewal redlock_renewal;
+
+#define REDLOCK_RENEWAL_FULL 1
+
+REDLOCK_API int redlock_renewal_new(redlock_renewal **out);
+REDLOCK_API void redlock_renewal_free(redlock_renewal *r);
+/* Adds k, whose keep said REDLOCK_KEEP_EXTEND. REDLOCK_OK, or
+ * REDLOCK_RENEWAL_FULL (k was not added), or REDLOCK_EINVAL (NULL, a keep
+ * that did not ask for an extension, one of another ctx, or r started). */
+REDLOCK_API int redlock_renewal_add(redlock_renewal *r, redlock_keep *k);
+/* How many keeps were added. */
+REDLOCK_API size_t redlock_renewal_count(const redlock_renewal *r);
+/* The operation that renews every lock added. When it cannot be made, its
+ * status is returned and each keep knows already. */
+REDLOCK_API int redlock_renewal_start(redlock_op **out, redlock_renewal *r, int64_t now_ms);
+/* Its operation ended (op done), or was given up (op NULL, or not done:
+ * each keep is told REDLOCK_ENOQUORUM): each keep is told its outcome. */
+REDLOCK_API void redlock_renewal_ended(redlock_renewal *r, const redlock_op *op,
+                                       int64_t now_ms);
+
 #ifdef __cplusplus
 }
 #endif

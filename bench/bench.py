@@ -33,6 +33,12 @@ STRAGGLER_MS = 50
 HANDOFF_HOLD_MS = 20     # the waiter has surely started waiting by then
 FAIR_THREADS = 16
 FAIR_HOLD_MS = 1         # each holds the resource this long per acquisition
+# "kept": one client holding many kept locks (not in the default run: --only kept).
+KEPT_LOCKS = (10000, 100000)
+KEPT_NODES = (3, 5)
+KEPT_LEASE_MS = 30000    # the default watchdog_lease_ms: renewed about every 9 s
+KEPT_SECONDS = 40.0     # the first half (CPU) and the second (lag) each see two waves
+KEPT_CLIENTS = ("ours-c", "ours-python", "ours-python-asyncio")
 
 
 def client_table(build):
@@ -334,6 +340,81 @@ def stop_sentinel_groups(workdir):
         subprocess.run([script, "stop", d], capture_output=True)
 
 
+def kept_commands(build):
+    """The kept scenario's clients: bench/c/kept.c (built here, against the
+    build's library) and bench/clients/python/kept.py, sync and asyncio."""
+    exe = os.path.join(build, "bench", "kept")
+    src = os.path.join(BENCH, "c", "kept.c")
+    lib = os.path.join(build, "core")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        os.makedirs(os.path.dirname(exe), exist_ok=True)
+        subprocess.run(["cc", "-std=c11", "-O2", "-D_DEFAULT_SOURCE", "-I", os.path.join(ROOT, "abi"),
+                        src, "-o", exe, "-L", lib, "-lredlock", "-pthread", f"-Wl,-rpath,{lib}"],
+                       check=True)
+    py = sys.executable
+    env = {"PYTHONPATH": os.path.join(build, "bindings", "python")}
+    script = os.path.join(BENCH, "clients", "python", "kept.py")
+    return {"ours-c": ([exe], {}), "ours-python": ([py, script], env),
+            "ours-python-asyncio": ([py, script, "--asyncio"], env)}
+
+
+def run_kept(args, nodes):
+    """The kept scenario: each client holds KEPT_LOCKS kept locks on 3 and 5
+    nodes; {client|nodes|locks: [figures per repeat]}."""
+    commands = kept_commands(os.path.abspath(args.build))
+    out = {}
+    for rep in range(args.repeat):
+        for n in KEPT_NODES:
+            for locks in args.kept_locks:
+                for name in KEPT_CLIENTS:
+                    cmd, env = commands[name]
+                    flush(nodes[:n])
+                    full = cmd + ["--nodes", ",".join(nodes[:n]), "--locks", str(locks),
+                                  "--lease", str(KEPT_LEASE_MS), "--seconds", str(args.kept_seconds),
+                                  "--prefix", "bench:kept"]
+                    proc = subprocess.run(full, capture_output=True, text=True, timeout=900,
+                                          env={**os.environ, **env})
+                    lines = proc.stdout.strip().splitlines()
+                    if not lines:
+                        print(f"bench: kept {name} {n} nodes {locks} locks failed "
+                              f"({proc.returncode}): {proc.stderr.strip()[-400:]}", flush=True)
+                        continue
+                    res = json.loads(lines[-1])
+                    print(f"bench: kept {name} {n} nodes {locks} locks: {res}", flush=True)
+                    out.setdefault(f"{name}|{n}|{locks}", []).append(res)
+    return out
+
+
+def write_kept(out_dir, kept, settings):
+    """kept.json and kept.md: the medians of the repeats, one row per run."""
+    rows = []
+    fields = ("lost", "renewal_failed", "bytes_per_lock", "max_sockets", "cpu_ms_per_s",
+              "cpu_ms_per_1000_renewals", "worst_renewal_lag_ms", "min_validity_ms",
+              "acquire_s", "release_s")
+    for key, runs in kept.items():
+        name, n, locks = key.split("|")
+        med = {f: statistics.median(r[f] for r in runs if f in r) if any(f in r for r in runs)
+               else None for f in fields}
+        med["lost"] = max(r["lost"] for r in runs)   # the worst run, not the median
+        rows.append((name, int(n), int(locks), len(runs), med))
+    with open(os.path.join(out_dir, "kept.json"), "w") as f:
+        json.dump({"settings": settings, "runs": kept}, f, indent=1)
+    with open(os.path.join(out_dir, "kept.md"), "w") as f:
+        f.write(f"# Kept locks\n\nOne client holding many kept locks, lease {KEPT_LEASE_MS} ms "
+                f"(the default watchdog_lease_ms: renewed about every 9 s), held {settings['kept_seconds']} s; medians of "
+                f"{settings['repeat']} runs (lost: the worst run). CPU is the client's while it "
+                "only held its locks; a renewal's lag is how much later than a third of the "
+                "lease after the last one it started.\n\n")
+        f.write("| client | nodes | locks | lost | bytes/lock | sockets | CPU ms/s | "
+                "CPU ms/1000 renewals | worst lag ms | least validity ms | acquire s |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
+        for name, n, locks, _, m in sorted(rows, key=lambda r: (r[1], r[2], r[0])):
+            f.write(f"| {name} | {n} | {locks:,} | {m['lost']} | {m['bytes_per_lock']:.0f} | "
+                    f"{m['max_sockets']:.0f} | {m['cpu_ms_per_s']:.1f} | "
+                    f"{m['cpu_ms_per_1000_renewals']:.2f} | {m['worst_renewal_lag_ms']:.0f} | "
+                    f"{m['min_validity_ms']:.0f} | {m['acquire_s']:.1f} |\n")
+
+
 def run_all(args, runner, nodes, workdir):
     """Every scenario, args.repeat times; returns {scenario: {key: [figures per repeat]}}."""
     cycles = str(args.cycles)
@@ -422,10 +503,11 @@ def main():
     p.add_argument("--cycles", type=int, default=1000)
     p.add_argument("--out", default=os.path.join(BENCH, "results"))
     p.add_argument("--only", default=",".join(report.SCENARIOS),
-                   help="the scenarios to run, comma-separated: " + ", ".join(report.SCENARIOS))
+                   help="the scenarios to run, comma-separated: " + ", ".join(report.SCENARIOS)
+                   + "; and kept (many kept locks: only when named)")
     args = p.parse_args()
     args.only = args.only.split(",")
-    unknown = [s for s in args.only if s not in report.SCENARIOS]
+    unknown = [s for s in args.only if s not in report.SCENARIOS + ("kept",)]
     if unknown:
         p.error(f"--only: unknown scenario {', '.join(unknown)} (of {', '.join(report.SCENARIOS)})")
     if args.quick:
@@ -443,6 +525,8 @@ def main():
     args.fair_threads, args.fair_hold_ms = FAIR_THREADS, FAIR_HOLD_MS
     args.fair_seconds = 1.0 if args.quick else 5.0
     args.lease = LEASE_MS
+    args.kept_locks = (1000,) if args.quick else KEPT_LOCKS
+    args.kept_seconds = 4.0 if args.quick else KEPT_SECONDS
     args.toxiproxy = shutil.which("toxiproxy-server", path=os.path.join(BENCH, ".tools"))
     if not args.toxiproxy and "straggler" in args.only:
         print("bench: straggler: not available (toxiproxy-server: run bench/setup.sh)", flush=True)
@@ -452,7 +536,9 @@ def main():
     started = time.time()
     try:
         nodes = start_nodes(os.path.join(workdir, "nodes"), max(NODE_COUNTS))
-        results = run_all(args, runner, nodes, workdir)
+        kept = run_kept(args, nodes) if "kept" in args.only else None
+        args.only = [s for s in args.only if s != "kept"]
+        results = run_all(args, runner, nodes, workdir) if args.only else None
     finally:
         stop_nodes(os.path.join(workdir, "nodes"))
         stop_sentinel_groups(workdir)
@@ -460,6 +546,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     # The settings of the run, without this machine's paths.
     settings = {k: v for k, v in vars(args).items() if k not in ("build", "out", "toxiproxy")}
+    if kept is not None:
+        write_kept(args.out, kept, settings)
+        print(f"bench: wrote {os.path.join(args.out, 'kept.md')}", flush=True)
+    if results is None:
+        return
     report.write(args.out, results, runner.missing, settings, time.time() - started)
     print(f"bench: wrote {os.path.join(args.out, 'REPORT.md')}", flush=True)
     # The issue's handoff and fairness targets, said here too when missed.

@@ -359,14 +359,17 @@ void redlock_lua_log_free(redlock_lua_log *q);
 %nodefaultdtor redlock_waiters;
 %nodefaultctor redlock_keep;
 %nodefaultdtor redlock_keep;
+%nodefaultctor redlock_renewal;
+%nodefaultdtor redlock_renewal;
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_sub **out (redlock_sub *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
-                          redlock_keep **out (redlock_keep *temp = NULL)
+                          redlock_keep **out (redlock_keep *temp = NULL),
+                          redlock_renewal **out (redlock_renewal *temp = NULL)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_sub **out, redlock_waiters **out,
-                 redlock_keep **out {
+                 redlock_keep **out, redlock_renewal **out {
   if (*$1) {
     SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
   } else {

@@ -294,22 +294,26 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %nodefaultdtor redlock_waiters;
 %nodefaultctor redlock_keep;
 %nodefaultdtor redlock_keep;
+%nodefaultctor redlock_renewal;
+%nodefaultdtor redlock_renewal;
 %apply long long *OUTPUT { int64_t *at_ms };
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_conn **out (redlock_conn *temp = NULL),
                           redlock_sub **out (redlock_sub *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
-                          redlock_keep **out (redlock_keep *temp = NULL)
+                          redlock_keep **out (redlock_keep *temp = NULL),
+                          redlock_renewal **out (redlock_renewal *temp = NULL)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_conn **out, redlock_sub **out, redlock_waiters **out,
-                 redlock_keep **out
+                 redlock_keep **out, redlock_renewal **out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 %typemap(out) int redlock_op_lock, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
               int redlock_op_ping, int redlock_conn_new, int redlock_sub_new,
-              int redlock_waiters_new, int redlock_keep_new, int redlock_keep_extend {
+              int redlock_waiters_new, int redlock_keep_new, int redlock_keep_extend,
+              int redlock_renewal_new, int redlock_renewal_start {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;

@@ -974,7 +974,7 @@ end
 -- (redlock_op_drive); returns its status, its message and a lock's handle,
 -- or, from an operation that gives none, its answer (redlock_op_answer):
 -- { locked, ttl_ms, deleted }.
-local function drive(ctx, op)
+local function drive(ctx, op, before_free)
   local d = driver_of(ctx)
   local run = { d = d, op = op, sem = take_sem(), ios = {}, may_wait = true }
   while true do
@@ -1006,6 +1006,9 @@ local function drive(ctx, op)
   local status, message = core.redlock_op_status(op), core.redlock_op_message(op)
   local handle = core.redlock_op_take_handle(op) or { core.redlock_op_answer(op) }
   while core.redlock_op_take_conn(op) do
+  end
+  if before_free then
+    before_free(op)   -- a renewal reads each lock's outcome from it
   end
   core.redlock_op_free(op)
   give_sem(run.sem)
@@ -1353,8 +1356,62 @@ local function extend_kept(ctx, hold, lease_ms)
   return status
 end
 
-local function renew(ctx, hold)
-  extend_kept(ctx, hold)
+-- Inside nginx: renews the holds whose keeps asked for it, all in one
+-- renewal (redlock_renewal: one command per node for all their keys, each
+-- lock decided on its own), each hold busy until it ends; its keep is told
+-- its lock's outcome and says whether it is lost.
+local function renew(ctx, holds, renewal)
+  local busy = semaphore.new()
+  for _, hold in ipairs(holds) do
+    hold.busy = busy
+  end
+  local rc, op = core.redlock_renewal_start(renewal, now_ms())
+  if rc == core.REDLOCK_OK then
+    local told = false
+    local _, problem = pcall(drive, ctx, op, function(done)
+      core.redlock_renewal_ended(renewal, done, now_ms())
+      told = true
+    end)
+    if not told then
+      -- The drive failed before the end: each lock's renewal failed.
+      core.redlock_renewal_ended(renewal, nil, now_ms())
+      report("a renewal", problem)
+    end
+  end
+  core.redlock_renewal_free(renewal)
+  drain_events(ctx)
+  for _, hold in ipairs(holds) do
+    local lost = core.redlock_keep_status(hold.keep)
+    if hold.kept and lost ~= core.REDLOCK_OK then
+      lose(hold, lost, core.redlock_keep_message(hold.keep))
+    end
+    hold.busy = nil   -- from here the keeper may free the keep
+  end
+  post_all(busy)
+  ctx.drv.keeper.sem:post(1)
+end
+
+-- Inside nginx: the holds whose keeps asked for an extension, in renewals
+-- of as many as one holds (redlock_renewal_add says when one is full).
+local function batch_renewals(holds)
+  local batches = {}
+  local renewal, batch
+  for _, hold in ipairs(holds) do
+    local rc = renewal and core.redlock_renewal_add(renewal, hold.keep)
+    if rc ~= core.REDLOCK_OK then
+      if renewal then
+        batches[#batches + 1] = { renewal, batch }
+      end
+      rc, renewal = core.redlock_renewal_new()
+      batch = {}
+      core.redlock_renewal_add(renewal, hold.keep)
+    end
+    batch[#batch + 1] = hold
+  end
+  if renewal then
+    batches[#batches + 1] = { renewal, batch }
+  end
+  return batches
 end
 
 local function run_callback(hold)
@@ -1395,8 +1452,8 @@ local function keep_watching(premature, ctx)
     end
     -- Light threads run at once until they first wait, so they start after
     -- the walk over k.holds (a callback may take a new kept lock).
-    for _, hold in ipairs(renewals) do
-      ngx.thread.spawn(renew, ctx, hold)
+    for _, b in ipairs(batch_renewals(renewals)) do
+      ngx.thread.spawn(renew, ctx, b[2], b[1])
     end
     for _, hold in ipairs(lost) do
       hold.told = true

@@ -744,3 +744,91 @@ const char *redlock_keep_message(const redlock_keep *k)
 {
     return k ? k->keep.message : "keep is NULL";
 }
+
+/* ---- renewals of many kept locks (keep.h, op.h's rl_op_extend_many) ---- */
+
+struct redlock_renewal {
+    rl_client *ctx;             /* of the first keep added */
+    size_t n, n_keys;
+    bool started;
+    redlock_keep *keeps[RL_KEEP_BATCH_LOCKS];
+};
+
+int redlock_renewal_new(redlock_renewal **out)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = calloc(1, sizeof **out);
+    return *out ? REDLOCK_OK : rl_fail(REDLOCK_ENOMEM, "out of memory");
+}
+
+void redlock_renewal_free(redlock_renewal *r)
+{
+    free(r);
+}
+
+int redlock_renewal_add(redlock_renewal *r, redlock_keep *k)
+{
+    rl_clear_error();
+    if (!r || !k)
+        return rl_fail(REDLOCK_EINVAL, "%s is NULL", r ? "keep" : "renewal");
+    if (r->started)
+        return rl_fail(REDLOCK_EINVAL, "renewal: started already");
+    redlock_handle *h = k->keep.h;
+    if (r->n > 0 && h->ctx != r->ctx)
+        return rl_fail(REDLOCK_EINVAL, "renewal: a lock of another client");
+    if (!k->keep.extending)
+        return rl_fail(REDLOCK_EINVAL, "renewal: the keep did not ask for an extension "
+                       "(redlock_keep_next said REDLOCK_KEEP_EXTEND?)");
+    if (r->n > 0 && (r->n == RL_KEEP_BATCH_LOCKS || r->n_keys + h->keys->n > RL_KEEP_BATCH_KEYS))
+        return REDLOCK_RENEWAL_FULL;
+    r->ctx = h->ctx;
+    r->keeps[r->n++] = k;
+    r->n_keys += h->keys->n;
+    return REDLOCK_OK;
+}
+
+size_t redlock_renewal_count(const redlock_renewal *r)
+{
+    return r ? r->n : 0;
+}
+
+int redlock_renewal_start(redlock_op **out, redlock_renewal *r, int64_t now_ms)
+{
+    rl_clear_error();
+    if (!out)
+        return rl_fail(REDLOCK_EINVAL, "out is NULL");
+    *out = NULL;
+    if (!r)
+        return rl_fail(REDLOCK_EINVAL, "renewal is NULL");
+    if (r->started || r->n == 0)
+        return rl_fail(REDLOCK_EINVAL, "renewal: %s", r->started ? "started already"
+                                                                 : "no lock was added");
+    r->started = true;
+    redlock_handle *hs[RL_KEEP_BATCH_LOCKS];
+    for (size_t i = 0; i < r->n; i++)
+        hs[i] = r->keeps[i]->keep.h;
+    int rc = rl_op_extend_many(out, r->ctx, hs, r->n, now_ms);
+    if (rc != REDLOCK_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", redlock_errmsg());
+        for (size_t i = 0; i < r->n; i++)
+            redlock_keep_extended(r->keeps[i], rc, why, now_ms);
+        rl_fail(rc, "%s", why);
+    }
+    return rc;
+}
+
+void redlock_renewal_ended(redlock_renewal *r, const redlock_op *op, int64_t now_ms)
+{
+    if (!r || !r->started)
+        return;
+    bool decided = op && rl_op_done(op) && rl_op_many_count(op) == r->n;
+    for (size_t i = 0; i < r->n; i++) {
+        const char *message = "the renewal ended before it was decided";
+        int status = decided ? rl_op_many_status(op, i, &message) : REDLOCK_ENOQUORUM;
+        redlock_keep_extended(r->keeps[i], status, message, now_ms);
+    }
+    r->n = 0;   /* told once */
+}

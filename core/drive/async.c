@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "async.h"
@@ -34,7 +35,8 @@ typedef struct job {
     bool is_unlock;
     redlock_done_fn done;    /* NULL for a renewal */
     void *data;
-    struct rl_watch *watch;  /* the watch a renewal is for */
+    struct rl_watch **batch; /* the watches a renewal is for (rl_op_extend_many) */
+    size_t n_batch;
     rl_waiter *waiter;       /* a lock waiting for a release (wake.c) */
     struct job *next;
 } job;
@@ -50,8 +52,12 @@ typedef struct rl_watch {
     bool over;               /* lost or stopped: no more extensions */
     bool free_handle;        /* free the handle once extending and notifying end */
     job *parked;             /* unlocks held back until the extension ends */
-    struct rl_watch *next;
+    struct rl_watch *next, **prev;   /* prev: the pointer to it, to unlink it at once */
+    int64_t when;            /* its key in the heap: when its keep is to be asked next */
+    size_t slot;             /* its place in the heap, NOT_QUEUED when not there */
 } rl_watch;
+
+#define NOT_QUEUED SIZE_MAX
 
 /* A lost callback to make, outside the mutex. */
 typedef struct notice {
@@ -80,6 +86,12 @@ struct rl_async {
     int wake[2];             /* a pipe: a byte in it wakes the thread */
     draining *drains;        /* the thread's own */
     rl_watch *watches;       /* every watch, over ones too, until dropped */
+    /* The live watches by when each keep is to be asked next (a binary
+     * min-heap on rl_watch.when): plan_watches looks only at those due, so
+     * holding many locks costs nothing between their renewals. Room for
+     * every watch is made when it is linked. */
+    rl_watch **heap;
+    size_t heap_n, heap_cap;
     pthread_cond_t changed;  /* a watch's extension or lost callback ended */
 };
 
@@ -112,6 +124,7 @@ void rl_async_forget(struct rl_async *a)
         w->h->driver_data = NULL;
         free(w);
     }
+    a->heap_n = 0;
 }
 
 static void wake(struct rl_async *a)
@@ -147,6 +160,7 @@ void rl_async_free(rl_client *ctx, struct rl_async *a)
         w->h->driver_data = NULL;
         free(w);
     }
+    free(a->heap);
     close(a->wake[0]);
     close(a->wake[1]);
     pthread_cond_destroy(&a->changed);
@@ -162,15 +176,104 @@ static bool on_client_thread(const struct rl_async *a)
     return rl_worker_is_self(&a->worker);
 }
 
-/* Unlinks w and frees it (under the mutex). */
+/* ---- the heap of watches by time (under the mutex) ---- */
+
+static void heap_put(struct rl_async *a, size_t i, rl_watch *w)
+{
+    a->heap[i] = w;
+    w->slot = i;
+}
+
+static void sift_up(struct rl_async *a, size_t i)
+{
+    rl_watch *w = a->heap[i];
+    while (i > 0 && a->heap[(i - 1) / 2]->when > w->when) {
+        heap_put(a, i, a->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_put(a, i, w);
+}
+
+static void sift_down(struct rl_async *a, size_t i)
+{
+    rl_watch *w = a->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= a->heap_n)
+            break;
+        if (c + 1 < a->heap_n && a->heap[c + 1]->when < a->heap[c]->when)
+            c++;
+        if (a->heap[c]->when >= w->when)
+            break;
+        heap_put(a, i, a->heap[c]);
+        i = c;
+    }
+    heap_put(a, i, w);
+}
+
+/* Queues w to be asked at `when`, or moves it there. */
+static void heap_set(struct rl_async *a, rl_watch *w, int64_t when)
+{
+    if (w->slot == NOT_QUEUED) {
+        w->when = when;
+        heap_put(a, a->heap_n++, w);   /* room was made when w was linked */
+        sift_up(a, w->slot);
+        return;
+    }
+    int64_t old = w->when;
+    w->when = when;
+    if (when < old)
+        sift_up(a, w->slot);
+    else
+        sift_down(a, w->slot);
+}
+
+static void heap_remove(struct rl_async *a, rl_watch *w)
+{
+    size_t i = w->slot;
+    if (i == NOT_QUEUED)
+        return;
+    w->slot = NOT_QUEUED;
+    rl_watch *last = a->heap[--a->heap_n];
+    if (last == w)
+        return;
+    heap_put(a, i, last);
+    sift_up(a, i);
+    sift_down(a, last->slot);
+}
+
+/* Links w first in the client's list and queues it; REDLOCK_ENOMEM when
+ * the heap has no room for it. */
+static int link_watch(struct rl_async *a, rl_watch *w)
+{
+    /* Only a watch linked here enters the heap anew (one taken out goes back
+     * in its place, or for good once over): heap_n stays within heap_cap. */
+    if (a->heap_n == a->heap_cap) {
+        size_t cap = a->heap_cap ? 2 * a->heap_cap : 64;
+        rl_watch **grown = realloc(a->heap, cap * sizeof *grown);
+        if (!grown)
+            return REDLOCK_ENOMEM;
+        a->heap = grown;
+        a->heap_cap = cap;
+    }
+    w->next = a->watches;
+    w->prev = &a->watches;
+    if (a->watches)
+        a->watches->prev = &w->next;
+    a->watches = w;
+    w->slot = NOT_QUEUED;
+    heap_set(a, w, rl_keep_when(&w->keep));
+    return REDLOCK_OK;
+}
+
+/* Unlinks w and frees it (under the mutex): at once, however many locks
+ * are kept. */
 static void drop_watch(struct rl_async *a, rl_watch *w)
 {
-    for (rl_watch **pp = &a->watches; *pp; pp = &(*pp)->next) {
-        if (*pp == w) {
-            *pp = w->next;
-            break;
-        }
-    }
+    heap_remove(a, w);
+    *w->prev = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
     w->h->driver_data = NULL;
     free(w);
 }
@@ -216,58 +319,94 @@ static void notify(struct rl_async *a, notice *notices)
     }
 }
 
-/* Starts the extensions that are due and marks lost the watches whose
- * validity ran out, adding renewal jobs to *active. Returns when a watch
- * next needs the thread (INT64_MAX: no live watch). */
+/* Starts a renewal of the batch's watches (their keep said extend), as a
+ * job added to *active; when it cannot be made, each keep is told. */
+static void start_batch(rl_client *ctx, struct rl_async *a, rl_watch **batch, size_t n,
+                        int64_t now, job **active, size_t *n_active, notice **notices)
+{
+    redlock_handle *hs[RL_KEEP_BATCH_LOCKS];
+    for (size_t i = 0; i < n; i++)
+        hs[i] = batch[i]->h;
+    rl_op *op = NULL;
+    job *j = malloc(sizeof *j);
+    rl_watch **ws = j ? malloc(n * sizeof *ws) : NULL;
+    int rc = ws ? rl_op_extend_many(&op, ctx, hs, n, now) : REDLOCK_ENOMEM;
+    if (rc == REDLOCK_OK) {
+        memcpy(ws, batch, n * sizeof *ws);
+        *j = (job){ .op = op, .batch = ws, .n_batch = n, .next = *active };
+        *active = j;
+        (*n_active)++;
+        return;
+    }
+    free(ws);
+    free(j);
+    const char *why = rc == REDLOCK_ENOMEM ? "out of memory" : rl_errmsg();
+    for (size_t i = 0; i < n; i++) {
+        rl_watch *w = batch[i];
+        rl_keep_event ev = { 0 };
+        int64_t at;
+        rl_keep_extended(&w->keep, rc, why, now, &ev);
+        if (rl_keep_next(&w->keep, now, &at, &ev) == RL_KEEP_LOST)
+            lose(w, &ev, notices);
+        else
+            heap_set(a, w, at);   /* its retry */
+    }
+}
+
+/* Starts the renewals that are due, in batches (one command per node for
+ * up to RL_KEEP_BATCH_LOCKS locks or RL_KEEP_BATCH_KEYS keys), and marks
+ * lost the watches whose validity ran out, adding renewal jobs to *active.
+ * Returns when a watch next needs the thread (INT64_MAX: no live watch).
+ * It looks only at the watches due (the heap's first). */
 static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, int64_t now,
                             job **active, size_t *n_active)
 {
     int64_t first = INT64_MAX;
     notice *notices = NULL;
+    rl_watch *batch[RL_KEEP_BATCH_LOCKS];
+    size_t n_batch = 0, n_keys = 0;
     pthread_mutex_lock(&a->mu);
-    for (rl_watch *w = stopping ? NULL : a->watches; w; w = w->next) {
+    while (!stopping && a->heap_n > 0 && a->heap[0]->when <= now) {
+        rl_watch *w = a->heap[0];
+        heap_remove(a, w);
         if (w->over)
-            continue;
+            continue;   /* stopped: it goes for good */
         rl_keep_event ev = { 0 };
         int64_t at;
         int what = rl_keep_next(&w->keep, now, &at, &ev);
         if (what == RL_KEEP_EXTEND) {
-            rl_op *op;
-            job *j = malloc(sizeof *j);
-            int rc = j ? rl_op_extend(&op, w->h, w->h->lease_ms, now) : REDLOCK_ENOMEM;
-            if (rc == REDLOCK_OK) {
-                *j = (job){ .op = op, .watch = w, .next = *active };
-                *active = j;
-                (*n_active)++;
-            } else {
-                free(j);
-                rl_keep_extended(&w->keep, rc, rc == REDLOCK_ENOMEM ? "out of memory"
-                                 : rl_errmsg(), now, &ev);
-                what = rl_keep_next(&w->keep, now, &at, &ev);
+            size_t keys = w->h->keys->n;
+            if (n_batch > 0 && (n_batch == RL_KEEP_BATCH_LOCKS
+                                || n_keys + keys > RL_KEEP_BATCH_KEYS)) {
+                start_batch(ctx, a, batch, n_batch, now, active, n_active, &notices);
+                n_batch = n_keys = 0;
             }
+            batch[n_batch++] = w;
+            n_keys += keys;
         }
         if (what == RL_KEEP_LOST) {
             lose(w, &ev, &notices);
             continue;
         }
-        if (at < first)
-            first = at;
+        heap_set(a, w, at);   /* extending: asked again when validity runs out */
     }
+    if (n_batch > 0)
+        start_batch(ctx, a, batch, n_batch, now, active, n_active, &notices);
+    if (!stopping && a->heap_n > 0)
+        first = a->heap[0]->when;
     pthread_mutex_unlock(&a->mu);
     notify(a, notices);
     return first;
 }
 
-/* A renewal ended: the next one is planned, or the lock is lost; unlocks
- * that waited for it go on. */
-static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
+/* A watch's renewal ended with status: the next one is planned, or the lock
+ * is lost; unlocks that waited for it go on (under the mutex). Returns the
+ * handle to free, if any. */
+static redlock_handle *watch_renewed(struct rl_async *a, rl_watch *w, int status,
+                                     const char *message, int64_t now, rl_keep_event *ev,
+                                     notice **notices)
 {
-    rl_watch *w = j->watch;
-    int status = rl_op_status(j->op);
-    notice *notices = NULL;
     redlock_handle *doomed = NULL;
-    rl_keep_event ev = { 0 };   /* renewal_failed, told unlocked */
-    pthread_mutex_lock(&a->mu);
     if (w->parked) {
         job *last = w->parked;
         while (last->next)
@@ -283,17 +422,47 @@ static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t no
             drop_watch(a, w);
         }
     } else {
-        rl_keep_extended(&w->keep, status, rl_op_message(j->op), now, &ev);
+        rl_keep_extended(&w->keep, status, message, now, ev);
         if (w->keep.status != REDLOCK_OK) {
-            lose(w, &ev, &notices);
-            ev.name = NULL;   /* told with the notice */
+            lose(w, ev, notices);
+            ev->name = NULL;   /* told with the notice */
+        } else {
+            heap_set(a, w, rl_keep_when(&w->keep));
         }
+    }
+    return doomed;
+}
+
+/* A batch's renewal ended: each watch is told its lock's outcome. */
+static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
+{
+    notice *notices = NULL;
+    size_t n = j->n_batch;
+    redlock_handle **doomed = calloc(n, sizeof *doomed);
+    rl_keep_event *evs = calloc(n, sizeof *evs);   /* renewal_failed, told unlocked */
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < n; i++) {
+        const char *message = "";
+        int status = rl_op_done(j->op) ? rl_op_many_status(j->op, i, &message)
+                                       : rl_op_status(j->op);
+        rl_keep_event one = { 0 };
+        redlock_handle *h = watch_renewed(a, j->batch[i], status, message, now,
+                                          evs ? &evs[i] : &one, &notices);
+        if (doomed)
+            doomed[i] = h;
+        else
+            rl_handle_free(h);   /* out of memory: freed under the mutex, with no I/O */
     }
     pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->mu);
-    rl_keep_tell(ctx, &ev);
+    for (size_t i = 0; evs && i < n; i++)
+        rl_keep_tell(ctx, &evs[i]);
     wake(a);
-    rl_handle_free(doomed);
+    for (size_t i = 0; doomed && i < n; i++)
+        rl_handle_free(doomed[i]);
+    free(doomed);
+    free(evs);
+    free(j->batch);
     notify(a, notices);
 }
 
@@ -350,11 +519,10 @@ int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     pthread_mutex_lock(&a->mu);
     int rc = h->driver_data ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
                       : ensure_running(h->ctx, a);
-    if (rc == REDLOCK_OK) {
-        w->next = a->watches;
-        a->watches = w;
+    if (rc == REDLOCK_OK)
+        rc = link_watch(a, w) == REDLOCK_OK ? REDLOCK_OK : rl_fail(REDLOCK_ENOMEM, "out of memory");
+    if (rc == REDLOCK_OK)
         h->driver_data = w;
-    }
     pthread_mutex_unlock(&a->mu);
     if (rc != REDLOCK_OK) {
         free(w);
@@ -406,7 +574,7 @@ static void finish(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
         *d = (draining){ .c = c, .until = now + ctx->opt.node_timeout_ms, .next = a->drains };
         a->drains = d;
     }
-    if (j->watch) {
+    if (j->batch) {
         renewal_ended(ctx, a, j, now);
     } else {
         redlock_handle *h = rl_op_take_handle(j->op);
@@ -503,6 +671,54 @@ static size_t lock_places(const rl_client *ctx)
     return ctx->opt.pool_size > 0 ? (size_t)ctx->opt.pool_size : 1;
 }
 
+/* Whether a job's operation has a deadline (or another time) that has come. */
+static bool any_due(job *active, int64_t now)
+{
+    for (job *j = active; j; j = j->next)
+        if (!rl_op_done(j->op) && rl_op_wake_at(j->op) <= now)
+            return true;
+    return false;
+}
+
+/* Before the jobs' deadlines are judged, reads what their connections have
+ * received already, without waiting: a reply that came within its deadline
+ * counts, however long this thread was kept from reading it (a loaded
+ * machine, a burst of renewals to start). Grows the poll arrays as needed.
+ * Returns whether a connection was buried. */
+static bool read_ready(rl_client *ctx, job *active, size_t n_active, int64_t now,
+                       struct pollfd **pfd, rl_conn ***who, job ***waiting, size_t *cap)
+{
+    if (!any_due(active, now))
+        return false;
+    size_t need = 1 + n_active * (ctx->n_nodes + 1);
+    if (need > *cap) {
+        struct pollfd *p = realloc(*pfd, need * sizeof *p);
+        if (p)
+            *pfd = p;
+        rl_conn **w = p ? realloc(*who, need * sizeof *w) : NULL;
+        if (w)
+            *who = w;
+        job **wj = w ? realloc(*waiting, need * sizeof *wj) : NULL;
+        if (!wj)
+            return false;   /* out of memory: judged as they are */
+        *waiting = wj;
+        *cap = need;
+    }
+    size_t k = 0;
+    for (job *j = active; j; j = j->next)
+        k += rl_io_watch(ctx, j->op, rl_op_done(j->op), now, *pfd + k, *who + k);
+    bool buried = false;
+    if (k == 0 || poll(*pfd, k, 0) <= 0)
+        return false;
+    for (size_t i = 0; i < k; i++) {
+        if ((*pfd)[i].revents && !rl_io_service((*who)[i], (*pfd)[i].revents, now)) {
+            rl_io_bury(ctx, (*who)[i], now);
+            buried = true;
+        }
+    }
+    return buried;
+}
+
 static void *async_main(void *arg)
 {
     rl_client *ctx = arg;
@@ -579,6 +795,8 @@ static void *async_main(void *arg)
 
         if (wake_at > now + MAX_WAIT_MS)
             wake_at = now + MAX_WAIT_MS;
+        if (read_ready(ctx, active, n_active, now, &pfd, &who, &waiting, &cap))
+            rl_service_wake(ctx);
         for (job **pp = &active; *pp;) {
             job *j = *pp, *next = j->next;
             bool was_lock = j->is_lock;

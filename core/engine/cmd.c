@@ -54,6 +54,51 @@ rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t t
     return cmd;
 }
 
+rl_cmd *rl_cmd_new_many(rl_keys *keys)
+{
+    rl_cmd *cmd = rl_cmd_new(RL_CMD_EXTEND_MANY, keys, "", 0);
+    if (!cmd)
+        return NULL;
+    size_t n = keys->n ? keys->n : 1;
+    cmd->tokens = malloc(n * sizeof *cmd->tokens);
+    cmd->leases = malloc(n * sizeof *cmd->leases);
+    if (!cmd->tokens || !cmd->leases) {
+        rl_cmd_unref(cmd);
+        return NULL;
+    }
+    return cmd;
+}
+
+int64_t rl_cmd_work_ms(const rl_cmd *cmd)
+{
+    size_t n = cmd->kind == RL_CMD_PING ? 0 : cmd->keys->n;
+    if (n < 2)
+        return 0;
+    return (int64_t)(n * RL_CMD_US_PER_KEY / 1000);   /* whole ms: none under 50 keys */
+}
+
+bool rl_cmd_many_votes(const rl_cmd *cmd, const redisReply *r, signed char *out, rl_result *bad)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != cmd->keys->n) {
+        if (r->type == REDIS_REPLY_ARRAY)
+            rl_result_fail(bad, REDLOCK_EREDIS, "a renewal of %zu keys answered with %zu",
+                           cmd->keys->n, r->elements);
+        else
+            rl_result_from_bad_reply(bad, r);
+        return false;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_INTEGER || e->integer < -1 || e->integer > 1) {
+            rl_result_fail(bad, REDLOCK_EREDIS, "a renewal's answer for key %zu is not -1, 0 "
+                           "or 1", i + 1);
+            return false;
+        }
+        out[i] = (signed char)e->integer;
+    }
+    return true;
+}
+
 rl_cmd *rl_cmd_ref(rl_cmd *cmd)
 {
     atomic_fetch_add_explicit(&cmd->refs, 1, memory_order_relaxed);
@@ -67,6 +112,8 @@ void rl_cmd_unref(rl_cmd *cmd)
     for (int i = 0; i < RL_FORMS; i++)
         rl_bytes_free(&cmd->cached[i]);
     free(cmd->fences);
+    free(cmd->tokens);
+    free(cmd->leases);
     rl_keys_unref(cmd->keys);
     free(cmd);
 }
@@ -79,8 +126,38 @@ static const rl_script *script_of(const rl_cmd *cmd)
     case RL_CMD_INSPECT: return &rl_script_inspect;
     case RL_CMD_FORCE:   return &rl_script_force;
     case RL_CMD_FENCE:   return &rl_script_fence;
+    case RL_CMD_EXTEND_MANY: return &rl_script_extend_many;
     default:             return &rl_script_release;
     }
+}
+
+/* Formats a renewal of many locks: EVALSHA/EVAL script n key... then each
+ * key's token and lease. */
+static int format_many(const rl_cmd *cmd, rl_form form, const rl_script *script, rl_bytes *out)
+{
+    size_t n = cmd->keys->n, argc = 3 + 3 * n;
+    const char **argv = malloc(argc * sizeof *argv);
+    char (*leases)[24] = malloc((n ? n : 1) * sizeof *leases);
+    if (!argv || !leases) {
+        free(argv);
+        free(leases);
+        return REDLOCK_ENOMEM;
+    }
+    char numkeys[24];
+    snprintf(numkeys, sizeof numkeys, "%zu", n);
+    argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
+    argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
+    argv[2] = numkeys;
+    memcpy(argv + 3, cmd->keys->k, n * sizeof *argv);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(leases[i], sizeof leases[i], "%lld", (long long)cmd->leases[i]);
+        argv[3 + n + 2 * i] = cmd->tokens[i];
+        argv[3 + n + 2 * i + 1] = leases[i];
+    }
+    int rc = rl_bytes_format(out, (int)argc, argv);
+    free(argv);
+    free(leases);
+    return rc;
 }
 
 /* Formats cmd in form: SET key token NX GET PX ttl, or EVALSHA/EVAL script
@@ -116,6 +193,8 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
         return rl_bytes_format(out, 7, argv);
     }
     const rl_script *script = script_of(cmd);
+    if (cmd->kind == RL_CMD_EXTEND_MANY)
+        return format_many(cmd, form, script, out);
     bool with_ttl = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND;
     size_t n = cmd->keys->n;
     size_t extra = (with_ttl ? 1 : 0) + (cmd->fenced ? 1 : 0)
@@ -287,6 +366,7 @@ static void name_calls(const rl_cmd *cmd, char *why, size_t len)
     static const char *const names[] = {
         [RL_CMD_ACQUIRE] = "acquire", [RL_CMD_EXTEND] = "extend", [RL_CMD_RELEASE] = "release",
         [RL_CMD_INSPECT] = "inspect", [RL_CMD_FORCE] = "force", [RL_CMD_FENCE] = "fence",
+        [RL_CMD_EXTEND_MANY] = "renewal",
     };
     const char *body = script_of(cmd)->body, *name = NULL;
     if ((size_t)cmd->kind < sizeof names / sizeof names[0])

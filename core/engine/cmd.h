@@ -27,7 +27,8 @@ typedef enum rl_cmd_kind {
     RL_CMD_INSPECT,     /* a query: read the key and its PTTL */
     RL_CMD_FORCE,       /* delete the key whatever its token */
     RL_CMD_FENCE,       /* raise the keys' fencing counters, if the keys are ours */
-    RL_CMD_PING         /* PING: does the node answer */
+    RL_CMD_PING,        /* PING: does the node answer */
+    RL_CMD_EXTEND_MANY  /* renew many locks: each key by its own token and lease */
 } rl_cmd_kind;
 
 /* How a command was written on one connection. */
@@ -61,6 +62,8 @@ typedef struct rl_cmd {
     int64_t *fences;               /* fence: the value per key (owned) */
     struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */
+    char (*tokens)[RL_TOKEN_LEN + 1];   /* extend many: each key's token (owned) */
+    int64_t *leases;               /* extend many: each key's lease in ms (owned) */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */
     rl_bytes cached[RL_FORMS];     /* cacheable: formatted bytes per rl_form */
 } rl_cmd;
@@ -83,6 +86,28 @@ void rl_cmd_fences(const rl_cmd *cmd, const struct redisReply *reply, int64_t *o
  * RL_FORM_COUNT): io is what the SET's reply said; a yes takes the INCR's
  * reply as its fence, or becomes a failure when that is not a count. */
 void rl_cmd_count(const struct redisReply *reply, rl_result *io, int64_t *fence);
+
+/* A renewal of many locks (RL_CMD_EXTEND_MANY): keys with room for each
+ * key's token and lease (cmd->tokens, cmd->leases, filled by the caller). */
+rl_cmd *rl_cmd_new_many(rl_keys *keys);
+/* The reply of an extend of many keys: one verdict per key into out (1
+ * extended, 0 not ours, -1 a key of another type), true; or false with bad
+ * failed when the reply as a whole is not one (an error, NOSCRIPT...). */
+bool rl_cmd_many_votes(const rl_cmd *cmd, const struct redisReply *reply, signed char *out,
+                       rl_result *bad);
+
+/* The time a node is allowed for the work cmd asks of it, beyond
+ * node_timeout_ms: RL_CMD_US_PER_KEY for each key of a command of many
+ * keys (a multi-lock, a renewal of many locks), so that its deadline fits
+ * the work; 0 for a command of one key. Measured on Redis 7.0: the acquire
+ * script takes 1.4 us a key at 20,000 keys and 2.8 us at 100,000 on the
+ * node, the renewal of many 0.9 us; from the call, a multi-lock of 100,000
+ * on 3 local nodes sharing 2 cores with the client takes 6.7 to 11 us a key
+ * (formatting, the bytes on the wire, the nodes' work one after another).
+ * The allowance is twice that, in whole ms: 2 s more for 100,000 keys,
+ * 10 ms for a renewal of 500, none under 50 keys. */
+#define RL_CMD_US_PER_KEY 20
+int64_t rl_cmd_work_ms(const rl_cmd *cmd);
 
 /* Whether c still owes the reply of an acquire of token. A release or an
  * extension of that lock belongs on c, behind it: on another connection the

@@ -8,9 +8,22 @@
 
 #define ENOMEM_PAUSE_MS 10
 
+/* When the lock is next due after a success at now: a third of its lease,
+ * less its own spread (up to a twelfth of the lease, from its token). */
+static int64_t due_after(const redlock_handle *h, int64_t now)
+{
+    int64_t lease = h->lease_ms;
+    uint32_t hash = 2166136261u;   /* FNV-1a of the token */
+    for (const char *p = h->token; *p; p++)
+        hash = (hash ^ (unsigned char)*p) * 16777619u;
+    int64_t spread = lease / 12 > 0 ? (int64_t)(hash % (uint32_t)(lease / 12 + 1)) : 0;
+    return now + lease / 3 - spread;
+}
+
 void rl_keep_init(rl_keep *k, redlock_handle *h, int64_t now)
 {
-    *k = (rl_keep){ .h = h, .next_at = now + h->lease_ms / 3, .until = h->expires_at };
+    *k = (rl_keep){ .h = h, .next_at = due_after(h, now), .early = RL_KEEP_WINDOW(h->lease_ms),
+                    .until = h->expires_at };
 }
 
 /* "resource=... owner=...": which lock an event is about. */
@@ -66,7 +79,7 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev)
     *at = expires_at;
     if (k->extending)
         return RL_KEEP_WAIT;
-    if (now >= k->next_at) {
+    if (now >= k->next_at - k->early) {
         k->extending = true;
         k->until = expires_at;
         return RL_KEEP_EXTEND;
@@ -74,6 +87,14 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev)
     if (k->next_at < *at)
         *at = k->next_at;
     return RL_KEEP_WAIT;
+}
+
+int64_t rl_keep_when(const rl_keep *k)
+{
+    int64_t expires_at = k->h->expires_at;
+    if (k->status != REDLOCK_OK)
+        return INT64_MAX;
+    return k->extending || expires_at < k->next_at ? expires_at : k->next_at;
 }
 
 void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
@@ -94,10 +115,12 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
             return;
         }
         k->until = k->h->expires_at;
-        k->next_at = now + k->h->lease_ms / 3;
+        k->next_at = due_after(k->h, now);
+        k->early = RL_KEEP_WINDOW(k->h->lease_ms);
         return;
     case REDLOCK_ENOMEM:
         k->next_at = now + ENOMEM_PAUSE_MS;
+        k->early = 0;
         return;
     case REDLOCK_ENOTHELD:
     case REDLOCK_EWRONGTYPE:
@@ -114,6 +137,7 @@ void rl_keep_extended(rl_keep *k, int status, const char *message, int64_t now,
     int64_t pause = ctx->opt.retry_delay_ms > ENOMEM_PAUSE_MS ? ctx->opt.retry_delay_ms
                                                               : ENOMEM_PAUSE_MS;
     k->next_at = now + pause;
+    k->early = 0;
     char fields[RL_KEEP_FIELDS_LEN];
     snprintf(fields, sizeof fields, "code=%s retry_in_ms=%lld validity_ms=%lld",
              rl_log_code(status), (long long)pause, (long long)(k->h->expires_at - now));

@@ -57,8 +57,17 @@ typedef enum op_kind {
     OP_DELIVER,     /* releases owed to nodes, and nothing else */
     OP_INSPECT,     /* a query: is the lock held, by anyone, and how long */
     OP_FORCE,       /* a forced unlock: the key deleted whatever its token */
-    OP_PING         /* a PING of every node: how many answer */
+    OP_PING,        /* a PING of every node: how many answer */
+    OP_EXTEND_MANY  /* the renewal of many locks, one command per node (extend_many below) */
 } op_kind;
+
+/* Extend many: what one lock of the batch came to. */
+typedef struct many_end {
+    bool decided;
+    int rc;
+    int64_t old_expires_at;   /* its expiry before the renewal */
+    char *msg;                /* why it failed (owned), or NULL */
+} many_end;
 
 struct redlock_op {
     rl_client *ctx;
@@ -92,6 +101,15 @@ struct redlock_op {
     bool lends;           /* its driver takes them (rl_op_lend) */
     slot *slots;          /* one per node, allocated with the op */
     rl_result *results;   /* one per node, allocated with the op */
+    /* extend many: the locks (not owned), where each one's keys start in
+     * the command's (first_key[n_many] is the number of keys), each node's
+     * answer for each key (node by node; valid where results[node] is a
+     * yes), and each lock's outcome */
+    redlock_handle **many;
+    size_t n_many, n_undecided;
+    size_t *first_key;
+    signed char *key_votes;
+    many_end *ends;
 };
 
 static rl_verb verb_of(const rl_op *op)
@@ -102,6 +120,7 @@ static rl_verb verb_of(const rl_op *op)
     case OP_INSPECT: return RL_VERB_INSPECT;
     case OP_FORCE:   return RL_VERB_FORCE;
     case OP_PING:    return RL_VERB_PING;
+    case OP_EXTEND_MANY: return RL_VERB_EXTEND;
     default:         return RL_VERB_RELEASE;
     }
 }
@@ -222,11 +241,14 @@ static int new_token(rl_client *ctx, char out[RL_TOKEN_LEN + 1])
 static const char *const op_names[] = {
     [OP_LOCK] = "lock", [OP_EXTEND] = "extend", [OP_UNLOCK] = "unlock", [OP_DELIVER] = "deliver",
     [OP_INSPECT] = "inspect", [OP_FORCE] = "force_unlock", [OP_PING] = "ping",
+    [OP_EXTEND_MANY] = "renew",
 };
 
 /* The event of a finished operation (log.h): one per call, never per attempt. */
 static void report(const rl_op *op, int64_t now)
 {
+    if (op->kind == OP_EXTEND_MANY)
+        return;   /* each lock's outcome is its keeper's to tell (keep.h) */
     int rc = op->rc, level = REDLOCK_LOG_WARN;
     const char *event = "failed";
     if (rc == REDLOCK_OK) {
@@ -360,10 +382,12 @@ static void queued(rl_op *op, slot *s, int64_t now)
     s->end = s->conn->queued;
     s->written = false;
     s->queued_at = now;
+    /* A command of many keys gets an allowance for its work on the node. */
+    int64_t work = op->cmd ? rl_cmd_work_ms(op->cmd) : 0;
     s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
-                                                              : o->node_timeout_ms);
-    s->tail_until = now + o->connect_timeout_ms + o->node_timeout_ms;
-    stamp(s->conn, o->node_timeout_ms);
+                                                              : o->node_timeout_ms) + work;
+    s->tail_until = now + o->connect_timeout_ms + o->node_timeout_ms + work;
+    stamp(s->conn, o->node_timeout_ms + work);
 }
 
 /* Marks late the entries of cmd on c still owed, once: their deadline passed. */
@@ -687,9 +711,12 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         finish(op, v->rc, op->msg, now);
         return;
     case OP_DELIVER:   /* decided by step_deliver, never by a verdict */
+    case OP_EXTEND_MANY:   /* each lock decided by decide_many */
         return;
     }
 }
+
+static void decide_many(rl_op *op, bool final, int64_t now);
 
 /* Decides the round if it can be decided now. */
 static void try_decide(rl_op *op, int64_t now)
@@ -703,6 +730,10 @@ static void try_decide(rl_op *op, int64_t now)
      * than leave it to a reply nobody reads. */
     if (op->saw_noscript && !final)
         return;
+    if (op->kind == OP_EXTEND_MANY) {
+        decide_many(op, final, now);
+        return;
+    }
     rl_round round = {
         .verb = verb_of(op), .results = op->results, .start = op->round_start, .now = now,
         .ttl_ms = op->ttl_ms, .final = final, .was_held = op->was_held,
@@ -919,6 +950,12 @@ void rl_op_free(rl_op *op)
     free(op->got);
     free(op->dropped);
     free(op->spare);
+    for (size_t j = 0; op->ends && j < op->n_many; j++)
+        free(op->ends[j].msg);
+    free(op->ends);
+    free(op->many);
+    free(op->first_key);
+    free(op->key_votes);
     free(op);
 }
 
@@ -1324,6 +1361,9 @@ rl_conn *rl_op_take_conn(rl_op *op)
 
 /* ---- connection events ---- */
 
+static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
+                       int64_t now);
+
 void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply, int64_t now)
 {
     size_t i = c->node;
@@ -1340,6 +1380,10 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
             queued(op, s, now);
             return;
         }
+    }
+    if (op->kind == OP_EXTEND_MANY) {
+        reply_many(op, i, e, reply, now);
+        return;
     }
     rl_result r;
     if (e->form == RL_FORM_COUNT) {
@@ -1387,7 +1431,7 @@ void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now)
 {
     slot *s = &op->slots[c->node];
     if (s->conn == c && s->state == SLOT_WAITING)
-        s->deadline = now + op->ctx->opt.node_timeout_ms;
+        s->deadline = now + op->ctx->opt.node_timeout_ms + (op->cmd ? rl_cmd_work_ms(op->cmd) : 0);
 }
 
 void rl_op_conn_wrote(rl_op *op, rl_conn *c, int64_t now)
@@ -1396,7 +1440,7 @@ void rl_op_conn_wrote(rl_op *op, rl_conn *c, int64_t now)
     if (s->conn == c && s->state == SLOT_WAITING && s->sent && !s->written
         && op->kind != OP_DELIVER && rl_conn_written(c, s->end)) {
         s->written = true;
-        s->deadline = now + op->ctx->opt.node_timeout_ms;
+        s->deadline = now + op->ctx->opt.node_timeout_ms + (op->cmd ? rl_cmd_work_ms(op->cmd) : 0);
     }
 }
 
@@ -1438,4 +1482,238 @@ void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)
      * already; a connection lost once open leaves it to the next connect. */
     rl_node_failed(&op->ctx->nodes[i], RL_NODE_KEEP, c->why, now);
     vote(op, i, &r, now);
+}
+
+/* ---- the renewal of many locks ----
+ *
+ * One command per node renews every lock of the batch (the extend_many
+ * script: each key by its own token and lease, one answer per key), and
+ * each lock is decided on its own by the one verdict (rl_quorum_decide,
+ * verb extend) over the nodes' answers for its keys: a node votes yes for
+ * a lock when it extended every one of its keys, no when one was not ours,
+ * and fails for it as the node failed for the whole command (no answer,
+ * an error, the restart guard). A lock decided ends as an extend would:
+ * its expiry moved, or held no more. The operation ends when every lock is
+ * decided; its status is REDLOCK_OK, each lock's is rl_op_many_status. */
+
+/* The event extended of one lock a renewal extended, as an extend tells it
+ * (a failure is its keeper's to tell: keep.h). */
+static void told_extended(const rl_op *op, const redlock_handle *h, const rl_result *votes,
+                          int64_t now)
+{
+    if (!rl_logging(&op->ctx->log, REDLOCK_LOG_DEBUG))
+        return;
+    size_t n = op->ctx->n_nodes, yes = 0;
+    for (size_t i = 0; i < n; i++)
+        yes += votes[i].vote == RL_VOTE_YES;
+    char resources[256] = "", owner[RL_OWNER_LEN + 1] = "";
+    rl_log_resources(op->ctx, h->keys, resources, sizeof resources);
+    rl_log_owner(h->token, owner);
+    rl_log_emit(&op->ctx->log, REDLOCK_LOG_DEBUG, "extended",
+                "op=renew resource=%s owner=%s nodes=%zu/%zu ms=%lld validity_ms=%lld",
+                resources, owner, yes, n, (long long)(now - op->started),
+                (long long)(h->expires_at - now));
+}
+
+static void end_many(rl_op *op, size_t j, int rc, const char *msg)
+{
+    many_end *end = &op->ends[j];
+    end->decided = true;
+    end->rc = rc;
+    if (rc != REDLOCK_OK && msg)
+        end->msg = strdup(msg);   /* out of memory: the code alone */
+    op->n_undecided--;
+}
+
+int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, size_t n,
+                      int64_t now)
+{
+    if (n == 0)
+        return rl_fail(REDLOCK_EINVAL, "a renewal of no lock");
+    rl_op *op = op_new(ctx, OP_EXTEND_MANY, now);
+    if (!op)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    op->many = malloc(n * sizeof *op->many);
+    op->ends = calloc(n, sizeof *op->ends);
+    op->first_key = malloc((n + 1) * sizeof *op->first_key);
+    if (!op->many || !op->ends || !op->first_key) {
+        rl_op_free(op);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    memcpy(op->many, hs, n * sizeof *hs);
+    op->n_many = op->n_undecided = n;
+    snprintf(op->what, sizeof op->what, "renewal of %zu locks", n);
+    /* The locks that can be renewed, and their keys. */
+    size_t n_keys = 0;
+    for (size_t j = 0; j < n; j++) {
+        redlock_handle *h = hs[j];
+        op->first_key[j] = n_keys;
+        if (!h->held) {
+            end_many(op, j, REDLOCK_ENOTHELD, h->released ? "extend: the lock was released"
+                                                         : "extend: the lock was lost");
+        } else if (h->expires_at <= now) {
+            h->held = false;
+            char why[96];
+            snprintf(why, sizeof why, "extend: the lock expired %lld ms ago",
+                     (long long)(now - h->expires_at));
+            end_many(op, j, REDLOCK_ENOTHELD, why);
+        } else if (check_lease(ctx, h->lease_ms) != REDLOCK_OK) {
+            end_many(op, j, REDLOCK_EINVAL, rl_errmsg());
+        } else {
+            n_keys += h->keys->n;
+        }
+    }
+    op->first_key[n] = n_keys;
+    if (op->n_undecided == 0) {
+        finish(op, REDLOCK_OK, "", now);
+        *out = op;
+        return REDLOCK_OK;
+    }
+    rl_keys *keys = rl_keys_new(n_keys);
+    rl_cmd *cmd = keys ? rl_cmd_new_many(keys) : NULL;
+    rl_keys_unref(keys);
+    op->key_votes = malloc(ctx->n_nodes * n_keys);
+    if (!cmd || !op->key_votes) {
+        rl_cmd_unref(cmd);
+        rl_op_free(op);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    op->cmd = cmd;
+    for (size_t j = 0; j < n; j++) {
+        redlock_handle *h = hs[j];
+        if (op->ends[j].decided)
+            continue;
+        int64_t lease = h->lease_ms;
+        for (size_t k = 0; k < h->keys->n; k++) {
+            size_t at = op->first_key[j] + k;
+            if (!(keys->k[at] = strdup(h->keys->k[k]))) {
+                rl_op_free(op);
+                return rl_fail(REDLOCK_ENOMEM, "out of memory");
+            }
+            memcpy(cmd->tokens[at], h->token, sizeof cmd->tokens[at]);
+            cmd->leases[at] = lease;
+        }
+        /* As rl_op_extend: a node may apply the lease the moment it gets
+         * the command, so the lock lasts no longer than that from now. */
+        op->ends[j].old_expires_at = h->expires_at;
+        int64_t shorter = now + lease - rl_drift_ms(lease, ctx->opt.drift_factor);
+        if (shorter < h->expires_at)
+            h->expires_at = shorter;
+        rl_ctx_note_lease(ctx, lease);
+    }
+    cmd->op = op;
+    cmd->cacheable = true;
+    op->phase = PHASE_ROUND;
+    op->round_start = now;
+    for (size_t i = 0; i < ctx->n_nodes; i++) {
+        op->results[i].vote = RL_VOTE_PENDING;
+        op->slots[i].state = SLOT_WANT_CONN;
+    }
+    *out = op;
+    return REDLOCK_OK;
+}
+
+/* A node's reply to the renewal: its answer for each key, or a failure of
+ * the whole command. */
+static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
+                       int64_t now)
+{
+    size_t n_keys = op->first_key[op->n_many];
+    rl_result r;
+    memset(&r, 0, sizeof r);
+    if (rl_cmd_many_votes(op->cmd, reply, op->key_votes + i * n_keys, &r)) {
+        r.vote = RL_VOTE_YES;   /* the node answered: each lock's vote is its keys' */
+        if (!e->late)
+            rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
+    } else {
+        rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
+    }
+    vote(op, i, &r, now);
+    try_decide(op, now);
+}
+
+/* Lock j's vote from node i, as the node answered for its keys. */
+static void vote_of(const rl_op *op, size_t j, size_t i, rl_result *out)
+{
+    const rl_result *node = &op->results[i];
+    if (node->vote != RL_VOTE_YES) {
+        *out = *node;
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    out->vote = RL_VOTE_YES;
+    const signed char *votes = op->key_votes + i * op->first_key[op->n_many];
+    for (size_t k = op->first_key[j]; k < op->first_key[j + 1]; k++) {
+        if (votes[k] < 0) {
+            rl_result_fail(out, REDLOCK_EWRONGTYPE, "key '%.100s' holds another type, not a "
+                           "lock", op->cmd->keys->k[k]);
+            return;
+        }
+        if (votes[k] == 0)
+            out->vote = RL_VOTE_NO;
+    }
+}
+
+static void decide_many(rl_op *op, bool final, int64_t now)
+{
+    size_t n_nodes = op->ctx->n_nodes;
+    rl_result votes[REDLOCK_MAX_NODES];
+    char what[300], msg[RL_ERRMSG_MAX];
+    for (size_t j = 0; j < op->n_many; j++) {
+        if (op->ends[j].decided)
+            continue;
+        redlock_handle *h = op->many[j];
+        for (size_t i = 0; i < n_nodes; i++)
+            vote_of(op, j, i, &votes[i]);
+        const rl_keys *k = h->keys;
+        if (k->n == 1)
+            snprintf(what, sizeof what, "extend '%.200s'", k->k[0]);
+        else
+            snprintf(what, sizeof what, "extend '%.200s' and %zu more", k->k[0], k->n - 1);
+        rl_round round = {
+            .verb = RL_VERB_EXTEND, .results = votes, .start = op->round_start, .now = now,
+            .ttl_ms = op->cmd->leases[op->first_key[j]], .final = final,
+            .old_expires_at = op->ends[j].old_expires_at,
+        };
+        rl_verdict v;
+        rl_quorum_decide(op->ctx, &round, what, &v, msg, sizeof msg);
+        if (!v.decided)
+            continue;
+        /* As an extend's end (end_round). */
+        if (h->lost) {
+            h->held = false;
+            end_many(op, j, REDLOCK_ENOTHELD, "the lock was lost while it was being extended");
+            continue;
+        }
+        h->held = v.held && !h->released;
+        if (v.held || v.expires_at < h->expires_at)
+            h->expires_at = v.expires_at;
+        end_many(op, j, v.rc, msg);
+        if (v.rc == REDLOCK_OK)
+            told_extended(op, h, votes, now);
+    }
+    if (op->n_undecided == 0)
+        finish(op, REDLOCK_OK, "", now);
+}
+
+size_t rl_op_many_count(const rl_op *op)
+{
+    return op->kind == OP_EXTEND_MANY ? op->n_many : 0;
+}
+
+redlock_handle *rl_op_many_handle(const rl_op *op, size_t j)
+{
+    return op->kind == OP_EXTEND_MANY && j < op->n_many ? op->many[j] : NULL;
+}
+
+int rl_op_many_status(const rl_op *op, size_t j, const char **message)
+{
+    if (op->kind != OP_EXTEND_MANY || j >= op->n_many || !op->ends[j].decided) {
+        if (message)
+            *message = "no such lock in this renewal, or not decided";
+        return REDLOCK_EINVAL;
+    }
+    if (message)
+        *message = op->ends[j].msg ? op->ends[j].msg : "";
+    return op->ends[j].rc;
 }

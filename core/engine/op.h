@@ -56,6 +56,19 @@ int rl_op_lock(rl_op **out, struct rl_client *ctx, const char *const *names, siz
                int64_t ttl_ms, int64_t wait_ms, int64_t now);
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
 int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
+/* The renewal of n held locks at once, each by its lease: one command per
+ * node for all their keys (RL_CMD_EXTEND_MANY), each lock decided on its own
+ * by the verdict of an extend over the nodes' answers for its keys. The
+ * handles must outlive the operation. A lock that cannot be renewed (not
+ * held, expired) is decided at once. Once done (its status REDLOCK_OK),
+ * rl_op_many_status tells each lock's outcome, as rl_op_extend's status
+ * and message would. */
+int rl_op_extend_many(rl_op **out, struct rl_client *ctx, redlock_handle *const *hs, size_t n,
+                      int64_t now);
+size_t rl_op_many_count(const rl_op *op);
+redlock_handle *rl_op_many_handle(const rl_op *op, size_t j);
+/* Lock j's outcome and *message (owned by op; "" on success). */
+int rl_op_many_status(const rl_op *op, size_t j, const char **message);
 /* A query of one resource's lock (is it held, by anyone, and for how
  * long), or with force a forced unlock (its key deleted on every node
  * whatever its token): one round, decided by rl_quorum_query; then

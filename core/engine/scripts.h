@@ -18,6 +18,9 @@ extern const rl_script rl_script_inspect;   /* GET and PTTL of KEYS[1] */
 extern const rl_script rl_script_force;     /* DEL KEYS[1] whatever its token */
 /* Sent only when an acquisition's counters disagree (fencing): rare too. */
 extern const rl_script rl_script_fence;     /* raise each KEY's counter to ARGV[i + 1] */
+/* The renewal of many kept locks at once: sent by digest, and in full after
+ * the node's NOSCRIPT (once per node while its script cache lasts). */
+extern const rl_script rl_script_extend_many;   /* PEXPIRE each KEY that holds its token */
 
 /* Sent in full once on each new connection (its handshake). */
 extern const rl_script rl_script_guard;     /* may this server have lost keys? */

@@ -456,15 +456,18 @@ def test_a_keep_retries_failed_extensions_until_validity_runs_out(lib, uris):
     keep, at = P(), I64()
     assert lib.redlock_keep_new(ctypes.byref(keep), handle, now) == OK
     assert lib.redlock_keep_next(keep, now, ctypes.byref(at)) == KEEP_WAIT
-    assert at.value == now + 1000
-    assert lib.redlock_keep_next(keep, now + 1000, ctypes.byref(at)) == KEEP_EXTEND
+    # Due a third of the lease after, less the lock's own spread (up to a
+    # twelfth of the lease, so that locks taken together spread out).
+    due = at.value
+    assert now + 1000 - 3000 // 12 <= due <= now + 1000
+    assert lib.redlock_keep_next(keep, due, ctypes.byref(at)) == KEEP_EXTEND
     assert abs(at.value - expires) <= 1
     # Under way: nothing more to start until it ends.
-    assert lib.redlock_keep_next(keep, now + 1001, ctypes.byref(at)) == KEEP_WAIT
-    lib.redlock_keep_extended(keep, ENOQUORUM, b"no quorum", now + 1010)
-    assert lib.redlock_keep_next(keep, now + 1020, ctypes.byref(at)) == KEEP_WAIT
-    assert at.value == now + 1060
-    assert lib.redlock_keep_next(keep, now + 1060, ctypes.byref(at)) == KEEP_EXTEND
+    assert lib.redlock_keep_next(keep, due + 1, ctypes.byref(at)) == KEEP_WAIT
+    lib.redlock_keep_extended(keep, ENOQUORUM, b"no quorum", due + 10)
+    assert lib.redlock_keep_next(keep, due + 20, ctypes.byref(at)) == KEEP_WAIT
+    assert at.value == due + 60
+    assert lib.redlock_keep_next(keep, due + 60, ctypes.byref(at)) == KEEP_EXTEND
     # Validity runs out with this extension under way: lost, for good.
     assert lib.redlock_keep_next(keep, expires + 5, ctypes.byref(at)) == KEEP_LOST
     assert lib.redlock_keep_status(keep) == EEXPIRED
@@ -477,11 +480,11 @@ def test_a_keep_retries_failed_extensions_until_validity_runs_out(lib, uris):
     # An extension asked for before validity ran out, whose success came
     # after: lost all the same.
     assert lib.redlock_keep_new(ctypes.byref(keep), handle, now) == OK
-    assert lib.redlock_keep_next(keep, now + 1000, ctypes.byref(at)) == KEEP_EXTEND
+    assert lib.redlock_keep_next(keep, due, ctypes.byref(at)) == KEEP_EXTEND
     lib.redlock_keep_extended(keep, OK, b"", expires + 10)
     assert lib.redlock_keep_status(keep) == EEXPIRED
     assert b"ms before an extension succeeded" in lib.redlock_keep_message(keep)
-    assert lib.redlock_keep_next(keep, now + 1100, ctypes.byref(at)) == KEEP_LOST
+    assert lib.redlock_keep_next(keep, due + 100, ctypes.byref(at)) == KEEP_LOST
     lib.redlock_keep_free(keep)
     assert unlock(lib, driver, handle) == OK
     lib.redlock_handle_free(handle)

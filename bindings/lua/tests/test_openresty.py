@@ -264,6 +264,39 @@ function app.release()
 end
 
 -- What the on_lost callback recorded.
+-- Many kept locks at once: /many?op=keep&n=N takes N kept locks m1..mN
+-- (and keeps them after the request), op=lost says which are lost, and
+-- op=release unlocks them all.
+local many = {}
+function app.many()
+  local op, n = ngx.var.arg_op, tonumber(ngx.var.arg_n)
+  if op == "keep" then
+    for i = 1, n do
+      local lock = get_keeping():get_lock("m" .. i)
+      assert(lock:try_lock(0))
+      many[i] = lock
+    end
+    ngx.say("kept ", n)
+  elseif op == "lost" then
+    local lost = {}
+    for i = 1, n do
+      if many[i]:lost() then
+        lost[#lost + 1] = tostring(i)
+      end
+    end
+    ngx.say("lost ", table.concat(lost, ","))
+  else
+    local failed = 0
+    for i = 1, n do
+      if not many[i]:unlock() then
+        failed = failed + 1
+      end
+    end
+    many = {}
+    ngx.say("failed ", failed)
+  end
+end
+
 function app.lost()
   local name = ngx.var.arg_name
   ngx.say(state:get("lost_at:" .. name) or "-", " ", state:get("lost_how:" .. name) or "-")
@@ -429,6 +462,7 @@ http {{
     location = /status {{ content_by_lua_block {{ require("app").status() }} }}
     location = /release {{ content_by_lua_block {{ require("app").release() }} }}
     location = /lost {{ content_by_lua_block {{ require("app").lost() }} }}
+    location = /many {{ content_by_lua_block {{ require("app").many() }} }}
     location = /try {{ content_by_lua_block {{ require("app").try() }} }}
     location = /hold_then_release {{ content_by_lua_block {{ require("app").hold_then_release() }} }}
     location = /wait_for_release {{ content_by_lua_block {{ require("app").wait_for_release() }} }}
@@ -1007,3 +1041,24 @@ def test_rediss_nodes_over_cosockets_with_nginx_trust(nginx_factory, tls_dir):
     # The pooled TLS connections serve the next request.
     for _ in range(5):
         assert attempt("nodes=valid&name=localhost").startswith("locked ")
+
+
+def test_thousands_of_kept_locks_are_renewed_in_batches_each_decided_alone(nginx_factory,
+                                                                           nodes):
+    nginx = nginx_factory(workers=1)
+    nginx.expected.append("redlock: lost resource=m8 ")
+    n = 2000
+    status, body, _ = nginx.get(f"/many?op=keep&n={n}")
+    assert status == 200 and body.strip() == f"kept {n}", body
+    # Several renewal waves (one about every 300 ms): none lost.
+    time.sleep(4 * KEPT_LEASE_MS / 1000)
+    assert nginx.get(f"/many?op=lost&n={n}")[1].strip() == "lost"
+    # Refused by two nodes of five a lock holds; by three, it is lost, alone.
+    for i in (1, 2):
+        cli(nodes, i, "DEL", "openresty:m7")
+    for i in (1, 2, 3):
+        cli(nodes, i, "DEL", "openresty:m8")
+    time.sleep(KEPT_LEASE_MS / 1000)
+    assert nginx.get(f"/many?op=lost&n={n}")[1].strip() == "lost 8"
+    assert nginx.get(f"/many?op=release&n={n}")[1].strip() == "failed 1"
+    assert "renewal_failed" not in nginx.log()
