@@ -1608,6 +1608,7 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         op->results[i].vote = RL_VOTE_PENDING;
         op->slots[i].state = SLOT_WANT_CONN;
+        op->slots[i].ask = rl_node_poll_due(&ctx->nodes[i], ctx->opt.sentinel_poll_ms, now);
     }
     *out = op;
     return REDLOCK_OK;

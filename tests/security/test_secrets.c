@@ -261,6 +261,9 @@ static void events_hide_the_password_and_every_token(void **state)
     assert_rc(redlock_handle_watch(kept, lost, &calls), REDLOCK_OK);
     for (size_t i = 0; i < 2; i++)
         assert_int_equal(nodes_pause(ns, i, 2500), 0);
+    /* A lock call meanwhile finds no quorum (renewals tell renewal_failed). */
+    redlock_handle *none = UNSET_HANDLE;
+    assert_fails(redlock_lock(&none, ctx, "secret-no-quorum", 1000, 0), REDLOCK_ENOQUORUM);
     assert_true(events_wait(ev, "lost", NULL, 4000) == 1);
     assert_int_equal(nodes_ensure_all_up(ns), 0);
     /* A node down, then restarted. */
