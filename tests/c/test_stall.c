@@ -292,14 +292,22 @@ typedef struct async_run {
     atomic_int locked, unlocked, failures;
 } async_run;
 
+/* One lock's unlock: its run, and its handle, freed once the unlock ends. */
+typedef struct unlocking {
+    async_run *a;
+    redlock_handle *h;
+} unlocking;
+
 static void unlocked(void *data, int status, redlock_handle *h, const char *message)
 {
-    async_run *a = data;
-    redlock_handle_free(h);
+    unlocking *u = data;
+    (void)h;   /* an unlock's end hands no handle: the lock's is u->h */
+    redlock_handle_free(u->h);
     if (status == REDLOCK_OK)
-        atomic_fetch_add(&a->unlocked, 1);
-    else if (atomic_fetch_add(&a->failures, 1) == 0)
+        atomic_fetch_add(&u->a->unlocked, 1);
+    else if (atomic_fetch_add(&u->a->failures, 1) == 0)
         fprintf(stderr, "first failure %d: %s\n", status, message);
+    free(u);
 }
 
 static void locked(void *data, int status, redlock_handle *h, const char *message)
@@ -311,8 +319,18 @@ static void locked(void *data, int status, redlock_handle *h, const char *messag
         return;
     }
     atomic_fetch_add(&a->locked, 1);
-    if (redlock_unlock_async(h, unlocked, a) != REDLOCK_OK)
+    unlocking *u = malloc(sizeof *u);
+    if (!u) {
         atomic_fetch_add(&a->failures, 1);
+        redlock_handle_free(h);
+        return;
+    }
+    *u = (unlocking){ a, h };
+    if (redlock_unlock_async(h, unlocked, u) != REDLOCK_OK) {
+        atomic_fetch_add(&a->failures, 1);
+        redlock_handle_free(h);
+        free(u);
+    }
 }
 
 static void many_asynchronous_calls_share_the_capped_connections(void **state)
