@@ -2,7 +2,6 @@
  * nodes.c - local redis-server processes for the C tests (see nodes.h).
  */
 #include "nodes.h"
-#include "proc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -65,19 +64,42 @@ void sleep_ms(long ms)
     }
 }
 
+static struct timeval timeval_ms(long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    return tv;
+}
 
+/* A loopback port that nobody listens on right now. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0
+        && getsockname(fd, (struct sockaddr *)&addr, &len) == 0)
+        port = ntohs(addr.sin_port);
+    close(fd);
+    return port;
+}
 
 /* Connects to node i over its unix socket, authenticated and in database db. */
 static redisContext *raw_connect(const nodes *ns, size_t i, int db)
 {
     const node *nd = &ns->node[i];
-    redisContext *c = redisConnectUnixWithTimeout(nd->socket, proc_timeval_ms(RAW_TIMEOUT_MS));
+    redisContext *c = redisConnectUnixWithTimeout(nd->socket, timeval_ms(RAW_TIMEOUT_MS));
     if (c == NULL || c->err) {
         if (c != NULL)
             redisFree(c);
         return NULL;
     }
-    redisSetTimeout(c, proc_timeval_ms(RAW_TIMEOUT_MS));
+    redisSetTimeout(c, timeval_ms(RAW_TIMEOUT_MS));
     redisReply *r = NULL;
     if (ns->password != NULL) {
         r = redisCommand(c, "AUTH %s", ns->password);
@@ -163,7 +185,16 @@ static pid_t spawn_server(const nodes *ns, size_t i)
 
 static void reap(node *nd, long timeout_ms)
 {
-    proc_reap(&nd->pid, timeout_ms);
+    long long deadline = now_ms() + timeout_ms;
+    while (waitpid(nd->pid, NULL, WNOHANG) == 0) {
+        if (now_ms() >= deadline) {
+            kill(nd->pid, SIGKILL);
+            waitpid(nd->pid, NULL, 0);
+            break;
+        }
+        sleep_ms(5);
+    }
+    nd->pid = 0;
 }
 
 /* Starts node i on its port and waits until it answers PING. */
@@ -191,6 +222,14 @@ static int start_node(nodes *ns, size_t i)
     return -1;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
 
 static void stop_set(nodes *ns)
 {
@@ -201,7 +240,7 @@ static void stop_set(nodes *ns)
         if (ns->node[i].pid > 0)
             reap(&ns->node[i], STOP_TIMEOUT_MS);
     if (ns->dir[0] != '\0')
-        proc_remove_tree(ns->dir);
+        nftw(ns->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 static void stop_live_sets(void)
@@ -226,7 +265,7 @@ static char certs_dir[128];
 
 static void remove_certs(void)
 {
-    proc_remove_tree(certs_dir);
+    nftw(certs_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 const char *nodes_certs(void)
@@ -286,7 +325,7 @@ static nodes *start_set(size_t n, const char *password, const nodes_tls *tls)
         mkdir(nd->dir, 0700);
         int started = -1;
         for (int tries = 0; tries < START_TRIES && started != 0; tries++) {
-            nd->port = proc_free_port();
+            nd->port = free_port();
             if (nd->port > 0)
                 started = start_node(ns, i);
         }

@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "nodes.h"   /* now_ms, sleep_ms */
-#include "proc.h"
 
 #define START_TRIES 5
 #define READY_TIMEOUT_MS 10000
@@ -67,20 +66,51 @@ struct topo {
 static topo *live_topos;
 static int atexit_registered;
 
+static struct timeval timeval_ms(long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    return tv;
+}
 
+/* A loopback port nobody listens on now, below the kernel's ephemeral range
+ * (32768 up), where the local end of an outgoing connection could take it. */
+static int free_port(void)
+{
+    static int seeded;
+    if (!seeded) {
+        srand((unsigned)(getpid() ^ now_ms()));
+        seeded = 1;
+    }
+    for (int tries = 0; tries < 200; tries++) {
+        int port = 20000 + rand() % 12768;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0)
+            return -1;
+        struct sockaddr_in addr;
+        memset(&addr, 0, sizeof(addr));
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons((uint16_t)port);
+        int ok = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    return -1;
+}
 
 /* ---- raw commands ---- */
 
 static redisContext *raw_connect(const topo *t, size_t i)
 {
     redisContext *c = redisConnectWithTimeout("127.0.0.1", t->proc[i].port,
-                                              proc_timeval_ms(RAW_TIMEOUT_MS));
+                                              timeval_ms(RAW_TIMEOUT_MS));
     if (c == NULL || c->err) {
         if (c != NULL)
             redisFree(c);
         return NULL;
     }
-    redisSetTimeout(c, proc_timeval_ms(RAW_TIMEOUT_MS));
+    redisSetTimeout(c, timeval_ms(RAW_TIMEOUT_MS));
     return c;
 }
 
@@ -324,7 +354,16 @@ static const char *binary(const char *env, const char *fallback)
 
 static void reap(proc *p, long timeout_ms)
 {
-    proc_reap(&p->pid, timeout_ms);
+    long long deadline = now_ms() + timeout_ms;
+    while (waitpid(p->pid, NULL, WNOHANG) == 0) {
+        if (now_ms() >= deadline) {
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, NULL, 0);
+            break;
+        }
+        sleep_ms(5);
+    }
+    p->pid = 0;
     p->paused = false;
 }
 
@@ -379,8 +418,8 @@ static int first_start(topo *t, size_t i)
     snprintf(p->conf, sizeof p->conf, "%s/%s.conf", p->dir, p->sentinel ? "sentinel" : "redis");
     mkdir(p->dir, 0700);
     for (int tries = 0; tries < START_TRIES; tries++) {
-        p->port = proc_free_port();
-        p->bus_port = t->kind == CLUSTER ? proc_free_port() : 0;
+        p->port = free_port();
+        p->bus_port = t->kind == CLUSTER ? free_port() : 0;
         if (p->port <= 0 || p->bus_port < 0 || p->bus_port == p->port
             || index_of_port(t, p->port) != (int)i)
             continue;
@@ -393,6 +432,14 @@ static int first_start(topo *t, size_t i)
     return -1;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
 
 /* SIGKILL: nothing of a topology is kept, and a server refuses SIGTERM
  * while it writes its first append-only file (after a full sync). */
@@ -408,7 +455,7 @@ static void stop_all(topo *t)
     if (t->dir[0] != '\0' && keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0)
         fprintf(stderr, "topo: kept %s (TOPO_KEEP)\n", t->dir);
     else if (t->dir[0] != '\0')
-        proc_remove_tree(t->dir);
+        nftw(t->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 static void stop_live_topos(void)
@@ -1168,7 +1215,7 @@ int topo_restart(topo *t, size_t i, bool with_data)
     if (!with_data && !p->sentinel) {
         char path[400];
         snprintf(path, sizeof path, "%s/appendonlydir", p->dir);
-        proc_remove_tree(path);
+        nftw(path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
         snprintf(path, sizeof path, "%s/dump.rdb", p->dir);
         remove(path);
         p->no_data = true;
