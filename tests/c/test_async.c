@@ -135,8 +135,10 @@ static void thousand_calls_on_fifty_resources_exclude_each_other(void **state)
     assert_int_equal(r.overlaps, 0);
     assert_int_equal(r.wrong_thread, 0);
     /* One thread drives them all (plus, at most, the one delivering
-     * releases owed to nodes and the one listening for releases). */
-    assert_true(most <= before + 3);
+     * releases owed to nodes and the one listening for releases, and for a
+     * moment one of those ending while its next one starts: seen under
+     * ThreadSanitizer since connections are capped). Never one per call. */
+    assert_true(most <= before + 4);
     /* Nothing left behind: what failed attempts took is released too (some
      * of it by the client's delivery of releases owed, while it lives). */
     for (int i = 0; i < RESOURCES; i++) {
