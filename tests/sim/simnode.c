@@ -51,6 +51,7 @@ struct simnode {
     script scripts[RL_N_SCRIPTS + 4];
     size_t n_scripts;
     int64_t now;          /* of the command running */
+    bool promoted;        /* a replica that took the master's place (INFO's master_replid2) */
 };
 
 struct simnode_client {
@@ -531,8 +532,10 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         return v_str(V_STATUS, "OK");
     }
     if (is(c, "INFO")) {
-        char info[256];
-        snprintf(info, sizeof info, "# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n", n->run_id);
+        char info[320];
+        snprintf(info, sizeof info, "# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n"
+                 "# Replication\r\nmaster_replid2:%s\r\n", n->run_id,
+                 n->promoted ? n->run_id : "0000000000000000000000000000000000000000");
         return v_str(V_BULK, info);
     }
     if (is(c, "TIME")) {   /* the node's own clock */
@@ -621,6 +624,7 @@ void simnode_failover(simnode *n, int64_t lag_ms, int64_t down_at, uint64_t seed
     n->n_undos = 0;
     simnode_flush_scripts(n);
     new_run_id(n, seed);
+    n->promoted = true;
 }
 
 void simnode_restart(simnode *n, simnode_data data, uint64_t seed)

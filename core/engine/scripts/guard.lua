@@ -11,8 +11,13 @@
 -- than the sentinels' (promoted since, maybe before its copy was whole),
 -- may lack keys written before: it writes its own record with until =
 -- now + max_lease. Without the key, a server is fresh, unless its group
--- has failed over. Returns the milliseconds its votes do not count for.
+-- has failed over or it was promoted (a second replication id). Returns the milliseconds its votes do not count for.
 local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+-- A replica promoted (by Sentinel, a Cluster or by hand) has a second
+-- replication id until its next full sync: without a record, it is no
+-- fresh server.
+local id2 = string.match(redis.call('INFO', 'replication'), 'master_replid2:(%x+)')
+local promoted = id2 ~= nil and string.match(id2, '[^0]') ~= nil
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local epoch = tonumber(ARGV[2])
@@ -26,7 +31,7 @@ if was == id and tonumber(at_epoch) >= epoch then
   until_ms = tonumber(at)
 else
   until_ms = 0
-  if seen or epoch > 0 then
+  if seen or epoch > 0 or promoted then
     until_ms = now + tonumber(ARGV[1])
   end
   redis.call('SET', KEYS[1], id .. ' ' .. epoch .. ' ' .. until_ms)
