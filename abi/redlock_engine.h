@@ -18,7 +18,8 @@
  *      answers with REDLOCK_DRIVE_* bits and a time), and does it:
  *      - CONNECT: gives a connection to every node the operation wants one
  *        for (redlock_op_next_wanted): one of its idle connections to that
- *        node (redlock_op_attach) unless redlock_op_wants_fresh, or else a
+ *        node that fits (redlock_op_fits; redlock_op_attach) unless
+ *        redlock_op_wants_fresh, or else a
  *        new one (redlock_op_connect; the connection's own address is
  *        redlock_conn_host and _port),
  *        then its own connect to the node's address, over TLS when
@@ -230,6 +231,11 @@ REDLOCK_API redlock_conn *redlock_op_connect(redlock_op *op, size_t node, int64_
  * idle one: it asks a Sentinel node's sentinel whether the master moved
  * (option sentinel_poll_ms); after it, the node is wanted again. */
 REDLOCK_API int redlock_op_wants_fresh(const redlock_op *op, size_t node);
+/* 1 when the idle connection c may serve the operation's command to node:
+ * always, but on a Cluster node only one to the master of the command's
+ * slot. A driver attaches an idle connection that fits, or else makes a new
+ * one (redlock_op_connect). */
+REDLOCK_API int redlock_op_fits(const redlock_op *op, size_t node, const redlock_conn *c);
 
 /* 1 when the operation needs a connection to node now. */
 REDLOCK_API int redlock_op_wants_conn(const redlock_op *op, size_t node);
@@ -454,7 +460,9 @@ REDLOCK_API const char *redlock_keep_message(const redlock_keep *k);
  * driver
  *   1. makes a renewal (redlock_renewal_new) and adds each such keep
  *      (redlock_renewal_add); REDLOCK_RENEWAL_FULL says the renewal holds
- *      all it may: start it, and add the keep to a new one;
+ *      all it may (or, on a client with a Cluster node, that the keep's
+ *      lock is in another slot than the renewal's): start it, and add the
+ *      keep to a new one;
  *   2. starts it (redlock_renewal_start), runs its operation like any
  *      other, and tells the renewal its end (redlock_renewal_ended), which
  *      tells each keep its own lock's outcome (as redlock_keep_extended);

@@ -334,6 +334,25 @@ def start_sentinel_groups(workdir, n=3):
     return out
 
 
+def start_cluster(workdir):
+    """A Redis Cluster of three masters, no replicas (scripts/redis-topo.sh):
+    its redis-cluster:// URI and its masters' redis:// URIs."""
+    script = os.path.join(ROOT, "scripts", "redis-topo.sh")
+    d = os.path.join(workdir, "cluster")
+    run = lambda *a: subprocess.run([script, a[0], d, *a[1:]], capture_output=True,
+                                    text=True, check=True).stdout.strip()
+    uri = run("cluster", "3", "0")
+    masters = ["redis://" + line.split()[2] for line in run("addrs").splitlines()]
+    return {"uri": uri, "masters": masters, "dir": d}
+
+
+def stop_cluster(workdir):
+    script = os.path.join(ROOT, "scripts", "redis-topo.sh")
+    d = os.path.join(workdir, "cluster")
+    if os.path.isdir(d):
+        subprocess.run([script, "stop", d], capture_output=True)
+
+
 def stop_sentinel_groups(workdir):
     script = os.path.join(ROOT, "scripts", "redis-topo.sh")
     for d in glob.glob(os.path.join(workdir, "sentinel*")):
@@ -421,8 +440,9 @@ def run_all(args, runner, nodes, workdir):
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
                "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "stalled": {},
-               "sentinel": {}}
+               "sentinel": {}, "cluster": {}}
     groups = start_sentinel_groups(workdir) if "sentinel" in args.only else None
+    cluster = start_cluster(workdir) if "cluster" in args.only else None
 
     def keep(scenario, key, res):
         fig = summarize(res)
@@ -485,6 +505,14 @@ def run_all(args, runner, nodes, workdir):
             flush(groups["masters"])   # the guard's record too: each run meets fresh nodes
             keep("sentinel", kind, runner.run(
                 "ours-c", uris, "bench:sentinel", ["--cycles", cycles, "--warmup", warmup]))
+        # One Cluster of three masters as the one node, and one standalone
+        # master as the one node, one after the other in each round: each
+        # lock of the Cluster goes to the master of its slot.
+        for kind, uris in (("master", nodes[:1]), ("cluster", [cluster["uri"]])) \
+                if cluster and runner.available("ours-c") else ():
+            flush(nodes[:1] + cluster["masters"])   # the guard's record too
+            keep("cluster", kind, runner.run(
+                "ours-c", uris, "bench:cluster", ["--cycles", cycles, "--warmup", warmup]))
         for name, n in FAIR_CLIENTS if "fairness" in args.only else ():
             # --quick: ours only (a JVM's start would take longer than the run).
             if runner.available(name) and (name == "ours-c" or not args.quick):
@@ -542,6 +570,7 @@ def main():
     finally:
         stop_nodes(os.path.join(workdir, "nodes"))
         stop_sentinel_groups(workdir)
+        stop_cluster(workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
     # The settings of the run, without this machine's paths.

@@ -19,7 +19,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
 SCENARIOS = ("latency", "multi", "straggler", "stalled", "threads", "handoff", "fairness",
-             "fencing", "sentinel")
+             "fencing", "sentinel", "cluster")
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
@@ -331,15 +331,29 @@ def section_fencing(fencing):
             + table(["fencing", "lock", "lock+unlock"], rows))
 
 
+def section_kinds(title, text, column, figures, kinds):
+    """A table of lock and lock+unlock medians, one row per kind of node."""
+    rows = [[kind] + [fmt(med(figures.get(kind), f"{k}_median_us")) for k in ("lock", "cycle")]
+            for kind in kinds if figures.get(kind)]
+    return f"## {title}\n\n{text}\n\n" + table([column, "lock", "lock+unlock"], rows)
+
+
 def section_sentinel(sentinel):
-    rows = [[kind] + [fmt(med(sentinel.get(kind), f"{k}_median_us")) for k in ("lock", "cycle")]
-            for kind in ("master", "sentinel") if sentinel.get(kind)]
-    return ("## Sentinel groups as nodes (N=3, C)\n\n"
-            "Median in microseconds: three Sentinel groups given as redis-sentinel:// nodes, "
-            "and their masters given as redis:// nodes, in the same rounds. Resolved once, a "
-            "Sentinel node asks a sentinel again every sentinel_poll_ms (one extra round trip "
-            "for one operation a second).\n\n"
-            + table(["nodes", "lock", "lock+unlock"], rows))
+    return section_kinds(
+        "Sentinel groups as nodes (N=3, C)",
+        "Median in microseconds: three Sentinel groups given as redis-sentinel:// nodes, "
+        "and their masters given as redis:// nodes, in the same rounds. Resolved once, a "
+        "Sentinel node asks a sentinel again every sentinel_poll_ms (one extra round trip "
+        "for one operation a second).", "nodes", sentinel, ("master", "sentinel"))
+
+
+def section_cluster(cluster):
+    return section_kinds(
+        "A Cluster as the node (N=1, C)",
+        "Median in microseconds: one Redis Cluster of three masters given as a "
+        "redis-cluster:// node, and one standalone master given as a redis:// node, in the "
+        "same rounds. Each lock of the Cluster goes to the master of its slot.", "node",
+        cluster, ("master", "cluster"))
 
 
 def targets(res):
@@ -401,6 +415,10 @@ def targets(res):
     sentinel = res.get("sentinel", {})
     r = ratio(sentinel.get("sentinel"), sentinel.get("master"), "cycle_median_us")
     out.append(("lock+unlock on Sentinel nodes within 1.1x of their masters as redis://",
+                fmt_ratio(r), verdict(r, 1.1)))
+    cluster = res.get("cluster", {})
+    r = ratio(cluster.get("cluster"), cluster.get("master"), "cycle_median_us")
+    out.append(("lock+unlock on a Cluster node within 1.1x of a standalone node",
                 fmt_ratio(r), verdict(r, 1.1)))
     return out + handoff_targets(res)
 
@@ -500,6 +518,8 @@ def write(out_dir, res, missing, settings, seconds):
         parts += [section_fencing(res["fencing"]), "\n"]
     if res.get("sentinel"):
         parts += [section_sentinel(res["sentinel"]), "\n"]
+    if res.get("cluster"):
+        parts += [section_cluster(res["cluster"]), "\n"]
     if lat:
         parts.append(section_bindings(lat))
     with open(os.path.join(out_dir, "REPORT.md"), "w") as f:

@@ -658,23 +658,29 @@ local function spawn_reader(d, io)
   end
 end
 
-local function take_idle(d, node, now)
+-- The last idle connection to node that fits the operation (on a Cluster
+-- node: one to the master of its slot).
+local function take_idle(d, op, node, now)
   local pool = d.idle[node]
-  while #pool > 0 do
-    local io = table.remove(pool)
+  for i = #pool, 1, -1 do
+    local io = pool[i]
     -- (Not one whose Sentinel node's master moved since: not poolable.)
-    if now < io.idle_until and core.redlock_conn_broken(io.conn) == 0
-        and core.redlock_conn_poolable(io.conn) == 1 then
+    if now >= io.idle_until or core.redlock_conn_broken(io.conn) ~= 0
+        or core.redlock_conn_poolable(io.conn) ~= 1 then
+      table.remove(pool, i)
+      free_conn(d, io)
+    elseif core.redlock_op_fits(op, node, io.conn) == 1 then
+      table.remove(pool, i)
       return io
     end
-    free_conn(d, io)
   end
 end
 
 -- Gives the run's operation a connection to node: an idle one, or a new one
 -- unless the engine says none may be made now (it then fails the node).
 local function attach(d, run, node, now)
-  local io = core.redlock_op_wants_fresh(run.op, node) == 0 and take_idle(d, node, now) or nil
+  local io = core.redlock_op_wants_fresh(run.op, node) == 0 and take_idle(d, run.op, node, now)
+      or nil
   if io then
     io.pooled = true
     core.redlock_op_attach(run.op, node, io.conn, now)

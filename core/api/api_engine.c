@@ -356,6 +356,11 @@ int redlock_op_wants_fresh(const redlock_op *op, size_t node)
     return op && rl_op_wants_fresh(op, node);
 }
 
+int redlock_op_fits(const redlock_op *op, size_t node, const redlock_conn *c)
+{
+    return op && c && has_node(op, node) && rl_op_fits(op, node, c);
+}
+
 redlock_conn *redlock_op_connect(redlock_op *op, size_t node, int64_t now_ms)
 {
     if (!has_node(op, node) || !rl_op_wants_conn(op, node))
@@ -781,7 +786,8 @@ int redlock_renewal_add(redlock_renewal *r, redlock_keep *k)
     if (!k->keep.extending)
         return rl_fail(REDLOCK_EINVAL, "renewal: the keep did not ask for an extension "
                        "(redlock_keep_next said REDLOCK_KEEP_EXTEND?)");
-    if (r->n > 0 && (r->n == RL_KEEP_BATCH_LOCKS || r->n_keys + h->keys->n > RL_KEEP_BATCH_KEYS))
+    if (r->n > 0 && (r->n == RL_KEEP_BATCH_LOCKS || r->n_keys + h->keys->n > RL_KEEP_BATCH_KEYS
+                     || !rl_op_batches_with(r->keeps[0]->keep.h, h)))
         return REDLOCK_RENEWAL_FULL;
     r->ctx = h->ctx;
     r->keeps[r->n++] = k;

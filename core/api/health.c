@@ -40,7 +40,7 @@ static void encode(char *out, size_t max, const char *s)
 static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *line)
 {
     char label[LABEL_MAX + 1], error[ERROR_MAX + 1], run_id[41], rtt[32], version[16];
-    char server[LABEL_MAX + 1], resolved[96];
+    char server[LABEL_MAX + 1], resolved[LABEL_MAX + 1];
     rl_node_server(node, resolved, sizeof resolved);
     encode(server, LABEL_MAX, resolved[0] ? resolved : "-");
     pthread_mutex_lock(&node->mu);
@@ -79,7 +79,8 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
                      (unsigned long long)atomic_load(&node->commands),
                      (unsigned long long)atomic_load(&node->failures),
                      (unsigned long long)atomic_load(&node->timeouts), run_id, version,
-                     node->addr.kind == RL_NODE_SENTINEL ? "sentinel" : "master", server, error,
+                     node->addr.kind == RL_NODE_SENTINEL ? "sentinel"
+                     : node->addr.kind == RL_NODE_CLUSTER ? "cluster" : "master", server, error,
                      rl_conn_count(ctx, node->index));
     return w < 0 ? 0 : (size_t)w;
 }

@@ -377,7 +377,8 @@ static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, i
         if (what == RL_KEEP_EXTEND) {
             size_t keys = w->h->keys->n;
             if (n_batch > 0 && (n_batch == RL_KEEP_BATCH_LOCKS
-                                || n_keys + keys > RL_KEEP_BATCH_KEYS)) {
+                                || n_keys + keys > RL_KEEP_BATCH_KEYS
+                                || !rl_op_batches_with(batch[0]->h, w->h))) {
                 start_batch(ctx, a, batch, n_batch, now, active, n_active, &notices);
                 n_batch = n_keys = 0;
             }

@@ -135,7 +135,8 @@ void rl_io_attach(rl_client *ctx, rl_op *op, int64_t now)
     rl_op_lend(op);   /* its spare connections are taken back (rl_io_give_spare) */
     for (int n = rl_op_next_wanted(op, 0); n >= 0; n = rl_op_next_wanted(op, (size_t)n + 1)) {
         size_t i = (size_t)n;
-        rl_conn *c = rl_op_wants_fresh(op, i) ? NULL : rl_pool_take(ctx, i, rl_op_follows(op));
+        rl_conn *c = rl_op_wants_fresh(op, i) ? NULL
+                   : rl_pool_take(ctx, op, i, rl_op_follows(op));
         if (c) {
             /* The command is queued first, so that an unlock covers the
              * acquire still owed here before its late reply is read (read

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "driver.h"
 #include "engine.h"
+#include "op.h"
 #include "pool.h"
 
 typedef struct rl_pool {
@@ -93,17 +94,22 @@ static bool owes_acquire(rl_conn *c, const char *token)
     return false;
 }
 
-/* An idle connection to node: the last one given back, or when follows is
- * set (rl_op_follows), one that still owes the reply of that lock's acquire,
- * so that what follows it runs after it on the node. */
-rl_conn *rl_pool_take(rl_client *ctx, size_t node, const char *follows)
+/* An idle connection to node that fits op (rl_op_fits: on a Cluster node,
+ * one to the master of its slot): the last one given back, or when follows
+ * is set (rl_op_follows), one that still owes the reply of that lock's
+ * acquire, so that what follows it runs after it on the node. */
+rl_conn *rl_pool_take(rl_client *ctx, const rl_op *op, size_t node, const char *follows)
 {
     pool *p = &rl_driver_of(ctx)->pools[node];
     rl_conn *c = NULL;
     pthread_mutex_lock(&p->mu);
-    size_t at = p->n;
-    for (size_t i = p->n; follows && i-- > 0;) {
-        if (owes_acquire(p->idle[i], follows)) {
+    size_t at = 0;
+    for (size_t i = p->n; i-- > 0;) {
+        if (!rl_op_fits(op, node, p->idle[i]))
+            continue;
+        if (at == 0)
+            at = i + 1;
+        if (!follows || owes_acquire(p->idle[i], follows)) {
             at = i + 1;
             break;
         }
@@ -117,7 +123,7 @@ rl_conn *rl_pool_take(rl_client *ctx, size_t node, const char *follows)
     if (c && !rl_conn_poolable(c)) {
         /* A Sentinel node's master moved since it was pooled. */
         rl_pool_close(c, "the node's master moved", rl_now_ms());
-        return rl_pool_take(ctx, node, follows);
+        return rl_pool_take(ctx, op, node, follows);
     }
     return c;
 }

@@ -20,7 +20,8 @@ void rl_pools_forget(struct rl_driver *d);
 /* An idle connection to node: the last one given back, or when follows is
  * set (rl_op_follows), one that still owes the reply of that lock's acquire,
  * so that what follows it runs after it on the node. NULL when none. */
-rl_conn *rl_pool_take(struct rl_client *ctx, size_t node, const char *follows);
+rl_conn *rl_pool_take(struct rl_client *ctx, const struct redlock_op *op, size_t node,
+                      const char *follows);
 /* Gives a connection back after an operation: pooled when sound, or closed. */
 void rl_pool_give(struct rl_client *ctx, rl_conn *c, int64_t now);
 /* Closes every idle connection of a node (one was found dead: it restarted). */

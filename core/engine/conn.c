@@ -98,6 +98,33 @@ static bool queue_ask_sentinel(rl_conn *c)
     return true;
 }
 
+/* A connection to a Cluster's seed asks for the slot map, and nothing else,
+ * as a sentinel's does (AUTH with the node's credentials first). */
+static bool queue_ask_slots(rl_conn *c)
+{
+    const rl_node_addr *a = &c->ctx->nodes[c->node].addr;
+    const char *argv[2] = { "CLUSTER", "SLOTS" };
+    if (!send_auth(c, a->user, a->password) || !send_own(c, RL_ENTRY_SLOTS, 2, argv))
+        return false;
+    c->gate = c->queued;
+    return true;
+}
+
+/* The guard's key on this connection's server: the prefix's, and on a
+ * Cluster's master with a hash tag of a slot it serves (the key must be its
+ * own). False when there is none (a master that serves no slot). */
+static bool guard_key(rl_conn *c, char *key, size_t len)
+{
+    const rl_options *o = &c->ctx->opt;
+    char tag[16] = "";
+    rl_node *node = &c->ctx->nodes[c->node];
+    if (node->addr.kind == RL_NODE_CLUSTER && !rl_node_server_tag(node, c->to.server, tag))
+        return false;
+    snprintf(key, len, "%.*s%s%s%s%s", (int)o->key_prefix_len, o->key_prefix, RL_GUARD_KEY,
+             tag[0] ? "{" : "", tag, tag[0] ? "}" : "");
+    return true;
+}
+
 /* AUTH and SELECT first (and ROLE, on a Sentinel node's master), and
  * nothing after them is written before they succeed; then SCRIPT LOAD of
  * every script (so that EVALSHA finds them), INFO (the run_id for the
@@ -105,15 +132,11 @@ static bool queue_ask_sentinel(rl_conn *c)
  * the server may have lost keys: a promoted replica, a restart). Their
  * replies come before those of any command behind them, so a vote is
  * always judged knowing them. */
-static bool queue_handshake(rl_conn *c, bool ask)
+static bool queue_handshake(rl_conn *c)
 {
     rl_node *node = &c->ctx->nodes[c->node];
-    if (ask)
-        rl_node_sentinel_target(node, &c->to);
-    else
-        rl_node_target(node, &c->to);
     if (c->to.sentinel)
-        return queue_ask_sentinel(c);
+        return node->addr.kind == RL_NODE_CLUSTER ? queue_ask_slots(c) : queue_ask_sentinel(c);
     const rl_node_addr *a = &node->addr;
     if (!send_auth(c, a->user, a->password))
         return false;
@@ -142,14 +165,15 @@ static bool queue_handshake(rl_conn *c, bool ask)
         return true;
     const rl_options *o = &c->ctx->opt;
     char key[RL_GUARD_KEY_MAX], lease[24], epoch[24];
-    snprintf(key, sizeof key, "%.*s%s", (int)o->key_prefix_len, o->key_prefix, RL_GUARD_KEY);
+    if (!guard_key(c, key, sizeof key))
+        return true;
     snprintf(lease, sizeof lease, "%lld", (long long)o->max_lease_ms);
     snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
     const char *guard[6] = { "EVAL", rl_script_guard.body, "1", key, lease, epoch };
     return send_own(c, RL_ENTRY_GUARD, 6, guard);
 }
 
-static rl_conn *make(rl_client *ctx, size_t node, bool ask)
+static rl_conn *make(rl_client *ctx, size_t node, const rl_target *to)
 {
     rl_conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -160,8 +184,10 @@ static rl_conn *make(rl_client *ctx, size_t node, bool ask)
     c->node = node;
     c->state = RL_CONN_CONNECTING;
     c->io = -1;
+    c->ask_server = -1;
     c->gate = GATE_OPEN;
-    if (!(c->reader = redisReaderCreate()) || !queue_handshake(c, ask)) {
+    c->to = *to;
+    if (!(c->reader = redisReaderCreate()) || !queue_handshake(c)) {
         c->q_len = 0;   /* handshake entries hold no references */
         rl_conn_free(c);
         return NULL;
@@ -171,15 +197,13 @@ static rl_conn *make(rl_client *ctx, size_t node, bool ask)
 
 rl_conn *rl_conn_new(rl_client *ctx, size_t node)
 {
-    return make(ctx, node, false);
+    rl_target to;
+    rl_node_target(&ctx->nodes[node], &to);
+    return make(ctx, node, &to);
 }
 
-rl_conn *rl_conn_new_asking(rl_client *ctx, size_t node)
-{
-    return make(ctx, node, true);
-}
-
-rl_conn *rl_conn_new_capped(rl_client *ctx, size_t node, int cap, bool ask, bool *full)
+rl_conn *rl_conn_new_capped(rl_client *ctx, size_t node, int cap, const rl_target *to,
+                            bool *full)
 {
     _Atomic int *open = &ctx->conns[node].open;
     int n = atomic_load(open);
@@ -191,7 +215,7 @@ rl_conn *rl_conn_new_capped(rl_client *ctx, size_t node, int cap, bool ask, bool
         }
     } while (!atomic_compare_exchange_weak(open, &n, n + 1));
     /* The place is taken: making it counts it again, so give it back. */
-    rl_conn *c = make(ctx, node, ask);
+    rl_conn *c = make(ctx, node, to);
     atomic_fetch_sub(open, 1);
     return c;
 }
@@ -247,6 +271,23 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
         return REDLOCK_ENOMEM;
     }
     return REDLOCK_OK;
+}
+
+int rl_conn_asking(rl_conn *c)
+{
+    if (c->state == RL_CONN_BROKEN)
+        return REDLOCK_ENOQUORUM;
+    const char *argv[1] = { "ASKING" };
+    return send_own(c, RL_ENTRY_ASKING, 1, argv) ? REDLOCK_OK : REDLOCK_ENOMEM;
+}
+
+bool rl_conn_serves(rl_conn *c, const char *key)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    if (node->addr.kind != RL_NODE_CLUSTER)
+        return true;
+    int slot = key ? rl_key_slot(key, strlen(key)) : -1;
+    return c->to.server >= 0 && rl_node_server_for(node, slot, -1) == c->to.server;
 }
 
 size_t rl_conn_output(const rl_conn *c, const char **bytes)
@@ -389,6 +430,30 @@ static void sentinel_reply(rl_conn *c, const redisReply *reply, int64_t now)
                  node->addr.master_name);
 }
 
+/* A seed's CLUSTER SLOTS: the node's slot map. */
+static void slots_reply(rl_conn *c, const redisReply *reply)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    char seed[96];
+    snprintf(seed, sizeof seed, "%s:%d", c->to.host, c->to.port);
+    rl_slot_map map;
+    rl_slot_map_init(&map);
+    int rc = reply->type == REDIS_REPLY_ERROR
+           ? rl_fail(rl_reply_error_code(reply->str), "%.100s", reply->str)
+           : rl_slot_map_from_slots(&map, reply, c->to.host);
+    if (rc == REDLOCK_OK && map.n_shards == 0)
+        rc = rl_fail(REDLOCK_EREDIS, "no slot is served");
+    if (rc == REDLOCK_OK)
+        rc = rl_node_mapped(node, c->to.gen, &map);
+    rl_slot_map_free(&map);
+    if (rc == REDLOCK_OK) {
+        redirect(c, "seed %s told the slot map: connecting to the masters", seed);
+        return;
+    }
+    rl_node_sentinel_missed(node, c->to.gen);
+    redirect(c, "seed %s gave no slot map: %.100s", seed, rl_errmsg());
+}
+
 /* SENTINEL MASTER: the group's failover count (config-epoch), for the
  * guard of the master it names next. */
 static void epoch_reply(rl_conn *c, const redisReply *reply)
@@ -429,6 +494,12 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
         sentinel_reply(c, reply, now);
         return;
     }
+    if (kind == RL_ENTRY_SLOTS) {
+        slots_reply(c, reply);
+        return;
+    }
+    if (kind == RL_ENTRY_ASKING)
+        return;   /* an error here: the command behind it says it too */
     if (kind == RL_ENTRY_EPOCH) {   /* an error here: the address's says it too */
         epoch_reply(c, reply);
         return;
@@ -464,7 +535,8 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
     } else if (kind == RL_ENTRY_ROLE) {
         role_reply(c, reply, now);
     } else if (kind == RL_ENTRY_INFO && reply->type == REDIS_REPLY_STRING) {
-        rl_nodes_saw_info(c->ctx->nodes, c->ctx->n_nodes, c->node, reply->str, reply->len, now);
+        rl_nodes_saw_info(c->ctx->nodes, c->ctx->n_nodes, c->node, c->to.server, reply->str,
+                          reply->len, now);
         /* The handshake's round trip (AUTH, SCRIPT LOAD and INFO together). */
         rl_node_answered(node, now - c->opened_at, now);
     } else if (kind == RL_ENTRY_GUARD && reply->type == REDIS_REPLY_INTEGER) {
@@ -472,13 +544,37 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
     }
     /* The last reply of AUTH, SELECT and ROLE opens the gate. */
     if (kind <= RL_ENTRY_ROLE && c->gate != GATE_OPEN && c->state != RL_CONN_BROKEN
-        && (c->q_len == 0 || c->q[c->q_head].kind > RL_ENTRY_SENTINEL))
+        && (c->q_len == 0 || c->q[c->q_head].kind > RL_ENTRY_SLOTS))
         c->gate = GATE_OPEN;
+}
+
+/* A Cluster master's -MOVED or -ASK: the map learns a MOVED, an ASK names
+ * the master for the next try of this command alone (c->ask_server); the
+ * connection ends as redirected either way. */
+static bool cluster_moved(rl_conn *c, const redisReply *reply)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    rl_redirect r;
+    if (rl_redirect_parse(&r, reply->str, reply->len, c->to.host) != REDLOCK_OK
+        || r.kind == RL_REDIRECT_NONE)
+        return false;
+    if (r.kind == RL_REDIRECT_MOVED) {
+        rl_node_slot_moved(node, r.slot, r.host, r.port);
+        RL_LOG(c->ctx, REDLOCK_LOG_INFO, "slots_moved", "node=%s slot=%d old=%s:%d new=%s:%d",
+               node->addr.label, r.slot, c->to.host, c->to.port, r.host, r.port);
+        redirect(c, "slot %d moved to %s:%d", r.slot, r.host, r.port);
+    } else {
+        c->ask_server = rl_node_server_index(node, r.host, r.port);
+        redirect(c, "slot %d is migrating to %s:%d: asking there", r.slot, r.host, r.port);
+    }
+    return true;
 }
 
 bool rl_conn_moved(rl_conn *c, const redisReply *reply, int64_t now)
 {
     rl_node *node = &c->ctx->nodes[c->node];
+    if (node->addr.kind == RL_NODE_CLUSTER && reply->type == REDIS_REPLY_ERROR)
+        return cluster_moved(c, reply);
     if (node->addr.kind != RL_NODE_SENTINEL || reply->type != REDIS_REPLY_ERROR
         || !rl_reply_readonly(reply->str))
         return false;

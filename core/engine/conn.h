@@ -62,7 +62,9 @@ typedef enum rl_entry_kind {
     RL_ENTRY_ROLE,        /* handshake of a Sentinel node's master: not a master, it breaks */
     RL_ENTRY_EPOCH,       /* a sentinel asked for its failover count (config-epoch) */
     RL_ENTRY_SENTINEL,    /* a sentinel asked where the master is: the connection ends */
+    RL_ENTRY_SLOTS,       /* a Cluster's seed asked for the slot map: the connection ends */
     /* Not held back: */
+    RL_ENTRY_ASKING,      /* ASKING, right before a command a -ASK sent here */
     RL_ENTRY_SCRIPT,      /* handshake: SCRIPT LOAD; an error only means NOSCRIPT later */
     RL_ENTRY_INFO,        /* handshake: the node's run_id and version */
     RL_ENTRY_GUARD,       /* handshake: the guard script (may the node have lost keys?) */
@@ -99,7 +101,9 @@ typedef struct redlock_conn {
     size_t node;
     rl_target to;               /* where it goes: the master, or a sentinel to ask */
     bool redirected;            /* RL_CONN_BROKEN because the node's master moved (or was
-                                 * found): nothing of an operation was written */
+                                 * found, or a Cluster's slot is elsewhere): what was
+                                 * redirected did not run */
+    int ask_server;             /* redirected by -ASK: the master to try (masters index) */
     rl_conn_state state;
     bool info_refused;          /* its handshake's INFO was (an ACL without +info) */
     int code;                   /* RL_CONN_BROKEN: the REDLOCK_E* that describes why */
@@ -132,14 +136,12 @@ typedef struct redlock_conn {
 /* A new connection to node `node` of ctx, with its handshake queued. The
  * driver connects its socket and calls rl_conn_connected (or breaks it). */
 rl_conn *rl_conn_new(struct rl_client *ctx, size_t node);
-/* The same, to one of a Sentinel node's sentinels: it asks where the master
- * is (rl_node_poll_due), and ends. */
-rl_conn *rl_conn_new_asking(struct rl_client *ctx, size_t node);
-/* The same for an operation (asking a sentinel when ask), when the client
- * has fewer than cap connections to the node (counted with every
- * rl_conn_new, until rl_conn_free): NULL with *full set when it has cap
- * already. */
-rl_conn *rl_conn_new_capped(struct rl_client *ctx, size_t node, int cap, bool ask, bool *full);
+/* The same for an operation, to target `to` (a master, or a sentinel or a
+ * Cluster's seed to ask: node.h), when the client has fewer than cap
+ * connections to the node (counted with every rl_conn_new, until
+ * rl_conn_free): NULL with *full set when it has cap already. */
+rl_conn *rl_conn_new_capped(struct rl_client *ctx, size_t node, int cap, const rl_target *to,
+                            bool *full);
 /* How many connections the client has to node now. */
 int rl_conn_count(const struct rl_client *ctx, size_t node);
 /* Frees a connection whose stream is empty (after rl_conn_pop_lost). */
@@ -153,6 +155,13 @@ void rl_conn_break(rl_conn *c, int code, const char *fmt, ...) __attribute__((fo
 /* Queues a command: its bytes, and its entry, which keeps the reference on
  * cmd that the caller gives it (on success only). */
 int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, int form);
+
+/* Queues ASKING: the command queued next goes to a slot this Cluster
+ * master is importing (-ASK). REDLOCK_OK or a code. */
+int rl_conn_asking(rl_conn *c);
+/* Whether the keys' slot is served by c's server (always, but on a Cluster
+ * node). */
+bool rl_conn_serves(rl_conn *c, const char *key);
 
 /* The bytes that may be written now (none while connecting, or while held
  * back behind the handshake), and how many of them were written. */
@@ -194,8 +203,9 @@ void rl_conn_feed(rl_conn *c, const char *buf, size_t len);
 int rl_conn_next(rl_conn *c, struct redisReply **reply, rl_entry *entry, int64_t now);
 
 /* Whether a reply says that a Sentinel node's master is a replica now
- * (READONLY): then the node asks its sentinels again, and the connection
- * is broken as redirected (the command did not run). */
+ * (READONLY), or that a Cluster's slot is served elsewhere (-MOVED, -ASK):
+ * then the node asks its sentinels again, or learns where the slot went,
+ * and the connection is broken as redirected (the command did not run). */
 bool rl_conn_moved(rl_conn *c, const struct redisReply *reply, int64_t now);
 
 /* Replies still expected, and the i-th of them (0: the oldest). */

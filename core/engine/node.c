@@ -23,6 +23,7 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
     node->master = -1;
     node->last_master = -1;
     node->epoch = -1;
+    rl_slot_map_init(&node->map);
     atomic_init(&node->state, RL_NODE_UNKNOWN);
     atomic_init(&node->rtt_us, -1);
     node->state_since = INT64_MIN;
@@ -32,6 +33,7 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
 
 void rl_node_destroy(rl_node *node)
 {
+    rl_slot_map_free(&node->map);
     for (size_t i = 0; i < node->n_masters; i++)
         free(node->masters[i].host);
     pthread_mutex_destroy(&node->mu);
@@ -40,20 +42,146 @@ void rl_node_destroy(rl_node *node)
 
 /* ---- where connections go ---- */
 
+/* The seed (a Cluster node's) to ask next for the slot map: the URI's, then
+ * every master the node has known (under the lock). */
+static void seed_target(rl_node *node, rl_target *t)
+{
+    const rl_node_addr *a = &node->addr;
+    size_t k = node->next_sentinel % (a->n_sentinels + node->n_masters);
+    const rl_server *s = k < a->n_sentinels ? &a->sentinels[k]
+                                            : &node->masters[k - a->n_sentinels];
+    *t = (rl_target){ .host = s->host, .port = s->port, .sentinel = true, .server = -1,
+                      .gen = node->gen };
+}
+
+/* The index in masters of host:port, added when new (under the lock). */
+static int server_index(rl_node *node, const char *host, int port)
+{
+    for (size_t i = 0; i < node->n_masters; i++)
+        if (node->masters[i].port == port && strcmp(node->masters[i].host, host) == 0)
+            return (int)i;
+    if (node->n_masters == RL_NODE_MASTERS_MAX)
+        return -1;
+    rl_server *m = &node->masters[node->n_masters];
+    if (!(m->host = strdup(host)))
+        return -1;
+    m->port = port;
+    rl_server_label(m);
+    return (int)node->n_masters++;
+}
+
+/* The master a Cluster node's connection for slot goes to (under the lock):
+ * -1 when a seed must be asked. */
+static int cluster_server(rl_node *node, int slot, int server)
+{
+    if (server >= 0 && (size_t)server < node->n_masters)
+        return server;
+    if (!node->mapped || node->map.n_shards == 0)
+        return -1;
+    const rl_shard *sh = slot >= 0 ? rl_slot_map_shard(&node->map, slot) : &node->map.shards[0];
+    return sh ? server_index(node, sh->master.host, sh->master.port) : -1;
+}
+
+void rl_node_target_slot(rl_node *node, int slot, int server, rl_target *t)
+{
+    if (node->addr.kind != RL_NODE_CLUSTER) {
+        rl_node_target(node, t);
+        return;
+    }
+    pthread_mutex_lock(&node->mu);
+    int k = cluster_server(node, slot, server);
+    if (k < 0) {
+        seed_target(node, t);
+    } else {
+        const rl_server *m = &node->masters[k];
+        *t = (rl_target){ .host = m->host, .port = m->port, .server = k, .gen = node->gen,
+                          .asking = server >= 0 };
+    }
+    pthread_mutex_unlock(&node->mu);
+}
+
+int rl_node_server_for(rl_node *node, int slot, int server)
+{
+    if (node->addr.kind != RL_NODE_CLUSTER)
+        return -1;
+    pthread_mutex_lock(&node->mu);
+    int k = cluster_server(node, slot, server);
+    pthread_mutex_unlock(&node->mu);
+    return k;
+}
+
+int rl_node_mapped(rl_node *node, uint64_t gen, rl_slot_map *map)
+{
+    int rc = REDLOCK_OK;
+    pthread_mutex_lock(&node->mu);
+    for (size_t i = 0; i < map->n_shards && rc == REDLOCK_OK; i++)
+        if (server_index(node, map->shards[i].master.host, map->shards[i].master.port) < 0)
+            rc = rl_fail(REDLOCK_EUNSUPPORTED, "a Cluster with more than %d masters",
+                         RL_NODE_MASTERS_MAX);
+    if (rc == REDLOCK_OK && gen == node->gen) {
+        rl_slot_map_free(&node->map);
+        node->map = *map;
+        rl_slot_map_init(map);
+        node->mapped = true;
+        node->sentinel_misses = 0;
+    }
+    pthread_mutex_unlock(&node->mu);
+    rl_slot_map_free(map);
+    return rc;
+}
+
+void rl_node_slot_moved(rl_node *node, int slot, const char *host, int port)
+{
+    pthread_mutex_lock(&node->mu);
+    if (node->mapped && rl_slot_map_moved(&node->map, slot, host, port) >= 0)
+        (void)server_index(node, host, port);
+    pthread_mutex_unlock(&node->mu);
+}
+
+int rl_node_server_index(rl_node *node, const char *host, int port)
+{
+    pthread_mutex_lock(&node->mu);
+    int k = server_index(node, host, port);
+    pthread_mutex_unlock(&node->mu);
+    return k;
+}
+
+bool rl_node_server_tag(rl_node *node, int server, char out[16])
+{
+    bool found = false;
+    pthread_mutex_lock(&node->mu);
+    const rl_server *m = server >= 0 && (size_t)server < node->n_masters ? &node->masters[server]
+                                                                         : NULL;
+    /* The first number whose slot the master serves: every client with the
+     * same map picks the same one. */
+    for (int i = 0; m && node->mapped && i < 1000000 && !found; i++) {
+        int n = snprintf(out, 16, "%d", i);
+        const rl_shard *sh = rl_slot_map_shard(&node->map, rl_key_slot(out, (size_t)n));
+        found = sh && sh->master.port == m->port && strcmp(sh->master.host, m->host) == 0;
+    }
+    pthread_mutex_unlock(&node->mu);
+    return found;
+}
+
 void rl_node_target(rl_node *node, rl_target *t)
 {
     const rl_node_addr *a = &node->addr;
     if (a->kind == RL_NODE_MASTER) {
-        *t = (rl_target){ .host = a->is_unix ? NULL : a->host, .port = a->port };
+        *t = (rl_target){ .host = a->is_unix ? NULL : a->host, .port = a->port, .server = -1 };
+        return;
+    }
+    if (a->kind == RL_NODE_CLUSTER) {
+        rl_node_target_slot(node, -1, -1, t);
         return;
     }
     pthread_mutex_lock(&node->mu);
     if (node->master >= 0) {
         const rl_server *m = &node->masters[node->master];
-        *t = (rl_target){ .host = m->host, .port = m->port, .gen = node->gen };
+        *t = (rl_target){ .host = m->host, .port = m->port, .server = -1, .gen = node->gen };
     } else {
         const rl_server *s = &a->sentinels[node->next_sentinel % a->n_sentinels];
-        *t = (rl_target){ .host = s->host, .port = s->port, .sentinel = true, .gen = node->gen };
+        *t = (rl_target){ .host = s->host, .port = s->port, .sentinel = true, .server = -1,
+                          .gen = node->gen };
     }
     pthread_mutex_unlock(&node->mu);
 }
@@ -63,7 +191,8 @@ void rl_node_sentinel_target(rl_node *node, rl_target *t)
     const rl_node_addr *a = &node->addr;
     pthread_mutex_lock(&node->mu);
     const rl_server *s = &a->sentinels[node->next_sentinel % a->n_sentinels];
-    *t = (rl_target){ .host = s->host, .port = s->port, .sentinel = true, .gen = node->gen };
+    *t = (rl_target){ .host = s->host, .port = s->port, .sentinel = true, .server = -1,
+                      .gen = node->gen };
     pthread_mutex_unlock(&node->mu);
 }
 
@@ -159,7 +288,9 @@ void rl_node_sentinel_missed(rl_node *node, uint64_t gen)
 bool rl_node_sentinels_left(rl_node *node)
 {
     pthread_mutex_lock(&node->mu);
-    bool left = node->sentinel_misses % node->addr.n_sentinels != 0;
+    size_t n = node->addr.n_sentinels
+             + (node->addr.kind == RL_NODE_CLUSTER ? node->n_masters : 0);
+    bool left = node->sentinel_misses % n != 0;
     pthread_mutex_unlock(&node->mu);
     return left;
 }
@@ -169,9 +300,11 @@ void rl_node_master_lost(rl_node *node, uint64_t gen, const char *why, int64_t n
     if (node->addr.kind == RL_NODE_MASTER)
         return;
     pthread_mutex_lock(&node->mu);
-    bool lost = gen == node->gen && node->master >= 0;
+    bool lost = gen == node->gen && (node->master >= 0 || node->mapped);
     if (lost) {
+        /* A Cluster's map is read again from a seed. */
         node->master = -1;
+        node->mapped = false;
         node->gen++;
     }
     pthread_mutex_unlock(&node->mu);
@@ -189,6 +322,20 @@ void rl_node_server(rl_node *node, char *out, size_t len)
         return;
     }
     pthread_mutex_lock(&node->mu);
+    if (node->addr.kind == RL_NODE_CLUSTER) {
+        /* Its masters, as the map has them: "h1:p1+h2:p2+..." */
+        size_t w = 0;
+        out[0] = '\0';
+        for (size_t i = 0; node->mapped && i < node->map.n_shards && w < len; i++) {
+            rl_server m = { .host = node->map.shards[i].master.host,
+                            .port = node->map.shards[i].master.port };
+            rl_server_label(&m);
+            int n = snprintf(out + w, len - w, "%s%s", i ? "+" : "", m.label);
+            w += n > 0 ? (size_t)n : 0;
+        }
+        pthread_mutex_unlock(&node->mu);
+        return;
+    }
     snprintf(out, len, "%s", node->master >= 0 ? node->masters[node->master].label : "");
     pthread_mutex_unlock(&node->mu);
 }
@@ -398,13 +545,43 @@ static void run_id_of(rl_node *node, char out[41])
     pthread_mutex_unlock(&node->mu);
 }
 
-void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, size_t len,
-                       int64_t now)
+/* A Cluster master's INFO: its own run_id tells its restart. */
+static void cluster_saw_info(rl_node *node, int server, int version, const char *run_id,
+                             int64_t now)
+{
+    bool restarted = false;
+    pthread_mutex_lock(&node->mu);
+    if (version)
+        node->version = version;
+    if (run_id && server >= 0 && server < RL_NODE_MASTERS_MAX) {
+        char *was = node->server_run_id[server];
+        if (was[0] != '\0' && strcmp(was, run_id) != 0) {
+            node->restarted_at = now;
+            restarted = true;
+        }
+        memcpy(was, run_id, 41);
+    }
+    pthread_mutex_unlock(&node->mu);
+    const rl_client *ctx = node->ctx;
+    if (restarted && rl_logging(&ctx->log, REDLOCK_LOG_WARN)) {
+        int64_t guard = ctx->opt.restart_guard ? ctx->opt.max_lease_ms : 0;
+        rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_restarted",
+                    "node=%s server=%s run_id=%.8s guard_ms=%lld", node->addr.label,
+                    node->masters[server].label, run_id, (long long)guard);
+    }
+}
+
+void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const char *info,
+                       size_t len, int64_t now)
 {
     rl_node *node = &nodes[i];
     char run_id[41];
     int version = rl_info_version(info, len);
     bool have_id = rl_info_run_id(info, len, run_id) == 0;
+    if (node->addr.kind == RL_NODE_CLUSTER) {
+        cluster_saw_info(node, server, version, have_id ? run_id : NULL, now);
+        return;
+    }
     int same_as = -1;
     for (size_t j = 0; have_id && j < n; j++) {
         char other[41];

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "slots.h"
 #include "uri.h"
 
 struct rl_client;
@@ -28,7 +29,7 @@ typedef enum rl_node_state {
     RL_NODE_NOPERM       /* its ACL refused a command or key (NOPERM) */
 } rl_node_state;
 
-#define RL_NODE_MASTERS_MAX 32   /* masters a Sentinel node can have had */
+#define RL_NODE_MASTERS_MAX 64   /* masters a Sentinel or Cluster node can have had */
 
 /* Where one new connection of a node goes: the node's master (its address,
  * or the one its sentinels named), or one of its sentinels, to ask where
@@ -37,7 +38,9 @@ typedef enum rl_node_state {
 typedef struct rl_target {
     const char *host;
     int port;
-    bool sentinel;   /* a sentinel: the connection asks and ends */
+    bool sentinel;   /* a sentinel, or a Cluster's seed: the connection asks and ends */
+    bool asking;     /* a Cluster's master a -ASK named: ASKING before the command */
+    int server;      /* a Cluster's master: its index in the node's masters; else -1 */
     uint64_t gen;    /* the node's generation it was chosen in */
 } rl_target;
 
@@ -72,6 +75,11 @@ typedef struct rl_node {
     size_t next_sentinel;
     unsigned sentinel_misses;   /* sentinels that failed to answer in a row */
     int64_t epoch;              /* the group's config-epoch as a sentinel said; -1 none */
+    /* A Cluster node: its slot map (empty: ask a seed), and each master's
+     * run_id as last seen (masters[] is every server the map has named). */
+    rl_slot_map map;
+    bool mapped;
+    char server_run_id[RL_NODE_MASTERS_MAX][41];
     int64_t resolved_at;        /* when a sentinel last named the master */
     int64_t poll_until;         /* an operation asks a sentinel until then (one at a time) */
     uint64_t gen;
@@ -80,15 +88,35 @@ typedef struct rl_node {
 int rl_node_init(rl_node *node, const char *uri, size_t index);
 void rl_node_destroy(rl_node *node);
 
-/* Where a new connection goes now. */
+/* Where a new connection goes now (on a Cluster node: any master). */
 void rl_node_target(rl_node *node, rl_target *t);
+/* Where a new connection for a key of slot `slot` goes (-1: any key): on a
+ * Cluster node, the master that serves it, or the master `server` (an index
+ * into masters, from a -ASK; -1 none) with ASKING; a seed to ask for the slot
+ * map while the node has none. On other nodes, rl_node_target. */
+void rl_node_target_slot(rl_node *node, int slot, int server, rl_target *t);
+/* The master a connection for slot would go to now (as rl_node_target_slot),
+ * or -1 when a seed must be asked first; other nodes: -1. */
+int rl_node_server_for(rl_node *node, int slot, int server);
+/* A seed's CLUSTER SLOTS said map (taken over, emptied) on a connection
+ * chosen in gen: it is the node's slot map from now on. REDLOCK_OK, or a
+ * code with the thread's message (more masters than RL_NODE_MASTERS_MAX). */
+int rl_node_mapped(rl_node *node, uint64_t gen, rl_slot_map *map);
+/* A -MOVED: slot lives on host:port now. */
+void rl_node_slot_moved(rl_node *node, int slot, const char *host, int port);
+/* The index in masters of host:port (added when new), or -1 (table full). */
+int rl_node_server_index(rl_node *node, const char *host, int port);
+/* A hash tag (digits) whose slot the master `server` serves, for a key of
+ * the client's own on it (the guard's): false when it serves none. */
+bool rl_node_server_tag(rl_node *node, int server, char out[16]);
 /* One of its sentinels, for an operation that asks whether the master
  * moved (rl_node_poll_due). */
 void rl_node_sentinel_target(rl_node *node, rl_target *t);
 /* Whether a Sentinel node's master was named longer than poll_ms ago and
  * nobody is asking now: then the caller asks (a sentinel connection). */
 bool rl_node_poll_due(rl_node *node, int64_t poll_ms, int64_t now);
-/* Whether a connection chosen in generation gen still goes to the master. */
+/* Whether a connection chosen in generation gen still goes to the master
+ * (a Cluster's: to a master of the map). */
 bool rl_node_current(rl_node *node, uint64_t gen);
 /* A sentinel named the master host:port (a connection chosen in gen asked):
  * it is the node's master from now on; a change is the event node_failover. */
@@ -125,9 +153,11 @@ void rl_node_connect_failure(rl_node *node, int code, const char *why);
 int rl_node_backoff(rl_node *node, int64_t now, char *why, size_t whylen);
 
 /* Reads an INFO reply of node i of nodes[0..n): its version, and its run_id,
- * which tells a restart (a new run_id) and the same server listed twice. */
-void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, const char *info, size_t len,
-                       int64_t now);
+ * which tells a restart (a new run_id) and the same server listed twice.
+ * On a Cluster node, server is the master it came from (its masters index):
+ * each master has its own run_id, and no other node can be the same. */
+void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const char *info,
+                       size_t len, int64_t now);
 
 /* Health. A command was sent; a reply came (rtt_ms < 0: its round trip is
  * not known, e.g. it waited for a connect); the node failed a command or a

@@ -11,6 +11,7 @@
 #include "op.h"
 #include "owed.h"
 #include "quorum.h"
+#include "slots.h"
 
 typedef enum slot_state {
     SLOT_IDLE,        /* nothing asked of this node in this round */
@@ -26,6 +27,8 @@ typedef struct slot {
     bool maybe_ran;       /* ... on a connection lost after writing it */
     bool retried;         /* a stale pooled connection was replaced this round */
     uint8_t redirects;    /* connections ended this round because the master moved */
+    int key_slot;         /* a Cluster node: the slot of the command's keys; -1 any */
+    int ask_server;       /* a Cluster node: the master a -ASK named this round; -1 none */
     bool ask;             /* its next connection asks a sentinel whether the master moved */
     bool counting;        /* a fenced SET answered: its vote waits for the INCR's reply */
     bool written;         /* the command's last byte was written: its deadline runs */
@@ -161,6 +164,57 @@ static int check_distinct(const rl_client *ctx, const rl_keys *keys)
     return rc;
 }
 
+/* Whether a node of the client is a Cluster. */
+static bool has_cluster(const rl_client *ctx)
+{
+    for (size_t i = 0; i < ctx->n_nodes; i++)
+        if (ctx->nodes[i].addr.kind == RL_NODE_CLUSTER)
+            return true;
+    return false;
+}
+
+/* Whether a key has a hash tag: a '{' with a '}' after it, and something
+ * between them. */
+static bool has_hash_tag(const char *key)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+    return close && close > open + 1;
+}
+
+/* On a Cluster node, one command's keys must share a slot (a script's keys
+ * must: CROSSSLOT), and so must a lock's fencing counter (its key, a zero
+ * byte and "fence"), which it does only when the key has a hash tag. */
+static int check_cluster(const rl_client *ctx, const rl_keys *keys)
+{
+    if (keys->n == 0 || !has_cluster(ctx))
+        return REDLOCK_OK;
+    const char *first = keys->k[0];
+    int first_slot = rl_key_slot(first, strlen(first));
+    size_t p = ctx->opt.key_prefix_len;
+    for (size_t i = 1; i < keys->n; i++)
+        if (rl_key_slot(keys->k[i], strlen(keys->k[i])) != first_slot)
+            return rl_fail(REDLOCK_EINVAL,
+                           "resources '%.100s' and '%.100s' hash to different slots of a "
+                           "Cluster node: the names of one multi-lock must share a hash tag "
+                           "there (the part in braces, as in {order:7}:items)",
+                           first + p, keys->k[i] + p);
+    for (size_t i = 0; ctx->opt.fencing && i < keys->n; i++)
+        if (!has_hash_tag(keys->k[i]))
+            return rl_fail(REDLOCK_EINVAL,
+                           "resource '%.100s': with fencing on a Cluster node, a name needs "
+                           "a hash tag (the part in braces, as in {order:7}), so that its "
+                           "fencing counter lives in its slot", keys->k[i] + p);
+    return REDLOCK_OK;
+}
+
+/* The slot of a lock's keys (checked to be one: check_cluster), for a
+ * Cluster node's connection; -1 for none. */
+static int keys_slot(const rl_keys *keys)
+{
+    return keys && keys->n > 0 ? rl_key_slot(keys->k[0], strlen(keys->k[0])) : -1;
+}
+
 /* A handle for the given resources, their keys prefixed; names checked. */
 static int handle_new(redlock_handle **out, rl_client *ctx, const char *const *names, size_t n)
 {
@@ -190,6 +244,8 @@ static int handle_new(redlock_handle **out, rl_client *ctx, const char *const *n
     }
     if (rc == REDLOCK_OK)
         rc = check_distinct(ctx, h->keys);
+    if (rc == REDLOCK_OK)
+        rc = check_cluster(ctx, h->keys);
     if (rc != REDLOCK_OK) {
         rl_handle_free(h);
         return rc;
@@ -420,7 +476,9 @@ static void send_on(rl_op *op, size_t i, int64_t now)
         rl_result_fail(&op->results[i], REDLOCK_ENOQUORUM, "%s", why);
         return;
     }
-    int rc = rl_cmd_send(op->cmd, s->conn, false);
+    int rc = s->ask_server >= 0 ? rl_conn_asking(s->conn) : REDLOCK_OK;
+    if (rc == REDLOCK_OK)
+        rc = rl_cmd_send(op->cmd, s->conn, false);
     if (rc != REDLOCK_OK) {
         s->state = SLOT_DONE;
         rl_result_fail(&op->results[i], rc, "%s", rc == REDLOCK_ENOMEM ? "out of memory"
@@ -526,6 +584,8 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
         s->sent = s->maybe_ran = s->retried = s->parked = false;
         s->redirects = 0;
         s->park_until = 0;
+        s->key_slot = keys_slot(h->keys);
+        s->ask_server = -1;
         if (s->conn && s->conn->state == RL_CONN_BROKEN)
             drop(op, s);
         if (s->conn) {
@@ -767,6 +827,8 @@ static rl_op *op_new(rl_client *ctx, op_kind kind, int64_t now)
     op->slots = (slot *)(op + 1);
     op->results = (rl_result *)(op->slots + n);
     memset(op->slots, 0, n * sizeof *op->slots);
+    for (size_t i = 0; i < n; i++)
+        op->slots[i].key_slot = op->slots[i].ask_server = -1;
     op->ctx = ctx;
     op->kind = kind;
     op->started = now;
@@ -927,6 +989,7 @@ int rl_op_deliver(rl_op **out, rl_client *ctx, int64_t now)
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         if (rl_owed_try(ctx, i, now)) {
             op->slots[i].state = SLOT_WANT_CONN;
+            op->slots[i].key_slot = rl_owed_slot(ctx, i);
             any = true;
         }
     }
@@ -1120,8 +1183,13 @@ rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
     int cap = (int)op->ctx->opt.pool_size + RL_CONN_SPARE
             + atomic_load(&op->ctx->conns[node].paused);
     bool full = false;
+    rl_target to;
+    if (s->ask)
+        rl_node_sentinel_target(&op->ctx->nodes[node], &to);
+    else
+        rl_node_target_slot(&op->ctx->nodes[node], s->key_slot, s->ask_server, &to);
     if (code == REDLOCK_OK
-        && !(c = rl_conn_new_capped(op->ctx, node, cap, s->ask, &full)) && full) {
+        && !(c = rl_conn_new_capped(op->ctx, node, cap, &to, &full)) && full) {
         park(op, node, cap, now);
         return NULL;
     }
@@ -1140,7 +1208,24 @@ rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
 
 bool rl_op_wants_fresh(const rl_op *op, size_t node)
 {
-    return node < op->ctx->n_nodes && op->slots[node].ask;
+    if (node >= op->ctx->n_nodes)
+        return false;
+    const slot *s = &op->slots[node];
+    rl_node *n = &op->ctx->nodes[node];
+    /* A Cluster node without a slot map asks a seed for one. */
+    return s->ask || (n->addr.kind == RL_NODE_CLUSTER
+                      && rl_node_server_for(n, s->key_slot, s->ask_server) < 0);
+}
+
+bool rl_op_fits(const rl_op *op, size_t node, const rl_conn *c)
+{
+    if (node >= op->ctx->n_nodes || c->node != node)
+        return false;
+    rl_node *n = &op->ctx->nodes[node];
+    const slot *s = &op->slots[node];
+    return n->addr.kind != RL_NODE_CLUSTER
+        || (c->to.server >= 0 && c->to.server == rl_node_server_for(n, s->key_slot,
+                                                                     s->ask_server));
 }
 
 /* Whether a connection of the operation has bytes to write now. */
@@ -1462,9 +1547,11 @@ void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)
      * (a sentinel named the master, or the master turned replica): the
      * command goes to the master on a new connection; a few times a round,
      * so that every sentinel may be asked. */
-    if (c->redirected && s->redirects < op->ctx->nodes[i].addr.n_sentinels + 2) {
+    if (c->redirected && s->redirects < op->ctx->nodes[i].addr.n_sentinels + 4) {
         s->redirects++;
         s->state = SLOT_WANT_CONN;
+        /* A -ASK: this command alone goes to the master it named. */
+        s->ask_server = c->ask_server;
         return;
     }
     /* A pooled connection may simply have gone stale (the node restarted
@@ -1530,6 +1617,10 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
 {
     if (n == 0)
         return rl_fail(REDLOCK_EINVAL, "a renewal of no lock");
+    for (size_t j = 1; j < n; j++)
+        if (!rl_op_batches_with(hs[0], hs[j]))
+            return rl_fail(REDLOCK_EINVAL, "a renewal of locks in different slots of a "
+                           "Cluster node (rl_op_batches_with)");
     rl_op *op = op_new(ctx, OP_EXTEND_MANY, now);
     if (!op)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
@@ -1609,9 +1700,15 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
         op->results[i].vote = RL_VOTE_PENDING;
         op->slots[i].state = SLOT_WANT_CONN;
         op->slots[i].ask = rl_node_poll_due(&ctx->nodes[i], ctx->opt.sentinel_poll_ms, now);
+        op->slots[i].key_slot = keys_slot(keys);
     }
     *out = op;
     return REDLOCK_OK;
+}
+
+bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
+{
+    return a->ctx == b->ctx && (!has_cluster(a->ctx) || keys_slot(a->keys) == keys_slot(b->keys));
 }
 
 /* A node's reply to the renewal: its answer for each key, or a failure of

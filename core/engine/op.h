@@ -65,6 +65,9 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
  * and message would. */
 int rl_op_extend_many(rl_op **out, struct rl_client *ctx, redlock_handle *const *hs, size_t n,
                       int64_t now);
+/* Whether b may be renewed in one batch with a: the same client, and on a
+ * client with a Cluster node, the same slot (one script's keys share one). */
+bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b);
 size_t rl_op_many_count(const rl_op *op);
 redlock_handle *rl_op_many_handle(const rl_op *op, size_t j);
 /* Lock j's outcome and *message (owned by op; "" on success). */
@@ -189,8 +192,13 @@ int rl_op_next_wanted(const rl_op *op, size_t from);
 rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now);
 /* Whether the connection the operation wants to node must be a new one
  * (rl_op_connect), not an idle one: it asks a Sentinel node's sentinel
- * whether the master moved (option sentinel_poll_ms). */
+ * whether the master moved (option sentinel_poll_ms), or a Cluster node's
+ * seed for the slot map. */
 bool rl_op_wants_fresh(const rl_op *op, size_t node);
+/* Whether an idle connection c may serve the operation's command to node:
+ * always, but on a Cluster node only one to the master of the command's
+ * slot. A driver takes an idle connection that fits, or makes one. */
+bool rl_op_fits(const rl_op *op, size_t node, const rl_conn *c);
 
 /* Events of the connections the operation has (engine.c calls these). */
 void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const struct redisReply *reply,

@@ -161,7 +161,10 @@ void rl_owed_send(rl_client *ctx, rl_conn *c, int64_t now)
     pthread_mutex_lock(&ctx->owed->mu);
     for (rl_owed **p = &ctx->owed->head; *p;) {
         rl_owed *o = *p;
-        if ((o->node != c->node || o->not_before > now) && o->until > now) {
+        /* On a Cluster node, only releases of the slots c's master serves. */
+        if ((o->node != c->node || o->not_before > now
+             || !rl_conn_serves(c, o->cmd->keys->n ? o->cmd->keys->k[0] : NULL))
+            && o->until > now) {
             p = &o->next;
             continue;
         }
@@ -180,6 +183,19 @@ void rl_owed_send(rl_client *ctx, rl_conn *c, int64_t now)
         rl_cmd_unref(o->cmd);
         free(o);
     }
+}
+
+int rl_owed_slot(rl_client *ctx, size_t node)
+{
+    int slot = -1;
+    if (ctx->nodes[node].addr.kind != RL_NODE_CLUSTER || !rl_owed_any(ctx, node))
+        return slot;
+    pthread_mutex_lock(&ctx->owed->mu);
+    for (rl_owed *o = ctx->owed->head; o && slot < 0; o = o->next)
+        if (o->node == node && o->cmd->keys->n > 0)
+            slot = rl_key_slot(o->cmd->keys->k[0], strlen(o->cmd->keys->k[0]));
+    pthread_mutex_unlock(&ctx->owed->mu);
+    return slot;
 }
 
 int64_t rl_owed_next(rl_client *ctx, size_t node)

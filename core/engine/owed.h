@@ -51,6 +51,9 @@ void rl_owed_send(struct rl_client *ctx, rl_conn *c, int64_t now);
 /* When the first release owed (to node, or to any node when node is
  * SIZE_MAX) may be sent; INT64_MAX when none is owed. */
 int64_t rl_owed_next(struct rl_client *ctx, size_t node);
+/* A Cluster node's: the slot of the first release owed to it, which a
+ * delivery's connection goes to (-1: none, or not a Cluster). */
+int rl_owed_slot(struct rl_client *ctx, size_t node);
 /* Whether any release is owed (to node, or to any node when node is SIZE_MAX). */
 bool rl_owed_any(struct rl_client *ctx, size_t node);
 /* Whether releases owed to node may be sent at now (the first one's time

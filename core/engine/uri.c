@@ -217,13 +217,11 @@ static bool good_master_name(const char *s, size_t n)
     return true;
 }
 
-static int parse_sentinel(rl_node_addr *a, const char *rest)
+/* The comma-separated host[:port] list from hp to end: a Sentinel group's
+ * sentinels, or a Cluster's seed servers (a->sentinels). */
+static int parse_servers(rl_node_addr *a, const char *hp, const char *end, const char *scheme,
+                         int default_port)
 {
-    const char *scheme = a->tls ? "rediss-sentinel://" : "redis-sentinel://";
-    const char *hp, *end;
-    int rc;
-    if ((rc = parse_credentials(a, rest, scheme, &hp, &end)) != REDLOCK_OK)
-        return rc;
     size_t n = 1;
     for (const char *p = hp; p < end; p++)
         n += *p == ',';
@@ -232,11 +230,46 @@ static int parse_sentinel(rl_node_addr *a, const char *rest)
     for (const char *p = hp; a->n_sentinels < n; a->n_sentinels++) {
         const char *comma = memchr(p, ',', (size_t)(end - p));
         const char *stop = comma ? comma : end;
-        if ((rc = parse_hostport(p, stop, scheme, 26379, &a->sentinels[a->n_sentinels]))
-            != REDLOCK_OK)
+        int rc = parse_hostport(p, stop, scheme, default_port, &a->sentinels[a->n_sentinels]);
+        if (rc != REDLOCK_OK)
             return rc;
         p = stop + 1;
     }
+    return REDLOCK_OK;
+}
+
+/* redis-cluster://[[user]:password@]host[:port][,host[:port]...][/0]: the
+ * seed servers of one Cluster (any master or replica of it will do). A
+ * Cluster has one database, 0. */
+static int parse_cluster(rl_node_addr *a, const char *rest)
+{
+    const char *scheme = a->tls ? "rediss-cluster://" : "redis-cluster://";
+    const char *hp, *end;
+    int rc;
+    if ((rc = parse_credentials(a, rest, scheme, &hp, &end)) != REDLOCK_OK
+        || (rc = parse_servers(a, hp, end, scheme, 6379)) != REDLOCK_OK)
+        return rc;
+    const char *first = a->sentinels[0].label;
+    if (*end == '/' && (rc = parse_db(a, end, strlen(end), scheme, first)) != REDLOCK_OK)
+        return rc;
+    if (*end != '\0' && *end != '/')
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: unexpected '%c' (a Cluster node "
+                       "takes no parameters)", scheme, first, *end);
+    if (a->db != 0)
+        return rl_fail(REDLOCK_EINVAL, "bad %s URI for %s: a Cluster has only database 0",
+                       scheme, first);
+    snprintf(a->label, sizeof a->label, "cluster@%.80s", first);
+    return REDLOCK_OK;
+}
+
+static int parse_sentinel(rl_node_addr *a, const char *rest)
+{
+    const char *scheme = a->tls ? "rediss-sentinel://" : "redis-sentinel://";
+    const char *hp, *end;
+    int rc;
+    if ((rc = parse_credentials(a, rest, scheme, &hp, &end)) != REDLOCK_OK
+        || (rc = parse_servers(a, hp, end, scheme, 26379)) != REDLOCK_OK)
+        return rc;
     const char *s = end;
     if (*s == '/') {
         size_t dlen = strcspn(s, "?#");
@@ -328,6 +361,13 @@ int rl_uri_parse(rl_node_addr *out, const char *uri)
         out->kind = RL_NODE_SENTINEL;
         out->tls = true;
         rc = parse_sentinel(out, uri + 18);
+    } else if (strncasecmp(uri, "redis-cluster://", 16) == 0) {
+        out->kind = RL_NODE_CLUSTER;
+        rc = parse_cluster(out, uri + 16);
+    } else if (strncasecmp(uri, "rediss-cluster://", 17) == 0) {
+        out->kind = RL_NODE_CLUSTER;
+        out->tls = true;
+        rc = parse_cluster(out, uri + 17);
     } else if (strncasecmp(uri, "redis://", 8) == 0) {
         rc = parse_tcp(out, uri + 8);
     } else if (strncasecmp(uri, "unix://", 7) == 0) {
@@ -339,7 +379,8 @@ int rl_uri_parse(rl_node_addr *out, const char *uri)
     } else {
         rc = rl_fail(REDLOCK_EINVAL,
                      "unknown URI scheme: node URIs start with redis://, rediss://, unix://, "
-                     "redis-sentinel:// or rediss-sentinel://");
+                     "redis-sentinel://, rediss-sentinel://, redis-cluster:// or "
+                     "rediss-cluster://");
     }
     if (rc != REDLOCK_OK)
         rl_uri_free(out);
@@ -371,6 +412,9 @@ bool rl_uri_same_node(const rl_node_addr *a, const rl_node_addr *b)
 {
     if (a->kind != b->kind || a->is_unix != b->is_unix)
         return false;
+    if (a->kind == RL_NODE_CLUSTER)   /* one Cluster, named by its first seed */
+        return a->sentinels[0].port == b->sentinels[0].port
+            && strcasecmp(a->sentinels[0].host, b->sentinels[0].host) == 0;
     if (a->kind == RL_NODE_SENTINEL)   /* one group's master, named by its first sentinel */
         return strcmp(a->master_name, b->master_name) == 0
             && a->sentinels[0].port == b->sentinels[0].port

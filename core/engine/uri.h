@@ -6,9 +6,13 @@
  *     redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]?sentinelMasterId=NAME
  *     redis-sentinel://...host[:port][/db]#NAME       the same (Lettuce's form)
  *     rediss-sentinel://...                           the same over TLS
+ *     redis-cluster://[[user]:password@]host[:port][,host[:port]...]
+ *     rediss-cluster://...                            the same over TLS
  * A Sentinel group's node is its master, whichever server that is now: the
  * host:port pairs are its sentinels (port 26379 by default), the credentials
- * are the master's.
+ * are the master's. A Cluster's node is the master of each key's slot: the
+ * host:port pairs are seed servers (port 6379 by default) to learn the slot
+ * map from.
  */
 #ifndef RL_URI_H
 #define RL_URI_H
@@ -24,7 +28,8 @@ typedef struct rl_server {
 
 typedef enum rl_node_kind {
     RL_NODE_MASTER,      /* redis://, rediss://, unix:// */
-    RL_NODE_SENTINEL     /* redis-sentinel://, rediss-sentinel:// */
+    RL_NODE_SENTINEL,    /* redis-sentinel://, rediss-sentinel:// */
+    RL_NODE_CLUSTER      /* redis-cluster://, rediss-cluster:// */
 } rl_node_kind;
 
 typedef struct rl_node_addr {
@@ -39,7 +44,8 @@ typedef struct rl_node_addr {
     int db;
     char label[96];  /* "host:port", "unix:path" or "NAME@host:port" (its first sentinel) */
     /* RL_NODE_SENTINEL: the group's master name and its sentinels; host and
-     * port are NULL and 0 (the master is found by asking them). */
+     * port are NULL and 0 (the master is found by asking them).
+     * RL_NODE_CLUSTER: no master name, and the seed servers in sentinels. */
     char *master_name;
     rl_server *sentinels;
     size_t n_sentinels;

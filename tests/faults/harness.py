@@ -403,3 +403,99 @@ class SentinelGroup:
 
     def stop(self) -> None:
         self._run("stop")
+
+
+class Cluster:
+    """A Redis Cluster in dir (scripts/redis-topo.sh): three masters with
+    `replicas` replicas each, on free loopback ports (cluster-node-timeout
+    2 s). uri is its redis-cluster:// URI; ports every process's, masters
+    the first three."""
+
+    def __init__(self, dir: Path, replicas: int = 1) -> None:
+        self.dir = dir
+        self.uri = self._run("cluster", "3", str(replicas))
+        rows = [line.split() for line in self._run("addrs").splitlines()]
+        self.index = {int(addr.rsplit(":", 1)[1]): int(i) for i, _, addr in rows}
+        self.ports = [int(addr.rsplit(":", 1)[1]) for _, _, addr in rows]
+
+    def _run(self, command: str, *args: str) -> str:
+        out = subprocess.run([str(TOPO_SCRIPT), command, str(self.dir), *args], check=True,
+                             stdout=subprocess.PIPE, text=True, timeout=120)
+        return out.stdout.strip()
+
+    def cli(self, port: int, *command: str) -> str:
+        result = subprocess.run(["redis-cli", "-p", str(port), *command], capture_output=True,
+                                text=True, timeout=30, check=True)
+        return result.stdout.strip()
+
+    def slot(self, key: str) -> int:
+        return int(self.cli(self.ports[0], "CLUSTER", "KEYSLOT", key))
+
+    def node_ids(self) -> Dict[int, str]:
+        """Port -> cluster node id, of every process."""
+        return {port: self.cli(port, "CLUSTER", "MYID") for port in self.ports}
+
+    def owner(self, key: str) -> int:
+        """The port of the master that serves key's slot, as CLUSTER NODES on
+        the first process that answers says."""
+        slot = self.slot(key)
+        for port in self.ports:
+            try:
+                lines = self.cli(port, "CLUSTER", "NODES").splitlines()
+            except subprocess.CalledProcessError:
+                continue
+            for line in lines:
+                fields = line.split()
+                if "master" not in fields[2].split(","):
+                    continue
+                for served in fields[8:]:
+                    if served.startswith("["):
+                        continue   # a migration under way, not ownership
+                    first, _, last = served.partition("-")
+                    if int(first) <= slot <= int(last or first):
+                        return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+        raise RuntimeError(f"no master serves slot {slot}")
+
+    def replica_of(self, master: int) -> int:
+        ids = self.node_ids()
+        for port in self.ports:
+            role = self.cli(port, "ROLE").split()
+            if role[0] == "slave" and int(role[2]) == master:
+                return port
+        raise RuntimeError(f"no replica of {master} ({ids[master]})")
+
+    def failover(self, replica: int) -> None:
+        """CLUSTER FAILOVER on replica (its master agrees): waits until it is
+        a master and every process's map says so."""
+        assert self.cli(replica, "CLUSTER", "FAILOVER") == "OK"
+        wait_until(lambda: self.cli(replica, "ROLE").split()[0] == "master", 30,
+                   "the replica to be promoted")
+        my_id = self.cli(replica, "CLUSTER", "MYID")
+        wait_until(lambda: all(f"{my_id} " in self.cli(port, "CLUSTER", "NODES")
+                               and any(line.startswith(my_id) and "master" in line
+                                       for line in self.cli(port, "CLUSTER", "NODES").splitlines())
+                               for port in self.ports), 30, "every process to see the failover")
+
+    def migrate(self, key: str, to: int, finish: bool = True) -> int:
+        """Moves key's slot (and its keys) from its master to the master on
+        port to, as redis-cli --cluster reshard does: SETSLOT IMPORTING and
+        MIGRATING, MIGRATE of every key; with finish, SETSLOT NODE on both.
+        Returns the slot."""
+        slot = str(self.slot(key))
+        source = self.owner(key)
+        ids = self.node_ids()
+        assert self.cli(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source]) == "OK"
+        assert self.cli(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to]) == "OK"
+        for name in self.cli(source, "CLUSTER", "GETKEYSINSLOT", slot, "1000").split():
+            self.cli(source, "MIGRATE", "127.0.0.1", str(to), name, "0", "5000")
+        if finish:
+            self.finish(int(slot), source, to)
+        return int(slot)
+
+    def finish(self, slot: int, source: int, to: int) -> None:
+        ids = self.node_ids()
+        for port in (to, source):
+            assert self.cli(port, "CLUSTER", "SETSLOT", str(slot), "NODE", ids[to]) == "OK"
+
+    def stop(self) -> None:
+        self._run("stop")

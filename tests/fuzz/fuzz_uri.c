@@ -30,7 +30,7 @@ static char *join(const char *prefix, const uint8_t *data, size_t size)
 
 static void check_parsed(const rl_node_addr *a)
 {
-    if (a->kind == RL_NODE_SENTINEL) {
+    if (a->kind == RL_NODE_SENTINEL || a->kind == RL_NODE_CLUSTER) {
         CHECK(a->host == NULL && a->path == NULL && !a->is_unix);
         CHECK(a->n_sentinels >= 1 && a->sentinels != NULL);
         for (size_t i = 0; i < a->n_sentinels; i++) {
@@ -38,7 +38,9 @@ static void check_parsed(const rl_node_addr *a)
             CHECK(s->host != NULL && s->host[0] != '\0' && strlen(s->host) <= 255);
             CHECK(s->port >= 1 && s->port <= 65535);
         }
-        CHECK(a->master_name != NULL && a->master_name[0] != '\0');
+        CHECK(a->kind == RL_NODE_CLUSTER
+              ? a->master_name == NULL && a->db == 0
+              : a->master_name != NULL && a->master_name[0] != '\0');
     } else if (a->is_unix) {
         CHECK(a->host == NULL);
         CHECK(a->path != NULL && a->path[0] == '/');

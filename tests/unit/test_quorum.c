@@ -208,8 +208,8 @@ static void restarted_nodes_and_second_names_do_not_vote(void **state)
     assert_int_equal(rl_options_set(&ctx->opt, "max_lease_ms", "3000"), REDLOCK_OK);
     rl_result r;
     /* Node 0 seen with one run_id, then another: a restart at 1000. */
-    rl_nodes_saw_info(ctx->nodes, N, 0, info_a, sizeof info_a - 1, 500);
-    rl_nodes_saw_info(ctx->nodes, N, 0, info_b, sizeof info_b - 1, 1000);
+    rl_nodes_saw_info(ctx->nodes, N, 0, -1, info_a, sizeof info_a - 1, 500);
+    rl_nodes_saw_info(ctx->nodes, N, 0, -1, info_b, sizeof info_b - 1, 1000);
     r = (rl_result){ .vote = RL_VOTE_YES };
     rl_quorum_admit(ctx, 0, RL_VERB_ACQUIRE, &r, 2000);
     assert_int_equal(r.vote, RL_VOTE_FAILED);
@@ -221,7 +221,7 @@ static void restarted_nodes_and_second_names_do_not_vote(void **state)
     rl_quorum_admit(ctx, 0, RL_VERB_ACQUIRE, &r, 4000);
     assert_int_equal(r.vote, RL_VOTE_YES);
     /* Node 3 answers with node 0's run_id: the same server, counted once. */
-    rl_nodes_saw_info(ctx->nodes, N, 3, info_b, sizeof info_b - 1, 4000);
+    rl_nodes_saw_info(ctx->nodes, N, 3, -1, info_b, sizeof info_b - 1, 4000);
     r = (rl_result){ .vote = RL_VOTE_YES };
     rl_quorum_admit(ctx, 3, RL_VERB_EXTEND, &r, 4000);
     assert_int_equal(r.vote, RL_VOTE_FAILED);
@@ -231,8 +231,8 @@ static void restarted_nodes_and_second_names_do_not_vote(void **state)
     assert_int_equal(r.vote, RL_VOTE_YES);
     /* With the guard off, a restarted node votes at once. */
     assert_int_equal(rl_options_set(&ctx->opt, "restart_guard", "0"), REDLOCK_OK);
-    rl_nodes_saw_info(ctx->nodes, N, 2, info_a, sizeof info_a - 1, 5000);
-    rl_nodes_saw_info(ctx->nodes, N, 2, info_c, sizeof info_c - 1, 5001);
+    rl_nodes_saw_info(ctx->nodes, N, 2, -1, info_a, sizeof info_a - 1, 5000);
+    rl_nodes_saw_info(ctx->nodes, N, 2, -1, info_c, sizeof info_c - 1, 5001);
     r = (rl_result){ .vote = RL_VOTE_YES };
     rl_quorum_admit(ctx, 2, RL_VERB_ACQUIRE, &r, 5002);
     assert_int_equal(r.vote, RL_VOTE_YES);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "conn_feed.h"
 #include "conn.h"
 #include "engine.h"
 #include "node.h"
@@ -72,20 +73,6 @@ static void a_comma_starts_a_node_only_before_a_scheme(void **state)
     assert_int_equal(redlock_uri_list_next(list), strlen(list));
     assert_int_equal(redlock_uri_list_next(""), 0);
     assert_int_equal(redlock_uri_list_next(NULL), 0);
-}
-
-/* Feeds a reply to c (its bytes) and hands what comes out to the engine. */
-static void answer(rl_conn *c, const char *bytes, int64_t now)
-{
-    rl_engine_received(c, bytes, strlen(bytes), now);
-}
-
-/* The bytes c may write now, as text. */
-static const char *out(rl_conn *c, size_t *len)
-{
-    const char *bytes = NULL;
-    *len = rl_conn_output(c, &bytes);
-    return *len ? bytes : "";
 }
 
 static void a_connection_asks_a_sentinel_then_goes_to_the_master(void **state)

@@ -1071,3 +1071,42 @@ def test_thousands_of_kept_locks_are_renewed_in_batches_each_decided_alone(nginx
     assert nginx.get(f"/many?op=lost&n={n}")[1].strip() == "lost 8"
     assert nginx.get(f"/many?op=release&n={n}")[1].strip() == "failed 1"
     assert "renewal_failed" not in nginx.log()
+
+
+def test_a_cluster_node_over_cosockets(tmp_path):
+    """A Redis Cluster as the one node: locks on each slot's master, kept
+    locks renewed (in batches by slot) past several leases, all over
+    cosockets."""
+    if not all(os.environ.get(v) for v in ("REDLOCK_NGINX", "REDLOCK_NGINX_NDK_MODULE",
+                                          "REDLOCK_NGINX_LUA_MODULE", "REDLOCK_LUA_DIR")):
+        pytest.skip("nginx with the lua module was not found by CMake")
+    topo = ROOT / "scripts" / "redis-topo.sh"
+    cluster = tmp_path / "cluster"
+    uri = subprocess.run([str(topo), "cluster", str(cluster), "3", "0"], check=True,
+                         stdout=subprocess.PIPE, text=True, timeout=120).stdout.strip()
+    (tmp_path / "nginx").mkdir()
+    (tmp_path / "uris").write_text(uri + "\n")
+    nginx = None
+    try:
+        nginx = Nginx(tmp_path / "nginx", tmp_path / "uris", 1)
+        for i in range(30):
+            status, body, _ = nginx.get(f"/work?name=cluster{i}&pause=0")
+            assert status == 200, body
+        assert nginx.get("/many?op=keep&n=300")[1].strip() == "kept 300"
+        time.sleep(2 * MANY_LEASE_MS / 1000)
+        assert nginx.get("/many?op=lost&n=300")[1].strip() == "lost"
+        masters = [line.split()[2] for line in subprocess.run(
+            [str(topo), "addrs", str(cluster)], check=True, stdout=subprocess.PIPE,
+            text=True).stdout.splitlines()]
+        held = sum(int(subprocess.run(["redis-cli", "-p", addr.rsplit(":", 1)[1], "EVAL",
+                                       "return #redis.call('keys', 'openresty:m*')", "0"],
+                                      check=True, stdout=subprocess.PIPE,
+                                      text=True).stdout.strip())
+                   for addr in masters)
+        assert held == 300
+        assert nginx.get("/many?op=release&n=300")[1].strip() == "failed 0"
+    finally:
+        if nginx:
+            nginx.stop()
+        subprocess.run([str(topo), "stop", str(cluster)], check=True)
+    assert nginx.errors() == "", nginx.errors()

@@ -380,7 +380,7 @@ class _Driver:
         one unless the engine says none may be made now (it then fails the
         node itself)."""
         fresh = capi.redlock_op_wants_fresh(run.op, node)
-        conn = None if fresh else self._take_idle(node)
+        conn = None if fresh else self._take_idle(run.op, node)
         if conn is not None:
             capi.redlock_op_attach(run.op, node, conn.conn, now)
         else:
@@ -391,15 +391,20 @@ class _Driver:
         conn.run = run
         run.conns[node] = conn
 
-    def _take_idle(self, node: int) -> Optional[_Conn]:
+    def _take_idle(self, op: Any, node: int) -> Optional[_Conn]:
+        """The last idle connection to node that fits op (on a Cluster node:
+        one to the master of its slot)."""
         pool = self.idle[node]
-        while pool:
-            conn = pool.pop()
+        for i in range(len(pool) - 1, -1, -1):
+            conn = pool[i]
             if conn.freed or capi.redlock_conn_broken(conn.conn):
-                continue
-            if capi.redlock_conn_poolable(conn.conn):
+                del pool[i]
+            elif not capi.redlock_conn_poolable(conn.conn):
+                del pool[i]
+                self.close(conn, "the node's master moved")   # a Sentinel node's
+            elif capi.redlock_op_fits(op, node, conn.conn):
+                del pool[i]
                 return conn
-            self.close(conn, "the node's master moved")   # a Sentinel node's
         return None
 
     def _connect(self, node: int, c: Any) -> _Conn:

@@ -186,7 +186,7 @@ final class RedisNodes implements AutoCloseable {
         run("rm", "-rf", dir.toString());
     }
 
-    private static String run(String... command) throws IOException, InterruptedException {
+    static String run(String... command) throws IOException, InterruptedException {
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         byte[] out = process.getInputStream().readAllBytes();
         if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {

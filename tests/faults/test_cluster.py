@@ -1,0 +1,201 @@
+"""A Redis Cluster as one Redlock node (redis-cluster:// URIs): each lock goes
+to the master of its key's slot, follows slots that move (MOVED) or are
+moving (ASK) while locks are held and taken, and a promoted replica holds no
+new lock for max_lease_ms, for every client."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+import redlock
+from harness import Cluster, wait_until
+
+MAX_LEASE_MS = 3000
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    started = Cluster(tmp_path / "cluster")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def client_of(cluster: Cluster, **options: object) -> redlock.Redlock:
+    return redlock.Redlock([cluster.uri], max_lease_ms=MAX_LEASE_MS,
+                           watchdog_lease_ms=MAX_LEASE_MS, node_timeout_ms=500,
+                           connect_timeout_ms=500, retry_delay_ms=50, **options)
+
+
+def names_on_every_master(cluster: Cluster, prefix: str) -> List[str]:
+    """Names whose keys are served by each of the three masters, one each."""
+    by_owner = {}
+    for i in range(100):
+        by_owner.setdefault(cluster.owner(f"{prefix}{i}"), f"{prefix}{i}")
+        if len(by_owner) == 3:
+            return list(by_owner.values())
+    raise AssertionError("100 names all hash to fewer than three masters")
+
+
+def test_each_lock_is_on_the_master_of_its_slot(cluster: Cluster) -> None:
+    with client_of(cluster) as client:
+        names = names_on_every_master(cluster, "cluster-basic-")
+        locks = [client.get_lock(name) for name in names]
+        for lock in locks:
+            assert lock.try_lock(lease=2.0)
+        for name, lock in zip(names, locks):
+            assert cluster.cli(cluster.owner(name), "GET", name) == lock.token
+        (node,) = client.health()
+        assert node["kind"] == "cluster"
+        assert node["node"] == f"cluster@127.0.0.1:{cluster.ports[0]}"
+        assert sorted(node["server"].split("+")) == sorted(
+            f"127.0.0.1:{cluster.owner(name)}" for name in names)
+        for name, lock in zip(names, locks):
+            lock.unlock()
+            assert cluster.cli(cluster.owner(name), "EXISTS", name) == "0"
+
+
+def test_a_multi_lock_needs_one_slot(cluster: Cluster) -> None:
+    with client_of(cluster) as client:
+        with pytest.raises(redlock.InvalidArgument, match="hash tag"):
+            client.get_multi_lock("cluster-a", "cluster-b").try_lock(lease=1.0)
+        multi = client.get_multi_lock("{order:7}:items", "{order:7}:payment")
+        assert multi.try_lock(lease=2.0)
+        owner = cluster.owner("{order:7}")
+        assert cluster.cli(owner, "GET", "{order:7}:items") == multi.token
+        assert cluster.cli(owner, "GET", "{order:7}:payment") == multi.token
+        multi.unlock()
+
+
+def test_fencing_needs_a_hash_tag(cluster: Cluster) -> None:
+    with client_of(cluster, fencing=1) as client:
+        with pytest.raises(redlock.InvalidArgument, match="hash tag"):
+            client.get_lock("cluster-fenced").try_lock(lease=1.0)
+        lock = client.get_lock("{cluster-fenced}")
+        assert lock.try_lock(lease=1.0)
+        first = lock.fence
+        lock.unlock()
+        assert lock.try_lock(lease=1.0)
+        assert lock.fence > first
+        lock.unlock()
+
+
+def test_a_release_wakes_a_waiter(cluster: Cluster) -> None:
+    with client_of(cluster) as holder, client_of(cluster) as waiter:
+        held = holder.get_lock("cluster-wake")
+        assert held.try_lock(lease=MAX_LEASE_MS / 1000)
+        got: List[bool] = []
+        thread = threading.Thread(
+            target=lambda: got.append(waiter.get_lock("cluster-wake").try_lock(wait=5.0,
+                                                                                lease=1.0)))
+        thread.start()
+        time.sleep(0.3)
+        assert not got
+        held.unlock()
+        thread.join()
+        assert got == [True]
+
+
+def test_a_kept_lock_follows_its_slot_to_another_master(cluster: Cluster) -> None:
+    with client_of(cluster) as holder, client_of(cluster) as other:
+        lock = holder.get_lock("cluster-moved")
+        assert lock.try_lock()   # kept: renewed every second
+        source = cluster.owner("cluster-moved")
+        target = next(port for port in cluster.ports[:3] if port != source)
+        cluster.migrate("cluster-moved", target)
+        assert cluster.owner("cluster-moved") == target
+        assert cluster.cli(target, "GET", "cluster-moved") == lock.token
+        # Held on its new master: nobody else gets it, and its renewals
+        # (MOVED, then the new master) keep it past several leases.
+        assert not other.get_lock("cluster-moved").try_lock(lease=1.0)
+        time.sleep(2 * MAX_LEASE_MS / 1000)
+        assert not lock.lost
+        assert cluster.cli(target, "GET", "cluster-moved") == lock.token
+        lock.unlock()
+        assert cluster.cli(target, "EXISTS", "cluster-moved") == "0"
+
+
+def test_a_lock_taken_while_its_slot_migrates(cluster: Cluster) -> None:
+    """A slot half-way through a migration: a key that is not on the source
+    any more (or never was) is taken on the target, through -ASK."""
+    with client_of(cluster) as client:
+        source = cluster.owner("cluster-asked")
+        target = next(port for port in cluster.ports[:3] if port != source)
+        slot = cluster.migrate("cluster-asked", target, finish=False)
+        lock = client.get_lock("cluster-asked")
+        assert lock.try_lock(lease=2.0)
+        # The source took no key of the slot: once the target owns the
+        # slot, the lock is there.
+        cluster.finish(slot, source, target)
+        assert cluster.cli(target, "GET", "cluster-asked") == lock.token
+        assert not client.get_lock("cluster-asked").try_lock(lease=1.0)
+        lock.unlock()
+        assert cluster.cli(target, "EXISTS", "cluster-asked") == "0"
+
+
+def test_after_a_failover_new_locks_wait_and_the_holder_keeps_its_lock(cluster: Cluster) -> None:
+    with client_of(cluster) as holder:
+        lock = holder.get_lock("cluster-held")
+        assert lock.try_lock()   # kept
+        old = cluster.owner("cluster-held")
+        assert cluster.cli(old, "WAIT", "1", "1000") == "1"   # the replica has the key
+        replica = cluster.replica_of(old)
+        cluster.failover(replica)
+        assert cluster.owner("cluster-held") == replica
+        # A client that never saw the old master: the promoted replica says
+        # it may have lost keys, for max_lease_ms.
+        with client_of(cluster) as fresh:
+            other = fresh.get_lock("cluster-other")
+            if cluster.owner("cluster-other") != replica:
+                other = fresh.get_lock(next(f"cluster-other-{i}" for i in range(1000)
+                                            if cluster.owner(f"cluster-other-{i}") == replica))
+            with pytest.raises(redlock.NoQuorum, match="may have lost keys"):
+                other.try_lock(lease=1.0)
+            (node,) = fresh.health()
+            assert node["state"] == "guarded" and int(node["guard_ms"]) > 0
+            assert other.try_lock(wait=MAX_LEASE_MS / 1000 + 2, lease=1.0)
+            other.unlock()
+        # The holder's key was copied: renewals find it on the new master.
+        time.sleep(2 * MAX_LEASE_MS / 1000)
+        assert not lock.lost
+        assert cluster.cli(replica, "GET", "cluster-held") == lock.token
+        lock.unlock()
+
+
+def test_asyncio_locks_on_every_master_kept_and_woken(cluster: Cluster) -> None:
+    """The asyncio driver: its own connections to each master, renewals
+    batched by slot, and a waiter woken by a release."""
+    import asyncio
+
+    import redlock.asyncio as aredlock
+
+    names = names_on_every_master(cluster, "cluster-aio-") + [f"cluster-aio-x{i}"
+                                                             for i in range(20)]
+
+    async def run() -> None:
+        options = dict(max_lease_ms=MAX_LEASE_MS, watchdog_lease_ms=MAX_LEASE_MS,
+                       node_timeout_ms=500, retry_delay_ms=50)
+        async with aredlock.Redlock([cluster.uri], **options) as one, \
+                aredlock.Redlock([cluster.uri], **options) as two:
+            locks = [one.get_lock(name) for name in names]
+            for lock in locks:
+                assert await lock.try_lock()   # kept
+            await asyncio.sleep(2 * MAX_LEASE_MS / 1000)
+            assert not any(lock.lost for lock in locks)
+            for name, lock in zip(names, locks):
+                assert cluster.cli(cluster.owner(name), "GET", name) == lock.token
+            waiting = asyncio.ensure_future(two.get_lock(names[0]).try_lock(wait=5.0, lease=1.0))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()
+            await locks[0].unlock()
+            assert await waiting
+            for lock in locks[1:]:
+                await lock.unlock()
+
+    asyncio.run(run())

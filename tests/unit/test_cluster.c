@@ -1,0 +1,191 @@
+/*
+ * test_cluster.c - Cluster nodes in the engine, without Redis: their URIs,
+ * a connection's way to the master of a slot (a seed's CLUSTER SLOTS, the
+ * guard's key on each master, -MOVED and -ASK), and what a Cluster node
+ * refuses of an operation, fed with replies by hand.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "client.h"
+#include "conn_feed.h"
+#include "conn.h"
+#include "engine.h"
+#include "node.h"
+#include "op.h"
+#include "options.h"
+#include "scripts.h"
+#include "slots.h"
+#include "uri.h"
+
+#define CLUSTER "redis-cluster://:pw@10.0.0.1:7000,10.0.0.2"
+
+/* Two masters: 10.0.0.1:7000 serves slots 0-8191, 10.0.0.2:7001 the rest. */
+static const char slots_reply[] =
+    "*2\r\n"
+    "*3\r\n:0\r\n:8191\r\n*3\r\n$8\r\n10.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
+    "*3\r\n:8192\r\n:16383\r\n*3\r\n$8\r\n10.0.0.2\r\n:7001\r\n$3\r\nid2\r\n";
+
+static void cluster_uris_name_their_seeds(void **state)
+{
+    (void)state;
+    rl_node_addr a;
+    assert_int_equal(rl_uri_parse(&a, CLUSTER), REDLOCK_OK);
+    assert_int_equal(a.kind, RL_NODE_CLUSTER);
+    assert_int_equal(a.n_sentinels, 2);
+    assert_int_equal(a.sentinels[0].port, 7000);
+    assert_int_equal(a.sentinels[1].port, 6379);   /* the default */
+    assert_string_equal(a.password, "pw");
+    assert_string_equal(a.label, "cluster@10.0.0.1:7000");
+    rl_uri_free(&a);
+    assert_int_equal(rl_uri_parse(&a, "rediss-cluster://h/0"), REDLOCK_OK);
+    assert_true(a.tls);
+    rl_uri_free(&a);
+    static const struct { const char *uri, *says; } bad[] = {
+        { "redis-cluster://h/1", "only database 0" },
+        { "redis-cluster://h?x=1", "takes no parameters" },
+        { "redis-cluster://h,", "no host" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(rl_uri_parse(&a, bad[i].uri), REDLOCK_EINVAL);
+        assert_non_null(strstr(redlock_errmsg(), bad[i].says));
+    }
+}
+
+/* A name whose key hashes into [from, to]. */
+static void name_in(char *buf, int from, int to)
+{
+    for (int i = 0;; i++) {
+        snprintf(buf, 32, "k%d", i);
+        int slot = rl_key_slot(buf, strlen(buf));
+        if (slot >= from && slot <= to)
+            return;
+    }
+}
+
+static void a_connection_learns_the_map_then_goes_to_each_slots_master(void **state)
+{
+    (void)state;
+    const char *uris[1] = { CLUSTER };
+    rl_client *ctx = NULL;
+    assert_int_equal(rl_client_new(&ctx, uris, 1), REDLOCK_OK);
+    rl_node *node = &ctx->nodes[0];
+
+    /* No map yet: a seed is asked, with the node's credentials, for the
+     * slot map and nothing else. */
+    rl_conn *c = rl_conn_new(ctx, 0);
+    assert_true(c->to.sentinel);
+    assert_string_equal(c->to.host, "10.0.0.1");
+    rl_engine_connected(c, 10);
+    size_t len;
+    const char *bytes = out(c, &len);
+    assert_non_null(memmem(bytes, len, "AUTH", 4));
+    assert_non_null(memmem(bytes, len, "SLOTS", 5));
+    assert_null(memmem(bytes, len, "SCRIPT", 6));
+    rl_conn_wrote(c, len, 11);
+    answer(c, "+OK\r\n", 12);
+    answer(c, slots_reply, 13);
+    assert_int_equal(c->state, RL_CONN_BROKEN);
+    assert_true(c->redirected);
+    rl_conn_free(c);
+    char server[96];
+    rl_node_server(node, server, sizeof server);
+    assert_string_equal(server, "10.0.0.1:7000+10.0.0.2:7001");
+
+    /* Each slot's master; the guard's key on each is one of its slots. */
+    rl_target t;
+    rl_node_target_slot(node, 100, -1, &t);
+    assert_string_equal(t.host, "10.0.0.1");
+    assert_false(t.sentinel);
+    rl_node_target_slot(node, 9000, -1, &t);
+    assert_string_equal(t.host, "10.0.0.2");
+    assert_int_equal(t.port, 7001);
+    char tag[16];
+    assert_true(rl_node_server_tag(node, t.server, tag));
+    assert_true(rl_key_slot(tag, strlen(tag)) >= 8192);
+
+    /* A MOVED: the map learns it, the connection ends redirected. */
+    bool full;
+    c = rl_conn_new_capped(ctx, 0, 10, &t, &full);
+    rl_engine_connected(c, 20);
+    bytes = out(c, &len);
+    rl_conn_wrote(c, len, 21);
+    answer(c, "+OK\r\n", 22);   /* AUTH: the rest goes */
+    bytes = out(c, &len);
+    assert_non_null(memmem(bytes, len, "redlock:guard{", 14));
+    rl_conn_wrote(c, len, 21);
+    char key[32];
+    name_in(key, 8192, 16383);
+    int slot = rl_key_slot(key, strlen(key));
+    rl_keys *keys = rl_keys_new(0);
+    rl_cmd *cmd = rl_cmd_new(RL_CMD_INSPECT, keys, "", 0);
+    rl_keys_unref(keys);
+    assert_int_equal(rl_conn_send(c, "x", 1, rl_cmd_ref(cmd), RL_FORM_EVAL), REDLOCK_OK);
+    char moved[64];
+    snprintf(moved, sizeof moved, "-MOVED %d 10.0.0.1:7000\r\n", slot);
+    /* Replies of the handshake (SCRIPT LOADs, INFO, guard), then it. */
+    for (int i = 0; i < RL_N_SCRIPTS; i++)
+        answer(c, "$1\r\nx\r\n", 22);
+    answer(c, "$10\r\nrun_id:abc\r\n:0\r\n", 22);
+    answer(c, moved, 23);
+    assert_int_equal(c->state, RL_CONN_BROKEN);
+    assert_true(c->redirected);
+    assert_int_equal(c->ask_server, -1);
+    rl_conn_free(c);
+    rl_node_target_slot(node, slot, -1, &t);
+    assert_string_equal(t.host, "10.0.0.1");
+    rl_cmd_unref(cmd);
+    rl_client_free(ctx);
+}
+
+static int counting_bytes(void *data, void *buf, size_t n)
+{
+    unsigned char *p = buf, *next = data;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (*next)++;
+    return 0;
+}
+
+static void a_cluster_node_refuses_names_in_two_slots(void **state)
+{
+    (void)state;
+    const char *uris[2] = { CLUSTER, "redis://10.0.0.9" };
+    rl_client *ctx = NULL;
+    unsigned char seed = 0;
+    assert_int_equal(rl_client_new(&ctx, uris, 2), REDLOCK_OK);
+    ctx->random = counting_bytes;
+    ctx->random_data = &seed;
+    char a[32], b[32];
+    name_in(a, 0, 100);
+    name_in(b, 9000, 9100);
+    const char *names[2] = { a, b };
+    rl_op *op = NULL;
+    assert_int_equal(rl_op_lock(&op, ctx, names, 2, 1000, 0, 0), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "hash tag"));
+    const char *tagged[2] = { "{order}:a", "{order}:b" };
+    assert_int_equal(rl_op_lock(&op, ctx, tagged, 2, 1000, 0, 0), REDLOCK_OK);
+    rl_op_free(op);
+    assert_int_equal(rl_options_set(&ctx->opt, "fencing", "1"), REDLOCK_OK);
+    assert_int_equal(rl_op_lock(&op, ctx, names, 1, 1000, 0, 0), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "fencing"));
+    assert_int_equal(rl_op_lock(&op, ctx, tagged, 1, 1000, 0, 0), REDLOCK_OK);
+    rl_op_free(op);
+    rl_client_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cluster_uris_name_their_seeds),
+        cmocka_unit_test(a_connection_learns_the_map_then_goes_to_each_slots_master),
+        cmocka_unit_test(a_cluster_node_refuses_names_in_two_slots),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
