@@ -522,6 +522,10 @@ int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
                       : ensure_running(h->ctx, a);
     if (rc == REDLOCK_OK)
         rc = link_watch(a, w) == REDLOCK_OK ? REDLOCK_OK : rl_fail(REDLOCK_ENOMEM, "out of memory");
+    /* The thread sleeps until the first watch is due: it needs waking only
+     * when this one is due first (20,000 locks kept one after another would
+     * otherwise wake it 20,000 times, for nothing). */
+    bool first = rc == REDLOCK_OK && a->heap[0] == w;
     if (rc == REDLOCK_OK)
         h->driver_data = w;
     pthread_mutex_unlock(&a->mu);
@@ -529,7 +533,8 @@ int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
         free(w);
         return rc;
     }
-    wake(a);
+    if (first)
+        wake(a);
     return REDLOCK_OK;
 }
 

@@ -109,8 +109,10 @@ void rl_cmd_unref(rl_cmd *cmd)
 {
     if (!cmd || atomic_fetch_sub_explicit(&cmd->refs, 1, memory_order_acq_rel) != 1)
         return;
-    for (int i = 0; i < RL_FORMS; i++)
-        rl_bytes_free(&cmd->cached[i]);
+    for (int i = 0; i < RL_FORMS; i++) {
+        rl_bytes_free(&cmd->cached[0][i]);
+        rl_bytes_free(&cmd->cached[1][i]);
+    }
     free(cmd->fences);
     free(cmd->tokens);
     free(cmd->leases);
@@ -160,10 +162,20 @@ static int format_many(const rl_cmd *cmd, rl_form form, const rl_script *script,
     return rc;
 }
 
-/* Formats cmd in form: SET key token NX GET PX ttl, or EVALSHA/EVAL script
- * n key... token, then the ttl (acquire, extend), "1" (a fenced acquire) or
- * the counter of each key (fence). */
-static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
+/* Whether a key has a hash tag: a '{', then a '}' after it with something
+ * between them. */
+static bool has_hash_tag(const char *key)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+    return close && close > open + 1;
+}
+
+/* Formats cmd in form for a node (a Cluster node when cluster): SET key
+ * token NX GET PX ttl, or EVALSHA/EVAL script n key... token, then the ttl
+ * (acquire, extend), "1" or on a Cluster "c" (a fenced acquire), or the
+ * counter of each key and on a Cluster "c" (fence). */
+static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
 {
     char ttl[24], numkeys[24];
     if (cmd->kind == RL_CMD_PING) {
@@ -172,17 +184,26 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
     }
     if (form == RL_FORM_COUNT) {
         /* The counter's key is the lock's key, a zero byte and "fence", as
-         * the scripts name it (no resource name holds a zero byte). */
+         * the scripts name it (no resource name holds a zero byte); on a
+         * Cluster node a key without a hash tag is the counter's tag. */
         static const char suffix[] = "fence";
-        size_t klen = strlen(cmd->keys->k[0]);
-        char *counter = malloc(klen + sizeof suffix + 1);
+        const char *key = cmd->keys->k[0];
+        size_t klen = strlen(key);
+        bool wrap = cluster && !has_hash_tag(key);
+        char *counter = malloc(klen + sizeof suffix + 3);
         if (!counter)
             return REDLOCK_ENOMEM;
-        memcpy(counter, cmd->keys->k[0], klen);
-        counter[klen] = '\0';
-        memcpy(counter + klen + 1, suffix, sizeof suffix);
+        size_t at = 0;
+        if (wrap)
+            counter[at++] = '{';
+        memcpy(counter + at, key, klen);
+        at += klen;
+        if (wrap)
+            counter[at++] = '}';
+        counter[at++] = '\0';
+        memcpy(counter + at, suffix, sizeof suffix);
         const char *argv[2] = { "INCR", counter };
-        size_t lens[2] = { 4, klen + sizeof suffix };
+        size_t lens[2] = { 4, at + sizeof suffix - 1 };
         int rc = rl_bytes_format_len(out, 2, argv, lens);
         free(counter);
         return rc;
@@ -198,7 +219,7 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
     bool with_ttl = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND;
     size_t n = cmd->keys->n;
     size_t extra = (with_ttl ? 1 : 0) + (cmd->fenced ? 1 : 0)
-                 + (cmd->kind == RL_CMD_FENCE ? n : 0);
+                 + (cmd->kind == RL_CMD_FENCE ? n + 1 : 0);
     size_t argc = 4 + n + extra;
     const char **argv = malloc(argc * sizeof *argv);
     char (*fences)[24] = cmd->kind == RL_CMD_FENCE ? malloc(n * sizeof *fences) : NULL;
@@ -217,11 +238,13 @@ static int format(const rl_cmd *cmd, rl_form form, rl_bytes *out)
     if (with_ttl)
         argv[at++] = ttl;
     if (cmd->fenced)
-        argv[at++] = "1";
+        argv[at++] = cluster ? "c" : "1";
     for (size_t i = 0; fences && i < n; i++) {
         snprintf(fences[i], sizeof fences[i], "%lld", (long long)cmd->fences[i]);
         argv[at++] = fences[i];
     }
+    if (fences)
+        argv[at++] = cluster ? "c" : "-";
     int rc = rl_bytes_format(out, (int)argc, argv);
     free(argv);
     free(fences);
@@ -256,9 +279,10 @@ bool rl_cmd_owed_on(rl_conn *c, const char *token)
 static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
 {
     rl_bytes fresh = { 0 };
-    rl_bytes *b = cache ? &cmd->cached[form] : &fresh;
+    bool cluster = c->ctx->nodes[c->node].addr.kind == RL_NODE_CLUSTER;
+    rl_bytes *b = cache ? &cmd->cached[cluster][form] : &fresh;
     int rc = REDLOCK_OK;
-    if (!b->p && (rc = format(cmd, form, b)) != REDLOCK_OK)
+    if (!b->p && (rc = format(cmd, form, cluster, b)) != REDLOCK_OK)
         return rc;
     rl_cmd_ref(cmd);
     rc = rl_conn_send(c, b->p, b->len, cmd, (int)form);

@@ -65,7 +65,8 @@ typedef struct rl_cmd {
     char (*tokens)[RL_TOKEN_LEN + 1];   /* extend many: each key's token (owned) */
     int64_t *leases;               /* extend many: each key's lease in ms (owned) */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */
-    rl_bytes cached[RL_FORMS];     /* cacheable: formatted bytes per rl_form */
+    rl_bytes cached[2][RL_FORMS];  /* cacheable: formatted bytes per rl_form, for other
+                                    * nodes [0] and Cluster nodes [1] (fencing's differ) */
 } rl_cmd;
 
 rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t ttl_ms);

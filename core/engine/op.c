@@ -183,8 +183,9 @@ static bool has_hash_tag(const char *key)
 }
 
 /* On a Cluster node, one command's keys must share a slot (a script's keys
- * must: CROSSSLOT), and so must a lock's fencing counter (its key, a zero
- * byte and "fence"), which it does only when the key has a hash tag. */
+ * must: CROSSSLOT), and so must a lock's fencing counter: the key, a zero
+ * byte and "fence" when the key has a hash tag, else the same with the key
+ * as its tag ({key}), which needs a key without a '}'. */
 static int check_cluster(const rl_client *ctx, const rl_keys *keys)
 {
     if (keys->n == 0 || !has_cluster(ctx))
@@ -200,11 +201,11 @@ static int check_cluster(const rl_client *ctx, const rl_keys *keys)
                            "there (the part in braces, as in {order:7}:items)",
                            first + p, keys->k[i] + p);
     for (size_t i = 0; ctx->opt.fencing && i < keys->n; i++)
-        if (!has_hash_tag(keys->k[i]))
+        if (!has_hash_tag(keys->k[i]) && strchr(keys->k[i], '}'))
             return rl_fail(REDLOCK_EINVAL,
-                           "resource '%.100s': with fencing on a Cluster node, a name needs "
-                           "a hash tag (the part in braces, as in {order:7}), so that its "
-                           "fencing counter lives in its slot", keys->k[i] + p);
+                           "resource '%.100s': with fencing on a Cluster node, a name with a "
+                           "'}' needs a hash tag (the part in braces, as in {order:7}), so "
+                           "that its fencing counter lives in its slot", keys->k[i] + p);
     return REDLOCK_OK;
 }
 

@@ -73,17 +73,26 @@ def test_a_multi_lock_needs_one_slot(cluster: Cluster) -> None:
         multi.unlock()
 
 
-def test_fencing_needs_a_hash_tag(cluster: Cluster) -> None:
-    with client_of(cluster, fencing=1) as client:
+def test_fences_grow_with_or_without_a_hash_tag(cluster: Cluster) -> None:
+    """The counter lives in the lock's slot: beside a tagged key, or named
+    with the key as its tag."""
+    with client_of(cluster, fencing=1) as client, client_of(cluster, fencing=1) as other:
+        for name in ("cluster-fenced", "{cluster}-fenced"):
+            lock = client.get_lock(name)
+            assert lock.try_lock(lease=1.0)
+            first = lock.fence
+            lock.unlock()
+            lock = other.get_lock(name)
+            assert lock.try_lock(lease=1.0)
+            second = lock.fence
+            assert second > first
+            lock.unlock()
+            counter = (f"'{{{name}}}'" if "{" not in name else f"'{name}'") \
+                + " .. string.char(0) .. 'fence'"
+            assert cluster.cli(cluster.owner(name), "EVAL",
+                               f"return redis.call('get', {counter})", "0") == str(second)
         with pytest.raises(redlock.InvalidArgument, match="hash tag"):
-            client.get_lock("cluster-fenced").try_lock(lease=1.0)
-        lock = client.get_lock("{cluster-fenced}")
-        assert lock.try_lock(lease=1.0)
-        first = lock.fence
-        lock.unlock()
-        assert lock.try_lock(lease=1.0)
-        assert lock.fence > first
-        lock.unlock()
+            client.get_lock("odd}name").try_lock(lease=1.0)
 
 
 def test_a_release_wakes_a_waiter(cluster: Cluster) -> None:

@@ -32,6 +32,9 @@ here=$top/tests/sim
 # 14989, late-yes-kept 266293, wrong-entry 1627, fence-low 3,
 # drift-constant 842164, no-released-event 80, guard-ignored 85853), at
 # least 6000; budgets measured before were kept where they still hold.
+# Any change of the engine moves where a seed leads: guard-ignored took
+# 542531 operations after the Cluster nodes' fencing counters (its budget
+# is twice that now).
 # The control runs 430000 operations.
 list="
 quorum-even 1 15000
@@ -44,7 +47,7 @@ wrong-entry 1 8000
 fence-low 1 6000
 drift-constant 1 2000000
 no-released-event 1 6000
-guard-ignored 1 260000
+guard-ignored 1 1100000
 "
 control_ops=430000
 

@@ -34,7 +34,13 @@
 #define DOWN_AFTER_MS 1000
 #define FAILOVER_TIMEOUT_MS 3000
 #define SENTINEL_PERIOD_MS 500
-#define SENTINEL_PING_MS 100
+/* Sentinels ping every 250 ms, ask each other every 100 ms: a sentinel
+ * promotes only a replica whose INFO is younger than five ping periods, and
+ * while the master is down it asks replicas for INFO once a second, so a
+ * shorter ping period often leaves no replica fresh enough (the failover is
+ * given up and tried again twice failover-timeout later). */
+#define SENTINEL_PING_MS 250
+#define SENTINEL_ASK_MS 100
 #define CLUSTER_NODE_TIMEOUT_MS 2000
 
 typedef enum kind { SENTINEL_GROUP, CLUSTER } kind;
@@ -400,7 +406,7 @@ static int start_proc(topo *t, size_t i)
                 return 0;
             redisReply *r = quiet_cmd(t, i, "SENTINEL DEBUG INFO-PERIOD %d PUBLISH-PERIOD %d "
                                       "PING-PERIOD %d ASK-PERIOD %d", SENTINEL_PERIOD_MS,
-                                      SENTINEL_PERIOD_MS, SENTINEL_PING_MS, SENTINEL_PING_MS);
+                                      SENTINEL_PERIOD_MS, SENTINEL_PING_MS, SENTINEL_ASK_MS);
             return check_reply(t, i, r, "SENTINEL DEBUG");
         }
         sleep_ms(10);

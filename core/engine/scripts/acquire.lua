@@ -10,7 +10,18 @@
 -- (the key followed by a zero byte and 'fence': no lock key is named so, as
 -- resource names never hold a zero byte), and the reply is the list of the
 -- counters' new values instead of 1.
+-- ARGV[3] is '1', or 'c' on a Cluster node, where the counter of a key
+-- without a hash tag is named with the key as its tag ({key}, a zero byte
+-- and 'fence') so that it lives in the key's slot.
 local n, chunk = #KEYS, 1000
+local function counter(key)
+  local open = string.find(key, '{', 1, true)
+  local close = open and string.find(key, '}', open + 1, true)
+  if ARGV[3] == 'c' and not (close and close > open + 1) then
+    return '{' .. key .. '}\0fence'
+  end
+  return key .. '\0fence'
+end
 if n == 1 and ARGV[3] then
   -- One key with fencing, the common case, in the fewest calls: taken
   -- outright, or found to be ours (lease set again), another's, or not a
@@ -25,7 +36,7 @@ if n == 1 and ARGV[3] then
     end
     redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
   end
-  return { redis.call('incr', KEYS[1] .. '\0fence') }
+  return { redis.call('incr', counter(KEYS[1])) }
 end
 for first = 1, n, chunk do
   local last = math.min(first + chunk - 1, n)
@@ -49,7 +60,7 @@ local fences = nil
 if ARGV[3] then
   fences = {}
   for i = 1, n do
-    fences[i] = redis.call('incr', KEYS[i] .. '\0fence')
+    fences[i] = redis.call('incr', counter(KEYS[i]))
   end
 end
 for i = 1, n do
