@@ -39,6 +39,12 @@ KEPT_NODES = (3, 5)
 KEPT_LEASE_MS = 30000    # the default watchdog_lease_ms: renewed about every 9 s
 KEPT_SECONDS = 40.0     # the first half (CPU) and the second (lag) each see two waves
 KEPT_CLIENTS = ("ours-c", "ours-python", "ours-python-asyncio")
+# Redisson holding the same number of lock()ed RLocks (its watchdog renews
+# them), on the first node: its RLock is a single master.
+KEPT_PEER = "redisson-rlock"
+# One thread taking many kept locks on one node, ours in Python and Redisson
+# in Java: (client, locks).
+KEPT_ACQUIRE = (("ours-python", 20000), (KEPT_PEER, 20000))
 
 
 def client_table(build):
@@ -373,34 +379,41 @@ def kept_commands(build):
     py = sys.executable
     env = {"PYTHONPATH": os.path.join(build, "bindings", "python")}
     script = os.path.join(BENCH, "clients", "python", "kept.py")
+    redisson_cp = ":".join([os.path.join(BENCH, "peers/redisson/target/classes"),
+                            os.path.join(BENCH, "peers/redisson/target/dependency/*")])
     return {"ours-c": ([exe], {}), "ours-python": ([py, script], env),
-            "ours-python-asyncio": ([py, script, "--asyncio"], env)}
+            "ours-python-asyncio": ([py, script, "--asyncio"], env),
+            KEPT_PEER: (["java", "-cp", redisson_cp, "bench.RedissonKept"], {})}
 
 
 def run_kept(args, nodes):
     """The kept scenario: each client holds KEPT_LOCKS kept locks on 3 and 5
     nodes; {client|nodes|locks: [figures per repeat]}."""
     commands = kept_commands(os.path.abspath(args.build))
+    peer = os.path.exists(os.path.join(BENCH, "peers/redisson/target/classes/bench/RedissonKept.class"))
+    runs = [(name, n, locks, args.kept_seconds) for n in KEPT_NODES for locks in args.kept_locks
+            for name in KEPT_CLIENTS]
+    runs += [(KEPT_PEER, 1, locks, args.kept_seconds) for locks in args.kept_locks if peer]
+    # The acquisitions alone: held a moment.
+    runs += [(name, 1, locks, 2.0) for name, locks in KEPT_ACQUIRE if peer or name != KEPT_PEER]
     out = {}
     for rep in range(args.repeat):
-        for n in KEPT_NODES:
-            for locks in args.kept_locks:
-                for name in KEPT_CLIENTS:
-                    cmd, env = commands[name]
-                    flush(nodes[:n])
-                    full = cmd + ["--nodes", ",".join(nodes[:n]), "--locks", str(locks),
-                                  "--lease", str(KEPT_LEASE_MS), "--seconds", str(args.kept_seconds),
-                                  "--prefix", "bench:kept"]
-                    proc = subprocess.run(full, capture_output=True, text=True, timeout=900,
-                                          env={**os.environ, **env})
-                    lines = proc.stdout.strip().splitlines()
-                    if not lines:
-                        print(f"bench: kept {name} {n} nodes {locks} locks failed "
-                              f"({proc.returncode}): {proc.stderr.strip()[-400:]}", flush=True)
-                        continue
-                    res = json.loads(lines[-1])
-                    print(f"bench: kept {name} {n} nodes {locks} locks: {res}", flush=True)
-                    out.setdefault(f"{name}|{n}|{locks}", []).append(res)
+        for name, n, locks, seconds in runs:
+            cmd, env = commands[name]
+            flush(nodes[:n])
+            full = cmd + ["--nodes", ",".join(nodes[:n]), "--locks", str(locks),
+                          "--lease", str(KEPT_LEASE_MS), "--seconds", str(seconds),
+                          "--prefix", "bench:kept"]
+            proc = subprocess.run(full, capture_output=True, text=True, timeout=900,
+                                  env={**os.environ, **env})
+            lines = proc.stdout.strip().splitlines()
+            if not lines:
+                print(f"bench: kept {name} {n} nodes {locks} locks failed "
+                      f"({proc.returncode}): {proc.stderr.strip()[-400:]}", flush=True)
+                continue
+            res = json.loads(lines[-1])
+            print(f"bench: kept {name} {n} nodes {locks} locks: {res}", flush=True)
+            out.setdefault(f"{name}|{n}|{locks}", []).append(res)
     return out
 
 
@@ -427,11 +440,17 @@ def write_kept(out_dir, kept, settings):
         f.write("| client | nodes | locks | lost | bytes/lock | sockets | CPU ms/s | "
                 "CPU ms/1000 renewals | worst lag ms | least validity ms | acquire s |\n")
         f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
+        def cell(value, spec):
+            return "-" if value is None else format(value, spec)   # Redisson has no lag
+
         for name, n, locks, _, m in sorted(rows, key=lambda r: (r[1], r[2], r[0])):
-            f.write(f"| {name} | {n} | {locks:,} | {m['lost']} | {m['bytes_per_lock']:.0f} | "
-                    f"{m['max_sockets']:.0f} | {m['cpu_ms_per_s']:.1f} | "
-                    f"{m['cpu_ms_per_1000_renewals']:.2f} | {m['worst_renewal_lag_ms']:.0f} | "
-                    f"{m['min_validity_ms']:.0f} | {m['acquire_s']:.1f} |\n")
+            f.write(f"| {name} | {n} | {locks:,} | {m['lost']} | {cell(m['bytes_per_lock'], '.0f')} | "
+                    f"{cell(m['max_sockets'], '.0f')} | {cell(m['cpu_ms_per_s'], '.1f')} | "
+                    f"{cell(m['cpu_ms_per_1000_renewals'], '.2f')} | "
+                    f"{cell(m['worst_renewal_lag_ms'], '.0f')} | "
+                    f"{cell(m['min_validity_ms'], '.0f')} | {cell(m['acquire_s'], '.1f')} |\n")
+        f.write("\nRows of 1 node are Redisson's RLock (a single master) and ours on that "
+                "node; those held 2 s measure one thread's acquisitions.\n")
 
 
 def run_all(args, runner, nodes, workdir):

@@ -785,12 +785,18 @@ static void print_node(char *line)
     rtt = health_field(fields, n, "rtt_ms");
     answers = strcmp(state, "up") == 0 || strcmp(state, "guarded") == 0;
     printf("%s", health_field(fields, n, "node"));
-    /* A Sentinel group: the master its sentinels named. */
-    if (strcmp(health_field(fields, n, "kind"), "sentinel") == 0)
-        printf(" (master %s)", health_field(fields, n, "server"));
+    /* A Sentinel group: the master its sentinels named; a Cluster: its
+     * masters (each with a run_id of its own). */
+    const char *kind = health_field(fields, n, "kind");
+    bool cluster = strcmp(kind, "cluster") == 0;
+    if (strcmp(kind, "sentinel") == 0 || cluster)
+        printf(" (%s %s)", cluster ? "masters" : "master", health_field(fields, n, "server"));
     printf(" %s", state);
     /* The library's clock counts whole milliseconds: less than one reads 0.x. */
-    if (answers)
+    if (answers && cluster)
+        printf(" rtt %s ms, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
+               health_field(fields, n, "version"));
+    else if (answers)
         printf(" rtt %s ms, run_id %s, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
                health_field(fields, n, "run_id"), health_field(fields, n, "version"));
     if (strcmp(state, "guarded") == 0)
