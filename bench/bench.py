@@ -38,7 +38,7 @@ KEPT_LOCKS = (10000, 100000)
 KEPT_NODES = (3, 5)
 KEPT_LEASE_MS = 30000    # the default watchdog_lease_ms: renewed about every 9 s
 KEPT_SECONDS = 40.0     # the first half (CPU) and the second (lag) each see two waves
-KEPT_CLIENTS = ("ours-c", "ours-python", "ours-python-asyncio")
+KEPT_CLIENTS = ("ours-c", "ours-python", "ours-python-asyncio", "ours-java")
 # Redisson holding the same number of lock()ed RLocks (its watchdog renews
 # them), on the first node: its RLock is a single master.
 KEPT_PEER = "redisson-rlock"
@@ -381,8 +381,11 @@ def kept_commands(build):
     script = os.path.join(BENCH, "clients", "python", "kept.py")
     redisson_cp = ":".join([os.path.join(BENCH, "peers/redisson/target/classes"),
                             os.path.join(BENCH, "peers/redisson/target/dependency/*")])
+    jars = glob.glob(os.path.join(build, "bindings", "java", "maven", "redlock-*.jar"))
+    ours_java_cp = ":".join([os.path.join(build, "bench", "java")] + jars[:1])
     return {"ours-c": ([exe], {}), "ours-python": ([py, script], env),
             "ours-python-asyncio": ([py, script, "--asyncio"], env),
+            "ours-java": (["java", "-cp", ours_java_cp, "bench.OursKept"], {}),
             KEPT_PEER: (["java", "-cp", redisson_cp, "bench.RedissonKept"], {})}
 
 

@@ -78,6 +78,37 @@ public final class Harness {
         return names;
     }
 
+    /** The process's resident set, in bytes. */
+    public static long rssBytes() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        }
+        return 0;
+    }
+
+    /** The process's open sockets. */
+    public static int sockets() throws IOException {
+        int n = 0;
+        try (java.util.stream.Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path fd : (Iterable<Path>) fds::iterator) {
+                try {
+                    n += Files.readSymbolicLink(fd).toString().startsWith("socket:") ? 1 : 0;
+                } catch (IOException gone) {
+                    // closed meanwhile
+                }
+            }
+        }
+        return n;
+    }
+
+    /** User and system CPU time of the whole JVM (every thread), in nanoseconds. */
+    public static long cpuNanos() throws IOException {
+        long[] us = cpuMicros();
+        return (us[0] + us[1]) * 1000;
+    }
+
     /** User and system CPU time of the whole JVM (every thread), in microseconds. */
     private static long[] cpuMicros() throws IOException {
         String stat = Files.readString(Path.of("/proc/self/stat"));

@@ -1,14 +1,8 @@
 package bench;
 
-import java.io.IOException;
-import java.lang.management.ManagementFactory;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.stream.Stream;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
@@ -26,34 +20,6 @@ import org.redisson.config.Config;
 public final class RedissonKept {
     private RedissonKept() {}
 
-    private static long rssBytes() throws IOException {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-            }
-        }
-        return 0;
-    }
-
-    private static int sockets() throws IOException {
-        int n = 0;
-        try (Stream<Path> fds = Files.list(Paths.get("/proc/self/fd"))) {
-            for (Path fd : (Iterable<Path>) fds::iterator) {
-                try {
-                    n += Files.readSymbolicLink(fd).toString().startsWith("socket:") ? 1 : 0;
-                } catch (IOException gone) {
-                    // closed meanwhile
-                }
-            }
-        }
-        return n;
-    }
-
-    private static long cpuNanos() {
-        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory
-                .getOperatingSystemMXBean()).getProcessCpuTime();
-    }
-
     public static void main(String[] args) throws Exception {
         Harness h = new Harness(args);
         int n = h.number("locks");
@@ -69,24 +35,24 @@ public final class RedissonKept {
                 locks.add(client.getLock(h.text("prefix") + ":" + i));
             }
             System.gc();
-            long rss0 = rssBytes();
+            long rss0 = Harness.rssBytes();
             long t0 = System.nanoTime();
             for (RLock lock : locks) {
                 lock.lock();
             }
             double acquireS = (System.nanoTime() - t0) / 1e9;
-            long rss1 = rssBytes();
+            long rss1 = Harness.rssBytes();
             // The first half only holds (CPU), the second samples sockets too.
             long holdMs = (long) (seconds * 1000);
-            long cpu0 = cpuNanos();
+            long cpu0 = Harness.cpuNanos();
             long start = System.nanoTime();
             Thread.sleep(holdMs / 2);
-            long cpu = cpuNanos() - cpu0;
+            long cpu = Harness.cpuNanos() - cpu0;
             double quietS = (System.nanoTime() - start) / 1e9;
             int maxSockets = 0;
             while ((System.nanoTime() - start) / 1_000_000 < holdMs) {
                 Thread.sleep(100);
-                maxSockets = Math.max(maxSockets, sockets());
+                maxSockets = Math.max(maxSockets, Harness.sockets());
             }
             long lost = 0;
             for (RLock lock : locks) {
