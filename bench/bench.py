@@ -349,7 +349,31 @@ def start_cluster(workdir):
                                     text=True, check=True).stdout.strip()
     uri = run("cluster", "3", "0")
     masters = ["redis://" + line.split()[2] for line in run("addrs").splitlines()]
+    # The script's servers write every command to disk (appendfsync always,
+    # for its tests of restarts); the standalone nodes compared write
+    # nothing: the same here.
+    for m in masters:
+        host, port = m[len("redis://"):].split(":")
+        subprocess.run(["redis-cli", "-h", host, "-p", port, "CONFIG", "SET", "appendonly", "no"],
+                       capture_output=True, check=True)
     return {"uri": uri, "masters": masters, "dir": d}
+
+
+def slot_owner(masters, key):
+    """The redis:// URI of the Cluster master that serves key's slot."""
+    host, port = masters[0][len("redis://"):].split(":")
+    cli = lambda *a: subprocess.run(["redis-cli", "-h", host, "-p", port, *a], capture_output=True,
+                                    text=True, check=True).stdout
+    slot = int(cli("CLUSTER", "KEYSLOT", key))
+    for line in cli("CLUSTER", "NODES").splitlines():
+        fields = line.split()
+        if "master" not in fields[2].split(","):
+            continue
+        for served in fields[8:]:
+            first, _, last = served.partition("-")
+            if not served.startswith("[") and int(first) <= slot <= int(last or first):
+                return "redis://" + fields[1].split("@")[0]
+    raise RuntimeError(f"no master serves slot {slot}")
 
 
 def stop_cluster(workdir):
@@ -527,10 +551,13 @@ def run_all(args, runner, nodes, workdir):
             flush(groups["masters"])   # the guard's record too: each run meets fresh nodes
             keep("sentinel", kind, runner.run(
                 "ours-c", uris, "bench:sentinel", ["--cycles", cycles, "--warmup", warmup]))
-        # One Cluster of three masters as the one node, and one standalone
-        # master as the one node, one after the other in each round: each
-        # lock of the Cluster goes to the master of its slot.
-        for kind, uris in (("master", nodes[:1]), ("cluster", [cluster["uri"]])) \
+        # One Cluster of three masters as the one node; the master of the
+        # resource's slot as a redis:// node (the same server: the library's
+        # own cost); and one standalone master (the server's cost of cluster
+        # mode too), one after the other in each round.
+        owner = slot_owner(cluster["masters"], "bench:cluster:0") if cluster else None
+        for kind, uris in (("master", nodes[:1]), ("owner", [owner]),
+                           ("cluster", [cluster["uri"]])) \
                 if cluster and runner.available("ours-c") else ():
             flush(nodes[:1] + cluster["masters"])   # the guard's record too
             keep("cluster", kind, runner.run(
