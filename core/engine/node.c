@@ -133,8 +133,14 @@ int rl_node_mapped(rl_node *node, uint64_t gen, rl_slot_map *map)
 void rl_node_slot_moved(rl_node *node, int slot, const char *host, int port)
 {
     pthread_mutex_lock(&node->mu);
-    if (node->mapped && rl_slot_map_moved(&node->map, slot, host, port) >= 0)
+    int moved = node->mapped ? rl_slot_map_moved(&node->map, slot, host, port) : -1;
+    if (moved >= 0)
         (void)server_index(node, host, port);
+    /* A master the map did not know (a shard added, a failover): the next
+     * connection asks a seed for the whole map. Connections already made
+     * stay good (the generation is the same). */
+    if (moved == 1)
+        node->mapped = false;
     pthread_mutex_unlock(&node->mu);
 }
 

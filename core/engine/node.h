@@ -102,7 +102,8 @@ int rl_node_server_for(rl_node *node, int slot, int server);
  * chosen in gen: it is the node's slot map from now on. REDLOCK_OK, or a
  * code with the thread's message (more masters than RL_NODE_MASTERS_MAX). */
 int rl_node_mapped(rl_node *node, uint64_t gen, rl_slot_map *map);
-/* A -MOVED: slot lives on host:port now. */
+/* A -MOVED: slot lives on host:port now; a master the map did not know
+ * has the map read again from a seed before the next connection. */
 void rl_node_slot_moved(rl_node *node, int slot, const char *host, int port);
 /* The index in masters of host:port (added when new), or -1 (table full). */
 int rl_node_server_index(rl_node *node, const char *host, int port);

@@ -141,6 +141,10 @@ static void a_connection_learns_the_map_then_goes_to_each_slots_master(void **st
     rl_conn_free(c);
     rl_node_target_slot(node, slot, -1, &t);
     assert_string_equal(t.host, "10.0.0.1");
+    /* A MOVED to a master the map never named: the map is read again. */
+    rl_node_slot_moved(node, slot, "10.0.0.3", 7002);
+    rl_node_target_slot(node, slot, -1, &t);
+    assert_true(t.sentinel);
     rl_cmd_unref(cmd);
     rl_client_free(ctx);
 }
