@@ -492,6 +492,10 @@ class Cluster:
             self.finish(int(slot), source, to)
         return int(slot)
 
+    def kill(self, port: int) -> None:
+        """kill -9 of the process on port."""
+        self._run("kill", str(self.index[port]))
+
     def finish(self, slot: int, source: int, to: int) -> None:
         ids = self.node_ids()
         for port in (to, source):

@@ -208,3 +208,29 @@ def test_asyncio_locks_on_every_master_kept_and_woken(cluster: Cluster) -> None:
                 await lock.unlock()
 
     asyncio.run(run())
+
+
+def test_a_killed_master_s_replica_takes_over_and_the_holder_follows(cluster: Cluster) -> None:
+    """kill -9 of the master of a kept lock's slot: its connections fail,
+    the node reads the slot map again (from the other seeds) until the
+    Cluster has promoted the replica, and the renewals go on there."""
+    lease_ms = 12000   # outlives the Cluster's failover (node timeout 2 s)
+    with redlock.Redlock([cluster.uri], max_lease_ms=lease_ms, watchdog_lease_ms=lease_ms,
+                         node_timeout_ms=500, connect_timeout_ms=500,
+                         retry_delay_ms=50) as holder:
+        lock = holder.get_lock("cluster-killed")
+        assert lock.try_lock()   # kept
+        old = cluster.owner("cluster-killed")
+        assert cluster.cli(old, "WAIT", "1", "1000") == "1"
+        replica = cluster.replica_of(old)
+        cluster.kill(old)
+        wait_until(lambda: cluster.cli(replica, "ROLE").split()[0] == "master", 30,
+                   "the replica to be promoted")
+        # Past a renewal on the new master (one every lease / 3).
+        wait_until(lambda: cluster.cli(replica, "PTTL", "cluster-killed") not in ("-2", "-1")
+                   and int(cluster.cli(replica, "PTTL", "cluster-killed")) > lease_ms * 3 // 4,
+                   lease_ms / 1000, "a renewal on the promoted replica")
+        assert not lock.lost
+        assert cluster.cli(replica, "GET", "cluster-killed") == lock.token
+        lock.unlock()
+        assert cluster.cli(replica, "EXISTS", "cluster-killed") == "0"
