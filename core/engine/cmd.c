@@ -162,15 +162,6 @@ static int format_many(const rl_cmd *cmd, rl_form form, const rl_script *script,
     return rc;
 }
 
-/* Whether a key has a hash tag: a '{', then a '}' after it with something
- * between them. */
-static bool has_hash_tag(const char *key)
-{
-    const char *open = strchr(key, '{');
-    const char *close = open ? strchr(open + 1, '}') : NULL;
-    return close && close > open + 1;
-}
-
 /* Formats cmd in form for a node (a Cluster node when cluster): SET key
  * token NX GET PX ttl, or EVALSHA/EVAL script n key... token, then the ttl
  * (acquire, extend), "1" or on a Cluster "c" (a fenced acquire), or the
@@ -189,7 +180,7 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         static const char suffix[] = "fence";
         const char *key = cmd->keys->k[0];
         size_t klen = strlen(key);
-        bool wrap = cluster && !has_hash_tag(key);
+        bool wrap = cluster && !rl_key_has_tag(key);
         char *counter = malloc(klen + sizeof suffix + 3);
         if (!counter)
             return REDLOCK_ENOMEM;

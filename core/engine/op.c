@@ -173,15 +173,6 @@ static bool has_cluster(const rl_client *ctx)
     return false;
 }
 
-/* Whether a key has a hash tag: a '{' with a '}' after it, and something
- * between them. */
-static bool has_hash_tag(const char *key)
-{
-    const char *open = strchr(key, '{');
-    const char *close = open ? strchr(open + 1, '}') : NULL;
-    return close && close > open + 1;
-}
-
 /* On a Cluster node, one command's keys must share a slot (a script's keys
  * must: CROSSSLOT), and so must a lock's fencing counter: the key, a zero
  * byte and "fence" when the key has a hash tag, else the same with the key
@@ -201,7 +192,7 @@ static int check_cluster(const rl_client *ctx, const rl_keys *keys)
                            "there (the part in braces, as in {order:7}:items)",
                            first + p, keys->k[i] + p);
     for (size_t i = 0; ctx->opt.fencing && i < keys->n; i++)
-        if (!has_hash_tag(keys->k[i]) && strchr(keys->k[i], '}'))
+        if (!rl_key_has_tag(keys->k[i]) && strchr(keys->k[i], '}'))
             return rl_fail(REDLOCK_EINVAL,
                            "resource '%.100s': with fencing on a Cluster node, a name with a "
                            "'}' needs a hash tag (the part in braces, as in {order:7}), so "

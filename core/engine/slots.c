@@ -25,6 +25,13 @@ uint16_t rl_crc16(const void *buf, size_t len)
     return crc;
 }
 
+bool rl_key_has_tag(const char *key)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+    return close && close > open + 1;
+}
+
 int rl_key_slot(const char *key, size_t len)
 {
     const char *open = memchr(key, '{', len);

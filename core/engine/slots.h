@@ -27,6 +27,10 @@ uint16_t rl_crc16(const void *buf, size_t len);
  * when there is at least one. */
 int rl_key_slot(const char *key, size_t len);
 
+/* Whether a NUL-terminated key has a hash tag: a '{', then a '}' after it
+ * with something between them. */
+bool rl_key_has_tag(const char *key);
+
 /* One server of a shard. */
 typedef struct rl_shard_node {
     char *host;   /* never NULL in a map */

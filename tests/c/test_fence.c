@@ -316,7 +316,7 @@ static void lost_counters_let_fences_go_back(world *w, int guarded)
             sleep_ms(20);
         }
     } else {
-        assert_rc(redlock_lock(&h, ctx, "fence-lost", 1000, 3000), REDLOCK_OK);
+        assert_rc(redlock_lock(&h, ctx, "fence-lost", 1000, 10000), REDLOCK_OK);
         unlock_and_free(h);
     }
     /* The guard counts the restarted node again after max_lease_ms (1 s):
