@@ -78,6 +78,58 @@ public final class Harness {
         return names;
     }
 
+    /** Many kept locks of one client (the kept scenario): take, count the lost, release. */
+    public interface KeptLocks {
+        void lockAll() throws Exception;
+
+        long lost() throws Exception;
+
+        void unlockHeld() throws Exception;
+    }
+
+    /**
+     * The kept scenario's run (bench/c/kept.c's figures where a Java client has them): takes
+     * the locks, holds them --seconds (the first half untouched, for the CPU; the second
+     * sampling sockets), counts the lost, releases the others, and prints one JSON line. A
+     * lock is renewed every renewalPeriodMs.
+     */
+    public void kept(String client, int nodes, double renewalPeriodMs, KeptLocks locks)
+            throws Exception {
+        int n = number("locks");
+        long lease = number("lease");
+        double seconds = Double.parseDouble(text("seconds"));
+        System.gc();
+        long rss0 = rssBytes();
+        long t0 = System.nanoTime();
+        locks.lockAll();
+        double acquireS = (System.nanoTime() - t0) / 1e9;
+        long rss1 = rssBytes();
+        long holdMs = (long) (seconds * 1000);
+        long cpu0 = cpuNanos();
+        long start = System.nanoTime();
+        Thread.sleep(holdMs / 2);
+        long cpu = cpuNanos() - cpu0;
+        double quietS = (System.nanoTime() - start) / 1e9;
+        int maxSockets = 0;
+        while ((System.nanoTime() - start) / 1_000_000 < holdMs) {
+            Thread.sleep(100);
+            maxSockets = Math.max(maxSockets, sockets());
+        }
+        long lost = locks.lost();
+        t0 = System.nanoTime();
+        locks.unlockHeld();
+        double releaseS = (System.nanoTime() - t0) / 1e9;
+        double renewals = n * quietS * 1000 / renewalPeriodMs;
+        System.out.println(String.format(Locale.ROOT,
+                "{\"client\": \"%s\", \"locks\": %d, \"nodes\": %d, \"lease_ms\": %d, "
+                + "\"held_s\": %.1f, \"lost\": %d, \"acquire_s\": %.1f, \"release_s\": %.1f, "
+                + "\"bytes_per_lock\": %.0f, \"max_sockets\": %d, \"cpu_ms_per_s\": %.1f, "
+                + "\"cpu_ms_per_1000_renewals\": %.2f}",
+                client, n, nodes, lease, seconds, lost, acquireS, releaseS,
+                (double) (rss1 - rss0) / n, maxSockets, cpu / 1e6 / quietS,
+                cpu / 1e6 / (renewals / 1000)));
+    }
+
     /** The process's resident set, in bytes. */
     public static long rssBytes() throws IOException {
         for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {

@@ -2,7 +2,6 @@ package bench;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
@@ -22,57 +21,33 @@ public final class RedissonKept {
 
     public static void main(String[] args) throws Exception {
         Harness h = new Harness(args);
-        int n = h.number("locks");
         long lease = h.number("lease");
-        double seconds = Double.parseDouble(h.text("seconds"));
         Config config = new Config();
         config.useSingleServer().setAddress(h.nodes().get(0));
         config.setLockWatchdogTimeout(lease);
         RedissonClient client = Redisson.create(config);
         try {
-            List<RLock> locks = new ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
+            List<RLock> locks = new ArrayList<>();
+            for (int i = 0; i < h.number("locks"); i++) {
                 locks.add(client.getLock(h.text("prefix") + ":" + i));
             }
-            System.gc();
-            long rss0 = Harness.rssBytes();
-            long t0 = System.nanoTime();
-            for (RLock lock : locks) {
-                lock.lock();
-            }
-            double acquireS = (System.nanoTime() - t0) / 1e9;
-            long rss1 = Harness.rssBytes();
-            // The first half only holds (CPU), the second samples sockets too.
-            long holdMs = (long) (seconds * 1000);
-            long cpu0 = Harness.cpuNanos();
-            long start = System.nanoTime();
-            Thread.sleep(holdMs / 2);
-            long cpu = Harness.cpuNanos() - cpu0;
-            double quietS = (System.nanoTime() - start) / 1e9;
-            int maxSockets = 0;
-            while ((System.nanoTime() - start) / 1_000_000 < holdMs) {
-                Thread.sleep(100);
-                maxSockets = Math.max(maxSockets, Harness.sockets());
-            }
-            long lost = 0;
-            for (RLock lock : locks) {
-                lost += lock.isHeldByCurrentThread() ? 0 : 1;
-            }
-            t0 = System.nanoTime();
-            for (RLock lock : locks) {
-                if (lock.isHeldByCurrentThread()) {
-                    lock.unlock();
+            // The watchdog renews a lock every third of its timeout.
+            h.kept("redisson-rlock", 1, lease / 3.0, new Harness.KeptLocks() {
+                @Override
+                public void lockAll() {
+                    locks.forEach(RLock::lock);
                 }
-            }
-            double releaseS = (System.nanoTime() - t0) / 1e9;
-            double renewals = n * quietS * 1000 / (lease / 3.0);
-            System.out.println(String.format(Locale.ROOT,
-                    "{\"client\": \"redisson-rlock\", \"locks\": %d, \"nodes\": 1, "
-                    + "\"lease_ms\": %d, \"held_s\": %.1f, \"lost\": %d, \"acquire_s\": %.1f, "
-                    + "\"release_s\": %.1f, \"bytes_per_lock\": %.0f, \"max_sockets\": %d, "
-                    + "\"cpu_ms_per_s\": %.1f, \"cpu_ms_per_1000_renewals\": %.2f}",
-                    n, lease, seconds, lost, acquireS, releaseS, (double) (rss1 - rss0) / n,
-                    maxSockets, cpu / 1e6 / quietS, cpu / 1e6 / (renewals / 1000)));
+
+                @Override
+                public long lost() {
+                    return locks.stream().filter(lock -> !lock.isHeldByCurrentThread()).count();
+                }
+
+                @Override
+                public void unlockHeld() {
+                    locks.stream().filter(RLock::isHeldByCurrentThread).forEach(RLock::unlock);
+                }
+            });
         } finally {
             client.shutdown();
         }
