@@ -112,7 +112,12 @@ static void from_client(relay *r, pair *p)
 {
     char buf[CHUNK];
     size_t want = r->counting && r->left < sizeof buf ? r->left : sizeof buf;
-    ssize_t n = recv(p->client, buf, want, 0);
+    /* Never waiting here: a readiness seen by a poll that began before its
+     * pair was closed and its slot taken again would block the relay for
+     * every connection. */
+    ssize_t n = recv(p->client, buf, want, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
     if (n <= 0) {
         close_pair(p);
         return;
@@ -133,7 +138,9 @@ static void from_client(relay *r, pair *p)
 static void from_node(relay *r, pair *p)
 {
     char buf[CHUNK];
-    ssize_t n = recv(p->node, buf, sizeof buf, 0);
+    ssize_t n = recv(p->node, buf, sizeof buf, MSG_DONTWAIT);   /* as from_client */
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
     if (n <= 0 || p->cut_armed) {
         close_pair(p);
         return;
