@@ -117,7 +117,25 @@ void rl_cmd_unref(rl_cmd *cmd)
     free(cmd->tokens);
     free(cmd->leases);
     rl_keys_unref(cmd->keys);
+    rl_cmd_unref(cmd->parent);
     free(cmd);
+}
+
+bool rl_cmd_undone(const rl_cmd *cmd)
+{
+    return atomic_load(&cmd->undo) || (cmd->parent && atomic_load(&cmd->parent->undo));
+}
+
+bool rl_keys_same(const rl_keys *a, const rl_keys *b)
+{
+    if (a == b)
+        return true;
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->k[i], b->k[i]) != 0)
+            return false;
+    return true;
 }
 
 static const rl_script *script_of(const rl_cmd *cmd)
@@ -242,14 +260,16 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
     return rc;
 }
 
-/* A release queued on c covers the acquires of its token still owed there:
- * it runs after them, so they need no undo of their own. */
+/* A release queued on c covers the acquires of its token and keys still
+ * owed there: it runs after them, so they need no undo of their own. (A
+ * lock whose keys span a Cluster node's slots is acquired and released one
+ * slot's keys at a time, one token for all: a release covers its own.) */
 static void cover(rl_cmd *rel, rl_conn *c)
 {
     for (size_t i = 0; i + 1 < rl_conn_owed(c); i++) {
         rl_entry *e = rl_conn_entry(c, i);
         if (e->kind == RL_ENTRY_CMD && e->cmd->kind == RL_CMD_ACQUIRE
-            && strcmp(e->cmd->token, rel->token) == 0)
+            && strcmp(e->cmd->token, rel->token) == 0 && rl_keys_same(e->cmd->keys, rel->keys))
             e->covered = true;
     }
 }

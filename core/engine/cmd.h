@@ -62,6 +62,8 @@ typedef struct rl_cmd {
     int64_t *fences;               /* fence: the value per key (owned) */
     struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */
+    struct rl_cmd *parent;         /* acquire of one slot's keys of a lock whose keys span
+                                    * slots (op.c): given up with it (referenced) */
     char (*tokens)[RL_TOKEN_LEN + 1];   /* extend many: each key's token (owned) */
     int64_t *leases;               /* extend many: each key's lease in ms (owned) */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */
@@ -72,6 +74,10 @@ typedef struct rl_cmd {
 rl_cmd *rl_cmd_new(rl_cmd_kind kind, rl_keys *keys, const char *token, int64_t ttl_ms);
 rl_cmd *rl_cmd_ref(rl_cmd *cmd);
 void rl_cmd_unref(rl_cmd *cmd);
+/* Whether cmd's lock was given up (cmd->undo, or its parent's). */
+bool rl_cmd_undone(const rl_cmd *cmd);
+/* Whether two key lists are the same keys in the same order. */
+bool rl_keys_same(const rl_keys *a, const rl_keys *b);
 
 /* Queues cmd on c, in the form the node takes (an acquire of one key on
  * Redis 7.0 and later: SET NX GET, and when fenced the INCR of its counter

@@ -41,6 +41,14 @@ typedef struct slot {
     int64_t tail_until;   /* once decided, how long its bytes are still written */
     int64_t retry_at;     /* parked: when to ask for a connection again */
     int64_t park_until;   /* parked: when to stop asking (0: not parked this round) */
+    /* A Cluster node's chain (a lock whose keys span slots: chained below):
+     * the part whose command is the current one, the first answer of the
+     * chain that was not a yes (an unlock goes on through every part), and
+     * how many of its connections were set aside for other masters, counted
+     * as paused until the operation ends. */
+    size_t part;
+    rl_result chain;
+    unsigned aside;
 } slot;
 
 /* How often an operation that waits for a connection (its node has
@@ -102,6 +110,15 @@ struct redlock_op {
     rl_conn **spare;      /* let go of in a pause, for the driver to pool (rl_op_spare_conn) */
     size_t n_spare;
     bool lends;           /* its driver takes them (rl_op_lend) */
+    /* A lock whose keys span slots on a client with a Cluster node (the
+     * handle's parts, or a renewal of one such lock): a Cluster node takes
+     * one command per part (parts[g] with part_cmds[g]), one after another
+     * on its chain, and votes yes only when every part was a yes; a lock's
+     * parts taken before a no are released there, so that the node holds
+     * all of the lock or none of it. Other nodes take cmd, every key. */
+    size_t n_parts;
+    rl_keys **parts;      /* the handle's */
+    rl_cmd **part_cmds;   /* this round's, one per part */
     slot *slots;          /* one per node, allocated with the op */
     rl_result *results;   /* one per node, allocated with the op */
     /* extend many: the locks (not owned), where each one's keys start in
@@ -136,6 +153,9 @@ void rl_handle_free(redlock_handle *h)
         return;
     rl_cmd_unref(h->acquired_by);
     rl_keys_unref(h->keys);
+    for (size_t g = 0; g < h->n_parts; g++)
+        rl_keys_unref(h->parts[g]);
+    free(h->parts);
     free(h->fences);
     free(h);
 }
@@ -176,7 +196,9 @@ static bool has_cluster(const rl_client *ctx)
 /* On a Cluster node, one command's keys must share a slot (a script's keys
  * must: CROSSSLOT), and so must a lock's fencing counter: the key, a zero
  * byte and "fence" when the key has a hash tag, else the same with the key
- * as its tag ({key}), which needs a key without a '}'. */
+ * as its tag ({key}), which needs a key without a '}'. A multi-lock whose
+ * keys span slots is taken one slot at a time there (split), but not with
+ * fencing: its counters' second round is one command per node. */
 static int check_cluster(const rl_client *ctx, const rl_keys *keys)
 {
     if (keys->n == 0 || !has_cluster(ctx))
@@ -184,12 +206,12 @@ static int check_cluster(const rl_client *ctx, const rl_keys *keys)
     const char *first = keys->k[0];
     int first_slot = rl_key_slot(first, strlen(first));
     size_t p = ctx->opt.key_prefix_len;
-    for (size_t i = 1; i < keys->n; i++)
+    for (size_t i = 1; ctx->opt.fencing && i < keys->n; i++)
         if (rl_key_slot(keys->k[i], strlen(keys->k[i])) != first_slot)
             return rl_fail(REDLOCK_EINVAL,
                            "resources '%.100s' and '%.100s' hash to different slots of a "
-                           "Cluster node: the names of one multi-lock must share a hash tag "
-                           "there (the part in braces, as in {order:7}:items)",
+                           "Cluster node: with fencing, the names of one multi-lock must share "
+                           "a hash tag there (the part in braces, as in {order:7}:items)",
                            first + p, keys->k[i] + p);
     for (size_t i = 0; ctx->opt.fencing && i < keys->n; i++)
         if (!rl_key_has_tag(keys->k[i]) && strchr(keys->k[i], '}'))
@@ -200,11 +222,78 @@ static int check_cluster(const rl_client *ctx, const rl_keys *keys)
     return REDLOCK_OK;
 }
 
-/* The slot of a lock's keys (checked to be one: check_cluster), for a
+/* The slot of a lock's keys (of its first part when it has parts), for a
  * Cluster node's connection; -1 for none. */
 static int keys_slot(const rl_keys *keys)
 {
     return keys && keys->n > 0 ? rl_key_slot(keys->k[0], strlen(keys->k[0])) : -1;
+}
+
+typedef struct slotted {
+    int slot;
+    size_t at;
+} slotted;
+
+static int compare_slotted(const void *a, const void *b)
+{
+    const slotted *x = a, *y = b;
+    if (x->slot != y->slot)
+        return x->slot < y->slot ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* On a client with a Cluster node, the keys of a multi-lock that hash to
+ * several slots are sorted by slot (in their order within one), and each
+ * slot's keys become a part of the handle (op.h). */
+static int split(const rl_client *ctx, redlock_handle *h)
+{
+    rl_keys *keys = h->keys;
+    if (keys->n < 2 || !has_cluster(ctx))
+        return REDLOCK_OK;
+    slotted *order = malloc(keys->n * sizeof *order);
+    char **sorted = malloc(keys->n * sizeof *sorted);
+    if (!order || !sorted) {
+        free(order);
+        free(sorted);
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    }
+    size_t n_parts = 1;
+    for (size_t i = 0; i < keys->n; i++) {
+        order[i] = (slotted){ .slot = rl_key_slot(keys->k[i], strlen(keys->k[i])), .at = i };
+        n_parts += i > 0 && order[i].slot != order[0].slot;
+    }
+    if (n_parts == 1) {
+        free(order);
+        free(sorted);
+        return REDLOCK_OK;
+    }
+    qsort(order, keys->n, sizeof *order, compare_slotted);
+    n_parts = 1;
+    for (size_t i = 0; i < keys->n; i++) {
+        sorted[i] = keys->k[order[i].at];
+        n_parts += i > 0 && order[i].slot != order[i - 1].slot;
+    }
+    memcpy(keys->k, sorted, keys->n * sizeof *sorted);
+    free(sorted);
+    int rc = REDLOCK_OK;
+    if (!(h->parts = calloc(n_parts, sizeof *h->parts)))
+        rc = REDLOCK_ENOMEM;
+    for (size_t i = 0, start = 0; rc == REDLOCK_OK && i < keys->n; i++) {
+        if (i + 1 < keys->n && order[i + 1].slot == order[i].slot)
+            continue;
+        rl_keys *part = rl_keys_new(i + 1 - start);
+        if (!part) {
+            rc = REDLOCK_ENOMEM;
+            break;
+        }
+        h->parts[h->n_parts++] = part;
+        for (size_t k = start; k <= i; k++)
+            if (!(part->k[k - start] = strdup(keys->k[k])))
+                rc = REDLOCK_ENOMEM;
+        start = i + 1;
+    }
+    free(order);
+    return rc == REDLOCK_OK ? rc : rl_fail(rc, "out of memory");
 }
 
 /* A handle for the given resources, their keys prefixed; names checked. */
@@ -238,6 +327,8 @@ static int handle_new(redlock_handle **out, rl_client *ctx, const char *const *n
         rc = check_distinct(ctx, h->keys);
     if (rc == REDLOCK_OK)
         rc = check_cluster(ctx, h->keys);
+    if (rc == REDLOCK_OK)
+        rc = split(ctx, h);
     if (rc != REDLOCK_OK) {
         rl_handle_free(h);
         return rc;
@@ -273,6 +364,125 @@ static void describe(rl_op *op, const char *verb)
         snprintf(op->what, sizeof op->what, "%s '%.200s'", verb, k->k[0]);
     else
         snprintf(op->what, sizeof op->what, "%s '%.200s' and %zu more", verb, k->k[0], k->n - 1);
+}
+
+/* ---- a Cluster node's chain of parts ---- */
+
+/* Whether node i takes the round one part at a time. */
+static bool chained(const rl_op *op, size_t i)
+{
+    return op->n_parts > 1 && op->ctx->nodes[i].addr.kind == RL_NODE_CLUSTER;
+}
+
+/* The command node i waits for (or is to be sent) now. */
+static rl_cmd *cmd_of(const rl_op *op, size_t i)
+{
+    return chained(op, i) && op->part_cmds ? op->part_cmds[op->slots[i].part] : op->cmd;
+}
+
+static int part_slot(const rl_op *op, size_t g)
+{
+    return keys_slot(op->parts[g]);
+}
+
+/* No operation waits for the round's commands any more: their replies are
+ * late (owed.h). */
+static void detach_cmds(rl_op *op)
+{
+    if (op->cmd)
+        op->cmd->op = NULL;
+    for (size_t g = 0; op->part_cmds && g < op->n_parts; g++)
+        if (op->part_cmds[g])
+            op->part_cmds[g]->op = NULL;
+}
+
+/* A release of the lock's keys owed to node i: of its parts from `from` on
+ * for a chained node, else of all of them. */
+static void owe(rl_op *op, size_t i, size_t from, int64_t now)
+{
+    redlock_handle *h = op->h;
+    if (!chained(op, i)) {
+        rl_owed_add(op->ctx, i, h->keys, h->token, now);
+        return;
+    }
+    for (size_t g = from; g < op->n_parts; g++)
+        rl_owed_add(op->ctx, i, op->parts[g], h->token, now);
+}
+
+/* Node i's vote is in (op->results[i]). A chained node's lock parts taken
+ * before a part said no are released there (the node holds all of a lock
+ * or none of it); an unlock's parts its chain did not reach are owed. */
+static void chain_ended(rl_op *op, size_t i, int64_t now)
+{
+    if (!chained(op, i))
+        return;
+    slot *s = &op->slots[i];
+    if (op->kind == OP_LOCK && op->cmd->kind == RL_CMD_ACQUIRE
+        && op->results[i].vote != RL_VOTE_YES)
+        for (size_t g = 0; g < s->part; g++)
+            rl_owed_add(op->ctx, i, op->parts[g], op->h->token, now);
+    else if (op->kind == OP_UNLOCK)
+        owe(op, i, s->part + 1, now);
+}
+
+/* Node i's connection serves another master than its next part's: it goes
+ * to the driver, as a pausing lock's do (let_go), or when the driver does
+ * not take them back, it stays with the op and counts as paused. */
+static bool set_aside(rl_op *op, size_t i)
+{
+    slot *s = &op->slots[i];
+    rl_conn **grown = realloc(op->spare, (op->n_spare + 1) * sizeof *grown);
+    if (!grown)
+        return false;
+    op->spare = grown;
+    op->spare[op->n_spare++] = s->conn;
+    s->conn->op = NULL;
+    s->conn = NULL;
+    if (!op->lends) {
+        s->aside++;
+        atomic_fetch_add(&op->ctx->conns[i].paused, 1);
+    }
+    return true;
+}
+
+static void end_aside(rl_op *op)
+{
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        slot *s = &op->slots[i];
+        if (s->aside) {
+            atomic_fetch_sub(&op->ctx->conns[i].paused, (int)s->aside);
+            s->aside = 0;
+        }
+    }
+}
+
+/* This round's command for each part (with cmd as their parent: a lock
+ * given up is given up in every part, owed.h). */
+static int new_part_cmds(rl_op *op, rl_cmd_kind kind)
+{
+    if (op->n_parts < 2)
+        return REDLOCK_OK;
+    if (!op->part_cmds && !(op->part_cmds = calloc(op->n_parts, sizeof *op->part_cmds)))
+        return REDLOCK_ENOMEM;
+    rl_cmd *whole = op->cmd;
+    for (size_t g = 0, start = 0; g < op->n_parts; g++) {
+        rl_cmd_unref(op->part_cmds[g]);
+        rl_cmd *c = kind == RL_CMD_EXTEND_MANY ? rl_cmd_new_many(op->parts[g])
+                  : rl_cmd_new(kind, op->parts[g], whole->token, whole->ttl_ms);
+        op->part_cmds[g] = c;
+        if (!c)
+            return REDLOCK_ENOMEM;
+        size_t n = op->parts[g]->n;
+        if (kind == RL_CMD_EXTEND_MANY) {
+            memcpy(c->tokens, whole->tokens + start, n * sizeof *c->tokens);
+            memcpy(c->leases, whole->leases + start, n * sizeof *c->leases);
+        }
+        start += n;
+        c->parent = rl_cmd_ref(whole);
+        c->op = op;
+        c->cacheable = true;
+    }
+    return REDLOCK_OK;
 }
 
 /* ---- rounds ---- */
@@ -365,15 +575,18 @@ static void finish(rl_op *op, int rc, const char *msg, int64_t now)
 {
     /* Replies still to come are late from now on; this must happen before
      * the connections go back to a pool where another thread reads them. */
-    if (op->cmd)
-        op->cmd->op = NULL;
+    detach_cmds(op);
     /* An unlock decided while a node still waited for a connection (at the
      * cap, conn.h): its release is owed there. */
     for (size_t i = 0; op->kind == OP_UNLOCK && op->phase == PHASE_ROUND
-                       && i < op->ctx->n_nodes; i++)
+                       && i < op->ctx->n_nodes; i++) {
         if (op->slots[i].state == SLOT_WANT_CONN)
-            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+            owe(op, i, op->slots[i].part, now);
+        else if (op->slots[i].state == SLOT_WAITING && chained(op, i))
+            owe(op, i, op->slots[i].part + 1, now);   /* the parts its chain did not reach */
+    }
     resume(op);
+    end_aside(op);
     op->phase = PHASE_DONE;
     op->rc = rc;
     /* An unlock that found the keys gone tells a loss (redlock_handle_lost). */
@@ -424,14 +637,16 @@ static void busy(rl_op *op, size_t i, const char *why, int64_t now)
  * Until then the slot is looked at every node_timeout_ms (a connect's
  * deadline first), as drivers expect a wake-up that soon, and fails only
  * past the wait's bound (patience) from when it was queued. */
-static void queued(rl_op *op, slot *s, int64_t now)
+static void queued(rl_op *op, size_t i, int64_t now)
 {
     const rl_options *o = &op->ctx->opt;
+    slot *s = &op->slots[i];
     s->end = s->conn->queued;
     s->written = false;
     s->queued_at = now;
     /* A command of many keys gets an allowance for its work on the node. */
-    int64_t work = op->cmd ? rl_cmd_work_ms(op->cmd) : 0;
+    rl_cmd *cmd = cmd_of(op, i);
+    int64_t work = cmd ? rl_cmd_work_ms(cmd) : 0;
     s->deadline = now + (s->conn->state == RL_CONN_CONNECTING ? o->connect_timeout_ms
                                                               : o->node_timeout_ms) + work;
     s->tail_until = now + o->connect_timeout_ms + o->node_timeout_ms + work;
@@ -464,23 +679,27 @@ static void send_on(rl_op *op, size_t i, int64_t now)
             busy(op, i, why, now);
         rl_node_failed(&op->ctx->nodes[i], RL_NODE_KEEP, NULL, now);
         if (op->kind == OP_UNLOCK)
-            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
-        rl_result_fail(&op->results[i], REDLOCK_ENOQUORUM, "%s", why);
+            owe(op, i, s->part, now);
+        rl_result r;
+        rl_result_fail(&r, REDLOCK_ENOQUORUM, "%s", why);
+        op->results[i] = r;
+        chain_ended(op, i, now);
         return;
     }
     int rc = s->ask_server >= 0 ? rl_conn_asking(s->conn) : REDLOCK_OK;
     if (rc == REDLOCK_OK)
-        rc = rl_cmd_send(op->cmd, s->conn, false);
+        rc = rl_cmd_send(cmd_of(op, i), s->conn, false);
     if (rc != REDLOCK_OK) {
         s->state = SLOT_DONE;
         rl_result_fail(&op->results[i], rc, "%s", rc == REDLOCK_ENOMEM ? "out of memory"
                        : "connection unusable");
+        chain_ended(op, i, now);
         return;
     }
     s->sent = true;
     s->counting = false;
     s->state = SLOT_WAITING;
-    queued(op, s, now);
+    queued(op, i, now);
     rl_node_sent(&op->ctx->nodes[i]);
 }
 
@@ -561,6 +780,8 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->cmd->op = op;
     op->cmd->cacheable = true;
+    if (new_part_cmds(op, kind) != REDLOCK_OK)
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
     if (kind == RL_CMD_ACQUIRE) {
         op->attempts++;
         op->cmd->fenced = op->fenced;
@@ -578,8 +799,14 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
         s->park_until = 0;
         s->key_slot = keys_slot(h->keys);
         s->ask_server = -1;
+        s->part = 0;
+        s->chain.vote = RL_VOTE_YES;
         if (s->conn && s->conn->state == RL_CONN_BROKEN)
             drop(op, s);
+        /* A chain's connection of the last attempt may serve another
+         * master than its first part's. */
+        if (s->conn && chained(op, i) && !rl_conn_serves(s->conn, op->parts[0]->k[0]))
+            set_aside(op, i);
         if (s->conn) {
             send_on(op, i, now);
         } else {
@@ -624,6 +851,19 @@ static void undo_attempt(rl_op *op, int64_t now)
         rel->cacheable = true;
     for (size_t i = 0; i < op->ctx->n_nodes; i++) {
         slot *s = &op->slots[i];
+        if (chained(op, i)) {
+            /* The parts before the current one were taken; the current
+             * one's release goes behind it, as below. */
+            for (size_t g = 0; g < s->part; g++)
+                rl_owed_add(op->ctx, i, op->parts[g], op->h->token, now);
+            rl_cmd *part = rl_cmd_new(RL_CMD_RELEASE, op->parts[s->part], op->h->token, 0);
+            bool queued = s->sent && s->conn && part
+                        && rl_cmd_send(part, s->conn, false) == REDLOCK_OK;
+            if ((s->sent && !queued) || s->maybe_ran)
+                rl_owed_add(op->ctx, i, op->parts[s->part], op->h->token, now);
+            rl_cmd_unref(part);
+            continue;
+        }
         bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn, false) == REDLOCK_OK;
         if ((s->sent && !queued) || s->maybe_ran)
             rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
@@ -686,7 +926,7 @@ static void try_decide(rl_op *op, int64_t now);
 static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
 {
     redlock_handle *h = op->h;
-    op->cmd->op = NULL;   /* later replies are late: owed.h's rules */
+    detach_cmds(op);   /* later replies are late: owed.h's rules */
     switch (op->kind) {
     case OP_LOCK:
         if (v->rc == REDLOCK_OK && op->fenced && op->cmd->kind == RL_CMD_ACQUIRE) {
@@ -805,6 +1045,7 @@ static void vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
     op->results[i] = *r;
     rl_quorum_admit(op->ctx, i, verb_of(op), &op->results[i], now);
     op->slots[i].state = SLOT_DONE;
+    chain_ended(op, i, now);
 }
 
 /* ---- making operations ---- */
@@ -846,6 +1087,8 @@ int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
     }
     op->h = h;
     op->owns_handle = true;
+    op->n_parts = h->n_parts;
+    op->parts = h->parts;
     op->fenced = ctx->opt.fencing;
     if (op->fenced && (!(h->fences = calloc(n, sizeof *h->fences))
                        || !(op->got = calloc(n * ctx->n_nodes, sizeof *op->got)))) {
@@ -882,6 +1125,8 @@ int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
     if (!op)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->h = h;
+    op->n_parts = h->n_parts;
+    op->parts = h->parts;
     op->ttl_ms = ttl_ms;
     op->old_expires_at = h->expires_at;
     /* A node may apply a shorter lease the moment it gets the command: from
@@ -907,6 +1152,8 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
     if (!op)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     op->h = h;
+    op->n_parts = h->n_parts;
+    op->parts = h->parts;
     op->was_held = h->held;
     op->old_expires_at = h->expires_at;
     describe(op, "unlock");
@@ -995,9 +1242,13 @@ void rl_op_free(rl_op *op)
 {
     if (!op)
         return;
-    if (op->cmd && op->phase != PHASE_DONE)
-        op->cmd->op = NULL;   /* freed unfinished: nothing waits any more */
+    if (op->phase != PHASE_DONE)
+        detach_cmds(op);   /* freed unfinished: nothing waits any more */
     resume(op);
+    end_aside(op);
+    for (size_t g = 0; op->part_cmds && g < op->n_parts; g++)
+        rl_cmd_unref(op->part_cmds[g]);
+    free(op->part_cmds);
     rl_cmd_unref(op->cmd);
     rl_cmd_unref(op->attempt);
     if (op->owns_handle)
@@ -1101,7 +1352,7 @@ void rl_op_no_conn(rl_op *op, size_t node, int code, const char *why, int64_t no
      * node's state is the connect's to tell. */
     rl_node_failed(&op->ctx->nodes[node], RL_NODE_KEEP, NULL, now);
     if (op->kind == OP_UNLOCK)   /* its release is owed, sent once the node answers */
-        rl_owed_add(op->ctx, node, op->h->keys, op->h->token, now);
+        owe(op, node, op->slots[node].part, now);
     rl_result r;
     rl_result_fail(&r, code, "%s", why);
     vote(op, node, &r, now);
@@ -1156,7 +1407,7 @@ static void unpark(rl_op *op, int64_t now)
                            "(the client has pool_size + %d, all in use)",
                            (long long)patience(op), RL_CONN_SPARE);
             if (op->kind == OP_UNLOCK)
-                rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+                owe(op, i, s->part, now);
             vote(op, i, &r, now);
         } else if (now >= s->retry_at) {
             s->parked = false;
@@ -1318,7 +1569,7 @@ void rl_op_step(rl_op *op, int64_t now)
             rl_result_fail(&r, REDLOCK_ENOQUORUM, "no answer within %lld ms",
                            (long long)o->node_timeout_ms);
             rl_node_failed(node, RL_NODE_SLOW, r.why, now);
-            mark_late(s->conn, op->cmd);
+            mark_late(s->conn, cmd_of(op, i));
         }
         vote(op, i, &r, now);
     }
@@ -1330,7 +1581,7 @@ bool rl_op_cancel(rl_op *op, int64_t now)
     if (op->kind != OP_LOCK || op->phase == PHASE_DONE)
         return false;
     if (op->phase == PHASE_ROUND) {
-        op->cmd->op = NULL;
+        detach_cmds(op);
         undo_attempt(op, now);
     }
     snprintf(op->msg, sizeof op->msg, "%s: cancelled while waiting", op->what);
@@ -1441,20 +1692,56 @@ rl_conn *rl_op_take_conn(rl_op *op)
 static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
                        int64_t now);
 
+/* A chained node answered for its current part (r): it goes on to the next
+ * part, on its connection when that serves the next part's slot, else on
+ * another (true); or its chain ends here and r, or the first answer of its
+ * chain that was not a yes, is its vote (false, r set so). A lock's or an
+ * extend's chain goes on after a yes; an unlock's after any answer, as every
+ * part must be released. */
+static bool next_part(rl_op *op, size_t i, rl_result *r, int64_t now)
+{
+    slot *s = &op->slots[i];
+    if (r->vote != RL_VOTE_YES && s->chain.vote == RL_VOTE_YES)
+        s->chain = *r;
+    bool more = s->part + 1 < op->n_parts
+             && (op->kind == OP_UNLOCK || r->vote == RL_VOTE_YES);
+    if (!more) {
+        if (s->chain.vote != RL_VOTE_YES)
+            *r = s->chain;
+        return false;
+    }
+    s->part++;
+    s->key_slot = part_slot(op, s->part);
+    s->ask_server = -1;
+    s->sent = s->maybe_ran = s->retried = false;
+    s->redirects = 0;
+    s->park_until = 0;
+    if (s->conn && !rl_conn_serves(s->conn, op->parts[s->part]->k[0]))
+        set_aside(op, i);
+    if (s->conn) {
+        send_on(op, i, now);
+    } else {
+        s->state = SLOT_WANT_CONN;
+    }
+    try_decide(op, now);
+    return true;
+}
+
 void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply, int64_t now)
 {
     size_t i = c->node;
     slot *s = &op->slots[i];
-    if (e->cmd != op->cmd || s->state != SLOT_WAITING || s->conn != c) {
+    rl_cmd *cmd = cmd_of(op, i);
+    if (e->cmd != cmd || s->state != SLOT_WAITING || s->conn != c) {
         rl_cmd_late_reply(e, c, reply, now);
         return;
     }
     if (rl_reply_is_noscript(reply) && e->form != RL_FORM_EVAL) {
         /* The node lost its scripts (SCRIPT FLUSH, a failover): the script
          * itself follows on the same connection, a new entry of the stream. */
-        if (rl_cmd_send(op->cmd, c, true) == REDLOCK_OK) {
+        if (rl_cmd_send(cmd, c, true) == REDLOCK_OK) {
             op->saw_noscript = true;
-            queued(op, s, now);
+            queued(op, i, now);
             return;
         }
     }
@@ -1476,11 +1763,13 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         vote(op, i, &r, now);
         return;
     }
-    rl_cmd_classify(op->cmd, e->form, reply, &r);
+    rl_cmd_classify(cmd, e->form, reply, &r);
     if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials, an ACL's NOPERM... */
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     else if (!e->late)
         rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
+    if (chained(op, i) && next_part(op, i, &r, now))
+        return;
     if (e->form == RL_FORM_SET && op->cmd->fenced) {
         s->set = r;
         s->counting = true;
@@ -1495,9 +1784,10 @@ void rl_op_entry_lost(rl_op *op, rl_conn *c, const rl_entry *e, bool written, in
 {
     /* The current attempt's acquire (its fence round has op->cmd) may have
      * run: a failed attempt is undone there too. */
-    bool ours = e->cmd == op->cmd || (e->cmd == op->attempt && op->phase == PHASE_ROUND);
+    bool ours = e->cmd == op->cmd || (e->cmd == op->attempt && op->phase == PHASE_ROUND)
+              || (e->cmd == cmd_of(op, c->node) && op->phase == PHASE_ROUND);
     if (ours && op->kind == OP_UNLOCK)   /* a release that may not have run is owed */
-        rl_owed_add(op->ctx, c->node, op->h->keys, op->h->token, now);
+        owe(op, c->node, op->slots[c->node].part, now);
     else if (ours && written)
         op->slots[c->node].maybe_ran = true;
     else if (!ours)
@@ -1686,9 +1976,20 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
     }
     cmd->op = op;
     cmd->cacheable = true;
+    /* One lock whose keys span a Cluster node's slots: renewed there one
+     * part at a time, as its extend would be. */
+    if (n == 1 && hs[0]->n_parts > 1 && !op->ends[0].decided) {
+        op->n_parts = hs[0]->n_parts;
+        op->parts = hs[0]->parts;
+        if (new_part_cmds(op, RL_CMD_EXTEND_MANY) != REDLOCK_OK) {
+            rl_op_free(op);
+            return rl_fail(REDLOCK_ENOMEM, "out of memory");
+        }
+    }
     op->phase = PHASE_ROUND;
     op->round_start = now;
     for (size_t i = 0; i < ctx->n_nodes; i++) {
+        op->slots[i].chain.vote = RL_VOTE_YES;
         op->results[i].vote = RL_VOTE_PENDING;
         op->slots[i].state = SLOT_WANT_CONN;
         op->slots[i].ask = rl_node_poll_due(&ctx->nodes[i], ctx->opt.sentinel_poll_ms, now);
@@ -1700,7 +2001,10 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
 
 bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
 {
-    return a->ctx == b->ctx && (!has_cluster(a->ctx) || keys_slot(a->keys) == keys_slot(b->keys));
+    if (a == b)
+        return true;
+    return a->ctx == b->ctx && (!has_cluster(a->ctx) || (a->n_parts < 2 && b->n_parts < 2
+                                && keys_slot(a->keys) == keys_slot(b->keys)));
 }
 
 /* A node's reply to the renewal: its answer for each key, or a failure of
@@ -1708,16 +2012,20 @@ bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
 static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
                        int64_t now)
 {
-    size_t n_keys = op->first_key[op->n_many];
+    size_t n_keys = op->first_key[op->n_many], at = 0;
+    for (size_t g = 0; chained(op, i) && g < op->slots[i].part; g++)
+        at += op->parts[g]->n;   /* a chained node answers for its part's keys */
     rl_result r;
     memset(&r, 0, sizeof r);
-    if (rl_cmd_many_votes(op->cmd, reply, op->key_votes + i * n_keys, &r)) {
+    if (rl_cmd_many_votes(cmd_of(op, i), reply, op->key_votes + i * n_keys + at, &r)) {
         r.vote = RL_VOTE_YES;   /* the node answered: each lock's vote is its keys' */
         if (!e->late)
             rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
     } else {
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     }
+    if (chained(op, i) && next_part(op, i, &r, now))
+        return;
     vote(op, i, &r, now);
     try_decide(op, now);
 }

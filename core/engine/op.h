@@ -43,6 +43,12 @@ struct redlock_handle {
     _Atomic int reentries;        /* holds counted by redlock_handle_reenter (hold.c) */
     rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
     int64_t *fences;              /* fencing: the fence of each key; else NULL */
+    /* On a client with a Cluster node, a multi-lock whose names hash to
+     * several slots: its keys sorted by slot, and the keys of each slot
+     * (n_parts of them, in that order), which a Cluster node takes one
+     * command at a time (op.c); 0 and NULL otherwise. */
+    size_t n_parts;
+    rl_keys **parts;
     /* The driver's, as rl_conn's io_data is (the engine never reads it):
      * the blocking driver's record of its renewal, while it is watched. */
     void *_Atomic driver_data;

@@ -88,7 +88,7 @@ void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, i
             rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
         return;
     }
-    if (cmd->kind != RL_CMD_ACQUIRE || e->covered || !atomic_load(&cmd->undo))
+    if (cmd->kind != RL_CMD_ACQUIRE || e->covered || !rl_cmd_undone(cmd))
         return;
     rl_result res;
     rl_cmd_classify(cmd, e->form, reply, &res);
@@ -101,7 +101,7 @@ void rl_cmd_late_lost(const rl_entry *e, rl_client *ctx, size_t node, bool writt
 {
     rl_cmd *cmd = e->cmd;
     if (cmd->kind == RL_CMD_RELEASE || (cmd->kind == RL_CMD_ACQUIRE && written && !e->covered
-                                         && atomic_load(&cmd->undo)))
+                                         && rl_cmd_undone(cmd)))
         rl_owed_add(ctx, node, cmd->keys, cmd->token, now);
 }
 
@@ -114,9 +114,11 @@ void rl_owed_add(rl_client *ctx, size_t node, rl_keys *keys, const char *token, 
      * connection: the release waits one node deadline, so it lands after. */
     int64_t not_before = now + ctx->opt.node_timeout_ms;
     pthread_mutex_lock(&ctx->owed->mu);
-    /* One release per node and token is enough: it is idempotent. */
+    /* One release per node, token and keys is enough: it is idempotent. (A
+     * lock whose keys span a Cluster node's slots owes one per slot.) */
     for (rl_owed *o = ctx->owed->head; o; o = o->next) {
-        if (o->node == node && strcmp(o->cmd->token, token) == 0) {
+        if (o->node == node && strcmp(o->cmd->token, token) == 0
+            && rl_keys_same(o->cmd->keys, keys)) {
             o->until = until > o->until ? until : o->until;
             pthread_mutex_unlock(&ctx->owed->mu);
             return;

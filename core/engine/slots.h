@@ -2,8 +2,8 @@
  * slots.h - the Redis Cluster protocol as a client needs it, without I/O:
  * the slot of a key (CRC16 and hash tags), the map of the 16384 slots to
  * shards read from a CLUSTER SLOTS or CLUSTER SHARDS reply, the -MOVED and
- * -ASK redirections and what a MOVED changes in the map, and keys grouped
- * by the shard (or slot) that serves them.
+ * -ASK redirections and what a MOVED changes in the map. (A lock whose keys
+ * span slots is split by slot in op.c.)
  *
  * Functions that can fail return REDLOCK_OK or a REDLOCK_E* code with the
  * calling thread's message set (rl_fail).
@@ -107,22 +107,5 @@ typedef struct rl_redirect {
  * RL_REDIRECT_NONE and REDLOCK_OK; a MOVED or ASK that does not parse is
  * REDLOCK_EREDIS. */
 int rl_redirect_parse(rl_redirect *out, const char *err, size_t len, const char *conn_host);
-
-/* Keys grouped by the shard that serves them, or by slot (a script's keys
- * must all share one slot in a cluster, not just one shard: CROSSSLOT). */
-typedef struct rl_key_group {
-    size_t shard;      /* index into the map's shards */
-    int slot;          /* by slot: the keys' slot; by shard: -1 */
-    size_t n_keys;
-    size_t *keys;      /* indexes into the caller's keys, in their order */
-} rl_key_group;
-
-/* Groups n keys (lens NULL: NUL-terminated) by shard, or by slot when
- * by_slot, in the order each group's first key comes in. *out is an array
- * of *n_out groups, freed by rl_key_groups_free. A key whose slot no shard
- * serves is REDLOCK_EREDIS, naming it. */
-int rl_slot_map_group(const rl_slot_map *m, bool by_slot, size_t n, const char *const *keys,
-                      const size_t *lens, rl_key_group **out, size_t *n_out);
-void rl_key_groups_free(rl_key_group *groups, size_t n);
 
 #endif /* RL_SLOTS_H */

@@ -61,16 +61,53 @@ def test_each_lock_is_on_the_master_of_its_slot(cluster: Cluster) -> None:
             assert cluster.cli(cluster.owner(name), "EXISTS", name) == "0"
 
 
-def test_a_multi_lock_needs_one_slot(cluster: Cluster) -> None:
-    with client_of(cluster) as client:
-        with pytest.raises(redlock.InvalidArgument, match="hash tag"):
-            client.get_multi_lock("cluster-a", "cluster-b").try_lock(lease=1.0)
-        multi = client.get_multi_lock("{order:7}:items", "{order:7}:payment")
+def test_a_multi_lock_across_masters_is_all_or_nothing(cluster: Cluster) -> None:
+    """Names on every master: the node takes each slot's part on its master
+    in turn, and holds all of them or, when one part is held elsewhere,
+    none (the parts it took are released)."""
+    with client_of(cluster) as client, client_of(cluster) as other:
+        names = names_on_every_master(cluster, "cluster-multi-")
+        multi = client.get_multi_lock(*names)
         assert multi.try_lock(lease=2.0)
-        owner = cluster.owner("{order:7}")
-        assert cluster.cli(owner, "GET", "{order:7}:items") == multi.token
-        assert cluster.cli(owner, "GET", "{order:7}:payment") == multi.token
+        for name in names:
+            assert cluster.cli(cluster.owner(name), "GET", name) == multi.token
+        assert not other.get_lock(names[1]).try_lock(lease=1.0)
+        assert not other.get_multi_lock(names[2], "cluster-multi-free").try_lock(lease=1.0)
         multi.unlock()
+        for name in names:
+            assert cluster.cli(cluster.owner(name), "EXISTS", name) == "0"
+
+        # One part held by another: refused, and no part is left behind.
+        for held in names:
+            blocker = other.get_lock(held)
+            assert blocker.try_lock(lease=2.5)
+            assert not client.get_multi_lock(*names).try_lock(lease=2.0)
+            for name in names:
+                if name != held:
+                    wait_until(lambda: cluster.cli(cluster.owner(name), "EXISTS", name) == "0",
+                               5.0, f"the part of {name} released")
+            assert cluster.cli(cluster.owner(held), "GET", held) == blocker.token
+            blocker.unlock()
+
+        # Kept (no lease): renewed part by part for longer than its lease.
+        kept = client.get_multi_lock(*names)
+        assert kept.try_lock()
+        time.sleep(2 * MAX_LEASE_MS / 1000)
+        assert not kept.lost
+        for name in names:
+            assert cluster.cli(cluster.owner(name), "GET", name) == kept.token
+        kept.unlock()
+
+        # A tagged multi-lock is one part, on one master.
+        tagged = client.get_multi_lock("{order:7}:items", "{order:7}:payment")
+        assert tagged.try_lock(lease=2.0)
+        owner = cluster.owner("{order:7}")
+        assert cluster.cli(owner, "GET", "{order:7}:items") == tagged.token
+        assert cluster.cli(owner, "GET", "{order:7}:payment") == tagged.token
+        tagged.unlock()
+    with client_of(cluster, fencing=1) as fenced:
+        with pytest.raises(redlock.InvalidArgument, match="hash tag"):
+            fenced.get_multi_lock("cluster-a", "cluster-b").try_lock(lease=1.0)
 
 
 def test_fences_grow_with_or_without_a_hash_tag(cluster: Cluster) -> None:
@@ -202,8 +239,18 @@ def test_asyncio_locks_on_every_master_kept_and_woken(cluster: Cluster) -> None:
             locks = [one.get_lock(name) for name in names]
             for lock in locks:
                 assert await lock.try_lock()   # kept
+            across = names_on_every_master(cluster, "cluster-aio-m")
+            multi = one.get_multi_lock(*across)
+            assert await multi.try_lock()   # kept, a part on each master
+            assert not await two.get_lock(across[1]).try_lock()
             await asyncio.sleep(2 * MAX_LEASE_MS / 1000)
             assert not any(lock.lost for lock in locks)
+            assert not multi.lost
+            for name in across:
+                assert cluster.cli(cluster.owner(name), "GET", name) == multi.token
+            await multi.unlock()
+            for name in across:
+                assert cluster.cli(cluster.owner(name), "EXISTS", name) == "0"
             for name, lock in zip(names, locks):
                 assert cluster.cli(cluster.owner(name), "GET", name) == lock.token
             waiting = asyncio.ensure_future(two.get_lock(names[0]).try_lock(wait=5.0, lease=1.0))

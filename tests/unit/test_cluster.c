@@ -1,8 +1,9 @@
 /*
  * test_cluster.c - Cluster nodes in the engine, without Redis: their URIs,
  * a connection's way to the master of a slot (a seed's CLUSTER SLOTS, the
- * guard's key on each master, -MOVED and -ASK), and what a Cluster node
- * refuses of an operation, fed with replies by hand.
+ * guard's key on each master, -MOVED and -ASK), a multi-lock across slots
+ * taken one master's part at a time, and what a Cluster node refuses of an
+ * operation, fed with replies by hand.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include "node.h"
 #include "op.h"
 #include "options.h"
+#include "owed.h"
 #include "scripts.h"
 #include "slots.h"
 #include "uri.h"
@@ -157,26 +159,206 @@ static int counting_bytes(void *data, void *buf, size_t n)
     return 0;
 }
 
-static void a_cluster_node_refuses_names_in_two_slots(void **state)
+/* A client of the Cluster of slots_reply (and `more`, another node),
+ * whose slot map is known already, with tokens counted from `seed`. */
+static rl_client *mapped_client(const char *more, unsigned char *seed)
+{
+    const char *uris[2] = { CLUSTER, more };
+    rl_client *ctx = NULL;
+    assert_int_equal(rl_client_new(&ctx, uris, more ? 2 : 1), REDLOCK_OK);
+    ctx->random = counting_bytes;
+    ctx->random_data = seed;
+    rl_conn *c = rl_conn_new(ctx, 0);
+    rl_engine_connected(c, 1);
+    size_t len;
+    out(c, &len);
+    rl_conn_wrote(c, len, 1);
+    answer(c, "+OK\r\n", 1);
+    answer(c, slots_reply, 1);
+    rl_conn_free(c);
+    return ctx;
+}
+
+/* Answers a new master connection's handshake (a fresh server: the guard
+ * says 0), and writes what it holds; what it wrote is in sent. */
+static void handshake(rl_conn *c, int64_t now, char *sent, size_t room)
+{
+    size_t len, used = 0;
+    sent[0] = '\0';
+    rl_engine_connected(c, now);
+    for (;;) {
+        const char *bytes = out(c, &len);
+        used += (size_t)snprintf(sent + used, room - used, "%.*s", (int)len, bytes);
+        assert_true(used < room);
+        rl_conn_wrote(c, len, now);
+        if (rl_conn_owed(c) == 0 || rl_conn_entry(c, 0)->kind == RL_ENTRY_CMD)
+            return;
+        switch (rl_conn_entry(c, 0)->kind) {
+        case RL_ENTRY_SCRIPT:
+            answer(c, "$1\r\nx\r\n", now);
+            break;
+        case RL_ENTRY_INFO:
+            answer(c, "$10\r\nrun_id:abc\r\n", now);
+            break;
+        case RL_ENTRY_GUARD:
+            answer(c, ":0\r\n", now);
+            break;
+        default:
+            answer(c, "+OK\r\n", now);
+        }
+    }
+}
+
+/* Gives op a new connection to the node it wants one for (a Cluster
+ * node: the master of its current part's slot), ready, and returns it;
+ * what it wrote is in sent. */
+static rl_conn *give(rl_op *op, int64_t now, char *sent, size_t room)
+{
+    int64_t at;
+    assert_true(rl_op_drive(op, now, &at) & RL_DRIVE_CONNECT);
+    int node = rl_op_next_wanted(op, 0);
+    assert_true(node >= 0);
+    rl_conn *c = rl_op_connect(op, (size_t)node, now);
+    assert_non_null(c);
+    handshake(c, now, sent, room);
+    return c;
+}
+
+/* Closes a connection taken back from an operation, as a driver does. */
+static void close_conn(rl_conn *c)
+{
+    rl_engine_lost(c, REDLOCK_ESYSTEM, "closed", 1000);
+    rl_conn_free(c);
+}
+
+/* Takes back a finished operation's connections, closes them, frees it. */
+static void end_op(rl_op *op)
+{
+    rl_conn *back;
+    while ((back = rl_op_take_conn(op)) != NULL)
+        close_conn(back);
+    rl_op_free(op);
+}
+
+/* Whether a command in sent names key (a whole RESP argument). */
+static bool has_key(const char *sent, const char *key)
+{
+    char arg[48];
+    snprintf(arg, sizeof arg, "\r\n%s\r\n", key);
+    return strstr(sent, arg) != NULL;
+}
+
+/* A multi-lock whose names hash to both masters' slots, on one Cluster
+ * node: the node takes the first master's part, then the second's on a
+ * connection to that master, and votes yes for both. */
+static void a_multi_lock_across_slots_takes_each_masters_part_in_turn(void **state)
 {
     (void)state;
-    const char *uris[2] = { CLUSTER, "redis://10.0.0.9" };
-    rl_client *ctx = NULL;
     unsigned char seed = 0;
-    assert_int_equal(rl_client_new(&ctx, uris, 2), REDLOCK_OK);
-    ctx->random = counting_bytes;
-    ctx->random_data = &seed;
+    rl_client *ctx = mapped_client(NULL, &seed);
+    char a[32], b[32], c2[32];
+    name_in(a, 9000, 9100);   /* the second master's */
+    name_in(b, 0, 100);       /* the first master's */
+    name_in(c2, 9200, 16383);
+    const char *names[3] = { a, b, c2 };
+    rl_op *op = NULL;
+    assert_int_equal(rl_op_lock(&op, ctx, names, 3, 10000, 0, 100), REDLOCK_OK);
+    char sent[16384];
+    rl_conn *first = give(op, 100, sent, sizeof sent);
+    assert_string_equal(first->to.host, "10.0.0.1");
+    /* Its part is the first master's name alone. */
+    assert_true(has_key(sent, b));
+    assert_false(has_key(sent, a));
+    assert_false(has_key(sent, c2));
+    answer(first, ":1\r\n", 101);   /* the acquire script: taken */
+    assert_false(rl_op_done(op));
+    rl_conn *second = give(op, 102, sent, sizeof sent);
+    assert_string_equal(second->to.host, "10.0.0.2");
+    assert_true(has_key(sent, a));
+    assert_false(has_key(sent, c2));
+    assert_false(has_key(sent, b));
+    answer(second, ":1\r\n", 103);
+    /* The third name's slot is another part, on the same master: the same
+     * connection takes it next. */
+    size_t len;
+    const char *bytes = out(second, &len);
+    snprintf(sent, sizeof sent, "%.*s", (int)len, bytes);
+    assert_true(has_key(sent, c2));
+    rl_conn_wrote(second, len, 103);
+    answer(second, ":1\r\n", 103);
+    int64_t at;
+    assert_true(rl_op_drive(op, 103, &at) & RL_DRIVE_DONE);
+    assert_int_equal(rl_op_status(op), REDLOCK_OK);
+    assert_false(rl_owed_any(ctx, 0));
+    redlock_handle *h = rl_op_take_handle(op);
+    end_op(op);
+
+    /* Its unlock releases each part on its master. */
+    assert_int_equal(rl_op_unlock(&op, h, 200), REDLOCK_OK);
+    rl_conn *one = give(op, 200, sent, sizeof sent);
+    assert_true(has_key(sent, b));
+    answer(one, ":1\r\n", 201);
+    rl_conn *two = give(op, 202, sent, sizeof sent);
+    assert_true(has_key(sent, a));
+    answer(two, ":1\r\n", 203);
+    bytes = out(two, &len);
+    snprintf(sent, sizeof sent, "%.*s", (int)len, bytes);
+    assert_true(has_key(sent, c2));
+    rl_conn_wrote(two, len, 203);
+    answer(two, ":1\r\n", 203);
+    assert_true(rl_op_drive(op, 203, &at) & RL_DRIVE_DONE);
+    assert_int_equal(rl_op_status(op), REDLOCK_OK);
+    end_op(op);
+    rl_handle_free(h);
+    rl_client_free(ctx);
+}
+
+/* The second master's part is held by another: the node votes no, the
+ * first part it took is released there (owed), and the lock is refused. */
+static void a_part_refused_releases_the_parts_taken(void **state)
+{
+    (void)state;
+    unsigned char seed = 0;
+    rl_client *ctx = mapped_client(NULL, &seed);
+    char a[32], b[32];
+    name_in(a, 9000, 9100);
+    name_in(b, 0, 100);
+    const char *names[2] = { a, b };
+    rl_op *op = NULL;
+    assert_int_equal(rl_op_lock(&op, ctx, names, 2, 10000, 0, 100), REDLOCK_OK);
+    char sent[16384];
+    rl_conn *first = give(op, 100, sent, sizeof sent);
+    answer(first, ":1\r\n", 101);
+    rl_conn *second = give(op, 102, sent, sizeof sent);
+    answer(second, ":0\r\n", 103);   /* held by another token */
+    int64_t at;
+    assert_true(rl_op_drive(op, 103, &at) & RL_DRIVE_DONE);
+    assert_int_equal(rl_op_status(op), REDLOCK_ELOCKED);
+    /* The first part's release is owed to the node, on its master. */
+    assert_true(rl_owed_any(ctx, 0));
+    assert_int_equal(rl_owed_slot(ctx, 0), rl_key_slot(b, strlen(b)));
+    end_op(op);
+    rl_client_free(ctx);
+}
+
+static void a_cluster_node_refuses_names_in_two_slots_with_fencing(void **state)
+{
+    (void)state;
+    unsigned char seed = 0;
+    rl_client *ctx = mapped_client("redis://10.0.0.9", &seed);
     char a[32], b[32];
     name_in(a, 0, 100);
     name_in(b, 9000, 9100);
     const char *names[2] = { a, b };
     rl_op *op = NULL;
+    assert_int_equal(rl_op_lock(&op, ctx, names, 2, 1000, 0, 0), REDLOCK_OK);
+    rl_op_free(op);
+    const char *tagged[2] = { "{order}:a", "{order}:b" };
+    assert_int_equal(rl_options_set(&ctx->opt, "fencing", "1"), REDLOCK_OK);
     assert_int_equal(rl_op_lock(&op, ctx, names, 2, 1000, 0, 0), REDLOCK_EINVAL);
     assert_non_null(strstr(redlock_errmsg(), "hash tag"));
-    const char *tagged[2] = { "{order}:a", "{order}:b" };
     assert_int_equal(rl_op_lock(&op, ctx, tagged, 2, 1000, 0, 0), REDLOCK_OK);
     rl_op_free(op);
-    assert_int_equal(rl_options_set(&ctx->opt, "fencing", "1"), REDLOCK_OK);
     assert_int_equal(rl_op_lock(&op, ctx, names, 1, 1000, 0, 0), REDLOCK_OK);
     rl_op_free(op);
     const char *odd[1] = { "a}b{c" };
@@ -192,7 +374,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cluster_uris_name_their_seeds),
         cmocka_unit_test(a_connection_learns_the_map_then_goes_to_each_slots_master),
-        cmocka_unit_test(a_cluster_node_refuses_names_in_two_slots),
+        cmocka_unit_test(a_multi_lock_across_slots_takes_each_masters_part_in_turn),
+        cmocka_unit_test(a_part_refused_releases_the_parts_taken),
+        cmocka_unit_test(a_cluster_node_refuses_names_in_two_slots_with_fencing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  * without Redis: key slots against the specification's vectors and values a
  * Redis 7.0 server gave (CLUSTER KEYSLOT), slot maps read from CLUSTER SLOTS
  * and CLUSTER SHARDS replies (hiredis's reader, fed RESP), MOVED and ASK
- * redirections, and keys grouped by shard and by slot.
+ * redirections.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -476,86 +476,6 @@ static void malformed_redirections(void **state)
 
 /* ---- keys by shard and by slot ---- */
 
-static void keys_grouped(void **state)
-{
-    (void)state;
-    rl_slot_map m;
-    rl_slot_map_init(&m);
-    redisReply *r = three_masters();
-    assert_int_equal(rl_slot_map_from_slots(&m, r, "h"), REDLOCK_OK);
-    freeReplyObject(r);
-    /* hello: 866 (shard 0), bar: 5061 (0), foo: 12182 (2), {foo}x: 12182 (2),
-     * and 16383's key is shard 0 too. */
-    const char *keys[] = { "foo", "hello", "{foo}x", "bar", "{user1000}a", "{user1000}b" };
-    size_t n = sizeof keys / sizeof keys[0];
-    int u = slot_of("user1000");
-    size_t ushard = (size_t)m.shard_of[u];
-    rl_key_group *g = NULL;
-    size_t ng = 0;
-    assert_int_equal(rl_slot_map_group(&m, false, n, keys, NULL, &g, &ng), REDLOCK_OK);
-    /* By shard: foo's shard first (foo, {foo}x), then hello's (hello, bar), and
-     * user1000's wherever it lives. */
-    size_t total = 0;
-    for (size_t i = 0; i < ng; i++) {
-        assert_int_equal(g[i].slot, -1);
-        total += g[i].n_keys;
-        for (size_t j = 0; j < g[i].n_keys; j++) {
-            int s = slot_of(keys[g[i].keys[j]]);
-            assert_int_equal((size_t)m.shard_of[s], g[i].shard);
-            if (j > 0)
-                assert_true(g[i].keys[j] > g[i].keys[j - 1]);
-        }
-    }
-    assert_int_equal(total, n);
-    assert_int_equal(g[0].shard, 2);
-    assert_int_equal(g[0].keys[0], 0);
-    assert_int_equal(g[0].keys[1], 2);
-    assert_int_equal(g[1].shard, 0);
-    assert_int_equal(g[1].keys[0], 1);
-    assert_int_equal(g[1].keys[1], 3);
-    assert_int_equal(ushard, 0);   /* user1000: 3443 */
-    assert_int_equal(ng, 2);
-    rl_key_groups_free(g, ng);
-
-    /* By slot: hello and bar part, foo and {foo}x stay, so do the two user1000's. */
-    assert_int_equal(rl_slot_map_group(&m, true, n, keys, NULL, &g, &ng), REDLOCK_OK);
-    assert_int_equal(ng, 4);
-    assert_int_equal(g[0].slot, 12182);
-    assert_int_equal(g[0].n_keys, 2);
-    assert_int_equal(g[1].slot, 866);
-    assert_int_equal(g[1].n_keys, 1);
-    assert_int_equal(g[2].slot, 5061);
-    assert_int_equal(g[2].shard, 0);
-    assert_int_equal(g[3].slot, u);
-    assert_int_equal(g[3].shard, ushard);
-    assert_int_equal(g[3].n_keys, 2);
-    assert_int_equal(g[3].keys[0], 4);
-    assert_int_equal(g[3].keys[1], 5);
-    rl_key_groups_free(g, ng);
-
-    /* Binary keys with lengths. */
-    const char *bin[] = { "foo\0zzz", "foo" };
-    size_t lens[] = { 3, 3 };
-    assert_int_equal(rl_slot_map_group(&m, true, 2, bin, lens, &g, &ng), REDLOCK_OK);
-    assert_int_equal(ng, 1);
-    assert_int_equal(g[0].n_keys, 2);
-    rl_key_groups_free(g, ng);
-
-    /* None: nothing to group. */
-    assert_int_equal(rl_slot_map_group(&m, false, 0, keys, NULL, &g, &ng), REDLOCK_OK);
-    assert_null(g);
-    assert_int_equal(ng, 0);
-    rl_key_groups_free(NULL, 0);
-
-    /* A slot nobody serves. */
-    m.shard_of[slot_of("foo")] = -1;
-    assert_int_equal(rl_slot_map_group(&m, false, n, keys, NULL, &g, &ng), REDLOCK_EREDIS);
-    assert_non_null(strstr(rl_errmsg(), "no shard serves slot 12182 (key 0)"));
-    assert_null(g);
-    assert_int_equal(ng, 0);
-    rl_slot_map_free(&m);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -569,7 +489,6 @@ int main(void)
         cmocka_unit_test(moved_updates_the_map),
         cmocka_unit_test(redirections),
         cmocka_unit_test(malformed_redirections),
-        cmocka_unit_test(keys_grouped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
