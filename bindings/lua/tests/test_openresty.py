@@ -1074,9 +1074,9 @@ def test_thousands_of_kept_locks_are_renewed_in_batches_each_decided_alone(nginx
 
 
 def test_a_cluster_node_over_cosockets(tmp_path):
-    """A Redis Cluster as the one node: locks on each slot's master, kept
-    locks renewed (in batches by slot) past several leases, all over
-    cosockets."""
+    """A Redis Cluster as the one node: locks on each slot's master, a
+    multi-lock across slots, kept locks renewed (in batches by slot) past
+    several leases, all over cosockets."""
     if not all(os.environ.get(v) for v in ("REDLOCK_NGINX", "REDLOCK_NGINX_NDK_MODULE",
                                           "REDLOCK_NGINX_LUA_MODULE", "REDLOCK_LUA_DIR")):
         pytest.skip("nginx with the lua module was not found by CMake")
@@ -1092,6 +1092,12 @@ def test_a_cluster_node_over_cosockets(tmp_path):
         for i in range(30):
             status, body, _ = nginx.get(f"/work?name=cluster{i}&pause=0")
             assert status == 200, body
+        # m1, m2 and m3 hash to three slots (on two masters): the multi-lock
+        # is taken, extended and released there one slot's part at a time.
+        status, body, _ = nginx.get("/multi")
+        assert status == 200, body
+        assert body.splitlines()[1:] == ["m2 alone: nil locked", "validity true",
+                                         "m2 after: true"]
         assert nginx.get("/many?op=keep&n=300")[1].strip() == "kept 300"
         time.sleep(2 * MANY_LEASE_MS / 1000)
         assert nginx.get("/many?op=lost&n=300")[1].strip() == "lost"

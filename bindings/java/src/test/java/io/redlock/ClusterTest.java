@@ -58,12 +58,22 @@ class ClusterTest {
     }
 
     @Test
-    void aMultiLockOnAClusterNeedsOneSlot() throws Exception {
-        try (Redlock client = Redlock.create(List.of(uri), Map.of())) {
-            RLock spread = client.getMultiLock("java-a", "java-b");
+    void aMultiLockAcrossSlotsIsTakenSlotBySlot() throws Exception {
+        try (Redlock client = Redlock.create(List.of(uri), Map.of());
+             Redlock two = Redlock.create(List.of(uri), Map.of())) {
+            RLock spread = client.getMultiLock("java-a", "java-b", "java-c");
+            assertTrue(spread.tryLock());   // kept: renewed part by part
+            assertFalse(two.getLock("java-b").tryLock());
+            spread.unlock();
+            RLock alone = two.getLock("java-b");
+            assertTrue(alone.tryLock());
+            alone.unlock();
+        }
+        try (Redlock fenced = Redlock.create(List.of(uri), Map.of("fencing", "1"))) {
+            RLock spread = fenced.getMultiLock("java-a", "java-b");
             InvalidArgumentException e = assertThrows(InvalidArgumentException.class, spread::tryLock);
             assertTrue(e.getMessage().contains("hash tag"), e.getMessage());
-            RLock tagged = client.getMultiLock("{java}:a", "{java}:b");
+            RLock tagged = fenced.getMultiLock("{java}:a", "{java}:b");
             assertTrue(tagged.tryLock());
             tagged.unlock();
         }
