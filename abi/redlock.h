@@ -130,7 +130,8 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     restart_guard (default "1"; 0 or 1)
  *         1: a node that may have lost keys (this client saw a new run_id, or
  *         its guard says it was promoted or restarted with data) does not count
- *         towards a quorum until max_lease_ms has passed; 0: off
+ *         towards a quorum until max_lease_ms has passed (a Sentinel group:
+ *         max_lease_ms + sentinel_poll_ms); 0: off
  *     max_lease_ms (default "60000"; 1 to 2147483647)
  *         the longest lease any client of these nodes uses: a longer lease (or
  *         watchdog_lease_ms) is refused, and a node that may have lost keys
@@ -145,7 +146,8 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     sentinel_poll_ms (default "1000"; 0 to 3600000)
  *         redis-sentinel:// nodes: how often an operation asks a sentinel
  *         whether the master moved (besides READONLY, a replica's ROLE or a
- *         master gone); 0: never
+ *         master gone); 0: never. A promoted master's guard lasts this much
+ *         longer than max_lease_ms: use one value on every client of a group
  *     watchdog_lease_ms (default "30000"; 3 to 2147483647)
  *         the lease of a kept lock (no lease given), renewed every third of it
  *     unavailable_timeout_ms (default "5000"; 0 to 2147483647)

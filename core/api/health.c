@@ -52,8 +52,7 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     pthread_mutex_unlock(&node->mu);
     encode(label, LABEL_MAX, node->addr.label);
 
-    int64_t guard = ctx->opt.restart_guard ? rl_node_guard_left(node, ctx->opt.max_lease_ms, now)
-                                           : 0;
+    int64_t guard = ctx->opt.restart_guard ? rl_node_guard_left(node, now) : 0;
     const char *name = state == RL_NODE_UP && guard > 0 ? "guarded" : rl_node_state_name(state);
     /* Busy: the client could not keep up with it lately (node_busy). */
     bool busy = atomic_load(&((rl_client *)ctx)->conns[node->index].busy_until) > now;

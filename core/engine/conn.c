@@ -163,11 +163,10 @@ static bool queue_handshake(rl_conn *c)
         return false;
     if (!c->ctx->opt.restart_guard)
         return true;
-    const rl_options *o = &c->ctx->opt;
     char key[RL_GUARD_KEY_MAX], lease[24], epoch[24];
     if (!guard_key(c, key, sizeof key))
         return true;
-    snprintf(lease, sizeof lease, "%lld", (long long)o->max_lease_ms);
+    snprintf(lease, sizeof lease, "%lld", (long long)rl_node_guard_ms(node));
     snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
     const char *guard[6] = { "EVAL", rl_script_guard.body, "1", key, lease, epoch };
     return send_own(c, RL_ENTRY_GUARD, 6, guard);

@@ -570,7 +570,7 @@ static void cluster_saw_info(rl_node *node, int server, int version, const char 
     pthread_mutex_unlock(&node->mu);
     const rl_client *ctx = node->ctx;
     if (restarted && rl_logging(&ctx->log, REDLOCK_LOG_WARN)) {
-        int64_t guard = ctx->opt.restart_guard ? ctx->opt.max_lease_ms : 0;
+        int64_t guard = rl_node_guard_ms(node);
         rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_restarted",
                     "node=%s server=%s run_id=%.8s guard_ms=%lld", node->addr.label,
                     node->masters[server].label, run_id, (long long)guard);
@@ -623,19 +623,28 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
     }
     const rl_client *ctx = node->ctx;
     if (restarted && rl_logging(&ctx->log, REDLOCK_LOG_WARN)) {
-        int64_t guard = ctx->opt.restart_guard ? ctx->opt.max_lease_ms : 0;
+        int64_t guard = rl_node_guard_ms(node);
         rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_restarted", "node=%s run_id=%.8s guard_ms=%lld",
                     node->addr.label, run_id, (long long)guard);
     }
 }
 
-int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now)
+int64_t rl_node_guard_ms(const rl_node *node)
 {
+    const rl_options *o = &node->ctx->opt;
+    if (!o->restart_guard)
+        return 0;
+    return o->max_lease_ms + (node->addr.kind == RL_NODE_SENTINEL ? o->sentinel_poll_ms : 0);
+}
+
+int64_t rl_node_guard_left(rl_node *node, int64_t now)
+{
+    int64_t guard = rl_node_guard_ms(node);
     pthread_mutex_lock(&node->mu);
     int64_t since = node->restarted_at, until = node->guarded_until;
     pthread_mutex_unlock(&node->mu);
-    if (since != INT64_MIN && since + max_lease_ms > until)
-        until = since + max_lease_ms;
+    if (since != INT64_MIN && since + guard > until)
+        until = since + guard;
     int64_t left = until == INT64_MIN ? 0 : until - now;
     return left > 0 ? left : 0;
 }

@@ -177,11 +177,17 @@ void rl_node_failed(rl_node *node, rl_node_state state, const char *why, int64_t
  * RL_NODE_AUTH, RL_NODE_NOPERM, or RL_NODE_UP (it answered). */
 rl_node_state rl_node_state_after(int code);
 
+/* How long a node that may have lost keys counts for no new lock (the
+ * restart guard): max_lease_ms, and on a Sentinel node sentinel_poll_ms
+ * more, as a client that has not asked the sentinels since a failover may
+ * go on taking locks on the demoted master for that long (all clients of a
+ * node use the same values). */
+int64_t rl_node_guard_ms(const rl_node *node);
 /* Milliseconds for which the node's votes do not count yet, because it
- * may have lost keys less than max_lease_ms ago (this client saw its run_id
- * change, or its guard script says so: see scripts/guard.lua); 0 when they
- * count. */
-int64_t rl_node_guard_left(rl_node *node, int64_t max_lease_ms, int64_t now);
+ * may have lost keys less than rl_node_guard_ms ago (this client saw its
+ * run_id change, or its guard script says so: see scripts/guard.lua); 0
+ * when they count. */
+int64_t rl_node_guard_left(rl_node *node, int64_t now);
 /* The index of an earlier node that is the same server, or -1. */
 int rl_node_same_as(rl_node *node);
 /* Whether the node is known to run Redis 7.0 or later (SET with NX and GET). */

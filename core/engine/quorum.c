@@ -36,7 +36,7 @@ void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, in
      * token, so it did not lose this key whatever happened to it. */
     if (!ctx->opt.restart_guard || (verb != RL_VERB_ACQUIRE && verb != RL_VERB_PING))
         return;
-    int64_t left = rl_node_guard_left(&ctx->nodes[node], ctx->opt.max_lease_ms, now);
+    int64_t left = rl_node_guard_left(&ctx->nodes[node], now);
     if (left > 0)
         rl_result_fail(r, REDLOCK_ENOQUORUM,
                        "may have lost keys (restarted or failed over); not counted for %lld ms more (restart_guard)",

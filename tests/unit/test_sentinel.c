@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "engine.h"
 #include "node.h"
+#include "options.h"
 #include "uri.h"
 
 #define GROUP "redis-sentinel://:pw@10.0.0.1,10.0.0.2:26380,[::1]:26381/2?sentinelMasterId=orders"
@@ -135,12 +136,53 @@ static void a_connection_asks_a_sentinel_then_goes_to_the_master(void **state)
     rl_client_free(ctx);
 }
 
+/* The guard on a Sentinel group's master lasts max_lease_ms and
+ * sentinel_poll_ms more: a client that asked the sentinels just before a
+ * failover may take a lock on the demoted master until it asks again. */
+static void a_masters_guard_covers_the_sentinels_poll(void **state)
+{
+    (void)state;
+    const char *uris[1] = { GROUP };
+    rl_client *ctx = NULL;
+    assert_int_equal(rl_client_new(&ctx, uris, 1), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&ctx->opt, "max_lease_ms", "3000"), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&ctx->opt, "sentinel_poll_ms", "1500"), REDLOCK_OK);
+    assert_int_equal(rl_node_guard_ms(&ctx->nodes[0]), 4500);
+    rl_conn *c = rl_conn_new(ctx, 0);
+    rl_engine_connected(c, 10);
+    size_t len;
+    out(c, &len);
+    rl_conn_wrote(c, len, 10);
+    answer(c, "*4\r\n$4\r\nname\r\n$6\r\norders\r\n$12\r\nconfig-epoch\r\n$1\r\n0\r\n", 11);
+    answer(c, "*2\r\n$8\r\n10.0.1.7\r\n$4\r\n6390\r\n", 11);
+    rl_conn_free(c);
+    c = rl_conn_new(ctx, 0);
+    rl_engine_connected(c, 20);
+    out(c, &len);
+    rl_conn_wrote(c, len, 20);
+    answer(c, "+OK\r\n+OK\r\n*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n", 21);
+    const char *bytes = out(c, &len);
+    assert_non_null(memmem(bytes, len, "redlock:guard", 13));
+    assert_non_null(memmem(bytes, len, "\r\n$4\r\n4500\r\n", 12));
+    rl_engine_lost(c, REDLOCK_ESYSTEM, "closed", 30);
+    rl_conn_free(c);
+    rl_client_free(ctx);
+
+    /* A standalone master's is max_lease_ms. */
+    const char *plain[1] = { "redis://10.0.0.9" };
+    assert_int_equal(rl_client_new(&ctx, plain, 1), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&ctx->opt, "max_lease_ms", "3000"), REDLOCK_OK);
+    assert_int_equal(rl_node_guard_ms(&ctx->nodes[0]), 3000);
+    rl_client_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sentinel_uris_name_their_sentinels_and_master),
         cmocka_unit_test(a_comma_starts_a_node_only_before_a_scheme),
         cmocka_unit_test(a_connection_asks_a_sentinel_then_goes_to_the_master),
+        cmocka_unit_test(a_masters_guard_covers_the_sentinels_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 -- The guard of a server that may have lost keys (docs/guarantees.md), run
--- once on each new connection. KEYS[1]: the guard key; ARGV[1]: the
--- longest lease of any client (max_lease_ms); ARGV[2]: for a Sentinel
+-- once on each new connection. KEYS[1]: the guard key; ARGV[1]: how long
+-- its votes for new keys do not count once it may have lost some (the
+-- longest lease of any client, max_lease_ms, and on a Sentinel group's
+-- master sentinel_poll_ms more: rl_node_guard_ms); ARGV[2]: for a Sentinel
 -- group's master, the group's failover count (the sentinels'
 -- config-epoch), else -1.
 -- The key holds "<run_id> <epoch> <until>": the server that wrote it, the
