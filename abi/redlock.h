@@ -580,6 +580,39 @@ REDLOCK_API int redlock_ctx_health(const redlock_ctx *ctx, char *buf, size_t buf
  */
 REDLOCK_API int redlock_ctx_ping(redlock_ctx *ctx, int *answered);
 
+/* ---- 1.2: read-write locks ---- */
+
+/* The locks of a read-write lock (redlock_lock_rw's mode). */
+#define REDLOCK_READ  1   /* shared: held beside any number of other read locks */
+#define REDLOCK_WRITE 2   /* exclusive: no read lock beside it */
+
+/*
+ * A read-write lock of resource: with mode REDLOCK_READ one of its read
+ * locks, held beside any other read locks of it; with REDLOCK_WRITE its
+ * write lock, held alone. The write lock and a plain lock of the same name
+ * (redlock_lock) are one key, so they exclude each other too. Over N nodes
+ * each takes a quorum, and a read quorum and a write quorum always share a
+ * node, where the conflict shows. Each read lock has its own token and
+ * lease (renewed, when watched, as any lock).
+ * held: NULL, or a lock of this read-write lock that the caller holds. Its
+ * write lock lets the read lock be taken beside it (a downgrade: release
+ * the write lock after, and the read lock stays, with no writer in
+ * between); its read lock refuses the write lock with REDLOCK_EINVAL (no
+ * upgrade: two readers upgrading would wait for each other for ever).
+ * The handle is extended, released, watched and freed as any other; the
+ * release of the last read lock, or of the write lock, wakes the calls
+ * waiting for it. With the option fencing, the write lock has fences
+ * (redlock_handle_fence) and a read lock none. Other arguments and codes as
+ * redlock_lock's; REDLOCK_EINVAL for another mode.
+ */
+REDLOCK_API int redlock_lock_rw(redlock_handle **out, redlock_ctx *ctx, const char *resource,
+                                int mode, const redlock_handle *held, int64_t ttl_ms,
+                                int64_t wait_ms);
+/* redlock_lock_rw on the client's thread, as redlock_lock_async. */
+REDLOCK_API int redlock_lock_rw_async(redlock_ctx *ctx, const char *resource, int mode,
+                                      const redlock_handle *held, int64_t ttl_ms,
+                                      int64_t wait_ms, redlock_done_fn done, void *data);
+
 #ifdef __cplusplus
 }
 #endif

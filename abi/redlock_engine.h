@@ -180,6 +180,10 @@ REDLOCK_API int redlock_ctx_tls_min_version(redlock_ctx *ctx);
 REDLOCK_API int redlock_op_lock(redlock_op **out, redlock_ctx *ctx, const char *const *resources,
                                 size_t n_resources, int64_t ttl_ms, int64_t wait_ms,
                                 int64_t now_ms);
+/* A read-write lock's read or write lock (redlock_lock_rw's mode and held). */
+REDLOCK_API int redlock_op_lock_rw(redlock_op **out, redlock_ctx *ctx, const char *resource,
+                                   int mode, const redlock_handle *held, int64_t ttl_ms,
+                                   int64_t wait_ms, int64_t now_ms);
 REDLOCK_API int redlock_op_extend(redlock_op **out, redlock_handle *h, int64_t ttl_ms,
                                   int64_t now_ms);
 REDLOCK_API int redlock_op_unlock(redlock_op **out, redlock_handle *h, int64_t now_ms);

@@ -229,6 +229,20 @@ JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_lockAsync(
     redlock_java_free_cstrings(strings, count);
 }
 
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_lockRwAsync(
+    JNIEnv *jenv, jclass cls, jlong ctx, jbyteArray name, jint mode, jlong held, jlong lease_ms,
+    jlong wait_ms, jobject callback)
+{
+    (void)cls;
+    char *text = redlock_java_cstring(jenv, name);
+    if (!(*jenv)->ExceptionCheck(jenv))
+        REDLOCK_JAVA_ASYNC(redlock_lock_rw_async((redlock_ctx *)(intptr_t)ctx, text, mode,
+                                                 (const redlock_handle *)(intptr_t)held,
+                                                 lease_ms, wait_ms, redlock_java_async_done,
+                                                 ref));
+    free(text);
+}
+
 JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_extendAsync(
     JNIEnv *jenv, jclass cls, jlong handle, jlong lease_ms, jobject callback)
 {
@@ -494,6 +508,11 @@ static const char *redlock_java_get_option(const redlock_ctx *ctx, const char *n
     $action
     redlock_set_interrupt_check(NULL, NULL);
 }
+%exception redlock_lock_rw {
+    redlock_set_interrupt_check(redlock_java_interrupted, jenv);
+    $action
+    redlock_set_interrupt_check(NULL, NULL);
+}
 
 /* Options are read back through a wrapper that returns the text, as UTF-8
  * bytes made into a Java String (a key_prefix may hold any character, and
@@ -522,6 +541,7 @@ const char *redlock_java_get_option(const redlock_ctx *ctx, const char *name);
 REDLOCK_RETURNS_OUT(redlock_ctx_new, redlock_ctx)
 REDLOCK_RETURNS_OUT(redlock_lock, redlock_handle)
 REDLOCK_RETURNS_OUT(redlock_lock_multi, redlock_handle)
+REDLOCK_RETURNS_OUT(redlock_lock_rw, redlock_handle)
 REDLOCK_RETURNS_VOID(redlock_ctx_set_option)
 REDLOCK_RETURNS_VOID(redlock_extend)
 REDLOCK_RETURNS_VOID(redlock_unlock)
@@ -554,6 +574,10 @@ REDLOCK_RETURNS_VOID(redlock_handle_leave)
    *  client's thread; names are UTF-8. Throws when the call could not start. */
   public final static native void lockAsync(long ctx, byte[][] names, long leaseMs, long waitMs,
                                             Object done);
+  /** redlock_lock_rw_async, likewise: mode REDLOCK_READ or REDLOCK_WRITE, held the address
+   *  of the caller's handle of the same read-write lock or 0; name is UTF-8. */
+  public final static native void lockRwAsync(long ctx, byte[] name, int mode, long held,
+                                              long leaseMs, long waitMs, Object done);
   /** redlock_extend_async, likewise. */
   public final static native void extendAsync(long handle, long leaseMs, Object done);
   /** redlock_unlock_async, likewise. */

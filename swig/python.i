@@ -90,11 +90,16 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
   $action
   redlock_set_interrupt_check(NULL, NULL);
 }
+%exception redlock_lock_rw {
+  redlock_set_interrupt_check(redlock_py_interrupt, NULL);
+  $action
+  redlock_set_interrupt_check(NULL, NULL);
+}
 
 /* Every function returning a status: raise on failure, else return None. A
  * wait cancelled by a signal handler raises what the handler raised. */
 %typemap(out) int redlock_ctx_new, int redlock_ctx_set_option, int redlock_lock,
-              int redlock_lock_multi, int redlock_extend, int redlock_unlock,
+              int redlock_lock_multi, int redlock_lock_rw, int redlock_extend, int redlock_unlock,
               int redlock_inspect, int redlock_force_unlock, int redlock_handle_fence,
               int redlock_ctx_ping, int redlock_inspect_multi, int redlock_handle_reenter,
               int redlock_handle_leave {
@@ -309,7 +314,7 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
                  redlock_keep **out, redlock_renewal **out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
-%typemap(out) int redlock_op_lock, int redlock_op_extend, int redlock_op_unlock,
+%typemap(out) int redlock_op_lock, int redlock_op_lock_rw, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
               int redlock_op_ping, int redlock_conn_new, int redlock_sub_new,
               int redlock_waiters_new, int redlock_keep_new, int redlock_keep_extend,

@@ -42,6 +42,7 @@
 %ignore redlock_lock_async;
 %ignore redlock_extend_async;
 %ignore redlock_unlock_async;
+%ignore redlock_lock_rw_async;
 %ignore redlock_done_fn;
 %ignore redlock_handle_watch;
 %ignore redlock_lost_fn;

@@ -64,6 +64,7 @@ struct config {
     int64_t ttl_ms;
     int64_t wait_ms; /* WAIT_UNTIL_FREE unless -w */
     bool nonblock;   /* -n: one attempt, whatever -w says (as in flock) */
+    bool shared;     /* -s: NAME's read lock (a read-write lock's); -x: the exclusive one */
     bool check;      /* --check: no lock; the nodes' health */
     const char *password_file;
     int conflict_exit;
@@ -97,6 +98,11 @@ static const char usage_head[] =
     "Without -n or -w, redlock waits until the lock is free.\n"
     "\n"
     "Options:\n"
+    "  -s, --shared                 take a shared lock: any number of -s commands\n"
+    "                               run together, none beside an exclusive one (the\n"
+    "                               read lock of NAME's read-write lock)\n"
+    "  -x, -e, --exclusive          take the exclusive lock (the default): alone,\n"
+    "                               as a plain lock or a write lock of NAME\n"
     "  -n, --nonblock, --nb         make one attempt: fail at once (see -E) when\n"
     "                               someone else holds the lock; wins over -w\n"
     "  -w, --wait, --timeout DURATION\n"
@@ -421,6 +427,8 @@ static void parse_args(struct config *cfg, int argc, char **argv)
     };
     /* One option a line: tests/cli checks that --help documents each of them. */
     static const struct option long_options[] = {
+        {"shared", no_argument, NULL, 's'},
+        {"exclusive", no_argument, NULL, 'x'},
         {"nonblock", no_argument, NULL, 'n'},
         {"nb", no_argument, NULL, 'n'},
         {"wait", required_argument, NULL, 'w'},
@@ -456,8 +464,16 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 
     /* "+": stop at NAME, so that COMMAND's own options are left alone. */
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "+:nw:E:c:t:o:qvhV", long_options, &long_index)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:sxenw:E:c:t:o:qvhV", long_options, &long_index))
+           != -1) {
         switch (opt) {
+        case 's':
+            cfg->shared = true;
+            break;
+        case 'x':
+        case 'e':
+            cfg->shared = false;   /* the later of -s and -x wins, as in flock */
+            break;
         case 'n':
             cfg->nonblock = true;
             short_n = short_n || long_index < 0;
@@ -1204,7 +1220,11 @@ static int acquire_and_run(redlock_ctx *ctx, const struct config *cfg)
         return EX_SOFTWARE;
     }
     redlock_set_interrupt_check(wait_interrupted, NULL);
-    rc = redlock_lock(&lock, ctx, cfg->name, cfg->ttl_ms, wait_for(cfg));
+    /* The exclusive lock is a plain lock: one key with a write lock of the
+     * name, which no read lock shares. */
+    rc = cfg->shared ? redlock_lock_rw(&lock, ctx, cfg->name, REDLOCK_READ, NULL, cfg->ttl_ms,
+                                       wait_for(cfg))
+                     : redlock_lock(&lock, ctx, cfg->name, cfg->ttl_ms, wait_for(cfg));
     redlock_set_interrupt_check(NULL, NULL);
     if (wait_interrupted_by != 0) {
         if (rc == REDLOCK_OK) { /* taken as the signal came: give it back */

@@ -266,13 +266,6 @@ local function drop_handle(state)
   end
 end
 
-local function attempt(ctx, names, lease_ms, wait_ms)
-  if #names == 1 then
-    return core.redlock_lock(ctx.ptr, names[1], lease_ms, wait_ms)
-  end
-  return core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms)
-end
-
 ---------------------------------------------------------------------------
 -- Inside nginx: the engine driven over cosockets.
 --
@@ -1092,15 +1085,25 @@ local function drained(ctx, ...)
   return ...
 end
 
-local function acquire(ctx, names, lease_ms, wait_ms)
+-- mode: nil for a plain lock, else a read-write lock's REDLOCK_READ or
+-- REDLOCK_WRITE of names[1], with held the handle of its other half that the
+-- caller holds (a downgrade, or an upgrade refused), or nil.
+local function acquire(ctx, names, lease_ms, wait_ms, mode, held)
   local blocking = blocking_allowed()
   if blocking then
-    if #names == 1 then
+    if mode then
+      return drained(ctx, core.redlock_lock_rw(ctx.ptr, names[1], mode, held, lease_ms,
+        wait_ms))
+    elseif #names == 1 then
       return drained(ctx, core.redlock_lock(ctx.ptr, names[1], lease_ms, wait_ms))
     end
     return drained(ctx, core.redlock_lock_multi(ctx.ptr, names, lease_ms, wait_ms))
   elseif blocking == false then
     return core.REDLOCK_EUNSUPPORTED, nil, no_cosockets_error("try_lock")
+  end
+  if mode then
+    return engine_call(ctx, core.redlock_op_lock_rw, ctx.ptr, names[1], mode, held, lease_ms,
+      wait_ms, now_ms())
   end
   return engine_call(ctx, core.redlock_op_lock, ctx.ptr, names, lease_ms, wait_ms, now_ms())
 end
@@ -1613,7 +1616,9 @@ local function take(self, fname, wait_ms, lease_ms)
   state.hold = nil
   state.was_lost = false
   local lease = kept and state.ctx.watchdog_lease or lease_ms
-  local rc, handle, err = acquire(state.ctx, self._names, lease, wait_ms)
+  local pair = self._pair   -- a read-write lock's other half
+  local rc, handle, err = acquire(state.ctx, self._names, lease, wait_ms, self._mode,
+    pair and pair._state.handle)
   if rc ~= core.REDLOCK_OK then
     return nil, err or make_error(rc)
   end
@@ -2112,6 +2117,38 @@ function Client:get_lock(name)
   check_open(self, "get_lock")
   check_name(1, "get_lock", name)
   return new_lock(self._ctx, { name })
+end
+
+local ReadWriteLock = { __name = "redlock read-write lock" }
+ReadWriteLock.__index = ReadWriteLock
+
+--- A read-write lock on one resource (not acquired yet): its read_lock() is
+-- held by any number of readers, its write_lock() by one writer alone (and
+-- a plain lock of the same name excludes it). Each is a Lock; holding the
+-- write lock, the read lock of the same object may be taken too (a
+-- downgrade), but holding the read lock, its write lock is refused with
+-- "inval" (no upgrade).
+function Client:get_read_write_lock(name)
+  check_self(self, Client, "get_read_write_lock")
+  check_open(self, "get_read_write_lock")
+  check_name(1, "get_read_write_lock", name)
+  local read = new_lock(self._ctx, { name })
+  local write = new_lock(self._ctx, { name })
+  read._mode, read._pair = core.REDLOCK_READ, write
+  write._mode, write._pair = core.REDLOCK_WRITE, read
+  return setmetatable({ _read = read, _write = write }, ReadWriteLock)
+end
+
+--- The read lock (the same Lock on every call).
+function ReadWriteLock:read_lock()
+  check_self(self, ReadWriteLock, "read_lock")
+  return self._read
+end
+
+--- The write lock (the same Lock on every call).
+function ReadWriteLock:write_lock()
+  check_self(self, ReadWriteLock, "write_lock")
+  return self._write
 end
 
 --- A lock on several distinct resources, acquired all together or not at all.

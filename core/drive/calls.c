@@ -27,6 +27,9 @@ typedef struct call {
     redlock_handle *h;              /* extend, unlock */
     const char *const *names;       /* lock: n of them; query: names[0] */
     size_t n;
+    int mode;                       /* lock: 0 plain, or a read-write lock's REDLOCK_READ or
+                                     * REDLOCK_WRITE (of names[0]) */
+    const redlock_handle *held;     /* ... with the caller's lock of it, or NULL */
     int64_t ttl_ms, wait_ms;
     bool force;                     /* query: a forced unlock */
     redlock_done_fn done;           /* asynchronous: called on the client's thread */
@@ -51,7 +54,9 @@ static int place(call *c)
     int rc;
     switch (c->kind) {
     case CALL_LOCK:
-        rc = rl_op_lock(&op, c->ctx, c->names, c->n, c->ttl_ms, c->wait_ms, now);
+        rc = c->mode ? rl_op_lock_rw(&op, c->ctx, c->names[0], c->mode == REDLOCK_WRITE,
+                                     c->held, c->ttl_ms, c->wait_ms, now)
+                     : rl_op_lock(&op, c->ctx, c->names, c->n, c->ttl_ms, c->wait_ms, now);
         break;
     case CALL_QUERY:
         rc = rl_op_query(&op, c->ctx, c->names[0], c->force, now);
@@ -88,18 +93,33 @@ static int end(call *c, int rc)
 
 /* ---- the 1.0 API ---- */
 
+/* A lock call's checks: REDLOCK_OK, or the code with the message set. */
+static int check_lock(rl_client *ctx, const void *names, int mode)
+{
+    if (!ctx)
+        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
+    if (!names)
+        return rl_fail(REDLOCK_EINVAL, mode ? "resource is NULL" : "resources is NULL");
+    if (mode != 0 && mode != REDLOCK_READ && mode != REDLOCK_WRITE)
+        return rl_fail(REDLOCK_EINVAL, "mode must be REDLOCK_READ or REDLOCK_WRITE, got %d",
+                       mode);
+    return REDLOCK_OK;
+}
+
 static int lock_resources(redlock_handle **out, rl_client *ctx, const char *const *names,
-                          size_t n, int64_t ttl_ms, int64_t wait_ms)
+                          size_t n, int mode, const redlock_handle *held, int64_t ttl_ms,
+                          int64_t wait_ms)
 {
     rl_clear_error();
     if (!out)
         return rl_fail(REDLOCK_EINVAL, "out is NULL");
     *out = NULL;
-    if (!ctx)
-        return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
-    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = names, .n = n, .ttl_ms = ttl_ms,
-               .wait_ms = wait_ms };
-    int rc = place(&c);
+    int rc = check_lock(ctx, names, mode);
+    if (rc != REDLOCK_OK)
+        return rc;
+    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = names, .n = n, .mode = mode,
+               .held = held, .ttl_ms = ttl_ms, .wait_ms = wait_ms };
+    rc = place(&c);
     if (c.op)
         *out = rl_op_take_handle(c.op);
     return end(&c, rc);
@@ -113,7 +133,15 @@ int redlock_lock(redlock_handle **out, redlock_ctx *ctx, const char *resource, i
             *out = NULL;
         return rl_fail(REDLOCK_EINVAL, "resource is NULL");
     }
-    return lock_resources(out, rl_client_of(ctx), &resource, 1, ttl_ms, wait_ms);
+    return lock_resources(out, rl_client_of(ctx), &resource, 1, 0, NULL, ttl_ms, wait_ms);
+}
+
+int redlock_lock_rw(redlock_handle **out, redlock_ctx *ctx, const char *resource, int mode,
+                    const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms)
+{
+    const char *const *names = resource ? &resource : NULL;
+    return lock_resources(out, rl_client_of(ctx), names, 1, mode ? mode : -1, held, ttl_ms,
+                          wait_ms);
 }
 
 int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const *resources,
@@ -125,7 +153,8 @@ int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const
         return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
                        : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
     }
-    return lock_resources(out, rl_client_of(ctx), resources, n_resources, ttl_ms, wait_ms);
+    return lock_resources(out, rl_client_of(ctx), resources, n_resources, 0, NULL, ttl_ms,
+                          wait_ms);
 }
 
 /* Runs a query or a forced unlock of resource, and gives its answer
@@ -222,6 +251,22 @@ int redlock_lock_async(redlock_ctx *pair, const char *const *resources, size_t n
                        : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
     call c = { .kind = CALL_LOCK, .ctx = ctx, .names = resources, .n = n_resources,
                .ttl_ms = ttl_ms, .wait_ms = wait_ms, .done = done, .data = data };
+    return place(&c);
+}
+
+int redlock_lock_rw_async(redlock_ctx *pair, const char *resource, int mode,
+                          const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms,
+                          redlock_done_fn done, void *data)
+{
+    rl_client *ctx = rl_client_of(pair);
+    rl_clear_error();
+    if (!done)
+        return rl_fail(REDLOCK_EINVAL, "done is NULL");
+    int rc = check_lock(ctx, resource, mode ? mode : -1);
+    if (rc != REDLOCK_OK)
+        return rc;
+    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = &resource, .n = 1, .mode = mode,
+               .held = held, .ttl_ms = ttl_ms, .wait_ms = wait_ms, .done = done, .data = data };
     return place(&c);
 }
 

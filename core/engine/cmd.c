@@ -79,6 +79,12 @@ int64_t rl_cmd_work_ms(const rl_cmd *cmd)
 
 bool rl_cmd_many_votes(const rl_cmd *cmd, const redisReply *r, signed char *out, rl_result *bad)
 {
+    /* A read-write lock is renewed alone, by rw.lua's extend: 1 or 0. */
+    if (cmd->keys->kind != RL_LOCK_PLAIN && cmd->keys->n == 1 && r->type == REDIS_REPLY_INTEGER
+        && (r->integer == 0 || r->integer == 1)) {
+        out[0] = (signed char)r->integer;
+        return true;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != cmd->keys->n) {
         if (r->type == REDIS_REPLY_ARRAY)
             rl_result_fail(bad, REDLOCK_EREDIS, "a renewal of %zu keys answered with %zu",
@@ -130,7 +136,7 @@ bool rl_keys_same(const rl_keys *a, const rl_keys *b)
 {
     if (a == b)
         return true;
-    if (a->n != b->n)
+    if (a->n != b->n || a->kind != b->kind)
         return false;
     for (size_t i = 0; i < a->n; i++)
         if (strcmp(a->k[i], b->k[i]) != 0)
@@ -138,8 +144,27 @@ bool rl_keys_same(const rl_keys *a, const rl_keys *b)
     return true;
 }
 
+/* Whether cmd goes to rw.lua: a read lock's acquire, a read or write lock's
+ * extend, renewal or release (a write lock's acquire is a plain lock's). */
+static bool rw(const rl_cmd *cmd)
+{
+    rl_lock_kind kind = cmd->keys->kind;
+    switch (cmd->kind) {
+    case RL_CMD_ACQUIRE:
+        return kind == RL_LOCK_READ;
+    case RL_CMD_EXTEND:
+    case RL_CMD_EXTEND_MANY:
+    case RL_CMD_RELEASE:
+        return kind != RL_LOCK_PLAIN;
+    default:
+        return false;
+    }
+}
+
 static const rl_script *script_of(const rl_cmd *cmd)
 {
+    if (rw(cmd))
+        return &rl_script_rw;
     switch (cmd->kind) {
     case RL_CMD_ACQUIRE: return &rl_script_acquire;
     case RL_CMD_EXTEND:  return &rl_script_extend;
@@ -180,6 +205,59 @@ static int format_many(const rl_cmd *cmd, rl_form form, const rl_script *script,
     return rc;
 }
 
+/* A key that lives beside key: key, a zero byte and suffix (no resource
+ * name holds a zero byte); on a Cluster node a key without a hash tag is
+ * its tag ({key}), so that both share a slot. Its length in *len; NULL
+ * when out of memory. */
+static char *beside(const char *key, bool cluster, const char *suffix, size_t *len)
+{
+    size_t klen = strlen(key), slen = strlen(suffix);
+    bool wrap = cluster && !rl_key_has_tag(key);
+    char *name = malloc(klen + slen + 4);
+    if (!name)
+        return NULL;
+    size_t at = 0;
+    if (wrap)
+        name[at++] = '{';
+    memcpy(name + at, key, klen);
+    at += klen;
+    if (wrap)
+        name[at++] = '}';
+    name[at++] = '\0';
+    memcpy(name + at, suffix, slen + 1);
+    *len = at + slen;
+    return name;
+}
+
+/* Formats a read-write lock's call (scripts/rw.lua): EVALSHA/EVAL script 2
+ * key readers call token [lease [joins]]. */
+static int format_rw(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
+{
+    bool read = cmd->keys->kind == RL_LOCK_READ, many = cmd->kind == RL_CMD_EXTEND_MANY;
+    const char *call = cmd->kind == RL_CMD_ACQUIRE ? "read"
+                     : cmd->kind == RL_CMD_RELEASE ? (read ? "read_release" : "write_release")
+                     : (read ? "read_extend" : "write_extend");
+    size_t rlen;
+    char *readers = beside(cmd->keys->k[0], cluster, "readers", &rlen);
+    if (!readers)
+        return REDLOCK_ENOMEM;
+    char lease[24];
+    snprintf(lease, sizeof lease, "%lld", (long long)(many ? cmd->leases[0] : cmd->ttl_ms));
+    const char *argv[10] = {
+        form == RL_FORM_EVAL ? "EVAL" : "EVALSHA",
+        form == RL_FORM_EVAL ? rl_script_rw.body : rl_script_rw.sha1,
+        "2", cmd->keys->k[0], readers, call, many ? cmd->tokens[0] : cmd->token, lease,
+        cmd->joins,
+    };
+    int argc = cmd->kind == RL_CMD_RELEASE ? 7 : cmd->kind == RL_CMD_ACQUIRE ? 9 : 8;
+    size_t lens[10];
+    for (int i = 0; i < argc; i++)
+        lens[i] = i == 4 ? rlen : strlen(argv[i]);
+    int rc = rl_bytes_format_len(out, argc, argv, lens);
+    free(readers);
+    return rc;
+}
+
 /* Formats cmd in form for a node (a Cluster node when cluster): SET key
  * token NX GET PX ttl, or EVALSHA/EVAL script n key... token, then the ttl
  * (acquire, extend), "1" or on a Cluster "c" (a fenced acquire), or the
@@ -193,26 +271,13 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
     }
     if (form == RL_FORM_COUNT) {
         /* The counter's key is the lock's key, a zero byte and "fence", as
-         * the scripts name it (no resource name holds a zero byte); on a
-         * Cluster node a key without a hash tag is the counter's tag. */
-        static const char suffix[] = "fence";
-        const char *key = cmd->keys->k[0];
-        size_t klen = strlen(key);
-        bool wrap = cluster && !rl_key_has_tag(key);
-        char *counter = malloc(klen + sizeof suffix + 3);
+         * the scripts name it. */
+        size_t len;
+        char *counter = beside(cmd->keys->k[0], cluster, "fence", &len);
         if (!counter)
             return REDLOCK_ENOMEM;
-        size_t at = 0;
-        if (wrap)
-            counter[at++] = '{';
-        memcpy(counter + at, key, klen);
-        at += klen;
-        if (wrap)
-            counter[at++] = '}';
-        counter[at++] = '\0';
-        memcpy(counter + at, suffix, sizeof suffix);
         const char *argv[2] = { "INCR", counter };
-        size_t lens[2] = { 4, at + sizeof suffix - 1 };
+        size_t lens[2] = { 4, len };
         int rc = rl_bytes_format_len(out, 2, argv, lens);
         free(counter);
         return rc;
@@ -222,6 +287,8 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
         return rl_bytes_format(out, 7, argv);
     }
+    if (rw(cmd))
+        return format_rw(cmd, form, cluster, out);
     const rl_script *script = script_of(cmd);
     if (cmd->kind == RL_CMD_EXTEND_MANY)
         return format_many(cmd, form, script, out);
@@ -314,7 +381,7 @@ int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
 {
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
              || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
-    if (eval || rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1
+    if (eval || rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1 || rw(cmd)
         || !rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
         return send_form(cmd, c, eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA, cmd->cacheable);
     int rc = send_form(cmd, c, RL_FORM_SET, cmd->cacheable);

@@ -41,11 +41,21 @@ typedef enum rl_form {
     RL_FORMS
 } rl_form;
 
-/* Keys (key_prefix + name), shared by a handle and its commands. */
+/* What a lock's keys hold: a plain lock, or a read-write lock's read or
+ * write lock (its one key, with its readers beside it: scripts/rw.lua). */
+typedef enum rl_lock_kind {
+    RL_LOCK_PLAIN,
+    RL_LOCK_READ,
+    RL_LOCK_WRITE
+} rl_lock_kind;
+
+/* Keys (key_prefix + name), shared by a handle and its commands: what is
+ * sent for them (an acquire, its release owed) follows their kind. */
 typedef struct rl_keys {
     _Atomic int refs;
     size_t n;
     char **k;
+    rl_lock_kind kind;
 } rl_keys;
 
 rl_keys *rl_keys_new(size_t n);    /* n NULL keys, one reference */
@@ -59,6 +69,8 @@ typedef struct rl_cmd {
     char token[RL_TOKEN_LEN + 1];
     int64_t ttl_ms;                /* acquire, extend */
     bool fenced;                   /* acquire: counts on the keys' fencing counters */
+    char joins[RL_TOKEN_LEN + 1];  /* a read lock's acquire: the token of the caller's write
+                                    * lock it may join (a downgrade), or "" */
     int64_t *fences;               /* fence: the value per key (owned) */
     struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */

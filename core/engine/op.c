@@ -96,6 +96,7 @@ struct redlock_op {
     rl_cmd *cmd;          /* the current round's command */
     rl_cmd *attempt;      /* lock: the acquire of the current attempt */
     bool fenced;          /* lock: with fencing */
+    char joins[RL_TOKEN_LEN + 1];   /* a read lock: the caller's write lock it may join */
     int64_t *got;         /* fenced lock: each node's counters, node by node */
     bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
     bool was_held;        /* unlock: the lock as it was when unlock began */
@@ -785,6 +786,7 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
     if (kind == RL_CMD_ACQUIRE) {
         op->attempts++;
         op->cmd->fenced = op->fenced;
+        memcpy(op->cmd->joins, op->joins, sizeof op->joins);
         rl_cmd_unref(op->attempt);
         op->attempt = rl_cmd_ref(op->cmd);
     }
@@ -1068,8 +1070,12 @@ static rl_op *op_new(rl_client *ctx, op_kind kind, int64_t now)
     return op;
 }
 
-int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
-               int64_t ttl_ms, int64_t wait_ms, int64_t now)
+/* A lock operation: a plain lock of names, or a read-write lock's read or
+ * write lock of names[0] (kind), whose read lock may join the caller's
+ * write lock of token joins (a downgrade; "" none). */
+static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
+                    rl_lock_kind kind, const char *joins, int64_t ttl_ms, int64_t wait_ms,
+                    int64_t now)
 {
     int rc = check_lease(ctx, ttl_ms);
     if (rc != REDLOCK_OK)
@@ -1080,6 +1086,15 @@ int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
     redlock_handle *h = NULL;
     if ((rc = handle_new(&h, ctx, names, n)) != REDLOCK_OK)
         return rc;
+    h->keys->kind = kind;
+    const char *key = h->keys->k[0];
+    if (kind != RL_LOCK_PLAIN && has_cluster(ctx) && !rl_key_has_tag(key) && strchr(key, '}')) {
+        rl_handle_free(h);
+        return rl_fail(REDLOCK_EINVAL, "read-write lock '%.100s': on a Cluster node, a name "
+                       "with a '}' needs a hash tag (the part in braces, as in {order:7}), so "
+                       "that its readers' key lives in its slot",
+                       key + ctx->opt.key_prefix_len);
+    }
     rl_op *op = op_new(ctx, OP_LOCK, now);
     if (!op) {
         rl_handle_free(h);
@@ -1089,7 +1104,9 @@ int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
     op->owns_handle = true;
     op->n_parts = h->n_parts;
     op->parts = h->parts;
-    op->fenced = ctx->opt.fencing;
+    snprintf(op->joins, sizeof op->joins, "%s", joins);
+    /* Fencing counts writers: a read lock has no fence. */
+    op->fenced = ctx->opt.fencing && kind != RL_LOCK_READ;
     if (op->fenced && (!(h->fences = calloc(n, sizeof *h->fences))
                        || !(op->got = calloc(n * ctx->n_nodes, sizeof *op->got)))) {
         rl_op_free(op);
@@ -1098,7 +1115,8 @@ int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
     op->ttl_ms = ttl_ms;
     op->give_up = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
     op->unavailable_since = INT64_MAX;
-    describe(op, "lock");
+    describe(op, kind == RL_LOCK_READ ? "read lock" : kind == RL_LOCK_WRITE ? "write lock"
+                                                                          : "lock");
     rl_ctx_note_lease(ctx, ttl_ms);
     if ((rc = start_round(op, RL_CMD_ACQUIRE, now)) != REDLOCK_OK) {
         rl_op_free(op);
@@ -1106,6 +1124,33 @@ int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
     }
     *out = op;
     return REDLOCK_OK;
+}
+
+int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
+               int64_t ttl_ms, int64_t wait_ms, int64_t now)
+{
+    return lock_new(out, ctx, names, n, RL_LOCK_PLAIN, "", ttl_ms, wait_ms, now);
+}
+
+int rl_op_lock_rw(rl_op **out, rl_client *ctx, const char *name, bool write,
+                  const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms, int64_t now)
+{
+    const char *joins = "";
+    if (held) {
+        size_t p = ctx->opt.key_prefix_len;
+        if (held->ctx != ctx || held->keys->kind == RL_LOCK_PLAIN || !name
+            || strcmp(held->keys->k[0] + p, name) != 0)
+            return rl_fail(REDLOCK_EINVAL, "the lock held must be a read or write lock of the "
+                           "same resource, from the same client");
+        if (write && held->keys->kind == RL_LOCK_READ)
+            return rl_fail(REDLOCK_EINVAL, "read-write lock '%.200s': a read lock cannot be "
+                           "upgraded to the write lock (release it, then take the write lock)",
+                           name);
+        if (!write && held->keys->kind == RL_LOCK_WRITE && held->held && !held->released)
+            joins = held->token;   /* its own write lock: a downgrade */
+    }
+    return lock_new(out, ctx, &name, 1, write ? RL_LOCK_WRITE : RL_LOCK_READ, joins, ttl_ms,
+                    wait_ms, now);
 }
 
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
@@ -1943,6 +1988,8 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
         return REDLOCK_OK;
     }
     rl_keys *keys = rl_keys_new(n_keys);
+    if (keys && n == 1)
+        keys->kind = hs[0]->keys->kind;
     rl_cmd *cmd = keys ? rl_cmd_new_many(keys) : NULL;
     rl_keys_unref(keys);
     op->key_votes = malloc(ctx->n_nodes * n_keys);
@@ -2003,6 +2050,9 @@ bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
 {
     if (a == b)
         return true;
+    /* A read-write lock's renewal is rw.lua's, one lock a call. */
+    if (a->keys->kind != RL_LOCK_PLAIN || b->keys->kind != RL_LOCK_PLAIN)
+        return false;
     return a->ctx == b->ctx && (!has_cluster(a->ctx) || (a->n_parts < 2 && b->n_parts < 2
                                 && keys_slot(a->keys) == keys_slot(b->keys)));
 }

@@ -60,6 +60,13 @@ typedef struct redlock_op rl_op;
  * thread's message set, or makes an operation that starts at `now`. */
 int rl_op_lock(rl_op **out, struct rl_client *ctx, const char *const *names, size_t n,
                int64_t ttl_ms, int64_t wait_ms, int64_t now);
+/* A read-write lock's read lock (write false: shared with other readers)
+ * or write lock (exclusive, and exclusive of a plain lock of the same
+ * name) of name. held, when not NULL, is a lock of the same read-write
+ * lock that the caller holds: its write lock lets a read lock join it (a
+ * downgrade); its read lock refuses the write lock (no upgrade: EINVAL). */
+int rl_op_lock_rw(rl_op **out, struct rl_client *ctx, const char *name, bool write,
+                  const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms, int64_t now);
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
 int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
 /* The renewal of n held locks at once, each by its lease: one command per
@@ -71,8 +78,9 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
  * and message would. */
 int rl_op_extend_many(rl_op **out, struct rl_client *ctx, redlock_handle *const *hs, size_t n,
                       int64_t now);
-/* Whether b may be renewed in one batch with a: the same client, and on a
- * client with a Cluster node, the same slot (one script's keys share one). */
+/* Whether b may be renewed in one batch with a: the same client, plain
+ * locks (a read-write lock is renewed alone), and on a client with a
+ * Cluster node, the same slot (one script's keys share one). */
 bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b);
 size_t rl_op_many_count(const rl_op *op);
 redlock_handle *rl_op_many_handle(const rl_op *op, size_t j);

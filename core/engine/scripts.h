@@ -21,6 +21,9 @@ extern const rl_script rl_script_fence;     /* raise each KEY's counter to ARGV[
 /* The renewal of many kept locks at once: sent by digest, and in full after
  * the node's NOSCRIPT (once per node while its script cache lasts). */
 extern const rl_script rl_script_extend_many;   /* PEXPIRE each KEY that holds its token */
+/* Read-write locks' calls (a read lock's acquire, extend and release, a
+ * write lock's extend and release): by digest too. */
+extern const rl_script rl_script_rw;
 
 /* Sent in full once on each new connection (its handshake). */
 extern const rl_script rl_script_guard;     /* may this server have lost keys? */

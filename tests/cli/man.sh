@@ -30,7 +30,9 @@ done
 shorts=$(sed -n 's/.*getopt_long(argc, argv, "+:\([A-Za-z:]*\)".*/\1/p' "$source_file" | tr -d :)
 [ -n "$shorts" ] || fail "cannot read the short options of $source_file"
 for short in $(echo "$shorts" | fold -w1); do
-  grep -Eq -- "^ +-$short, --" "$work/page" || fail "the page does not list -$short"
+  # An entry may name several short forms ("-x, -e, --exclusive").
+  grep -Eq -- "^ +(-[A-Za-z], )*-$short, (-[A-Za-z], )*--" "$work/page" ||
+    fail "the page does not list -$short"
 done
 for code in 64 69 70 74 75 77 126 127; do
   grep -Eq "^ +$code +[A-Za-z]" "$work/page" || fail "the page does not document exit status $code"

@@ -28,7 +28,7 @@ expect_usage_error --nodes "$nodes" job
 expect_usage_error --nodes "$nodes" job --
 expect_usage_error --nodes "$nodes" "" -- touch "$work/ran"
 expect_usage_error --nodes "$nodes" --no-such-option job -- touch "$work/ran"
-expect_usage_error --nodes "$nodes" -x job -- touch "$work/ran"
+expect_usage_error --nodes "$nodes" -z job -- touch "$work/ran"
 expect_usage_error --nodes "$nodes" --ttl
 expect_usage_error job -- touch "$work/ran"
 REDLOCK_NODES="" expect_usage_error job -- touch "$work/ran"

@@ -17,9 +17,12 @@
  * either end half the time), and now and then a holder works until its
  * validity ends, where the allowance decides. Releases owed are delivered
  * beside the client's operation, as the blocking driver's service thread
- * does. A checker verifies, as the simulation runs and after it heals:
+ * does. A lock of one resource is a plain lock half the time, else a
+ * read-write lock's read or write lock of it (scripts/rw.lua). A checker
+ * verifies, as the simulation runs and after it heals:
  *   exclusion   no two holders of a resource inside their validity windows
- *               (each client's validity converted to the global clock);
+ *               (each client's validity converted to the global clock),
+ *               but for two readers;
  *   outcomes    a lock reported held is on a quorum of nodes with its token
  *               (unless a failover during its operation lost a yes already
  *               counted),
@@ -41,7 +44,10 @@
  *               Checked every AUDIT_MS, for the clients whose driver reads
  *               idle connections (half of them: one that reads a pooled
  *               connection only when it next uses it undoes a late reply
- *               there then);
+ *               there then); a reader's token counts while it is on the
+ *               list of the key's readers, but not after a failover of the
+ *               node since the token was made (a release rolled back: the
+ *               list is one key, which later readers rewrite);
  *   events      with the event hook set (redlock_ctx_set_log), every
  *               `acquired` has its end by the end, after healing: `released`
  *               or `lost`, or the unlock's failure (the lock had expired or
@@ -184,11 +190,13 @@ typedef struct simnode_state {
     int64_t extra_delay;    /* a slow link */
     double rate;            /* its clock's speed against the global clock */
     int64_t base;           /* its clock at global 0 */
+    int64_t failed_over_at; /* its last failover (global ms); INT64_MIN none */
 } simnode_state;
 
 typedef struct interval {
     int64_t from, to;       /* global ms */
     int client;
+    bool shared;            /* a read lock's: read locks overlap one another */
     char token[33];
 } interval;
 
@@ -196,6 +204,7 @@ typedef struct interval {
 typedef struct tokrec {
     char token[RL_TOKEN_LEN + 1];
     int client;
+    int64_t made;           /* global ms */
     int64_t gave_up;        /* global ms; INT64_MAX while its attempt runs or it is held */
 } tokrec;
 
@@ -220,6 +229,8 @@ typedef struct client {
     redlock_handle *held;
     int res[2];             /* the resources of the lock wanted or held */
     int n_res;
+    int mode;               /* of a lock of one resource: 0 plain, or a read-write lock's
+                             * REDLOCK_READ or REDLOCK_WRITE */
     int64_t held_from;      /* global ms */
     simconn *pool[MAX_NODES][POOL];
     int pooled[MAX_NODES];
@@ -355,6 +366,7 @@ static void token_made(world *w, client *cl, const char *token)
     tokrec *rec = &w->toks[w->n_toks];
     snprintf(rec->token, sizeof rec->token, "%s", token);
     rec->client = cl->id;
+    rec->made = w->now;
     rec->gave_up = INT64_MAX;
     token_index(w, w->n_toks++);
     cl->live_tok = w->n_toks;
@@ -713,8 +725,11 @@ static void start_op(world *w, client *cl, int kind)
         names_of(cl, names, ptrs);
         int64_t lease = between(&cl->rnd, 50, MAX_LEASE);
         int64_t wait = chance(&cl->rnd, 0.5) ? 0 : between(&cl->rnd, 1, 1000);
-        rc = rl_op_lock(&cl->op, cl->ctx, ptrs, (size_t)cl->n_res, lease, wait, c);
-        trace(w, "c%d lock r%d%s lease %" PRId64 " wait %" PRId64, cl->id, cl->res[0],
+        rc = cl->mode ? rl_op_lock_rw(&cl->op, cl->ctx, ptrs[0], cl->mode == REDLOCK_WRITE,
+                                      NULL, lease, wait, c)
+                      : rl_op_lock(&cl->op, cl->ctx, ptrs, (size_t)cl->n_res, lease, wait, c);
+        trace(w, "c%d %slock r%d%s lease %" PRId64 " wait %" PRId64, cl->id,
+              (const char *[]){ "", "read ", "write " }[cl->mode], cl->res[0],
               cl->n_res > 1 ? "+" : "", lease, wait);
         if (w->quiet_from && w->now > w->quiet_from && wait > 0)
             w->quiet_locks++;
@@ -768,23 +783,40 @@ static void record_interval(world *w, client *cl, int64_t to)
         int r = cl->res[k];
         for (size_t j = 0; j < w->n_done[r]; j++) {
             interval *o = &w->done[r][j];
-            if (o->client != cl->id && o->from < end && cl->held_from < o->to)
-                fail(w, "exclusion", "r%d held by c%d [%" PRId64 ", %" PRId64 ") and by c%d "
-                     "[%" PRId64 ", %" PRId64 ")", r, o->client, o->from, o->to, cl->id,
-                     cl->held_from, end);
+            bool shared = o->shared && cl->mode == REDLOCK_READ;
+            if (o->client != cl->id && !shared && o->from < end && cl->held_from < o->to)
+                fail(w, "exclusion", "r%d held by c%d%s [%" PRId64 ", %" PRId64 ") and by "
+                     "c%d%s [%" PRId64 ", %" PRId64 ")", r, o->client,
+                     o->shared ? " (reading)" : "", o->from, o->to, cl->id,
+                     cl->mode == REDLOCK_READ ? " (reading)" : "", cl->held_from, end);
         }
         if (w->n_done[r] == w->cap_done[r]) {
             w->cap_done[r] = w->cap_done[r] ? w->cap_done[r] * 2 : 64;
             w->done[r] = realloc(w->done[r], w->cap_done[r] * sizeof(interval));
         }
         interval *iv = &w->done[r][w->n_done[r]++];
-        *iv = (interval){ .from = cl->held_from, .to = end, .client = cl->id };
+        *iv = (interval){ .from = cl->held_from, .to = end, .client = cl->id,
+                          .shared = cl->mode == REDLOCK_READ };
         snprintf(iv->token, sizeof iv->token, "%s", cl->held->token);
     }
     cl->held_from = -1;
 }
 
-/* How many nodes hold every key of the client's lock with token. */
+/* Whether node i has token among the live readers of key (rw.lua's list of
+ * "token:expiry", expiry on the node's clock). */
+static bool reading(world *w, int i, const char *key, const char *token)
+{
+    int64_t now = node_now(&w->nodes[i], w->now);
+    const char *list = simnode_beside(w->nodes[i].sn, key, "readers", now);
+    size_t len = strlen(token);
+    for (const char *p = list ? strstr(list, token) : NULL; p; p = strstr(p + 1, token))
+        if ((p == list || p[-1] == ' ') && p[len] == ':' && strtoll(p + len + 1, NULL, 10) > now)
+            return true;
+    return false;
+}
+
+/* How many nodes hold every key of the client's lock with token (a read
+ * lock: have token among the key's readers). */
 static int holding(world *w, const client *cl, const char *token)
 {
     int count = 0;
@@ -793,6 +825,10 @@ static int holding(world *w, const client *cl, const char *token)
         for (int k = 0; k < cl->n_res && all; k++) {
             char key[16];
             snprintf(key, sizeof key, "r%d", cl->res[k]);
+            if (cl->mode == REDLOCK_READ) {
+                all = reading(w, i, key, token);
+                continue;
+            }
             const char *v = simnode_get(w->nodes[i].sn, key, node_now(&w->nodes[i], w->now));
             all = v && strcmp(v, token) == 0;
         }
@@ -864,7 +900,7 @@ static void op_finished(world *w, client *cl)
             && w->failed_over_at < cl->op_from)
             fail(w, "outcomes", "c%d holds r%d but only %d nodes have its token", cl->id,
                  cl->res[0], holding(w, cl, cl->held->token));
-        if (w->fencing)
+        if (w->fencing && cl->held->fences)   /* a read lock has none */
             check_fences(w, cl);
         if (w->quiet_from && w->now > w->quiet_from)
             w->quiet_ok++;
@@ -894,6 +930,36 @@ static void svc_finished(world *w, client *cl)
     cl->svc_wake_gen++;
     trace(w, "c%d deliver -> %d %.100s", cl->id, rl_op_status(op), rl_op_message(op));
     end_op(w, cl, op);
+}
+
+/* The release bound: node i still holds token under key (its value, or
+ * among its readers: reading); once its owner gave it up, no longer than
+ * RELEASE_BOUND_MS after the node answers and the owner can connect. A
+ * failover since the token was made may have brought back a reader its
+ * release had removed (a failed attempt's release goes before the token
+ * counts as given up, at the next attempt), as it brings back a plain
+ * lock's key (simnode_keys leaves those out; the list of readers is one
+ * key, rewritten by every reader): it waits out its lease. */
+static void within_bound(world *w, int i, const char *key, const char *token, bool reading)
+{
+    tokrec *rec = token ? token_find(w, token) : NULL;
+    if (!rec || rec->gave_up == INT64_MAX
+        || (reading && w->nodes[i].failed_over_at >= rec->made))
+        return;
+    client *cl = &w->clients[rec->client];
+    /* A driver that reads a pooled connection only when it next uses it
+     * undoes a late reply there then: not bound. */
+    if (!cl->drain_idle || cl->connect_ok_since[i] == INT64_MAX)
+        return;
+    int64_t from = rec->gave_up;
+    if (w->reach_since[i] > from)
+        from = w->reach_since[i];
+    if (cl->connect_ok_since[i] > from)
+        from = cl->connect_ok_since[i];
+    if (w->now - from > RELEASE_BOUND_MS)
+        fail(w, "release bound", "n%d still holds %s = %s of c%d, given up at %" PRId64
+             ", %" PRId64 " ms after it answers (bound %d ms)", i, key, token, cl->id,
+             rec->gave_up, w->now - from, RELEASE_BOUND_MS);
 }
 
 /* Every AUDIT_MS: releases owed and due go out, as the blocking driver's
@@ -933,23 +999,20 @@ static void audit(world *w)
         const char *keys[64], *values[64];
         size_t n = simnode_keys(w->nodes[i].sn, node_now(&w->nodes[i], w->now), keys, values, 64);
         for (size_t j = 0; j < n; j++) {
-            tokrec *rec = values[j] ? token_find(w, values[j]) : NULL;
-            if (!rec || rec->gave_up == INT64_MAX)
+            if (!values[j] || strcmp(values[j], "redlock:readers") != 0) {
+                within_bound(w, i, keys[j], values[j], false);
                 continue;
-            client *cl = &w->clients[rec->client];
-            /* A driver that reads a pooled connection only when it next
-             * uses it undoes a late reply there then: not bound. */
-            if (!cl->drain_idle || cl->connect_ok_since[i] == INT64_MAX)
-                continue;
-            int64_t from = rec->gave_up;
-            if (w->reach_since[i] > from)
-                from = w->reach_since[i];
-            if (cl->connect_ok_since[i] > from)
-                from = cl->connect_ok_since[i];
-            if (w->now - from > RELEASE_BOUND_MS)
-                fail(w, "release bound", "n%d still holds %s = %s of c%d, given up at %" PRId64
-                     ", %" PRId64 " ms after it answers (bound %d ms)", i, keys[j], values[j],
-                     cl->id, rec->gave_up, w->now - from, RELEASE_BOUND_MS);
+            }
+            /* Read: each reader on the list of the key's readers. */
+            int64_t now = node_now(&w->nodes[i], w->now);
+            const char *list = simnode_beside(w->nodes[i].sn, keys[j], "readers", now);
+            char token[RL_TOKEN_LEN + 1];
+            long long ends;
+            int used;
+            for (const char *p = list; p && sscanf(p, " %32[0-9a-f]:%lld%n", token, &ends, &used) == 2;
+                 p += used)
+                if (ends > now)
+                    within_bound(w, i, keys[j], token, true);
         }
     }
 }
@@ -967,6 +1030,11 @@ static void next_action(world *w, client *cl)
     if (w->healing || w->ops >= w->ops_budget)
         return;
     cl->n_res = chance(&cl->rnd, 0.25) ? 2 : 1;
+    /* Of a lock of one resource: plain half the time, else a read-write
+     * lock's read or write lock (a write lock and a plain lock of one name
+     * are one key). */
+    cl->mode = cl->n_res == 2 || chance(&cl->rnd, 0.5) ? 0
+             : chance(&cl->rnd, 0.6) ? REDLOCK_READ : REDLOCK_WRITE;
     cl->res[0] = (int)between(&cl->rnd, 0, RESOURCES - 1);
     cl->res[1] = (cl->res[0] + 1 + (int)between(&cl->rnd, 0, RESOURCES - 2)) % RESOURCES;
     start_op(w, cl, 0);
@@ -981,7 +1049,7 @@ static void failover(world *w, simnode_state *nd, int64_t lag)
 {
     int n = (int)(nd - w->nodes);
     simnode_failover(nd->sn, lag, nd->down_at, next_u64(&w->rnd));
-    w->failed_over_at = w->now;
+    w->failed_over_at = nd->failed_over_at = w->now;
     for (int k = 0; k < w->n_clients; k++) {
         if (!chance(&w->rnd, 0.5))
             continue;
@@ -1245,6 +1313,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         w->nodes[i].sn = simnode_new(next_u64(&w->rnd));
         w->nodes[i].rate = clock_rate(&w->rnd, spread);
         w->nodes[i].base = between(&w->rnd, 0, 1000000);
+        w->nodes[i].failed_over_at = INT64_MIN;
         snprintf(buf[i], sizeof buf[i], "redis://10.0.0.%d:6379", i + 1);
         uris[i] = buf[i];
     }

@@ -226,7 +226,8 @@ static void clear_keys(simnode *n, bool keep_counters)
 static const rl_script *known_by_body(const char *body)
 {
     static const rl_script *const rare[] = { &rl_script_inspect, &rl_script_force,
-                                             &rl_script_fence, &rl_script_guard };
+                                             &rl_script_fence, &rl_script_guard,
+                                             &rl_script_rw };
     for (int i = 0; i < RL_N_SCRIPTS; i++)
         if (strcmp(rl_scripts[i]->body, body) == 0)
             return rl_scripts[i];
@@ -690,17 +691,24 @@ const char *simnode_get(simnode *n, const char *key, int64_t now)
     return e ? e->value : NULL;
 }
 
+const char *simnode_beside(simnode *n, const char *key, const char *suffix, int64_t now)
+{
+    char name[64];
+    size_t len = strlen(key), slen = strlen(suffix);
+    if (len + slen + 1 > sizeof name)
+        return NULL;
+    memcpy(name, key, len);
+    name[len] = '\0';
+    memcpy(name + len + 1, suffix, slen);
+    n->now = now;
+    entry *e = find(n, name, len + 1 + slen);
+    return e ? e->value : NULL;
+}
+
 int64_t simnode_counter(simnode *n, const char *key, int64_t now)
 {
-    char counter[64];
-    size_t len = strlen(key);
-    if (len + 6 > sizeof counter)
-        return 0;
-    memcpy(counter, key, len);
-    memcpy(counter + len, "\0fence", 6);
-    n->now = now;
-    entry *e = find(n, counter, len + 6);
-    return e && e->value ? strtoll(e->value, NULL, 10) : 0;
+    const char *value = simnode_beside(n, key, "fence", now);
+    return value ? strtoll(value, NULL, 10) : 0;
 }
 
 size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values, size_t max)

@@ -57,6 +57,9 @@ bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int
  * counters, nor the guard's key, nor keys a failover brought back). */
 const char *simnode_get(simnode *n, const char *key, int64_t now);
 int64_t simnode_counter(simnode *n, const char *key, int64_t now);
+/* The string value of the key beside key named suffix (key, a zero byte,
+ * suffix: a read-write lock's "readers"), or NULL. */
+const char *simnode_beside(simnode *n, const char *key, const char *suffix, int64_t now);
 size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values,
                     size_t max);
 /* Puts a key of another type (a list) for the WRONGTYPE cases. */

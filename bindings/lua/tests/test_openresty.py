@@ -99,6 +99,31 @@ function app.work()
   ngx.say("ok")
 end
 
+-- A read-write lock over cosockets: two readers, a writer kept out and then
+-- alone, a reader kept out by it, its own downgrade.
+function app.rw()
+  local c = get_client()
+  local name = "rw-" .. ngx.var.request_id
+  local a, b, w = c:get_read_write_lock(name), c:get_read_write_lock(name),
+    c:get_read_write_lock(name)
+  local ra = a:read_lock():try_lock(0, 5000)
+  local rb = b:read_lock():try_lock(0, 5000)
+  local wr, wr_err = w:write_lock():try_lock(0, 1000)
+  ngx.say("readers ", tostring(ra), " ", tostring(rb), "; writer ", tostring(wr), " ",
+    wr_err and wr_err.name or "")
+  assert(a:read_lock():unlock())
+  assert(b:read_lock():unlock())
+  local wa = w:write_lock():try_lock(0, 5000)
+  local rr, rr_err = a:read_lock():try_lock(0, 1000)
+  local down = w:read_lock():try_lock(0, 5000)
+  assert(w:write_lock():unlock())
+  local joined = a:read_lock():try_lock(0, 5000)
+  ngx.say("writer ", tostring(wa), "; reader ", tostring(rr), " ", rr_err and rr_err.name or "",
+    "; downgrade ", tostring(down), "; joined ", tostring(joined))
+  assert(w:read_lock():unlock())
+  assert(a:read_lock():unlock())
+end
+
 function app.multi()
   local lock = get_client():get_multi_lock({ "m1", "m2", "m3" })
   local ok, err = lock:try_lock(0, 10000)
@@ -461,6 +486,7 @@ http {{
     keepalive_requests 100000;
     location = /work {{ content_by_lua_block {{ require("app").work() }} }}
     location = /multi {{ content_by_lua_block {{ require("app").multi() }} }}
+    location = /rw {{ content_by_lua_block {{ require("app").rw() }} }}
     location = /inspect {{ content_by_lua_block {{ require("app").inspect() }} }}
     location = /fence {{ content_by_lua_block {{ require("app").fence() }} }}
     location = /rules {{ content_by_lua_block {{ require("app").rules() }} }}
@@ -673,6 +699,14 @@ def test_no_growth_of_cosockets_or_memory_over_ten_thousand_requests(nginx_facto
     assert fds1 <= fds0 + 2, (fds0, fds1)
     assert rss1 - rss0 < 2048, (rss0, rss1)
     assert lua1 - lua0 < 512, (lua0, lua1)
+
+
+def test_a_location_takes_read_and_write_locks(nginx_factory):
+    nginx = nginx_factory(workers=1)
+    status, body, _ = nginx.get("/rw")
+    assert status == 200, body
+    assert body.splitlines() == ["readers true true; writer nil locked",
+                                 "writer true; reader nil locked; downgrade true; joined true"]
 
 
 def test_a_location_takes_a_multi_lock(nginx_factory):

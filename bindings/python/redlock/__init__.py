@@ -21,7 +21,7 @@ redlock.capi; the classes here are the supported interface.
 
 from . import capi
 from ._front import split_nodes
-from .client import DEFAULT_LEASE, Lock, Redlock, RLock
+from .client import DEFAULT_LEASE, Lock, ReadWriteLock, Redlock, RLock
 from .errors import (
     AuthError,
     Cancelled,
@@ -56,6 +56,7 @@ __all__ = [
     "OutOfMemory",
     "PermissionDenied",
     "RedisError",
+    "ReadWriteLock",
     "Redlock",
     "RLock",
     "SystemCallError",

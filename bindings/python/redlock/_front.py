@@ -333,6 +333,39 @@ class _LockFront:
         return f"<{self._LABEL} {', '.join(map(repr, self._names))} {state}>"
 
 
+class _ReadWriteFront(Generic[L]):
+    """What the read-write locks of redlock and redlock.asyncio share: the
+    pair of locks, the read lock and the write lock of one name."""
+
+    def __init__(self, read: L, write: L) -> None:
+        self._read = read
+        self._write = write
+
+    @property
+    def name(self) -> str:
+        return self._read.names[0]
+
+    def read_lock(self) -> L:
+        """The read lock (the same object on every call)."""
+        return self._read
+
+    def write_lock(self) -> L:
+        """The write lock (the same object on every call)."""
+        return self._write
+
+    def _other(self, mode: int) -> L:
+        """The half of the pair that is not mode's."""
+        return self._write if mode == capi.REDLOCK_READ else self._read
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__module__}.ReadWriteLock {self.name!r}>"
+
+
+def _half_repr(lock: _LockFront, mode: int) -> str:
+    kind = "read" if mode == capi.REDLOCK_READ else "write"
+    return f"<{type(lock).__module__}.ReadWriteLock {lock.names[0]!r} {kind} lock>"
+
+
 class _Reentrant(Generic[L]):
     """What the RLock objects of one name share: the lock, the owner (a
     thread's ident, or a task) and the reentry rule. The count of holds is

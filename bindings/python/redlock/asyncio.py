@@ -50,7 +50,9 @@ A client belongs to the event loop it is first used on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
+import inspect
 import ssl
 import weakref
 from contextlib import asynccontextmanager
@@ -71,12 +73,15 @@ from ._front import (
     _log,
     _logger,
     _millis,
+    _half_repr,
     _names,
+    _ReadWriteFront,
     _Reentrant,
     _time_to_live,
     _wait_ms,
 )
-from .errors import LockError, LockExpired, LockNotAcquired, LockNotHeld, error_for
+from .errors import (InvalidArgument, LockError, LockExpired, LockNotAcquired, LockNotHeld,
+                     error_for)
 
 __all__ = ["DEFAULT_LEASE", "Lock", "Redlock", "RLock"]
 
@@ -991,6 +996,34 @@ class Redlock(_ClientFront):
             shared = self._rlocks[name] = _Reentrant(Lock(self, (name,)))
         return RLock(shared)
 
+    def get_read_write_lock(self, name: str) -> ReadWriteLock:
+        """A read-write lock (redlock.Redlock.get_read_write_lock)."""
+        self._check_open()
+        return ReadWriteLock(self, _check_name(name))
+
+    def synchronize(self, name: str, wait: Optional[float] = None,
+                    lease: Optional[float] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A decorator of coroutine functions: each call runs under the lock
+        ``name``, as ``async with client.lock(name, lease=lease, wait=wait):``
+        (redlock.Redlock.synchronize's rules). For plain functions, use
+        redlock.Redlock's."""
+        if not _check_name(name):
+            raise InvalidArgument(capi.REDLOCK_EINVAL, "synchronize: the lock name is empty")
+        _wait_ms(wait)
+        self._check_open()
+
+        def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+            if not inspect.iscoroutinefunction(function):
+                raise TypeError(f"synchronize: {function.__qualname__} is not a coroutine "
+                                "function; decorate it with redlock.Redlock.synchronize")
+
+            @functools.wraps(function)
+            async def run(*args: Any, **kwargs: Any) -> Any:
+                async with self.lock(name, lease=lease, wait=wait):
+                    return await function(*args, **kwargs)
+            return run
+        return decorate
+
     @asynccontextmanager
     async def lock(self, name: str, lease: Optional[float] = None,
                    wait: Optional[float] = None) -> AsyncIterator[Lock]:
@@ -1244,7 +1277,7 @@ class Lock(_LockFront):
     async def _acquire(self, wait_ms: Optional[int], lease_ms: int, keep: bool) -> None:
         driver = self._client._drive()
         wait = _FOREVER_MS if wait_ms is None else wait_ms
-        op = capi.redlock_op_lock(driver.ctx, self._names, lease_ms, wait, _now())
+        op = self._op(driver, lease_ms, wait)
         status, message, handle = await driver.run(op, cancellable=True)
         _check_status(status, message)
         old, self._handle = self._handle, handle
@@ -1260,6 +1293,9 @@ class Lock(_LockFront):
             else:
                 driver.release_in_background(old)
 
+    def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
+        return capi.redlock_op_lock(driver.ctx, self._names, lease_ms, wait_ms, _now())
+
     def _tell_lost(self, error: LockError) -> None:
         for exc in self._run_callbacks(error):
             asyncio.get_running_loop().call_exception_handler({
@@ -1272,6 +1308,36 @@ class Lock(_LockFront):
             await self.unlock()
         except LockError:
             pass
+
+
+class ReadWriteLock(_ReadWriteFront[Lock]):
+    """A read-write lock for asyncio, from Redlock.get_read_write_lock():
+    redlock.ReadWriteLock's rules (readers together, one writer alone, a
+    downgrade from its own write lock, no upgrade), each half a Lock of this
+    module."""
+
+    def __init__(self, client: Redlock, name: str) -> None:
+        super().__init__(_ReadWriteHalf(self, client, name, capi.REDLOCK_READ),
+                         _ReadWriteHalf(self, client, name, capi.REDLOCK_WRITE))
+
+
+class _ReadWriteHalf(Lock):
+    """The read or the write lock of a ReadWriteLock. The loop runs one
+    task at a time: the other half's handle stays valid while the operation
+    is made."""
+
+    def __init__(self, pair: ReadWriteLock, client: Redlock, name: str, mode: int) -> None:
+        super().__init__(client, (name,))
+        self._pair = pair
+        self._mode = mode
+
+    def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
+        held = self._pair._other(self._mode)._current_handle()
+        return capi.redlock_op_lock_rw(driver.ctx, self._names[0], self._mode, held, lease_ms,
+                                       wait_ms, _now())
+
+    def __repr__(self) -> str:
+        return _half_repr(self, self._mode)
 
 
 class RLock:

@@ -17,6 +17,8 @@ The rules every language follows (docs/locks.md):
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import threading
 import weakref
@@ -41,12 +43,14 @@ from ._front import (  # noqa: F401 - re-exported for the modules that import th
     _millis,
     _names,
     _new_ctx,
+    _half_repr,
+    _ReadWriteFront,
     _Reentrant,
     _time_to_live,
     _wait_ms,
     _check_name,
 )
-from .errors import LockError, LockNotAcquired, LockNotHeld, error_for
+from .errors import InvalidArgument, LockError, LockNotAcquired, LockNotHeld, error_for
 
 # Kept locks by id, for the C library's report of a lost one (_lost): an id
 # crosses into C, never a Python object.
@@ -97,6 +101,39 @@ class Redlock(_ClientFront):
         """A lock on several resources, acquired all together or not at all."""
         self._context()
         return Lock(self, _names(*names))
+
+    def get_read_write_lock(self, name: str) -> ReadWriteLock:
+        """A read-write lock (not acquired yet): any number of readers or
+        one writer (see ReadWriteLock)."""
+        self._context()
+        return ReadWriteLock(self, _check_name(name))
+
+    def synchronize(self, name: str, wait: Optional[float] = None,
+                    lease: Optional[float] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A decorator: each call of the function runs under the lock
+        ``name``, as ``with client.lock(name, lease=lease, wait=wait):``
+        (kept while it runs when there is no lease; without a wait, waits as
+        long as it takes). A call raises LockNotAcquired when someone else
+        still held the lock after ``wait`` seconds, NoQuorum when too few
+        nodes answered, and LockNotHeld when the lock was lost while the
+        function ran (unless the function raised: its exception goes on).
+        For coroutine functions, use redlock.asyncio's client."""
+        if not _check_name(name):
+            raise InvalidArgument(capi.REDLOCK_EINVAL, "synchronize: the lock name is empty")
+        _wait_ms(wait)
+        self._context()
+
+        def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+            if inspect.iscoroutinefunction(function):
+                raise TypeError(f"synchronize: {function.__qualname__} is a coroutine function; "
+                                "decorate it with redlock.asyncio.Redlock.synchronize")
+
+            @functools.wraps(function)
+            def run(*args: Any, **kwargs: Any) -> Any:
+                with self.lock(name, lease=lease, wait=wait):
+                    return function(*args, **kwargs)
+            return run
+        return decorate
 
     def get_rlock(self, name: str) -> RLock:
         """A reentrant lock on one resource, like threading.RLock: the
@@ -464,6 +501,57 @@ class Lock(_LockFront):
         if len(self._names) == 1:
             return capi.redlock_lock(ctx, self._names[0], lease_ms, wait_ms)
         return capi.redlock_lock_multi(ctx, self._names, lease_ms, wait_ms)
+
+
+class ReadWriteLock(_ReadWriteFront[Lock]):
+    """A read-write lock, from Redlock.get_read_write_lock(name): its
+    read_lock() is held by any number of readers at once, its write_lock()
+    by one writer with no reader (as Redisson's RReadWriteLock). Each is a
+    Lock (try_lock, unlock, ``with``, lost, extend, ...), each acquisition
+    with its own token and lease, kept (renewed) when no lease is given.
+    The write lock and a plain lock of the same name exclude each other.
+
+    The two locks of one ReadWriteLock object belong together: holding its
+    write lock, its read lock may be taken too (a downgrade: release the
+    write lock after, and no other writer comes in between); holding its
+    read lock, its write lock is refused with InvalidArgument (no upgrade:
+    two readers upgrading would wait for each other for ever). Over several
+    nodes each takes a quorum; a read quorum and a write quorum always share
+    a node, where the conflict shows."""
+
+    def __init__(self, client: Redlock, name: str) -> None:
+        # A call given one of the pair's handles, and the release that
+        # frees it, one at a time.
+        self._mutex = threading.Lock()
+        super().__init__(_ReadWriteHalf(self, client, name, capi.REDLOCK_READ),
+                         _ReadWriteHalf(self, client, name, capi.REDLOCK_WRITE))
+
+
+class _ReadWriteHalf(Lock):
+    """The read or the write lock of a ReadWriteLock."""
+
+    def __init__(self, pair: ReadWriteLock, client: Redlock, name: str, mode: int) -> None:
+        super().__init__(client, (name,))
+        self._pair = pair
+        self._mode = mode
+
+    def _lock_call(self, ctx: Any, lease_ms: int, wait_ms: int) -> Any:
+        pair = self._pair
+        with pair._mutex:
+            held = pair._other(self._mode)._current_handle()
+            if held is not None:   # a downgrade, or an upgrade refused
+                return capi.redlock_lock_rw(ctx, self._names[0], self._mode, held, lease_ms,
+                                            wait_ms)
+        return capi.redlock_lock_rw(ctx, self._names[0], self._mode, None, lease_ms, wait_ms)
+
+    def unlock(self) -> None:
+        with self._pair._mutex:
+            super().unlock()
+
+    release = unlock
+
+    def __repr__(self) -> str:
+        return _half_repr(self, self._mode)
 
 
 class _Shared(_Reentrant[Lock]):

@@ -21,6 +21,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
  */
 final class LockState implements NativeClient.Watcher {
     final String[] names;
+    // 0 for a plain lock; a read-write lock's REDLOCK_READ or REDLOCK_WRITE (of names[0]),
+    // whose other half's state is pair.
+    final int mode;
+    LockState pair;
 
     // Guarded by this. The owner is a thread id (Thread.getId()), or an id given to the async
     // methods; 0 when not held.
@@ -34,7 +38,12 @@ final class LockState implements NativeClient.Watcher {
     private final List<LostSignal> followers = new CopyOnWriteArrayList<>();
 
     LockState(String[] names) {
+        this(names, 0);
+    }
+
+    LockState(String[] names, int mode) {
         this.names = names;
+        this.mode = mode;
     }
 
     /** A new hold by ownerId, taken through the RLock of via. */

@@ -172,9 +172,21 @@ final class NativeClient {
      * With keep (not null) the lock is kept: renewed until unlocked, its loss told to keep.
      */
     NativeHandle lock(Object owner, String[] names, long leaseMs, long waitMs, Watcher keep) {
+        return lock(owner, names, 0, null, leaseMs, waitMs, keep);
+    }
+
+    /**
+     * {@link #lock}, or with mode a read-write lock's read or write lock of names[0]; held, the
+     * caller's handle of the same read-write lock (a downgrade, or an upgrade refused), or null.
+     */
+    NativeHandle lock(Object owner, String[] names, int mode, NativeHandle held, long leaseMs,
+            long waitMs, Watcher keep) {
         Lock read = openForCall();
         try {
-            SWIGTYPE_p_redlock_handle ptr = names.length == 1
+            SWIGTYPE_p_redlock_handle ptr = mode != 0
+                    ? RedlockNative.redlock_lock_rw(ctx, names[0], mode,
+                            held == null ? null : held.ptr(), leaseMs, waitMs)
+                    : names.length == 1
                     ? RedlockNative.redlock_lock(ctx, names[0], leaseMs, waitMs)
                     : RedlockNative.redlock_lock_multi(ctx, names, leaseMs, waitMs);
             long watchId = 0;
@@ -274,6 +286,12 @@ final class NativeClient {
      */
     CompletableFuture<NativeHandle> lockAsync(Object owner, String[] names, long leaseMs,
             long waitMs, Watcher keep) {
+        return lockAsync(owner, names, 0, null, leaseMs, waitMs, keep);
+    }
+
+    /** {@link #lockAsync}, with a read-write lock's mode and held handle as {@link #lock}'s. */
+    CompletableFuture<NativeHandle> lockAsync(Object owner, String[] names, int mode,
+            NativeHandle held, long leaseMs, long waitMs, Watcher keep) {
         CompletableFuture<NativeHandle> future = new CompletableFuture<>();
         byte[][] utf8 = Arrays.stream(names).map(n -> n.getBytes(StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);
@@ -314,7 +332,14 @@ final class NativeClient {
         };
         Lock read = openForCall();
         try {
-            RedlockNativeJNI.lockAsync(RedlockNativeJNI.pointer(ctx), utf8, leaseMs, waitMs, done);
+            if (mode != 0) {
+                RedlockNativeJNI.lockRwAsync(RedlockNativeJNI.pointer(ctx), utf8[0], mode,
+                        held == null ? 0 : RedlockNativeJNI.pointer(held.ptr()), leaseMs, waitMs,
+                        done);
+            } else {
+                RedlockNativeJNI.lockAsync(RedlockNativeJNI.pointer(ctx), utf8, leaseMs, waitMs,
+                        done);
+            }
         } finally {
             read.unlock();
         }

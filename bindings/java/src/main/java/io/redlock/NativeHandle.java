@@ -27,6 +27,11 @@ final class NativeHandle {
         return () -> client.free(ptr);
     }
 
+    /** The native handle, for a call that names it (a read-write lock's held lock). */
+    SWIGTYPE_p_redlock_handle ptr() {
+        return ptr;
+    }
+
     void extend(long leaseMs) {
         client.extend(ptr, leaseMs);
     }

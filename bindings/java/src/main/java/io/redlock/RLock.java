@@ -556,8 +556,7 @@ public final class RLock implements Lock, AutoCloseable {
                 return CompletableFuture.completedFuture(true);
             }
         }
-        return client.nativeClient().lockAsync(state, names, leaseMsOf(lease), waitMs,
-                        lease == KEEP ? state : null)
+        return startAsync(lease, waitMs, ownerId)
                 .handle((acquired, error) -> {
                     if (error == null) {
                         take(acquired, ownerId);
@@ -572,6 +571,25 @@ public final class RLock implements Lock, AutoCloseable {
                 });
     }
 
+    /**
+     * Starts an asynchronous acquisition for ownerId; of a read-write lock's half, naming the
+     * other half's handle when ownerId holds it (a downgrade, or an upgrade refused), which the
+     * call reads before it returns.
+     */
+    private CompletableFuture<NativeHandle> startAsync(long lease, long waitMs, long ownerId) {
+        LockState pair = state.pair;
+        if (pair != null) {
+            synchronized (pair) {
+                if (pair.handle != null && pair.owner == ownerId && ownerId != 0) {
+                    return client.nativeClient().lockAsync(state, names, state.mode,
+                            pair.handle, leaseMsOf(lease), waitMs, lease == KEEP ? state : null);
+                }
+            }
+        }
+        return client.nativeClient().lockAsync(state, names, state.mode, null, leaseMsOf(lease),
+                waitMs, lease == KEEP ? state : null);
+    }
+
     /** Not supported: a distributed lock has no conditions. */
     @Override
     public Condition newCondition() {
@@ -580,7 +598,14 @@ public final class RLock implements Lock, AutoCloseable {
 
     @Override
     public String toString() {
-        return "RLock" + Arrays.toString(names);
+        String kind = state.mode == RedlockNativeConstants.REDLOCK_READ ? "read "
+                : state.mode == RedlockNativeConstants.REDLOCK_WRITE ? "write " : "";
+        return "RLock" + Arrays.toString(names) + (kind.isEmpty() ? "" : " (" + kind.trim() + ")");
+    }
+
+    /** The resource names. */
+    String[] names() {
+        return names.clone();
     }
 
     /** The blocking lock methods: waits until acquired, through interrupts. */
@@ -622,8 +647,19 @@ public final class RLock implements Lock, AutoCloseable {
      */
     private NativeHandle attempt(long lease, long waitMs) {
         try {
-            return client.nativeClient().lock(state, names, leaseMsOf(lease), waitMs,
-                    lease == KEEP ? state : null);
+            LockState pair = state.pair;
+            if (pair != null) {
+                // The other half of a read-write lock, held by this thread: its handle is
+                // named (a downgrade, or an upgrade refused at once) and is not freed meanwhile.
+                synchronized (pair) {
+                    if (pair.handle != null && pair.owner == Thread.currentThread().getId()) {
+                        return client.nativeClient().lock(state, names, state.mode, pair.handle,
+                                leaseMsOf(lease), waitMs, lease == KEEP ? state : null);
+                    }
+                }
+            }
+            return client.nativeClient().lock(state, names, state.mode, null, leaseMsOf(lease),
+                    waitMs, lease == KEEP ? state : null);
         } catch (LockHeldException notAcquired) {
             return null;
         }

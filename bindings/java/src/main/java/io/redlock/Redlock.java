@@ -1,6 +1,7 @@
 package io.redlock;
 
 import io.redlock.internal.RedlockNative;
+import io.redlock.internal.RedlockNativeConstants;
 import java.lang.ref.Cleaner;
 import java.lang.ref.WeakReference;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +13,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A Redlock client: N independent Redis masters, their connections and the options. It makes
@@ -153,6 +156,48 @@ public final class Redlock implements AutoCloseable {
             }
         }
         return new RLock(this, new LockState(names.clone()));
+    }
+
+    /**
+     * A read-write lock on one resource name: any number of readers or one writer (see
+     * {@link RReadWriteLock}).
+     */
+    public RReadWriteLock getReadWriteLock(String name) {
+        return new RReadWriteLock(this, checkName(name));
+    }
+
+    /**
+     * Runs action under the lock of name and returns what it returns: acquired waiting up to
+     * waitTime (0: one attempt), with leaseTime as its lease (0 or less: kept, renewed while
+     * action runs), and unlocked after, whatever action does. Throws {@link LockHeldException}
+     * when someone else still held the lock after waitTime, {@link NoQuorumException} when too few
+     * nodes answered, {@link InterruptedException} when interrupted while waiting, what action
+     * throws, and {@link LockNotHeldException} when the lock was lost while action ran (unless
+     * action threw: its exception goes on, with the loss suppressed in it).
+     */
+    public <T> T withLock(String name, long waitTime, long leaseTime, TimeUnit unit,
+            Callable<T> action) throws Exception {
+        Objects.requireNonNull(action, "action");
+        RLock lock = getLock(name);
+        boolean acquired = leaseTime > 0 ? lock.tryLock(waitTime, leaseTime, unit)
+                : lock.tryLock(waitTime, unit);
+        if (!acquired) {
+            throw new LockHeldException(RedlockNativeConstants.REDLOCK_ELOCKED,
+                    "withLock: " + name + " is held by someone else");
+        }
+        T result;
+        try {
+            result = action.call();
+        } catch (Exception | Error failure) {
+            try {
+                lock.unlock();
+            } catch (RedlockException lost) {
+                failure.addSuppressed(lost);
+            }
+            throw failure;
+        }
+        lock.unlock();
+        return result;
     }
 
     /**
