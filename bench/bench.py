@@ -497,7 +497,7 @@ def run_all(args, runner, nodes, workdir):
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
                "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "stalled": {},
-               "sentinel": {}, "cluster": {}}
+               "sentinel": {}, "cluster": {}, "readwrite": {}}
     groups = start_sentinel_groups(workdir) if "sentinel" in args.only else None
     cluster = start_cluster(workdir) if "cluster" in args.only else None
 
@@ -548,6 +548,14 @@ def run_all(args, runner, nodes, workdir):
             keep("fencing", "on" if fenced else "off", runner.run(
                 "ours-c", nodes[:5], "bench:fence",
                 ["--cycles", cycles, "--warmup", warmup] + (["--fencing"] if fenced else [])))
+        # A read-write lock's read and write locks against a plain lock, one
+        # after the other on the same nodes.
+        for kind in ("plain", "read", "write") if "readwrite" in args.only \
+                and runner.available("ours-c") else ():
+            keep("readwrite", kind, runner.run(
+                "ours-c", nodes[:5], f"bench:rw-{kind}",
+                ["--cycles", cycles, "--warmup", warmup]
+                + ([f"--{kind}"] if kind != "plain" else [])))
         for name, n in HANDOFF_CLIENTS if "handoff" in args.only else ():
             if runner.available(name):
                 keep("handoff", f"{name}|{n}", runner.run(

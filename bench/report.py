@@ -19,7 +19,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 BINDINGS = ("ours-python", "ours-java", "ours-lua")
 SCENARIOS = ("latency", "multi", "straggler", "stalled", "threads", "handoff", "fairness",
-             "fencing", "sentinel", "cluster")
+             "fencing", "sentinel", "cluster", "readwrite")
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
@@ -331,6 +331,16 @@ def section_fencing(fencing):
             + table(["fencing", "lock", "lock+unlock"], rows))
 
 
+def section_readwrite(rw):
+    rows = [[kind] + [fmt(med(rw.get(kind), f"{what}_median_us")) for what in ("lock", "cycle")]
+            for kind in ("plain", "read", "write") if rw.get(kind)]
+    return ("## Read-write locks (N=5, C)\n\n"
+            "Median in microseconds of a plain lock, a read lock and a write lock of a "
+            "read-write lock, each alone on its name. A read lock runs rw.lua (the readers' list "
+            "beside the key); a write lock is taken as a plain lock is and released by rw.lua.\n\n"
+            + table(["kind", "lock", "lock+unlock"], rows))
+
+
 def section_kinds(title, text, column, figures, kinds):
     """A table of lock and lock+unlock medians, one row per kind of node."""
     rows = [[kind] + [fmt(med(figures.get(kind), f"{k}_median_us")) for k in ("lock", "cycle")]
@@ -413,6 +423,9 @@ def targets(res):
     r = ratio(res["fencing"].get("on"), res["fencing"].get("off"), "lock_median_us")
     out.append(("acquisition with fencing within 1.15x of without", fmt_ratio(r),
                 verdict(r, 1.15)))
+    rw = res.get("readwrite", {})
+    r = ratio(rw.get("read"), rw.get("plain"), "lock_median_us")
+    out.append(("read acquisition within 1.2x of a plain one", fmt_ratio(r), verdict(r, 1.2)))
     sentinel = res.get("sentinel", {})
     r = ratio(sentinel.get("sentinel"), sentinel.get("master"), "cycle_median_us")
     out.append(("lock+unlock on Sentinel nodes within 1.1x of their masters as redis://",
@@ -520,6 +533,8 @@ def write(out_dir, res, missing, settings, seconds):
         parts += [section_fairness(res["fairness"], settings), "\n"]
     if res["fencing"]:
         parts += [section_fencing(res["fencing"]), "\n"]
+    if res.get("readwrite"):
+        parts += [section_readwrite(res["readwrite"]), "\n"]
     if res.get("sentinel"):
         parts += [section_sentinel(res["sentinel"]), "\n"]
     if res.get("cluster"):

@@ -12,7 +12,7 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s --nodes URI[,URI...] [--cycles N] [--warmup N] [--lease MS] [--keys K]\n"
-            "          [--threads T] [--seconds S] [--hold-ms MS] [--fencing]\n"
+            "          [--threads T] [--seconds S] [--hold-ms MS] [--fencing] [--read | --write]\n"
             "          [--mode cycle|threads|contend|handoff] [--prefix NAME] [--wait-all]\n",
             prog);
     exit(64);
@@ -64,6 +64,10 @@ void bench_parse(bench_args *a, int argc, char **argv)
         }
         if (strcmp(opt, "--fencing") == 0) {
             a->fencing = 1;
+            continue;
+        }
+        if (strcmp(opt, "--read") == 0 || strcmp(opt, "--write") == 0) {
+            a->rw = strcmp(opt, "--read") == 0 ? 1 : 2;
             continue;
         }
         if (i + 1 == argc)

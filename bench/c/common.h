@@ -27,6 +27,8 @@ typedef struct bench_args {
     const char *prefix;   /* resource names start with this */
     int wait_all;         /* floor only: wait for every node's reply */
     int fencing;          /* ours only: with fencing tokens (option fencing) */
+    int rw;               /* ours only: a read-write lock's REDLOCK_READ (1, --read) or
+                             REDLOCK_WRITE (2, --write) lock in place of a plain one */
 } bench_args;
 
 /* Parses argv; prints usage and exits on a bad command line. */
