@@ -199,11 +199,7 @@ int redlock_op_lock_rw(redlock_op **out, redlock_ctx *ctx, const char *resource,
     *out = NULL;
     if (!ctx || !resource)
         return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "resource is NULL");
-    if (mode != REDLOCK_READ && mode != REDLOCK_WRITE)
-        return rl_fail(REDLOCK_EINVAL, "mode must be REDLOCK_READ or REDLOCK_WRITE, got %d",
-                       mode);
-    return rl_op_lock_rw(out, &ctx->client, resource, mode == REDLOCK_WRITE, held, ttl_ms,
-                         wait_ms, now_ms);
+    return rl_op_lock_rw(out, &ctx->client, resource, mode, held, ttl_ms, wait_ms, now_ms);
 }
 
 int redlock_op_extend(redlock_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now_ms)

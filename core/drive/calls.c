@@ -27,8 +27,8 @@ typedef struct call {
     redlock_handle *h;              /* extend, unlock */
     const char *const *names;       /* lock: n of them; query: names[0] */
     size_t n;
-    int mode;                       /* lock: 0 plain, or a read-write lock's REDLOCK_READ or
-                                     * REDLOCK_WRITE (of names[0]) */
+    bool rw;                        /* lock: a read-write lock's (of names[0]), of mode */
+    int mode;
     const redlock_handle *held;     /* ... with the caller's lock of it, or NULL */
     int64_t ttl_ms, wait_ms;
     bool force;                     /* query: a forced unlock */
@@ -54,9 +54,9 @@ static int place(call *c)
     int rc;
     switch (c->kind) {
     case CALL_LOCK:
-        rc = c->mode ? rl_op_lock_rw(&op, c->ctx, c->names[0], c->mode == REDLOCK_WRITE,
-                                     c->held, c->ttl_ms, c->wait_ms, now)
-                     : rl_op_lock(&op, c->ctx, c->names, c->n, c->ttl_ms, c->wait_ms, now);
+        rc = c->rw ? rl_op_lock_rw(&op, c->ctx, c->names[0], c->mode, c->held, c->ttl_ms,
+                                   c->wait_ms, now)
+                   : rl_op_lock(&op, c->ctx, c->names, c->n, c->ttl_ms, c->wait_ms, now);
         break;
     case CALL_QUERY:
         rc = rl_op_query(&op, c->ctx, c->names[0], c->force, now);
@@ -93,37 +93,41 @@ static int end(call *c, int rc)
 
 /* ---- the 1.0 API ---- */
 
-/* A lock call's checks: REDLOCK_OK, or the code with the message set. */
-static int check_lock(rl_client *ctx, const void *names, int mode)
+/* A lock call's checks (its mode is the operation's to check): REDLOCK_OK,
+ * or the code with the message set. */
+static int check_lock(rl_client *ctx, const void *names, bool rw)
 {
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
     if (!names)
-        return rl_fail(REDLOCK_EINVAL, mode ? "resource is NULL" : "resources is NULL");
-    if (mode != 0 && mode != REDLOCK_READ && mode != REDLOCK_WRITE)
-        return rl_fail(REDLOCK_EINVAL, "mode must be REDLOCK_READ or REDLOCK_WRITE, got %d",
-                       mode);
+        return rl_fail(REDLOCK_EINVAL, rw ? "resource is NULL" : "resources is NULL");
     return REDLOCK_OK;
 }
 
-static int lock_resources(redlock_handle **out, rl_client *ctx, const char *const *names,
-                          size_t n, int mode, const redlock_handle *held, int64_t ttl_ms,
-                          int64_t wait_ms)
+/* c, a lock call (kind, names, n, rw, mode and held set), run here. */
+static int lock_here(redlock_handle **out, call *c)
 {
     rl_clear_error();
     if (!out)
         return rl_fail(REDLOCK_EINVAL, "out is NULL");
     *out = NULL;
-    int rc = check_lock(ctx, names, mode);
+    int rc = check_lock(c->ctx, c->names, c->rw);
     if (rc != REDLOCK_OK)
         return rc;
-    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = names, .n = n, .mode = mode,
-               .held = held, .ttl_ms = ttl_ms, .wait_ms = wait_ms };
-    rc = place(&c);
-    if (c.op)
-        *out = rl_op_take_handle(c.op);
-    return end(&c, rc);
+    rc = place(c);
+    if (c->op)
+        *out = rl_op_take_handle(c->op);
+    return end(c, rc);
 }
+
+static int lock_resources(redlock_handle **out, rl_client *ctx, const char *const *names,
+                          size_t n, int64_t ttl_ms, int64_t wait_ms)
+{
+    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = names, .n = n, .ttl_ms = ttl_ms,
+               .wait_ms = wait_ms };
+    return lock_here(out, &c);
+}
+
 
 int redlock_lock(redlock_handle **out, redlock_ctx *ctx, const char *resource, int64_t ttl_ms,
                  int64_t wait_ms)
@@ -133,15 +137,16 @@ int redlock_lock(redlock_handle **out, redlock_ctx *ctx, const char *resource, i
             *out = NULL;
         return rl_fail(REDLOCK_EINVAL, "resource is NULL");
     }
-    return lock_resources(out, rl_client_of(ctx), &resource, 1, 0, NULL, ttl_ms, wait_ms);
+    return lock_resources(out, rl_client_of(ctx), &resource, 1, ttl_ms, wait_ms);
 }
 
 int redlock_lock_rw(redlock_handle **out, redlock_ctx *ctx, const char *resource, int mode,
                     const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms)
 {
-    const char *const *names = resource ? &resource : NULL;
-    return lock_resources(out, rl_client_of(ctx), names, 1, mode ? mode : -1, held, ttl_ms,
-                          wait_ms);
+    call c = { .kind = CALL_LOCK, .ctx = rl_client_of(ctx), .names = resource ? &resource : NULL,
+               .n = 1, .rw = true, .mode = mode, .held = held, .ttl_ms = ttl_ms,
+               .wait_ms = wait_ms };
+    return lock_here(out, &c);
 }
 
 int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const *resources,
@@ -153,8 +158,7 @@ int redlock_lock_multi(redlock_handle **out, redlock_ctx *ctx, const char *const
         return rl_fail(REDLOCK_EINVAL, !resources ? "resources is NULL"
                        : "n_resources must be from 1 to %d", REDLOCK_MAX_RESOURCES);
     }
-    return lock_resources(out, rl_client_of(ctx), resources, n_resources, 0, NULL, ttl_ms,
-                          wait_ms);
+    return lock_resources(out, rl_client_of(ctx), resources, n_resources, ttl_ms, wait_ms);
 }
 
 /* Runs a query or a forced unlock of resource, and gives its answer
@@ -262,11 +266,12 @@ int redlock_lock_rw_async(redlock_ctx *pair, const char *resource, int mode,
     rl_clear_error();
     if (!done)
         return rl_fail(REDLOCK_EINVAL, "done is NULL");
-    int rc = check_lock(ctx, resource, mode ? mode : -1);
+    int rc = check_lock(ctx, resource, true);
     if (rc != REDLOCK_OK)
         return rc;
-    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = &resource, .n = 1, .mode = mode,
-               .held = held, .ttl_ms = ttl_ms, .wait_ms = wait_ms, .done = done, .data = data };
+    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = &resource, .n = 1, .rw = true,
+               .mode = mode, .held = held, .ttl_ms = ttl_ms, .wait_ms = wait_ms, .done = done,
+               .data = data };
     return place(&c);
 }
 

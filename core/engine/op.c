@@ -1132,9 +1132,13 @@ int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
     return lock_new(out, ctx, names, n, RL_LOCK_PLAIN, "", ttl_ms, wait_ms, now);
 }
 
-int rl_op_lock_rw(rl_op **out, rl_client *ctx, const char *name, bool write,
+int rl_op_lock_rw(rl_op **out, rl_client *ctx, const char *name, int mode,
                   const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms, int64_t now)
 {
+    if (mode != REDLOCK_READ && mode != REDLOCK_WRITE)
+        return rl_fail(REDLOCK_EINVAL, "mode must be REDLOCK_READ or REDLOCK_WRITE, got %d",
+                       mode);
+    bool write = mode == REDLOCK_WRITE;
     const char *joins = "";
     if (held) {
         size_t p = ctx->opt.key_prefix_len;

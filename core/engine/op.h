@@ -60,12 +60,12 @@ typedef struct redlock_op rl_op;
  * thread's message set, or makes an operation that starts at `now`. */
 int rl_op_lock(rl_op **out, struct rl_client *ctx, const char *const *names, size_t n,
                int64_t ttl_ms, int64_t wait_ms, int64_t now);
-/* A read-write lock's read lock (write false: shared with other readers)
- * or write lock (exclusive, and exclusive of a plain lock of the same
- * name) of name. held, when not NULL, is a lock of the same read-write
+/* A read-write lock's read lock (mode REDLOCK_READ: shared with other
+ * readers) or write lock (REDLOCK_WRITE: exclusive, and exclusive of a
+ * plain lock of the same name) of name; another mode is REDLOCK_EINVAL. held, when not NULL, is a lock of the same read-write
  * lock that the caller holds: its write lock lets a read lock join it (a
  * downgrade); its read lock refuses the write lock (no upgrade: EINVAL). */
-int rl_op_lock_rw(rl_op **out, struct rl_client *ctx, const char *name, bool write,
+int rl_op_lock_rw(rl_op **out, struct rl_client *ctx, const char *name, int mode,
                   const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms, int64_t now);
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
 int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);

@@ -725,8 +725,7 @@ static void start_op(world *w, client *cl, int kind)
         names_of(cl, names, ptrs);
         int64_t lease = between(&cl->rnd, 50, MAX_LEASE);
         int64_t wait = chance(&cl->rnd, 0.5) ? 0 : between(&cl->rnd, 1, 1000);
-        rc = cl->mode ? rl_op_lock_rw(&cl->op, cl->ctx, ptrs[0], cl->mode == REDLOCK_WRITE,
-                                      NULL, lease, wait, c)
+        rc = cl->mode ? rl_op_lock_rw(&cl->op, cl->ctx, ptrs[0], cl->mode, NULL, lease, wait, c)
                       : rl_op_lock(&cl->op, cl->ctx, ptrs, (size_t)cl->n_res, lease, wait, c);
         trace(w, "c%d %slock r%d%s lease %" PRId64 " wait %" PRId64, cl->id,
               (const char *[]){ "", "read ", "write " }[cl->mode], cl->res[0],
