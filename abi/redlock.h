@@ -78,6 +78,7 @@ extern "C" {
 #define REDLOCK_MAX_RESOURCES    100000
 #define REDLOCK_MAX_NAME_BYTES   4096       /* a resource name, key_prefix included */
 #define REDLOCK_MAX_TTL_MS       2147483647 /* about 24.8 days */
+#define REDLOCK_MAX_PERMITS      10000      /* a semaphore's permits (1.2) */
 
 /* A client: the nodes, their connections and the options. Thread-safe (above). */
 typedef struct redlock_ctx redlock_ctx;
@@ -612,6 +613,72 @@ REDLOCK_API int redlock_lock_rw(redlock_handle **out, redlock_ctx *ctx, const ch
 REDLOCK_API int redlock_lock_rw_async(redlock_ctx *ctx, const char *resource, int mode,
                                       const redlock_handle *held, int64_t ttl_ms,
                                       int64_t wait_ms, redlock_done_fn done, void *data);
+
+/*
+ * A permit of a semaphore (1.2): resource names a semaphore of `permits`
+ * permits (1 to REDLOCK_MAX_PERMITS), at most that many held at once by all
+ * its clients together; the handle is the permit, and its token
+ * (redlock_handle_token) the permit's id. It is extended, released, watched
+ * (renewed, with the lost signal) and freed as a lock is; its release wakes
+ * one call waiting for a permit. A semaphore is not a lock: a lock and a
+ * semaphore of the same name do not exclude each other.
+ *
+ * Every client of the semaphore must give the same `permits`: a node that
+ * holds permits of the semaphore under another number refuses with
+ * REDLOCK_EINVAL, and the message says both numbers.
+ *
+ * Over N nodes a permit is held on more than permits * N / (permits + 1)
+ * of them, each of which lets at most `permits` hold it: then no more than
+ * `permits` clients can hold it at once (on a majority, with 3 nodes and 2
+ * permits, holders on {A,B}, {B,C} and {A,C} would be 3). So fewer nodes
+ * may fail as permits grow: with N = 5, 2 may fail for 1 permit, 1 for 2
+ * or 3 permits, none from 4 permits on (docs/kinds.md has the table).
+ * Other arguments and codes as redlock_lock; REDLOCK_ELOCKED when every
+ * permit stayed taken until wait_ms ran out.
+ */
+REDLOCK_API int redlock_acquire_permit(redlock_handle **out, redlock_ctx *ctx,
+                                       const char *resource, int permits, int64_t ttl_ms,
+                                       int64_t wait_ms);
+/* redlock_acquire_permit on the client's thread, as redlock_lock_async. */
+REDLOCK_API int redlock_acquire_permit_async(redlock_ctx *ctx, const char *resource,
+                                             int permits, int64_t ttl_ms, int64_t wait_ms,
+                                             redlock_done_fn done, void *data);
+/*
+ * How many permits of the semaphore resource (of `permits`) could be taken
+ * now: the nodes are asked how many each has free, and *available is the
+ * number free on a permit's quorum of them (a node that does not answer has
+ * none). REDLOCK_OK when a permit's quorum answered; REDLOCK_ENOQUORUM
+ * (with *available 0) when too few did; REDLOCK_EINVAL when a node has the
+ * semaphore under another number of permits. For display and diagnosis: the
+ * answer may be stale as soon as it is given.
+ */
+REDLOCK_API int redlock_permits_available(redlock_ctx *ctx, const char *resource, int permits,
+                                          int *available);
+
+/*
+ * A fair lock of resource (1.2): waiters get it in the order they arrived,
+ * across clients and nodes. It is the plain lock of the name (the same key:
+ * a plain lock of the name excludes it, and is taken without waiting its
+ * turn), extended, released, watched and freed as any lock.
+ *
+ * A call refused at first is given a ticket, one more than the counters of
+ * the nodes it asked, and queued under it on every node; every node orders
+ * its queue by ticket, so the waiter that arrived first heads every queue
+ * it is on, and the lock goes to the head alone. A waiter keeps its place
+ * while it tries again: one that dies or gives up (wait_ms ran out) leaves
+ * every queue 2 x (retry_delay_ms + retry_jitter_ms + node_timeout_ms)
+ * after its last attempt (700 ms by default), and the next one gets its
+ * turn. A release wakes the head alone (on its own channel: the key,
+ * ":waiter:" and its id; an ACL that grants channels must grant these).
+ * Arrival is counted from the end of a waiter's first refused attempt: of
+ * two calls that overlap until then, either may come first. Fence 0: a fair
+ * lock has no fence. Other arguments and codes as redlock_lock.
+ */
+REDLOCK_API int redlock_lock_fair(redlock_handle **out, redlock_ctx *ctx, const char *resource,
+                                  int64_t ttl_ms, int64_t wait_ms);
+/* redlock_lock_fair on the client's thread, as redlock_lock_async. */
+REDLOCK_API int redlock_lock_fair_async(redlock_ctx *ctx, const char *resource, int64_t ttl_ms,
+                                        int64_t wait_ms, redlock_done_fn done, void *data);
 
 #ifdef __cplusplus
 }

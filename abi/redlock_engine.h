@@ -184,6 +184,13 @@ REDLOCK_API int redlock_op_lock(redlock_op **out, redlock_ctx *ctx, const char *
 REDLOCK_API int redlock_op_lock_rw(redlock_op **out, redlock_ctx *ctx, const char *resource,
                                    int mode, const redlock_handle *held, int64_t ttl_ms,
                                    int64_t wait_ms, int64_t now_ms);
+/* A fair lock (redlock_lock_fair). */
+REDLOCK_API int redlock_op_lock_fair(redlock_op **out, redlock_ctx *ctx, const char *resource,
+                                     int64_t ttl_ms, int64_t wait_ms, int64_t now_ms);
+/* A permit of a semaphore (redlock_acquire_permit's permits). */
+REDLOCK_API int redlock_op_acquire_permit(redlock_op **out, redlock_ctx *ctx,
+                                          const char *resource, int permits, int64_t ttl_ms,
+                                          int64_t wait_ms, int64_t now_ms);
 REDLOCK_API int redlock_op_extend(redlock_op **out, redlock_handle *h, int64_t ttl_ms,
                                   int64_t now_ms);
 REDLOCK_API int redlock_op_unlock(redlock_op **out, redlock_handle *h, int64_t now_ms);
@@ -195,6 +202,13 @@ REDLOCK_API int redlock_op_inspect(redlock_op **out, redlock_ctx *ctx, const cha
                                    int64_t now_ms);
 REDLOCK_API int redlock_op_force_unlock(redlock_op **out, redlock_ctx *ctx, const char *resource,
                                         int64_t now_ms);
+/* A query of a semaphore's permits (redlock_permits_available); once done,
+ * redlock_op_available. */
+REDLOCK_API int redlock_op_permits(redlock_op **out, redlock_ctx *ctx, const char *resource,
+                                   int permits, int64_t now_ms);
+/* A finished query of permits: how many could be taken now (0 for another
+ * operation, or one that failed). */
+REDLOCK_API int redlock_op_available(const redlock_op *op);
 /* A PING of every node (redlock_ctx_ping); its status once done. */
 REDLOCK_API int redlock_op_ping(redlock_op **out, redlock_ctx *ctx, int64_t now_ms);
 /* A finished query's answer, as redlock_inspect gives it: 1 when locked,

@@ -548,14 +548,15 @@ def run_all(args, runner, nodes, workdir):
             keep("fencing", "on" if fenced else "off", runner.run(
                 "ours-c", nodes[:5], "bench:fence",
                 ["--cycles", cycles, "--warmup", warmup] + (["--fencing"] if fenced else [])))
-        # A read-write lock's read and write locks against a plain lock, one
+        # A read-write lock's read and write locks, and a permit of a
+        # semaphore of 2 (held on 4 of the 5 nodes), against a plain lock, one
         # after the other on the same nodes.
-        for kind in ("plain", "read", "write") if "readwrite" in args.only \
+        for kind in ("plain", "read", "write", "permit") if "readwrite" in args.only \
                 and runner.available("ours-c") else ():
             keep("readwrite", kind, runner.run(
                 "ours-c", nodes[:5], f"bench:rw-{kind}",
                 ["--cycles", cycles, "--warmup", warmup]
-                + ([f"--{kind}"] if kind != "plain" else [])))
+                + ({"plain": [], "permit": ["--permits", "2"]}.get(kind, [f"--{kind}"]))))
         for name, n in HANDOFF_CLIENTS if "handoff" in args.only else ():
             if runner.available(name):
                 keep("handoff", f"{name}|{n}", runner.run(

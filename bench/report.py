@@ -333,11 +333,13 @@ def section_fencing(fencing):
 
 def section_readwrite(rw):
     rows = [[kind] + [fmt(med(rw.get(kind), f"{what}_median_us")) for what in ("lock", "cycle")]
-            for kind in ("plain", "read", "write") if rw.get(kind)]
-    return ("## Read-write locks (N=5, C)\n\n"
+            for kind in ("plain", "read", "write", "permit") if rw.get(kind)]
+    return ("## Read-write locks and semaphores (N=5, C)\n\n"
             "Median in microseconds of a plain lock, a read lock and a write lock of a "
-            "read-write lock, each alone on its name. A read lock runs rw.lua (the readers' list "
-            "beside the key); a write lock is taken as a plain lock is and released by rw.lua.\n\n"
+            "read-write lock, and a permit of a semaphore of 2, each alone on its name. A read "
+            "lock runs rw.lua (the readers' list beside the key); a write lock is taken as a "
+            "plain lock is and released by rw.lua; a permit runs sem.lua and waits for 4 of "
+            "the 5 nodes (a permit's quorum for 2 permits), where a lock waits for 3.\n\n"
             + table(["kind", "lock", "lock+unlock"], rows))
 
 
@@ -426,6 +428,8 @@ def targets(res):
     rw = res.get("readwrite", {})
     r = ratio(rw.get("read"), rw.get("plain"), "lock_median_us")
     out.append(("read acquisition within 1.2x of a plain one", fmt_ratio(r), verdict(r, 1.2)))
+    r = ratio(rw.get("permit"), rw.get("plain"), "lock_median_us")
+    out.append(("a permit (of 2) within 1.5x of a plain lock", fmt_ratio(r), verdict(r, 1.5)))
     sentinel = res.get("sentinel", {})
     r = ratio(sentinel.get("sentinel"), sentinel.get("master"), "cycle_median_us")
     out.append(("lock+unlock on Sentinel nodes within 1.1x of their masters as redis://",

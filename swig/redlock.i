@@ -43,6 +43,8 @@
 %ignore redlock_extend_async;
 %ignore redlock_unlock_async;
 %ignore redlock_lock_rw_async;
+%ignore redlock_acquire_permit_async;
+%ignore redlock_lock_fair_async;
 %ignore redlock_done_fn;
 %ignore redlock_handle_watch;
 %ignore redlock_lost_fn;

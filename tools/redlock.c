@@ -65,6 +65,8 @@ struct config {
     int64_t wait_ms; /* WAIT_UNTIL_FREE unless -w */
     bool nonblock;   /* -n: one attempt, whatever -w says (as in flock) */
     bool shared;     /* -s: NAME's read lock (a read-write lock's); -x: the exclusive one */
+    int permits;     /* --permits N: a permit of NAME's semaphore of N; 0: a lock */
+    bool fair;       /* --fair: NAME's fair lock (waiters served in arrival order) */
     bool check;      /* --check: no lock; the nodes' health */
     const char *password_file;
     int conflict_exit;
@@ -103,6 +105,13 @@ static const char usage_head[] =
     "                               read lock of NAME's read-write lock)\n"
     "  -x, -e, --exclusive          take the exclusive lock (the default): alone,\n"
     "                               as a plain lock or a write lock of NAME\n"
+    "      --fair                   take NAME's fair lock: exclusive, and waiting\n"
+    "                               commands get it in the order they came\n"
+    "      --permits N              take one of N permits of NAME's semaphore: at\n"
+    "                               most N commands of NAME run at once, across\n"
+    "                               machines; every command of NAME must give the\n"
+    "                               same N. Fewer nodes may be down as N grows\n"
+    "                               (a permit is taken on more than N*nodes/(N+1))\n"
     "  -n, --nonblock, --nb         make one attempt: fail at once (see -E) when\n"
     "                               someone else holds the lock; wins over -w\n"
     "  -w, --wait, --timeout DURATION\n"
@@ -165,7 +174,8 @@ static const char usage_tail[] =
     "  REDLOCK_PASSWORD  password for the nodes whose URI has none, when no\n"
     "                    --password-file is given. Passwords are never printed.\n"
     "COMMAND runs with REDLOCK_NAME (NAME) and REDLOCK_TOKEN (the lock's token,\n"
-    "the value stored in the Redis key) added to its environment, and with\n"
+    "the value stored in the Redis key; with --permits, the permit's id) added\n"
+    "to its environment, and with\n"
     "fencing on REDLOCK_FENCE: a number larger for every later holder of NAME,\n"
     "for the storage COMMAND writes to, to refuse writes of an older holder.\n"
     "\n"
@@ -190,7 +200,8 @@ static const char usage_tail[] =
     "  70   other error\n"
     "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM if it\n"
     "       was still running)\n"
-    "  75   someone else holds the lock: with -n, or when -w ran out (see -E)\n"
+    "  75   someone else holds the lock (--permits: every permit is taken):\n"
+    "       with -n, or when -w ran out (see -E)\n"
     "  77   permission denied: a node refused the credentials, or its ACL\n"
     "       does not allow a command or key the tool uses (NOPERM: the message\n"
     "       names the node and what it refused), or TLS failed (its handshake\n"
@@ -380,6 +391,19 @@ static int exit_code_arg(const char *text)
     return (int)value;
 }
 
+static int permits_arg(const char *text)
+{
+    char *end;
+    long value;
+
+    errno = 0;
+    value = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || value < 1 || value > REDLOCK_MAX_PERMITS)
+        usage_error("--permits takes a number from 1 to %d, not '%s'", REDLOCK_MAX_PERMITS,
+                    text);
+    return (int)value;
+}
+
 /* Whether NAME looks like the list of nodes that "-n URI" used to give. */
 static bool looks_like_nodes(const char *name)
 {
@@ -424,11 +448,15 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         OPT_PASSWORD_FILE,
         OPT_FENCING,
         OPT_CHECK,
+        OPT_PERMITS,
+        OPT_FAIR,
     };
     /* One option a line: tests/cli checks that --help documents each of them. */
     static const struct option long_options[] = {
         {"shared", no_argument, NULL, 's'},
         {"exclusive", no_argument, NULL, 'x'},
+        {"permits", required_argument, NULL, OPT_PERMITS},
+        {"fair", no_argument, NULL, OPT_FAIR},
         {"nonblock", no_argument, NULL, 'n'},
         {"nb", no_argument, NULL, 'n'},
         {"wait", required_argument, NULL, 'w'},
@@ -473,6 +501,12 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         case 'x':
         case 'e':
             cfg->shared = false;   /* the later of -s and -x wins, as in flock */
+            break;
+        case OPT_PERMITS:
+            cfg->permits = permits_arg(optarg);
+            break;
+        case OPT_FAIR:
+            cfg->fair = true;
             break;
         case 'n':
             cfg->nonblock = true;
@@ -541,6 +575,12 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         }
         long_index = -1;
     }
+    if (cfg->permits > 0 && cfg->shared)
+        usage_error("--permits and --shared do not go together: a permit is neither "
+                    "shared nor exclusive");
+    if (cfg->fair && (cfg->shared || cfg->permits > 0))
+        usage_error("--fair goes with neither --shared nor --permits: the fair lock is "
+                    "exclusive");
     if (cfg->check) {
         if (optind < argc)
             usage_error("--check takes no NAME or COMMAND; unexpected '%s'", argv[optind]);
@@ -1222,9 +1262,16 @@ static int acquire_and_run(redlock_ctx *ctx, const struct config *cfg)
     redlock_set_interrupt_check(wait_interrupted, NULL);
     /* The exclusive lock is a plain lock: one key with a write lock of the
      * name, which no read lock shares. */
-    rc = cfg->shared ? redlock_lock_rw(&lock, ctx, cfg->name, REDLOCK_READ, NULL, cfg->ttl_ms,
-                                       wait_for(cfg))
-                     : redlock_lock(&lock, ctx, cfg->name, cfg->ttl_ms, wait_for(cfg));
+    if (cfg->fair)
+        rc = redlock_lock_fair(&lock, ctx, cfg->name, cfg->ttl_ms, wait_for(cfg));
+    else if (cfg->permits > 0)
+        rc = redlock_acquire_permit(&lock, ctx, cfg->name, cfg->permits, cfg->ttl_ms,
+                                    wait_for(cfg));
+    else if (cfg->shared)
+        rc = redlock_lock_rw(&lock, ctx, cfg->name, REDLOCK_READ, NULL, cfg->ttl_ms,
+                             wait_for(cfg));
+    else
+        rc = redlock_lock(&lock, ctx, cfg->name, cfg->ttl_ms, wait_for(cfg));
     redlock_set_interrupt_check(NULL, NULL);
     if (wait_interrupted_by != 0) {
         if (rc == REDLOCK_OK) { /* taken as the signal came: give it back */

@@ -13,6 +13,7 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s --nodes URI[,URI...] [--cycles N] [--warmup N] [--lease MS] [--keys K]\n"
             "          [--threads T] [--seconds S] [--hold-ms MS] [--fencing] [--read | --write]\n"
+            "          [--permits P]\n"
             "          [--mode cycle|threads|contend|handoff] [--prefix NAME] [--wait-all]\n",
             prog);
     exit(64);
@@ -93,6 +94,8 @@ void bench_parse(bench_args *a, int argc, char **argv)
             a->mode = val;
         else if (strcmp(opt, "--prefix") == 0)
             a->prefix = val;
+        else if (strcmp(opt, "--permits") == 0)
+            a->permits = number(argv[0], val, 1);
         else
             usage(argv[0]);
     }

@@ -72,7 +72,8 @@ static int cycle(redlock_ctx *ctx, const bench_args *a, const char *const *names
 {
     redlock_handle *h;
     int64_t t0 = bench_now_ns();
-    int rc = a->rw ? redlock_lock_rw(&h, ctx, names[0], a->rw, NULL, a->lease_ms, 0)
+    int rc = a->permits ? redlock_acquire_permit(&h, ctx, names[0], a->permits, a->lease_ms, 0)
+           : a->rw ? redlock_lock_rw(&h, ctx, names[0], a->rw, NULL, a->lease_ms, 0)
            : a->keys == 1 ? redlock_lock(&h, ctx, names[0], a->lease_ms, 0)
                           : redlock_lock_multi(&h, ctx, names, (size_t)a->keys, a->lease_ms, 0);
     if (rc != REDLOCK_OK)

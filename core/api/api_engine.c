@@ -189,9 +189,9 @@ int redlock_op_lock(redlock_op **out, redlock_ctx *ctx, const char *const *resou
     return rl_op_lock(out, &ctx->client, resources, n_resources, ttl_ms, wait_ms, now_ms);
 }
 
-int redlock_op_lock_rw(redlock_op **out, redlock_ctx *ctx, const char *resource, int mode,
-                       const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms,
-                       int64_t now_ms)
+/* The checks every operation of one resource starts with: REDLOCK_OK (*out
+ * NULL), or the code with the message set. */
+static int one_resource(redlock_op **out, const redlock_ctx *ctx, const char *resource)
 {
     rl_clear_error();
     if (!out)
@@ -199,7 +199,50 @@ int redlock_op_lock_rw(redlock_op **out, redlock_ctx *ctx, const char *resource,
     *out = NULL;
     if (!ctx || !resource)
         return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "resource is NULL");
+    return REDLOCK_OK;
+}
+
+int redlock_op_lock_rw(redlock_op **out, redlock_ctx *ctx, const char *resource, int mode,
+                       const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms,
+                       int64_t now_ms)
+{
+    int rc = one_resource(out, ctx, resource);
+    if (rc != REDLOCK_OK)
+        return rc;
     return rl_op_lock_rw(out, &ctx->client, resource, mode, held, ttl_ms, wait_ms, now_ms);
+}
+
+int redlock_op_lock_fair(redlock_op **out, redlock_ctx *ctx, const char *resource,
+                         int64_t ttl_ms, int64_t wait_ms, int64_t now_ms)
+{
+    int rc = one_resource(out, ctx, resource);
+    if (rc != REDLOCK_OK)
+        return rc;
+    return rl_op_lock_fair(out, &ctx->client, resource, ttl_ms, wait_ms, now_ms);
+}
+
+int redlock_op_acquire_permit(redlock_op **out, redlock_ctx *ctx, const char *resource,
+                              int permits, int64_t ttl_ms, int64_t wait_ms, int64_t now_ms)
+{
+    int rc = one_resource(out, ctx, resource);
+    if (rc != REDLOCK_OK)
+        return rc;
+    return rl_op_acquire_permit(out, &ctx->client, resource, permits, ttl_ms, wait_ms, now_ms);
+}
+
+int redlock_op_permits(redlock_op **out, redlock_ctx *ctx, const char *resource, int permits,
+                       int64_t now_ms)
+{
+    int rc = one_resource(out, ctx, resource);
+    if (rc != REDLOCK_OK)
+        return rc;
+    return rl_op_permits(out, &ctx->client, resource, permits, now_ms);
+}
+
+int redlock_op_available(const redlock_op *op)
+{
+    return op && rl_op_done(op) && rl_op_status(op) == REDLOCK_OK ? (int)rl_op_available(op)
+                                                                  : 0;
 }
 
 int redlock_op_extend(redlock_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now_ms)

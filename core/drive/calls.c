@@ -30,6 +30,9 @@ typedef struct call {
     bool rw;                        /* lock: a read-write lock's (of names[0]), of mode */
     int mode;
     const redlock_handle *held;     /* ... with the caller's lock of it, or NULL */
+    bool fair;                      /* lock: the fair lock of names[0] */
+    bool sem;                       /* lock, query: a permit of the semaphore names[0], */
+    int permits;                    /* ... of this many permits (the operation checks it) */
     int64_t ttl_ms, wait_ms;
     bool force;                     /* query: a forced unlock */
     redlock_done_fn done;           /* asynchronous: called on the client's thread */
@@ -56,10 +59,14 @@ static int place(call *c)
     case CALL_LOCK:
         rc = c->rw ? rl_op_lock_rw(&op, c->ctx, c->names[0], c->mode, c->held, c->ttl_ms,
                                    c->wait_ms, now)
-                   : rl_op_lock(&op, c->ctx, c->names, c->n, c->ttl_ms, c->wait_ms, now);
+           : c->fair ? rl_op_lock_fair(&op, c->ctx, c->names[0], c->ttl_ms, c->wait_ms, now)
+           : c->sem ? rl_op_acquire_permit(&op, c->ctx, c->names[0], c->permits, c->ttl_ms,
+                                               c->wait_ms, now)
+           : rl_op_lock(&op, c->ctx, c->names, c->n, c->ttl_ms, c->wait_ms, now);
         break;
     case CALL_QUERY:
-        rc = rl_op_query(&op, c->ctx, c->names[0], c->force, now);
+        rc = c->sem ? rl_op_permits(&op, c->ctx, c->names[0], c->permits, now)
+                        : rl_op_query(&op, c->ctx, c->names[0], c->force, now);
         break;
     case CALL_PING:
         rc = rl_op_ping(&op, c->ctx, now);
@@ -93,14 +100,14 @@ static int end(call *c, int rc)
 
 /* ---- the 1.0 API ---- */
 
-/* A lock call's checks (its mode is the operation's to check): REDLOCK_OK,
- * or the code with the message set. */
-static int check_lock(rl_client *ctx, const void *names, bool rw)
+/* A lock call's checks (its mode and permits are the operation's to
+ * check): REDLOCK_OK, or the code with the message set. */
+static int check_lock(rl_client *ctx, const void *names, bool one)
 {
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
     if (!names)
-        return rl_fail(REDLOCK_EINVAL, rw ? "resource is NULL" : "resources is NULL");
+        return rl_fail(REDLOCK_EINVAL, one ? "resource is NULL" : "resources is NULL");
     return REDLOCK_OK;
 }
 
@@ -111,7 +118,7 @@ static int lock_here(redlock_handle **out, call *c)
     if (!out)
         return rl_fail(REDLOCK_EINVAL, "out is NULL");
     *out = NULL;
-    int rc = check_lock(c->ctx, c->names, c->rw);
+    int rc = check_lock(c->ctx, c->names, c->rw || c->sem || c->fair);
     if (rc != REDLOCK_OK)
         return rc;
     rc = place(c);
@@ -145,6 +152,23 @@ int redlock_lock_rw(redlock_handle **out, redlock_ctx *ctx, const char *resource
 {
     call c = { .kind = CALL_LOCK, .ctx = rl_client_of(ctx), .names = resource ? &resource : NULL,
                .n = 1, .rw = true, .mode = mode, .held = held, .ttl_ms = ttl_ms,
+               .wait_ms = wait_ms };
+    return lock_here(out, &c);
+}
+
+int redlock_lock_fair(redlock_handle **out, redlock_ctx *ctx, const char *resource,
+                      int64_t ttl_ms, int64_t wait_ms)
+{
+    call c = { .kind = CALL_LOCK, .ctx = rl_client_of(ctx), .names = resource ? &resource : NULL,
+               .n = 1, .fair = true, .ttl_ms = ttl_ms, .wait_ms = wait_ms };
+    return lock_here(out, &c);
+}
+
+int redlock_acquire_permit(redlock_handle **out, redlock_ctx *ctx, const char *resource,
+                           int permits, int64_t ttl_ms, int64_t wait_ms)
+{
+    call c = { .kind = CALL_LOCK, .ctx = rl_client_of(ctx), .names = resource ? &resource : NULL,
+               .n = 1, .sem = true, .permits = permits, .ttl_ms = ttl_ms,
                .wait_ms = wait_ms };
     return lock_here(out, &c);
 }
@@ -199,6 +223,24 @@ int redlock_force_unlock(redlock_ctx *ctx, const char *resource, int *deleted)
     if (deleted)
         *deleted = (int)n;
     return rc;
+}
+
+int redlock_permits_available(redlock_ctx *pair, const char *resource, int permits,
+                              int *available)
+{
+    rl_client *ctx = rl_client_of(pair);
+    rl_clear_error();
+    if (available)
+        *available = 0;
+    int rc = check_lock(ctx, resource, true);
+    if (rc != REDLOCK_OK)
+        return rc;
+    call c = { .kind = CALL_QUERY, .ctx = ctx, .names = &resource, .n = 1,
+               .sem = true, .permits = permits };
+    rc = place(&c);
+    if (c.op && rc == REDLOCK_OK && available)
+        *available = (int)rl_op_available(c.op);
+    return end(&c, rc);
 }
 
 int redlock_ctx_ping(redlock_ctx *pair, int *answered)
@@ -258,21 +300,46 @@ int redlock_lock_async(redlock_ctx *pair, const char *const *resources, size_t n
     return place(&c);
 }
 
+/* c, a lock call of one resource (its kind's fields, ttl_ms, wait_ms,
+ * done and data set), handed to the client's thread once checked. */
+static int lock_one_async(call *c, redlock_ctx *pair, const char *resource)
+{
+    rl_clear_error();
+    if (!c->done)
+        return rl_fail(REDLOCK_EINVAL, "done is NULL");
+    c->kind = CALL_LOCK;
+    c->ctx = rl_client_of(pair);
+    int rc = check_lock(c->ctx, resource, true);
+    if (rc != REDLOCK_OK)
+        return rc;
+    c->names = &resource;
+    c->n = 1;
+    return place(c);
+}
+
 int redlock_lock_rw_async(redlock_ctx *pair, const char *resource, int mode,
                           const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms,
                           redlock_done_fn done, void *data)
 {
-    rl_client *ctx = rl_client_of(pair);
-    rl_clear_error();
-    if (!done)
-        return rl_fail(REDLOCK_EINVAL, "done is NULL");
-    int rc = check_lock(ctx, resource, true);
-    if (rc != REDLOCK_OK)
-        return rc;
-    call c = { .kind = CALL_LOCK, .ctx = ctx, .names = &resource, .n = 1, .rw = true,
-               .mode = mode, .held = held, .ttl_ms = ttl_ms, .wait_ms = wait_ms, .done = done,
-               .data = data };
-    return place(&c);
+    call c = { .rw = true, .mode = mode, .held = held, .ttl_ms = ttl_ms, .wait_ms = wait_ms,
+               .done = done, .data = data };
+    return lock_one_async(&c, pair, resource);
+}
+
+int redlock_lock_fair_async(redlock_ctx *pair, const char *resource, int64_t ttl_ms,
+                            int64_t wait_ms, redlock_done_fn done, void *data)
+{
+    call c = { .fair = true, .ttl_ms = ttl_ms, .wait_ms = wait_ms, .done = done, .data = data };
+    return lock_one_async(&c, pair, resource);
+}
+
+int redlock_acquire_permit_async(redlock_ctx *pair, const char *resource, int permits,
+                                 int64_t ttl_ms, int64_t wait_ms, redlock_done_fn done,
+                                 void *data)
+{
+    call c = { .sem = true, .permits = permits, .ttl_ms = ttl_ms, .wait_ms = wait_ms,
+               .done = done, .data = data };
+    return lock_one_async(&c, pair, resource);
 }
 
 /* An extend or an unlock of h, asynchronously. */

@@ -155,14 +155,34 @@ static bool rw(const rl_cmd *cmd)
     case RL_CMD_EXTEND:
     case RL_CMD_EXTEND_MANY:
     case RL_CMD_RELEASE:
-        return kind != RL_LOCK_PLAIN;
+        return kind == RL_LOCK_READ || kind == RL_LOCK_WRITE;
     default:
         return false;
     }
 }
 
+/* Whether cmd goes to sem.lua: every call of a semaphore's permit, and a
+ * query of its permits. */
+static bool sem(const rl_cmd *cmd)
+{
+    return cmd->kind != RL_CMD_PING && cmd->kind != RL_CMD_FORCE && cmd->kind != RL_CMD_FENCE
+        && cmd->keys->kind == RL_LOCK_PERMIT;
+}
+
+/* Whether cmd goes to fair.lua: a fair lock's acquire and release (its
+ * extend is a plain lock's). */
+static bool fair(const rl_cmd *cmd)
+{
+    return cmd->keys->kind == RL_LOCK_FAIR
+        && (cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_RELEASE);
+}
+
 static const rl_script *script_of(const rl_cmd *cmd)
 {
+    if (fair(cmd))
+        return &rl_script_fair;
+    if (sem(cmd))
+        return &rl_script_sem;
     if (rw(cmd))
         return &rl_script_rw;
     switch (cmd->kind) {
@@ -229,33 +249,76 @@ static char *beside(const char *key, bool cluster, const char *suffix, size_t *l
     return name;
 }
 
-/* Formats a read-write lock's call (scripts/rw.lua): EVALSHA/EVAL script 2
- * key readers call token [lease [joins]]. */
+/* Formats a call of a script on a key and the key beside it (suffix):
+ * EVALSHA/EVAL script 2 key beside args... */
+static int format_beside(const rl_cmd *cmd, rl_form form, bool cluster, const rl_script *script,
+                         const char *suffix, const char *const *args, int n_args, rl_bytes *out)
+{
+    size_t blen;
+    char *beside_key = beside(cmd->keys->k[0], cluster, suffix, &blen);
+    if (!beside_key)
+        return REDLOCK_ENOMEM;
+    const char *argv[12] = {
+        form == RL_FORM_EVAL ? "EVAL" : "EVALSHA",
+        form == RL_FORM_EVAL ? script->body : script->sha1,
+        "2", cmd->keys->k[0], beside_key,
+    };
+    size_t lens[12];
+    int argc = 5 + n_args;
+    for (int i = 0; i < n_args; i++)
+        argv[5 + i] = args[i];
+    for (int i = 0; i < argc; i++)
+        lens[i] = i == 4 ? blen : strlen(argv[i]);
+    int rc = rl_bytes_format_len(out, argc, argv, lens);
+    free(beside_key);
+    return rc;
+}
+
+/* A read-write lock's call (scripts/rw.lua): call token [lease [joins]]. */
 static int format_rw(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
 {
     bool read = cmd->keys->kind == RL_LOCK_READ, many = cmd->kind == RL_CMD_EXTEND_MANY;
     const char *call = cmd->kind == RL_CMD_ACQUIRE ? "read"
                      : cmd->kind == RL_CMD_RELEASE ? (read ? "read_release" : "write_release")
                      : (read ? "read_extend" : "write_extend");
-    size_t rlen;
-    char *readers = beside(cmd->keys->k[0], cluster, "readers", &rlen);
-    if (!readers)
-        return REDLOCK_ENOMEM;
     char lease[24];
     snprintf(lease, sizeof lease, "%lld", (long long)(many ? cmd->leases[0] : cmd->ttl_ms));
-    const char *argv[10] = {
-        form == RL_FORM_EVAL ? "EVAL" : "EVALSHA",
-        form == RL_FORM_EVAL ? rl_script_rw.body : rl_script_rw.sha1,
-        "2", cmd->keys->k[0], readers, call, many ? cmd->tokens[0] : cmd->token, lease,
-        cmd->joins,
-    };
-    int argc = cmd->kind == RL_CMD_RELEASE ? 7 : cmd->kind == RL_CMD_ACQUIRE ? 9 : 8;
-    size_t lens[10];
-    for (int i = 0; i < argc; i++)
-        lens[i] = i == 4 ? rlen : strlen(argv[i]);
-    int rc = rl_bytes_format_len(out, argc, argv, lens);
-    free(readers);
-    return rc;
+    const char *args[4] = { call, many ? cmd->tokens[0] : cmd->token, lease, cmd->joins };
+    int n = cmd->kind == RL_CMD_RELEASE ? 2 : cmd->kind == RL_CMD_ACQUIRE ? 4 : 3;
+    return format_beside(cmd, form, cluster, &rl_script_rw, "readers", args, n, out);
+}
+
+/* A semaphore's call (scripts/sem.lua): call token permits [lease]. */
+static int format_sem(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
+{
+    bool many = cmd->kind == RL_CMD_EXTEND_MANY;
+    const char *call = cmd->kind == RL_CMD_ACQUIRE ? "acquire"
+                     : cmd->kind == RL_CMD_RELEASE ? "release"
+                     : cmd->kind == RL_CMD_INSPECT ? "query" : "extend";
+    char permits[24], lease[24];
+    snprintf(permits, sizeof permits, "%d", cmd->keys->permits);
+    snprintf(lease, sizeof lease, "%lld", (long long)(many ? cmd->leases[0] : cmd->ttl_ms));
+    const char *args[4] = { call, many ? cmd->tokens[0] : cmd->token, permits, lease };
+    bool with_lease = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND || many;
+    return format_beside(cmd, form, cluster, &rl_script_sem, "permits", args,
+                         with_lease ? 4 : 3, out);
+}
+
+/* A fair lock's call (scripts/fair.lua): acquire token lease waiter ticket
+ * queue_ms, or release token waiter (the holder's own unlock; "" for a
+ * failed attempt's). */
+static int format_fair(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
+{
+    char lease[24], ticket[24], queue_ms[24];
+    snprintf(lease, sizeof lease, "%lld", (long long)cmd->ttl_ms);
+    snprintf(ticket, sizeof ticket, "%lld", (long long)cmd->ticket);
+    snprintf(queue_ms, sizeof queue_ms, "%lld", (long long)cmd->queue_ms);
+    if (cmd->kind != RL_CMD_ACQUIRE) {
+        const char *args[3] = { "release", cmd->token, cmd->waiter };
+        return format_beside(cmd, form, cluster, &rl_script_fair, "queue", args, 3, out);
+    }
+    const char *args[6] = { "acquire", cmd->token, lease, cmd->waiter, ticket, queue_ms };
+    return format_beside(cmd, form, cluster, &rl_script_fair, "queue", args, 6, out);
 }
 
 /* Formats cmd in form for a node (a Cluster node when cluster): SET key
@@ -287,6 +350,10 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
         return rl_bytes_format(out, 7, argv);
     }
+    if (fair(cmd))
+        return format_fair(cmd, form, cluster, out);
+    if (sem(cmd))
+        return format_sem(cmd, form, cluster, out);
     if (rw(cmd))
         return format_rw(cmd, form, cluster, out);
     const rl_script *script = script_of(cmd);
@@ -382,6 +449,7 @@ int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
              || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
     if (eval || rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1 || rw(cmd)
+        || sem(cmd) || fair(cmd)
         || !rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
         return send_form(cmd, c, eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA, cmd->cacheable);
     int rc = send_form(cmd, c, RL_FORM_SET, cmd->cacheable);
@@ -437,6 +505,35 @@ static void classify_inspect(const redisReply *r, rl_result *out)
     } else {
         rl_result_from_bad_reply(out, value);
     }
+}
+
+/* A query of a semaphore's permits: { permits, held }; a yes, its free
+ * permits in out->free. */
+static void classify_permits(const redisReply *r, rl_result *out)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type != REDIS_REPLY_INTEGER
+        || r->element[1]->type != REDIS_REPLY_INTEGER) {
+        rl_result_from_bad_reply(out, r);
+        return;
+    }
+    long long free_here = r->element[0]->integer - r->element[1]->integer;
+    out->vote = RL_VOTE_YES;
+    out->free = free_here > 0 ? free_here : 0;
+}
+
+/* A fair lock's acquire: { 1 taken or 0 not, the waiter's ticket }. */
+static void classify_fair(const redisReply *r, rl_result *out)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type != REDIS_REPLY_INTEGER
+        || r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer < 0
+        || (r->element[0]->integer != 0 && r->element[0]->integer != 1)) {
+        rl_result_from_bad_reply(out, r);
+        return;
+    }
+    out->vote = r->element[0]->integer == 1 ? RL_VOTE_YES : RL_VOTE_NO;
+    out->ticket = r->element[1]->integer;
 }
 
 /* A fenced acquire's yes: one counter per key, each at least 1 (and below
@@ -524,6 +621,14 @@ static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
             out->vote = strcmp(r->str, cmd->token) == 0 ? RL_VOTE_YES : RL_VOTE_NO;
         else
             rl_result_from_bad_reply(out, r);
+        return;
+    }
+    if (cmd->kind == RL_CMD_ACQUIRE && fair(cmd)) {
+        classify_fair(r, out);
+        return;
+    }
+    if (cmd->kind == RL_CMD_INSPECT && cmd->keys->kind == RL_LOCK_PERMIT) {
+        classify_permits(r, out);
         return;
     }
     if (cmd->kind == RL_CMD_INSPECT) {

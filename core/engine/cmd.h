@@ -24,7 +24,8 @@ typedef enum rl_cmd_kind {
     RL_CMD_ACQUIRE,
     RL_CMD_EXTEND,
     RL_CMD_RELEASE,
-    RL_CMD_INSPECT,     /* a query: read the key and its PTTL */
+    RL_CMD_INSPECT,     /* a query: read the key and its PTTL; of a semaphore's keys,
+                         * its permits and how many are held */
     RL_CMD_FORCE,       /* delete the key whatever its token */
     RL_CMD_FENCE,       /* raise the keys' fencing counters, if the keys are ours */
     RL_CMD_PING,        /* PING: does the node answer */
@@ -41,12 +42,17 @@ typedef enum rl_form {
     RL_FORMS
 } rl_form;
 
-/* What a lock's keys hold: a plain lock, or a read-write lock's read or
- * write lock (its one key, with its readers beside it: scripts/rw.lua). */
+/* What a lock's keys hold: a plain lock, a read-write lock's read or write
+ * lock (its one key, with its readers beside it: scripts/rw.lua), a
+ * semaphore's permit (the permits live beside its one key: scripts/sem.lua),
+ * or a fair lock (its one key, held as a plain lock's, with its queue of
+ * waiters beside it: scripts/fair.lua). */
 typedef enum rl_lock_kind {
     RL_LOCK_PLAIN,
     RL_LOCK_READ,
-    RL_LOCK_WRITE
+    RL_LOCK_WRITE,
+    RL_LOCK_PERMIT,
+    RL_LOCK_FAIR
 } rl_lock_kind;
 
 /* Keys (key_prefix + name), shared by a handle and its commands: what is
@@ -56,6 +62,7 @@ typedef struct rl_keys {
     size_t n;
     char **k;
     rl_lock_kind kind;
+    int permits;                   /* RL_LOCK_PERMIT: the semaphore's number of permits */
 } rl_keys;
 
 rl_keys *rl_keys_new(size_t n);    /* n NULL keys, one reference */
@@ -71,6 +78,11 @@ typedef struct rl_cmd {
     bool fenced;                   /* acquire: counts on the keys' fencing counters */
     char joins[RL_TOKEN_LEN + 1];  /* a read lock's acquire: the token of the caller's write
                                     * lock it may join (a downgrade), or "" */
+    /* A fair lock's acquire: its waiter's id (one for all its attempts), its
+     * ticket (0: none yet) and how long the nodes keep its place. */
+    char waiter[RL_TOKEN_LEN + 1];
+    int64_t ticket;
+    int64_t queue_ms;
     int64_t *fences;               /* fence: the value per key (owned) */
     struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */

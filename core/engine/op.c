@@ -97,6 +97,12 @@ struct redlock_op {
     rl_cmd *attempt;      /* lock: the acquire of the current attempt */
     bool fenced;          /* lock: with fencing */
     char joins[RL_TOKEN_LEN + 1];   /* a read lock: the caller's write lock it may join */
+    /* A fair lock: its waiter's id, its ticket (0 until the first attempt
+     * refused gave it one), and the channel its wake-up comes on (the key,
+     * ":waiter:" and the id), which rl_op_keys names. */
+    char waiter[RL_TOKEN_LEN + 1];
+    int64_t ticket;
+    rl_keys *channel;
     int64_t *got;         /* fenced lock: each node's counters, node by node */
     bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
     bool was_held;        /* unlock: the lock as it was when unlock began */
@@ -550,7 +556,8 @@ static void report(const rl_op *op, int64_t now)
         w += snprintf(fields + w, sizeof fields - (size_t)w, " owner=%s", owner);
     w += snprintf(fields + w, sizeof fields - (size_t)w, " nodes=%zu/%zu", yes, n);
     if (rc == REDLOCK_ENOQUORUM)
-        w += snprintf(fields + w, sizeof fields - (size_t)w, " need=%zu", rl_quorum(n));
+        w += snprintf(fields + w, sizeof fields - (size_t)w, " need=%zu",
+                      rl_quorum_of(n, h ? h->keys->permits : 0));
     if (op->kind == OP_FORCE)
         w += snprintf(fields + w, sizeof fields - (size_t)w, " deleted=%zu", op->answer.deleted);
     w += snprintf(fields + w, sizeof fields - (size_t)w, " ms=%lld", (long long)(now - op->started));
@@ -766,6 +773,15 @@ rl_conn *rl_op_spare_conn(rl_op *op)
     return op->n_spare > 0 ? op->spare[--op->n_spare] : NULL;
 }
 
+/* How long the nodes keep a fair lock's waiter in its place without a new
+ * attempt: two of its longest pauses and rounds. A waiter that died or gave
+ * up leaves every queue that long after its last attempt. */
+static int64_t queue_ms(const rl_client *ctx)
+{
+    const rl_options *o = &ctx->opt;
+    return 2 * ((int64_t)o->retry_delay_ms + o->retry_jitter_ms + o->node_timeout_ms);
+}
+
 static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
 {
     redlock_handle *h = op->h;
@@ -783,10 +799,15 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
     op->cmd->cacheable = true;
     if (new_part_cmds(op, kind) != REDLOCK_OK)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    if (kind == RL_CMD_RELEASE && op->kind == OP_UNLOCK)
+        memcpy(op->cmd->waiter, h->waiter, sizeof h->waiter);
     if (kind == RL_CMD_ACQUIRE) {
         op->attempts++;
         op->cmd->fenced = op->fenced;
         memcpy(op->cmd->joins, op->joins, sizeof op->joins);
+        memcpy(op->cmd->waiter, op->waiter, sizeof op->waiter);
+        op->cmd->ticket = op->ticket;
+        op->cmd->queue_ms = queue_ms(op->ctx);
         rl_cmd_unref(op->attempt);
         op->attempt = rl_cmd_ref(op->cmd);
     }
@@ -925,6 +946,19 @@ static int start_fence(rl_op *op, int64_t now)
 
 static void try_decide(rl_op *op, int64_t now);
 
+/* A fair lock's ticket after its first attempt was refused: the largest the
+ * nodes that answered gave. (A round is decided once a quorum can no longer
+ * say yes: then more than N minus a quorum answered, and among them is a
+ * node of the quorum that queued any waiter before this one arrived.) */
+static int64_t ticket_of(const rl_op *op)
+{
+    int64_t ticket = 0;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++)
+        if (op->results[i].vote == RL_VOTE_NO && op->results[i].ticket > ticket)
+            ticket = op->results[i].ticket;
+    return ticket;
+}
+
 static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
 {
     redlock_handle *h = op->h;
@@ -948,12 +982,15 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         }
         if (v->rc == REDLOCK_OK) {
             h->held = true;
+            memcpy(h->waiter, op->waiter, sizeof h->waiter);
             h->expires_at = v->expires_at;
             h->lease_ms = op->ttl_ms;
             h->acquired_by = rl_cmd_ref(op->attempt);
             finish(op, REDLOCK_OK, "", now);
             return;
         }
+        if (h->keys->kind == RL_LOCK_FAIR && op->ticket == 0)
+            op->ticket = ticket_of(op);
         undo_attempt(op, now);
         if (v->rc != REDLOCK_ENOQUORUM)
             op->unavailable_since = INT64_MAX;
@@ -1030,7 +1067,8 @@ static void try_decide(rl_op *op, int64_t now)
     }
     rl_round round = {
         .verb = verb_of(op), .results = op->results, .start = op->round_start, .now = now,
-        .ttl_ms = op->ttl_ms, .final = final, .was_held = op->was_held,
+        .ttl_ms = op->ttl_ms, .permits = op->h ? op->h->keys->permits : 0, .final = final,
+        .was_held = op->was_held,
         .expires_at = op->old_expires_at, .old_expires_at = op->old_expires_at,
     };
     rl_verdict v;
@@ -1070,12 +1108,15 @@ static rl_op *op_new(rl_client *ctx, op_kind kind, int64_t now)
     return op;
 }
 
-/* A lock operation: a plain lock of names, or a read-write lock's read or
+static int fair_waiter(rl_op *op);
+
+/* A lock operation: a plain lock of names, a read-write lock's read or
  * write lock of names[0] (kind), whose read lock may join the caller's
- * write lock of token joins (a downgrade; "" none). */
+ * write lock of token joins (a downgrade; "" none), or a permit of the
+ * semaphore names[0] of `permits`. */
 static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
-                    rl_lock_kind kind, const char *joins, int64_t ttl_ms, int64_t wait_ms,
-                    int64_t now)
+                    rl_lock_kind kind, const char *joins, int permits, int64_t ttl_ms,
+                    int64_t wait_ms, int64_t now)
 {
     int rc = check_lease(ctx, ttl_ms);
     if (rc != REDLOCK_OK)
@@ -1087,13 +1128,18 @@ static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_
     if ((rc = handle_new(&h, ctx, names, n)) != REDLOCK_OK)
         return rc;
     h->keys->kind = kind;
+    h->keys->permits = permits;
     const char *key = h->keys->k[0];
     if (kind != RL_LOCK_PLAIN && has_cluster(ctx) && !rl_key_has_tag(key) && strchr(key, '}')) {
         rl_handle_free(h);
-        return rl_fail(REDLOCK_EINVAL, "read-write lock '%.100s': on a Cluster node, a name "
-                       "with a '}' needs a hash tag (the part in braces, as in {order:7}), so "
-                       "that its readers' key lives in its slot",
-                       key + ctx->opt.key_prefix_len);
+        return rl_fail(REDLOCK_EINVAL, "%s '%.100s': on a Cluster node, a name with a '}' "
+                       "needs a hash tag (the part in braces, as in {order:7}), so that the "
+                       "key beside its own (%s) lives in its slot",
+                       kind == RL_LOCK_PERMIT ? "semaphore"
+                       : kind == RL_LOCK_FAIR ? "fair lock" : "read-write lock",
+                       key + ctx->opt.key_prefix_len,
+                       kind == RL_LOCK_PERMIT ? "its permits"
+                       : kind == RL_LOCK_FAIR ? "its queue" : "its readers");
     }
     rl_op *op = op_new(ctx, OP_LOCK, now);
     if (!op) {
@@ -1105,8 +1151,8 @@ static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_
     op->n_parts = h->n_parts;
     op->parts = h->parts;
     snprintf(op->joins, sizeof op->joins, "%s", joins);
-    /* Fencing counts writers: a read lock has no fence. */
-    op->fenced = ctx->opt.fencing && kind != RL_LOCK_READ;
+    /* Fencing counts writers: a read lock, and a permit, have no fence. */
+    op->fenced = ctx->opt.fencing && (kind == RL_LOCK_PLAIN || kind == RL_LOCK_WRITE);
     if (op->fenced && (!(h->fences = calloc(n, sizeof *h->fences))
                        || !(op->got = calloc(n * ctx->n_nodes, sizeof *op->got)))) {
         rl_op_free(op);
@@ -1116,7 +1162,12 @@ static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_
     op->give_up = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
     op->unavailable_since = INT64_MAX;
     describe(op, kind == RL_LOCK_READ ? "read lock" : kind == RL_LOCK_WRITE ? "write lock"
-                                                                          : "lock");
+                 : kind == RL_LOCK_PERMIT ? "permit of semaphore"
+                 : kind == RL_LOCK_FAIR ? "fair lock" : "lock");
+    if (kind == RL_LOCK_FAIR && (rc = fair_waiter(op)) != REDLOCK_OK) {
+        rl_op_free(op);
+        return rc;
+    }
     rl_ctx_note_lease(ctx, ttl_ms);
     if ((rc = start_round(op, RL_CMD_ACQUIRE, now)) != REDLOCK_OK) {
         rl_op_free(op);
@@ -1129,7 +1180,7 @@ static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_
 int rl_op_lock(rl_op **out, rl_client *ctx, const char *const *names, size_t n,
                int64_t ttl_ms, int64_t wait_ms, int64_t now)
 {
-    return lock_new(out, ctx, names, n, RL_LOCK_PLAIN, "", ttl_ms, wait_ms, now);
+    return lock_new(out, ctx, names, n, RL_LOCK_PLAIN, "", 0, ttl_ms, wait_ms, now);
 }
 
 int rl_op_lock_rw(rl_op **out, rl_client *ctx, const char *name, int mode,
@@ -1153,8 +1204,46 @@ int rl_op_lock_rw(rl_op **out, rl_client *ctx, const char *name, int mode,
         if (!write && held->keys->kind == RL_LOCK_WRITE && held->held && !held->released)
             joins = held->token;   /* its own write lock: a downgrade */
     }
-    return lock_new(out, ctx, &name, 1, write ? RL_LOCK_WRITE : RL_LOCK_READ, joins, ttl_ms,
+    return lock_new(out, ctx, &name, 1, write ? RL_LOCK_WRITE : RL_LOCK_READ, joins, 0, ttl_ms,
                     wait_ms, now);
+}
+
+/* A fair lock's waiter: its id, and the channel of its wake-up. */
+static int fair_waiter(rl_op *op)
+{
+    int rc = new_token(op->ctx, op->waiter);
+    if (rc != REDLOCK_OK)
+        return rl_fail(rc, "the operating system's random source failed");
+    const char *key = op->h->keys->k[0];
+    size_t len = strlen(key) + sizeof ":waiter:" + RL_TOKEN_LEN;
+    op->channel = rl_keys_new(1);
+    if (!op->channel || !(op->channel->k[0] = malloc(len)))
+        return rl_fail(REDLOCK_ENOMEM, "out of memory");
+    snprintf(op->channel->k[0], len, "%s:waiter:%s", key, op->waiter);
+    return REDLOCK_OK;
+}
+
+int rl_op_lock_fair(rl_op **out, rl_client *ctx, const char *name, int64_t ttl_ms,
+                    int64_t wait_ms, int64_t now)
+{
+    return lock_new(out, ctx, &name, 1, RL_LOCK_FAIR, "", 0, ttl_ms, wait_ms, now);
+}
+
+static int check_permits(const char *name, int permits)
+{
+    if (permits < 1 || permits > REDLOCK_MAX_PERMITS)
+        return rl_fail(REDLOCK_EINVAL, "semaphore '%.200s': permits must be from 1 to %d, "
+                       "got %d", name ? name : "", REDLOCK_MAX_PERMITS, permits);
+    return REDLOCK_OK;
+}
+
+int rl_op_acquire_permit(rl_op **out, rl_client *ctx, const char *name, int permits,
+                         int64_t ttl_ms, int64_t wait_ms, int64_t now)
+{
+    int rc = check_permits(name, permits);
+    if (rc != REDLOCK_OK)
+        return rc;
+    return lock_new(out, ctx, &name, 1, RL_LOCK_PERMIT, "", permits, ttl_ms, wait_ms, now);
 }
 
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now)
@@ -1223,12 +1312,19 @@ int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now)
     return REDLOCK_OK;
 }
 
-int rl_op_query(rl_op **out, rl_client *ctx, const char *name, bool force, int64_t now)
+/* A query of name's lock, or of its semaphore's permits (permits > 0), or
+ * a forced unlock. */
+static int query_new(rl_op **out, rl_client *ctx, const char *name, bool force, int permits,
+                     int64_t now)
 {
     redlock_handle *h = NULL;
     int rc = handle_new(&h, ctx, &name, 1);
     if (rc != REDLOCK_OK)
         return rc;
+    if (permits > 0) {
+        h->keys->kind = RL_LOCK_PERMIT;
+        h->keys->permits = permits;
+    }
     rl_op *op = op_new(ctx, force ? OP_FORCE : OP_INSPECT, now);
     if (!op) {
         rl_handle_free(h);
@@ -1236,13 +1332,31 @@ int rl_op_query(rl_op **out, rl_client *ctx, const char *name, bool force, int64
     }
     op->h = h;   /* the key, for the commands; never anyone's lock */
     op->owns_handle = true;
-    describe(op, force ? "force unlock" : "inspect");
+    describe(op, force ? "force unlock" : permits > 0 ? "permits of semaphore" : "inspect");
     if ((rc = start_round(op, force ? RL_CMD_FORCE : RL_CMD_INSPECT, now)) != REDLOCK_OK) {
         rl_op_free(op);
         return rc;
     }
     *out = op;
     return REDLOCK_OK;
+}
+
+int rl_op_query(rl_op **out, rl_client *ctx, const char *name, bool force, int64_t now)
+{
+    return query_new(out, ctx, name, force, 0, now);
+}
+
+int rl_op_permits(rl_op **out, rl_client *ctx, const char *name, int permits, int64_t now)
+{
+    int rc = check_permits(name, permits);
+    if (rc != REDLOCK_OK)
+        return rc;
+    return query_new(out, ctx, name, false, permits, now);
+}
+
+int64_t rl_op_available(const rl_op *op)
+{
+    return op->answer.available;
 }
 
 int rl_op_ping(rl_op **out, rl_client *ctx, int64_t now)
@@ -1300,6 +1414,7 @@ void rl_op_free(rl_op *op)
     free(op->part_cmds);
     rl_cmd_unref(op->cmd);
     rl_cmd_unref(op->attempt);
+    rl_keys_unref(op->channel);
     if (op->owns_handle)
         rl_handle_free(op->h);
     free(op->got);
@@ -1645,6 +1760,8 @@ bool rl_op_awaits_release(const rl_op *op)
 
 const rl_keys *rl_op_keys(const rl_op *op)
 {
+    if (op->channel)
+        return op->channel;
     return op->h ? op->h->keys : NULL;
 }
 
@@ -1992,8 +2109,10 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
         return REDLOCK_OK;
     }
     rl_keys *keys = rl_keys_new(n_keys);
-    if (keys && n == 1)
+    if (keys && n == 1) {
         keys->kind = hs[0]->keys->kind;
+        keys->permits = hs[0]->keys->permits;
+    }
     rl_cmd *cmd = keys ? rl_cmd_new_many(keys) : NULL;
     rl_keys_unref(keys);
     op->key_votes = malloc(ctx->n_nodes * n_keys);
@@ -2124,7 +2243,7 @@ static void decide_many(rl_op *op, bool final, int64_t now)
             snprintf(what, sizeof what, "extend '%.200s' and %zu more", k->k[0], k->n - 1);
         rl_round round = {
             .verb = RL_VERB_EXTEND, .results = votes, .start = op->round_start, .now = now,
-            .ttl_ms = op->cmd->leases[op->first_key[j]], .final = final,
+            .ttl_ms = op->cmd->leases[op->first_key[j]], .permits = k->permits, .final = final,
             .old_expires_at = op->ends[j].old_expires_at,
         };
         rl_verdict v;

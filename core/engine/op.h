@@ -43,6 +43,8 @@ struct redlock_handle {
     _Atomic int reentries;        /* holds counted by redlock_handle_reenter (hold.c) */
     rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
     int64_t *fences;              /* fencing: the fence of each key; else NULL */
+    char waiter[RL_TOKEN_LEN + 1];   /* a fair lock: the id it waited under (its release
+                                      * takes that waiter's place out of every queue) */
     /* On a client with a Cluster node, a multi-lock whose names hash to
      * several slots: its keys sorted by slot, and the keys of each slot
      * (n_parts of them, in that order), which a Cluster node takes one
@@ -67,6 +69,25 @@ int rl_op_lock(rl_op **out, struct rl_client *ctx, const char *const *names, siz
  * downgrade); its read lock refuses the write lock (no upgrade: EINVAL). */
 int rl_op_lock_rw(rl_op **out, struct rl_client *ctx, const char *name, int mode,
                   const redlock_handle *held, int64_t ttl_ms, int64_t wait_ms, int64_t now);
+/* A permit of the semaphore name of `permits` (1 to REDLOCK_MAX_PERMITS;
+ * every client of it must give the same number): a lock whose token is the
+ * permit's id, held on more than permits * N / (permits + 1) of the N nodes
+ * (rl_quorum_of), each of which lets at most `permits` hold at once. */
+int rl_op_acquire_permit(rl_op **out, struct rl_client *ctx, const char *name, int permits,
+                         int64_t ttl_ms, int64_t wait_ms, int64_t now);
+/* A query of the semaphore name's permits; once done (REDLOCK_OK),
+ * rl_op_available. */
+int rl_op_permits(rl_op **out, struct rl_client *ctx, const char *name, int permits,
+                  int64_t now);
+/* A finished query of permits: how many could be taken now (the permits
+ * free on a permit's quorum of nodes). */
+int64_t rl_op_available(const rl_op *op);
+/* A fair lock of name: a plain lock's key (a plain lock of the name is the
+ * same lock), taken in the order its waiters arrived (scripts/fair.lua): a
+ * waiter refused at first gets a ticket and a place in every node's queue,
+ * kept while it tries again, and the lock goes to the head of the queue. */
+int rl_op_lock_fair(rl_op **out, struct rl_client *ctx, const char *name, int64_t ttl_ms,
+                    int64_t wait_ms, int64_t now);
 int rl_op_extend(rl_op **out, redlock_handle *h, int64_t ttl_ms, int64_t now);
 int rl_op_unlock(rl_op **out, redlock_handle *h, int64_t now);
 /* The renewal of n held locks at once, each by its lease: one command per

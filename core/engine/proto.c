@@ -71,6 +71,8 @@ int rl_reply_error_code(const char *err)
 {
     if (strstr(err, "WRONGTYPE"))
         return REDLOCK_EWRONGTYPE;
+    if (strncmp(err, "PERMITS", 7) == 0)   /* sem.lua: a semaphore of another size */
+        return REDLOCK_EINVAL;
     if (strncmp(err, "NOAUTH", 6) == 0 || strncmp(err, "WRONGPASS", 9) == 0
         || strstr(err, "invalid password") || strstr(err, "invalid username-password"))
         return REDLOCK_EAUTH;

@@ -38,6 +38,9 @@ typedef struct rl_result {
     char why[160];     /* for RL_VOTE_FAILED: printable reason */
     uint64_t holder;   /* inspect, RL_VOTE_YES: a hash of the key's value (its token) */
     int64_t pttl;      /* inspect, RL_VOTE_YES: the key's PTTL in ms (-1: no expiry) */
+    int64_t free;      /* a query of a semaphore's permits, RL_VOTE_YES: the free ones */
+    int64_t ticket;    /* a fair lock's acquire: the waiter's ticket there, or the one
+                        * the node gives it (0: none) */
 } rl_result;
 
 /* Marks r failed with code and a printf-style reason. */

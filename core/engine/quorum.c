@@ -12,6 +12,13 @@ size_t rl_quorum(size_t n_nodes)
     return n_nodes / 2 + 1;
 }
 
+size_t rl_quorum_of(size_t n_nodes, int permits)
+{
+    if (permits <= 1)
+        return rl_quorum(n_nodes);
+    return n_nodes * (size_t)permits / ((size_t)permits + 1) + 1;
+}
+
 int64_t rl_drift_ms(int64_t ttl_ms, double drift_factor)
 {
     return (int64_t)((double)ttl_ms * drift_factor) + 2;
@@ -28,7 +35,7 @@ void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, in
         return;
     int same = rl_node_same_as(&ctx->nodes[node]);
     if (same >= 0) {
-        rl_result_fail(r, REDLOCK_EINVAL, "the same server as node %d (%s), counted once",
+        rl_result_fail(r, REDLOCK_ENOQUORUM, "the same server as node %d (%s), counted once",
                        same + 1, ctx->nodes[same].addr.label);
         return;
     }
@@ -99,12 +106,11 @@ static size_t failed_with(const rl_result *results, size_t n, int code)
  * Otherwise the nodes that answered refused: refused_code is what that
  * means for the verb.
  */
-static int outcome(const rl_client *ctx, const rl_result *results, const char *what,
+static int outcome(const rl_client *ctx, const rl_result *results, size_t q, const char *what,
                    int refused_code, char *msg, size_t msglen)
 {
     tally t;
     count(&t, results, ctx->n_nodes);
-    size_t q = rl_quorum(ctx->n_nodes);
     int code = refused_code;
 
     if (t.failed > t.n - q || t.no == 0) {
@@ -121,7 +127,7 @@ static int outcome(const rl_client *ctx, const rl_result *results, const char *w
             else if (code != results[i].code)
                 code = REDLOCK_ENOQUORUM;
         }
-        if (code == 0 || code == REDLOCK_EINVAL)
+        if (code == 0)
             code = REDLOCK_ENOQUORUM;
     }
     snprintf(msg, msglen, "%s: %zu of %zu nodes agreed, %zu needed (%zu refused, %zu failed, "
@@ -133,7 +139,7 @@ static int outcome(const rl_client *ctx, const rl_result *results, const char *w
 static void decide_acquire(const rl_client *ctx, const rl_round *r, const tally *t,
                            const char *what, rl_verdict *out, char *msg, size_t msglen)
 {
-    size_t q = rl_quorum(ctx->n_nodes);
+    size_t q = rl_quorum_of(ctx->n_nodes, r->permits);
     int64_t elapsed = r->now - r->start;
     double drift = ctx->opt.drift_factor;
     bool extend = r->verb == RL_VERB_EXTEND;
@@ -150,7 +156,7 @@ static void decide_acquire(const rl_client *ctx, const rl_round *r, const tally 
         out->held = false;
         return;
     }
-    out->rc = outcome(ctx, r->results, what, extend ? REDLOCK_ENOTHELD : REDLOCK_ELOCKED, msg,
+    out->rc = outcome(ctx, r->results, q, what, extend ? REDLOCK_ENOTHELD : REDLOCK_ELOCKED, msg,
                       msglen);
     if (!extend) {
         out->held = false;
@@ -177,10 +183,11 @@ static void decide_release(const rl_client *ctx, const rl_round *r, const tally 
         out->rc = REDLOCK_ENOTHELD;
         snprintf(msg, msglen, "%s: the lock had expired %lld ms before unlock", what,
                  (long long)(r->start - r->expires_at));
-    } else if (t->yes >= rl_quorum(ctx->n_nodes)) {
+    } else if (t->yes >= rl_quorum_of(ctx->n_nodes, r->permits)) {
         out->rc = REDLOCK_OK;
     } else {
-        out->rc = outcome(ctx, r->results, what, REDLOCK_ENOTHELD, msg, msglen);
+        out->rc = outcome(ctx, r->results, rl_quorum_of(ctx->n_nodes, r->permits), what,
+                          REDLOCK_ENOTHELD, msg, msglen);
     }
 }
 
@@ -189,7 +196,7 @@ void rl_quorum_decide(const rl_client *ctx, const rl_round *r, const char *what,
 {
     tally t;
     count(&t, r->results, ctx->n_nodes);
-    size_t q = rl_quorum(ctx->n_nodes);
+    size_t q = rl_quorum_of(ctx->n_nodes, r->permits);
     memset(out, 0, sizeof *out);
     out->decided = r->final || t.yes >= q || t.yes + t.pending < q;
     if (!out->decided)
@@ -267,7 +274,7 @@ static void decide_inspect(const rl_client *ctx, const rl_round *r, const tally 
     if (!r->final)
         return;
     out->decided = true;
-    out->rc = outcome(ctx, r->results, what, REDLOCK_ENOQUORUM, msg, msglen);
+    out->rc = outcome(ctx, r->results, q, what, REDLOCK_ENOQUORUM, msg, msglen);
     snprintf(msg, msglen, "%s: too few nodes answered to tell whether a quorum has it "
              "(%zu have one holder, %zu have none, %zu failed, %zu needed)", what, most,
              t->no, t->failed, q);
@@ -289,12 +296,40 @@ static void decide_answers(const rl_client *ctx, const rl_round *r, const tally 
         out->rc = REDLOCK_OK;
         return;
     }
-    out->rc = outcome(ctx, r->results, what, REDLOCK_ENOQUORUM, msg, msglen);
+    out->rc = outcome(ctx, r->results, q, what, REDLOCK_ENOQUORUM, msg, msglen);
     if (r->verb != RL_VERB_FORCE)
         return;
     snprintf(msg, msglen, "%s: %zu of %zu nodes answered, %zu needed to be sure the lock is "
              "gone", what, t->yes + t->no, t->n, q);
     describe_failures(ctx, r->results, false, msg, msglen);
+}
+
+/* A semaphore's query: the permits a quorum has free. */
+static void decide_permits(const rl_client *ctx, const rl_round *r, const tally *t,
+                           const char *what, rl_verdict *out, char *msg, size_t msglen)
+{
+    size_t q = rl_quorum_of(ctx->n_nodes, r->permits);
+    if (!r->final)
+        return;
+    out->decided = true;
+    if (t->yes < q) {
+        out->rc = outcome(ctx, r->results, q, what, REDLOCK_ENOQUORUM, msg, msglen);
+        return;
+    }
+    /* The q-th most free: a permit can be had on q nodes only if each has
+     * one free, so at most this many permits can be taken now. */
+    int64_t free[REDLOCK_MAX_NODES];
+    size_t n = 0;
+    for (size_t i = 0; i < ctx->n_nodes; i++)
+        free[n++] = r->results[i].vote == RL_VOTE_YES ? r->results[i].free : 0;
+    for (size_t i = 1; i < n; i++)   /* most free first */
+        for (size_t j = i; j > 0 && free[j] > free[j - 1]; j--) {
+            int64_t swap = free[j];
+            free[j] = free[j - 1];
+            free[j - 1] = swap;
+        }
+    out->rc = REDLOCK_OK;
+    out->available = free[q - 1];
 }
 
 void rl_quorum_query(const rl_client *ctx, const rl_round *r, const char *what,
@@ -304,7 +339,9 @@ void rl_quorum_query(const rl_client *ctx, const rl_round *r, const char *what,
     count(&t, r->results, ctx->n_nodes);
     memset(out, 0, sizeof *out);
     msg[0] = '\0';
-    if (r->verb == RL_VERB_INSPECT)
+    if (r->verb == RL_VERB_INSPECT && r->permits > 0)
+        decide_permits(ctx, r, &t, what, out, msg, msglen);
+    else if (r->verb == RL_VERB_INSPECT)
         decide_inspect(ctx, r, &t, what, out, msg, msglen);
     else
         decide_answers(ctx, r, &t, what, out, msg, msglen);

@@ -21,6 +21,11 @@ typedef enum rl_verb {
 } rl_verb;
 
 size_t rl_quorum(size_t n_nodes);
+/* The nodes a permit of a semaphore of `permits` must be held on: more than
+ * permits * n / (permits + 1). Were permits + 1 holders each on that many,
+ * some node would hold more than `permits` of them, which none allows. One
+ * permit (or 0: a lock) is the majority, rl_quorum. */
+size_t rl_quorum_of(size_t n_nodes, int permits);
 int64_t rl_drift_ms(int64_t ttl_ms, double drift_factor);
 int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor);
 
@@ -40,6 +45,8 @@ typedef struct rl_round {
     int64_t start;              /* when the round's commands were first queued */
     int64_t now;
     int64_t ttl_ms;             /* acquire, extend: the lease asked for */
+    int permits;                /* a semaphore's permit: its number of permits (its quorum,
+                                 * rl_quorum_of); 0 for a lock */
     bool final;                 /* no more replies will be waited for */
     /* release: the lock as the handle saw it when unlock began */
     bool was_held;
@@ -55,6 +62,7 @@ typedef struct rl_verdict {
     int64_t expires_at;         /* when held: when its validity ends */
     int64_t ttl_ms;             /* inspect, when held: its PTTL on a quorum (-1: no expiry) */
     size_t deleted;             /* force: the nodes that deleted a lock */
+    int64_t available;          /* a semaphore's query: the permits free on a quorum */
 } rl_verdict;
 
 /*
@@ -74,6 +82,11 @@ typedef struct rl_verdict {
  */
 /*
  * Decides a query or a forced unlock (verb inspect or force).
+ *   permits: (inspect of a semaphore: round.permits set) decided when every
+ *            node answered or its deadline passed: REDLOCK_OK when a
+ *            permit's quorum answered, available then the permits that
+ *            could be had now: the quorum-th most free among the nodes
+ *            (a node that did not answer counts none free).
  *   inspect: held when a quorum of the nodes has the key with one value
  *            (one holder), its ttl_ms then the quorum-th longest of their
  *            PTTLs (the time a quorum still has it); not held once no value

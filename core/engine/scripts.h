@@ -24,6 +24,12 @@ extern const rl_script rl_script_extend_many;   /* PEXPIRE each KEY that holds i
 /* Read-write locks' calls (a read lock's acquire, extend and release, a
  * write lock's extend and release): by digest too. */
 extern const rl_script rl_script_rw;
+/* Semaphores' calls (a permit's acquire, extend and release, and a query of
+ * the permits held): by digest too. */
+extern const rl_script rl_script_sem;
+/* Fair locks' acquire (a ticket, a place in the queue, the lock for its
+ * head) and release (waking the head): by digest too. */
+extern const rl_script rl_script_fair;
 
 /* Sent in full once on each new connection (its handshake). */
 extern const rl_script rl_script_guard;     /* may this server have lost keys? */

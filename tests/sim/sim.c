@@ -18,12 +18,18 @@
  * validity ends, where the allowance decides. Releases owed are delivered
  * beside the client's operation, as the blocking driver's service thread
  * does. A lock of one resource is a plain lock half the time, else a
- * read-write lock's read or write lock of it (scripts/rw.lua). A checker
- * verifies, as the simulation runs and after it heals:
+ * permit of the resource's semaphore (scripts/sem.lua; P from 1 to 3 for
+ * all the clients of a simulation), a fair lock of it (scripts/fair.lua:
+ * the plain lock's key) or a read-write lock's read or write lock of it
+ * (scripts/rw.lua). A checker verifies, as the simulation runs and after it
+ * heals:
  *   exclusion   no two holders of a resource inside their validity windows
  *               (each client's validity converted to the global clock),
  *               but for two readers;
+ *   permits     no instant inside the validity of more than P permits of a
+ *               semaphore;
  *   outcomes    a lock reported held is on a quorum of nodes with its token
+ *               (a permit: on a permit's quorum, more than P * N / (P + 1))
  *               (unless a failover during its operation lost a yes already
  *               counted),
  *               an unlock reported done leaves no quorum with it (the
@@ -101,6 +107,11 @@
 #include "token.h"
 
 #define MAX_NODES 9
+/* A client's mode when it takes a permit of the semaphore of its resource
+ * (scripts/sem.lua: its own key, beside the lock's). */
+#define SIM_PERMIT 3
+/* ... a fair lock of it (scripts/fair.lua: its key is the plain lock's). */
+#define SIM_FAIR 4
 #define MAX_CLIENTS 6
 #define RESOURCES 4
 #define MAX_LEASE 2000
@@ -229,8 +240,8 @@ typedef struct client {
     redlock_handle *held;
     int res[2];             /* the resources of the lock wanted or held */
     int n_res;
-    int mode;               /* of a lock of one resource: 0 plain, or a read-write lock's
-                             * REDLOCK_READ or REDLOCK_WRITE */
+    int mode;               /* of a lock of one resource: 0 plain, a read-write lock's
+                             * REDLOCK_READ or REDLOCK_WRITE, SIM_PERMIT or SIM_FAIR */
     int64_t held_from;      /* global ms */
     simconn *pool[MAX_NODES][POOL];
     int pooled[MAX_NODES];
@@ -250,8 +261,9 @@ typedef struct world {
     int n_clients;
     simconn **conns;
     size_t n_conns, cap_conns;
-    interval *done[RESOURCES];
-    size_t n_done[RESOURCES], cap_done[RESOURCES];
+    interval *done[2 * RESOURCES];   /* each resource's locks, then its semaphore's permits */
+    size_t n_done[2 * RESOURCES], cap_done[2 * RESOURCES];
+    int permits;            /* the semaphores' permits, 1 to 3, from the seed */
     long ops, ops_budget;
     bool healing;           /* no new faults, no new locks */
     bool quiet;             /* a fault-free phase: no new faults */
@@ -725,10 +737,13 @@ static void start_op(world *w, client *cl, int kind)
         names_of(cl, names, ptrs);
         int64_t lease = between(&cl->rnd, 50, MAX_LEASE);
         int64_t wait = chance(&cl->rnd, 0.5) ? 0 : between(&cl->rnd, 1, 1000);
-        rc = cl->mode ? rl_op_lock_rw(&cl->op, cl->ctx, ptrs[0], cl->mode, NULL, lease, wait, c)
-                      : rl_op_lock(&cl->op, cl->ctx, ptrs, (size_t)cl->n_res, lease, wait, c);
+        rc = cl->mode == SIM_PERMIT
+           ? rl_op_acquire_permit(&cl->op, cl->ctx, ptrs[0], w->permits, lease, wait, c)
+           : cl->mode == SIM_FAIR ? rl_op_lock_fair(&cl->op, cl->ctx, ptrs[0], lease, wait, c)
+           : cl->mode ? rl_op_lock_rw(&cl->op, cl->ctx, ptrs[0], cl->mode, NULL, lease, wait, c)
+           : rl_op_lock(&cl->op, cl->ctx, ptrs, (size_t)cl->n_res, lease, wait, c);
         trace(w, "c%d %slock r%d%s lease %" PRId64 " wait %" PRId64, cl->id,
-              (const char *[]){ "", "read ", "write " }[cl->mode], cl->res[0],
+              (const char *[]){ "", "read ", "write ", "permit ", "fair " }[cl->mode], cl->res[0],
               cl->n_res > 1 ? "+" : "", lease, wait);
         if (w->quiet_from && w->now > w->quiet_from && wait > 0)
             w->quiet_locks++;
@@ -770,6 +785,34 @@ static int sim_quorum(int n_nodes)
     return n_nodes / 2 + 1;
 }
 
+/* A permit's quorum (docs/kinds.md): more than permits * n / (permits + 1). */
+static int sim_permit_quorum(int n_nodes, int permits)
+{
+    return n_nodes * permits / (permits + 1) + 1;
+}
+
+/* The permits of a semaphore: no instant inside more than w->permits of
+ * the windows (new among them). The most windows overlap at the latest
+ * start among them, which lies in the newest one checked: so checking at
+ * each start within it, as each window is recorded, covers every instant. */
+static void check_permits(world *w, int r, const interval *new)
+{
+    const interval *all = w->done[RESOURCES + r];
+    size_t n = w->n_done[RESOURCES + r];
+    for (size_t j = 0; j <= n; j++) {
+        int64_t at = j < n ? all[j].from : new->from;
+        if (at < new->from || at >= new->to)
+            continue;
+        int inside = 1;
+        for (size_t k = 0; k < n; k++)
+            inside += all[k].from <= at && at < all[k].to;
+        if (inside > w->permits)
+            fail(w, "permits", "semaphore r%d of %d permits held by %d at %" PRId64
+                 " (c%d's permit [%" PRId64 ", %" PRId64 ") among them)", r, w->permits,
+                 inside, at, new->client, new->from, new->to);
+    }
+}
+
 /* The holder's window ends now (or at its validity end if sooner). */
 static void record_interval(world *w, client *cl, int64_t to)
 {
@@ -780,7 +823,12 @@ static void record_interval(world *w, client *cl, int64_t to)
         end = to;
     for (int k = 0; k < cl->n_res && end > cl->held_from; k++) {
         int r = cl->res[k];
-        for (size_t j = 0; j < w->n_done[r]; j++) {
+        if (cl->mode == SIM_PERMIT) {
+            interval mine = { .from = cl->held_from, .to = end, .client = cl->id };
+            check_permits(w, r, &mine);
+            r += RESOURCES;
+        }
+        for (size_t j = 0; j < w->n_done[r] && r < RESOURCES; j++) {
             interval *o = &w->done[r][j];
             bool shared = o->shared && cl->mode == REDLOCK_READ;
             if (o->client != cl->id && !shared && o->from < end && cl->held_from < o->to)
@@ -801,12 +849,13 @@ static void record_interval(world *w, client *cl, int64_t to)
     cl->held_from = -1;
 }
 
-/* Whether node i has token among the live readers of key (rw.lua's list of
- * "token:expiry", expiry on the node's clock). */
-static bool reading(world *w, int i, const char *key, const char *token)
+/* Whether node i has token on the list beside key: among its live readers
+ * (rw.lua's list of "token:expiry", expiry on the node's clock; suffix
+ * "readers"), or the live permits of its semaphore (sem.lua's, "permits"). */
+static bool listed(world *w, int i, const char *key, const char *suffix, const char *token)
 {
     int64_t now = node_now(&w->nodes[i], w->now);
-    const char *list = simnode_beside(w->nodes[i].sn, key, "readers", now);
+    const char *list = simnode_beside(w->nodes[i].sn, key, suffix, now);
     size_t len = strlen(token);
     for (const char *p = list ? strstr(list, token) : NULL; p; p = strstr(p + 1, token))
         if ((p == list || p[-1] == ' ') && p[len] == ':' && strtoll(p + len + 1, NULL, 10) > now)
@@ -815,7 +864,7 @@ static bool reading(world *w, int i, const char *key, const char *token)
 }
 
 /* How many nodes hold every key of the client's lock with token (a read
- * lock: have token among the key's readers). */
+ * lock: have token among the key's readers; a permit: among its permits). */
 static int holding(world *w, const client *cl, const char *token)
 {
     int count = 0;
@@ -824,8 +873,8 @@ static int holding(world *w, const client *cl, const char *token)
         for (int k = 0; k < cl->n_res && all; k++) {
             char key[16];
             snprintf(key, sizeof key, "r%d", cl->res[k]);
-            if (cl->mode == REDLOCK_READ) {
-                all = reading(w, i, key, token);
+            if (cl->mode == REDLOCK_READ || cl->mode == SIM_PERMIT) {
+                all = listed(w, i, key, cl->mode == SIM_PERMIT ? "permits" : "readers", token);
                 continue;
             }
             const char *v = simnode_get(w->nodes[i].sn, key, node_now(&w->nodes[i], w->now));
@@ -881,7 +930,8 @@ static void op_finished(world *w, client *cl)
 {
     rl_op *op = cl->op;
     int rc = rl_op_status(op);
-    int q = sim_quorum(w->n_nodes);
+    int q = cl->mode == SIM_PERMIT ? sim_permit_quorum(w->n_nodes, w->permits)
+                                   : sim_quorum(w->n_nodes);
     cl->op = NULL;
     cl->wake_gen++;
     trace(w, "c%d %s -> %d %.100s", cl->id,
@@ -906,7 +956,7 @@ static void op_finished(world *w, client *cl)
     } else if (cl->op_kind == 1 && !cl->held->held) {
         record_interval(w, cl, w->now);
     } else if (cl->op_kind == 2) {
-        if (rc == REDLOCK_OK && holding(w, cl, cl->held->token) >= q)
+        if (rc == REDLOCK_OK && holding(w, cl, cl->held->token) >= sim_quorum(w->n_nodes))
             fail(w, "outcomes", "c%d unlocked but a quorum still has its token", cl->id);
         rl_handle_free(cl->held);
         cl->held = NULL;
@@ -1013,6 +1063,20 @@ static void audit(world *w)
                 if (ends > now)
                     within_bound(w, i, keys[j], token, true);
         }
+        /* Each semaphore's permits, on the one key beside its name's. */
+        for (int r = 0; r < RESOURCES; r++) {
+            char key[16];
+            snprintf(key, sizeof key, "r%d", r);
+            int64_t now = node_now(&w->nodes[i], w->now);
+            const char *list = simnode_beside(w->nodes[i].sn, key, "permits", now);
+            char token[RL_TOKEN_LEN + 1];
+            long long ends;
+            int used;
+            const char *p = list ? strchr(list, ' ') : NULL;   /* after the number of permits */
+            for (; p && sscanf(p, " %32[0-9a-f]:%lld%n", token, &ends, &used) == 2; p += used)
+                if (ends > now)
+                    within_bound(w, i, key, token, true);
+        }
     }
 }
 
@@ -1033,6 +1097,8 @@ static void next_action(world *w, client *cl)
      * lock's read or write lock (a write lock and a plain lock of one name
      * are one key). */
     cl->mode = cl->n_res == 2 || chance(&cl->rnd, 0.5) ? 0
+             : chance(&cl->rnd, 0.3) ? SIM_PERMIT
+             : chance(&cl->rnd, 0.3) ? SIM_FAIR
              : chance(&cl->rnd, 0.6) ? REDLOCK_READ : REDLOCK_WRITE;
     cl->res[0] = (int)between(&cl->rnd, 0, RESOURCES - 1);
     cl->res[1] = (cl->res[0] + 1 + (int)between(&cl->rnd, 0, RESOURCES - 2)) % RESOURCES;
@@ -1300,6 +1366,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
     w->lose_counters = m->lose_counters;
     w->strict_wakes = m->strict_wakes;
     w->fencing = m->lose_counters || chance(&w->rnd, 0.5);
+    w->permits = (int)between(&w->rnd, 1, 3);
     w->failed_over_at = INT64_MIN;
     w->n_nodes = (int)between(&w->rnd, 1, MAX_NODES);
     /* Every clock runs at its own rate: within the drift allowance, any two
@@ -1389,7 +1456,7 @@ static void world_free(world *w)
     free(w->conns);
     for (int i = 0; i < w->n_nodes; i++)
         simnode_free(w->nodes[i].sn);
-    for (int r = 0; r < RESOURCES; r++)
+    for (int r = 0; r < 2 * RESOURCES; r++)
         free(w->done[r]);
     free(w->toks);
     free(w->tok_table);

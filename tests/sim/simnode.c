@@ -48,7 +48,7 @@ struct simnode {
     size_t n_undos, cap_undos;
     char run_id[41];
     lua_State *lua;
-    script scripts[RL_N_SCRIPTS + 4];
+    script scripts[RL_N_SCRIPTS + 8];   /* the loaded ones and the rare ones below */
     size_t n_scripts;
     int64_t now;          /* of the command running */
     bool promoted;        /* a replica that took the master's place (INFO's master_replid2) */
@@ -227,7 +227,8 @@ static const rl_script *known_by_body(const char *body)
 {
     static const rl_script *const rare[] = { &rl_script_inspect, &rl_script_force,
                                              &rl_script_fence, &rl_script_guard,
-                                             &rl_script_rw };
+                                             &rl_script_rw, &rl_script_sem,
+                                             &rl_script_fair };
     for (int i = 0; i < RL_N_SCRIPTS; i++)
         if (strcmp(rl_scripts[i]->body, body) == 0)
             return rl_scripts[i];

@@ -45,6 +45,25 @@ redlock_ctx *ctx_for(const nodes *ns, const char *const *options)
     return ctx;
 }
 
+redlock_ctx *ctx_for_first(const nodes *ns, size_t n, const char *const *options)
+{
+    redlock_ctx *ctx = NULL;
+    assert_rc(redlock_ctx_new(&ctx, nodes_uris(ns), n), REDLOCK_OK);
+    assert_non_null(ctx);
+    set_options(ctx, generous_options);
+    set_options(ctx, options);
+    return ctx;
+}
+
+size_t beside_key(char *buf, size_t len, const char *name, const char *suffix)
+{
+    size_t at = (size_t)snprintf(buf, len, "%s", name) + 1;
+    assert_true(at < len);
+    at += (size_t)snprintf(buf + at, len - at, "%s", suffix);
+    assert_true(at < len);
+    return at;
+}
+
 int is_token(const char *token)
 {
     if (token == NULL || strlen(token) != 32)

@@ -45,6 +45,8 @@ extern char unset_out;
  * machine or a sanitizer build does not make nodes look down. options is a
  * NULL-terminated list of name, value pairs, or NULL. */
 redlock_ctx *ctx_for(const nodes *ns, const char *const *options);
+/* The same for the first n nodes of ns alone. */
+redlock_ctx *ctx_for_first(const nodes *ns, size_t n, const char *const *options);
 
 /* cmocka group fixtures: *state is a set of five nodes, started for the
  * group and stopped after it. */
@@ -53,6 +55,10 @@ int nodes_teardown(void **state);
 
 /* Sets the options (NULL-terminated name, value pairs) on ctx, asserting each. */
 void set_options(redlock_ctx *ctx, const char *const *options);
+
+/* The key the library keeps beside name's (name, a zero byte and suffix:
+ * "readers", "permits", "queue"), into buf; its length. */
+size_t beside_key(char *buf, size_t len, const char *name, const char *suffix);
 
 /* 1 when token is 32 lowercase hex characters. */
 int is_token(const char *token);

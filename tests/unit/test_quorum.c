@@ -66,6 +66,70 @@ static void quorum_and_validity(void **state)
     assert_int_equal(rl_validity_ms(10000, 50, 0.01), 10000 - 50 - 102);
 }
 
+/* A permit's quorum: the fewest nodes such that P + 1 holders, each on that
+ * many, would need more than the P places each of the N nodes has; and the
+ * table of docs/kinds.md and the README (N = 5). */
+static void a_permit_needs_more_than_p_n_over_p_plus_1(void **state)
+{
+    (void)state;
+    for (size_t n = 1; n <= 9; n++) {
+        assert_int_equal(rl_quorum_of(n, 1), rl_quorum(n));
+        assert_int_equal(rl_quorum_of(n, 0), rl_quorum(n));   /* a lock */
+        for (int p = 1; p <= 50; p++) {
+            size_t q = rl_quorum_of(n, p);
+            assert_true(q <= n);
+            assert_true((size_t)(p + 1) * q > (size_t)p * n);          /* enough */
+            assert_true((size_t)(p + 1) * (q - 1) <= (size_t)p * n);   /* and no more */
+        }
+    }
+    assert_int_equal(rl_quorum_of(3, 2), 3);   /* {A,B}, {B,C}, {A,C} is not enough */
+    static const size_t five_nodes[] = { 3, 4, 4, 5, 5 };
+    for (int p = 1; p <= 5; p++)
+        assert_int_equal(rl_quorum_of(5, p), five_nodes[p - 1]);
+}
+
+/* A permit's round is decided on its own quorum: 4 of 5 for 2 permits. */
+static void a_permits_round_needs_its_quorum(void **state)
+{
+    (void)state;
+    rl_client *ctx = five();
+    rl_result r[N];
+    char msg[RL_ERRMSG_MAX];
+    votes(r, "yyy..", 0);
+    rl_round round = { .verb = RL_VERB_ACQUIRE, .results = r, .start = 1000, .now = 1005,
+                       .ttl_ms = 10000, .permits = 2 };
+    rl_verdict v;
+    rl_quorum_decide(ctx, &round, "permit of semaphore 'x'", &v, msg, sizeof msg);
+    assert_false(v.decided);
+    votes(r, "yyyn.", 0);   /* the last one may still make 4 */
+    rl_quorum_decide(ctx, &round, "permit of semaphore 'x'", &v, msg, sizeof msg);
+    assert_false(v.decided);
+    votes(r, "yyynn", 0);
+    rl_quorum_decide(ctx, &round, "permit of semaphore 'x'", &v, msg, sizeof msg);
+    assert_true(v.decided);
+    assert_int_equal(v.rc, REDLOCK_ELOCKED);
+    assert_non_null(strstr(msg, "4 needed"));
+    votes(r, "yyyy.", 0);
+    rl_quorum_decide(ctx, &round, "permit of semaphore 'x'", &v, msg, sizeof msg);
+    assert_int_equal(v.rc, REDLOCK_OK);
+    /* Its query: the permits free on the 4th most free node. */
+    votes(r, "yyyyf", REDLOCK_ENOQUORUM);
+    static const int64_t free_here[N] = { 2, 0, 1, 3, 0 };
+    for (size_t i = 0; i < N; i++)
+        r[i].free = free_here[i];
+    round = (rl_round){ .verb = RL_VERB_INSPECT, .results = r, .permits = 2, .final = true };
+    rl_quorum_query(ctx, &round, "permits of semaphore 'x'", &v, msg, sizeof msg);
+    assert_int_equal(v.rc, REDLOCK_OK);
+    assert_int_equal(v.available, 0);
+    r[1].free = 1;
+    rl_quorum_query(ctx, &round, "permits of semaphore 'x'", &v, msg, sizeof msg);
+    assert_int_equal(v.available, 1);
+    votes(r, "yyyff", REDLOCK_ENOQUORUM);
+    rl_quorum_query(ctx, &round, "permits of semaphore 'x'", &v, msg, sizeof msg);
+    assert_int_equal(v.rc, REDLOCK_ENOQUORUM);
+    rl_client_free(ctx);
+}
+
 static void acquire_is_decided_as_soon_as_it_can_be(void **state)
 {
     (void)state;
@@ -243,6 +307,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(quorum_and_validity),
+        cmocka_unit_test(a_permit_needs_more_than_p_n_over_p_plus_1),
+        cmocka_unit_test(a_permits_round_needs_its_quorum),
         cmocka_unit_test(acquire_is_decided_as_soon_as_it_can_be),
         cmocka_unit_test(a_quorum_too_late_has_no_validity),
         cmocka_unit_test(failures_say_what_failed),

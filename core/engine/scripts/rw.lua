@@ -20,7 +20,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function value(key)
   local v = redis.pcall('get', key)
   if type(v) == 'table' then
-    return nil, redis.error_reply('WRONGTYPE key ' .. key .. ' holds a '
+    local name = key == KEYS[1] and key or 'of the readers of ' .. KEYS[1]
+    return nil, redis.error_reply('WRONGTYPE key ' .. name .. ' holds a '
                                   .. redis.call('type', key).ok .. ', not a lock')
   end
   return v
