@@ -13,8 +13,9 @@
  *     the same Redis key from every language; a NUL byte inside is refused;
  *   - string arrays are Java String[];
  *   - NULL objects are refused with NullPointerException;
- *   - redlock_lock and redlock_lock_multi wait in one call, as long as the
- *     caller asked, with an interrupt check that asks the calling thread's
+ *   - the acquiring calls (redlock_lock, redlock_lock_multi, redlock_lock_rw,
+ *     redlock_acquire_permit, redlock_lock_fair) wait in one call, as long as
+ *     the caller asked, with an interrupt check that asks the calling thread's
  *     Thread.isInterrupted(): an interrupt ends the wait with
  *     REDLOCK_ECANCELED (CancelledException). What to retry and how long to
  *     pause is the library's business alone;
@@ -240,6 +241,31 @@ JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_lockRwAsync(
                                                  (const redlock_handle *)(intptr_t)held,
                                                  lease_ms, wait_ms, redlock_java_async_done,
                                                  ref));
+    free(text);
+}
+
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_acquirePermitAsync(
+    JNIEnv *jenv, jclass cls, jlong ctx, jbyteArray name, jint permits, jlong lease_ms,
+    jlong wait_ms, jobject callback)
+{
+    (void)cls;
+    char *text = redlock_java_cstring(jenv, name);
+    if (!(*jenv)->ExceptionCheck(jenv))
+        REDLOCK_JAVA_ASYNC(redlock_acquire_permit_async((redlock_ctx *)(intptr_t)ctx, text,
+                                                        permits, lease_ms, wait_ms,
+                                                        redlock_java_async_done, ref));
+    free(text);
+}
+
+JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_lockFairAsync(
+    JNIEnv *jenv, jclass cls, jlong ctx, jbyteArray name, jlong lease_ms, jlong wait_ms,
+    jobject callback)
+{
+    (void)cls;
+    char *text = redlock_java_cstring(jenv, name);
+    if (!(*jenv)->ExceptionCheck(jenv))
+        REDLOCK_JAVA_ASYNC(redlock_lock_fair_async((redlock_ctx *)(intptr_t)ctx, text, lease_ms,
+                                                   wait_ms, redlock_java_async_done, ref));
     free(text);
 }
 
@@ -498,21 +524,18 @@ static const char *redlock_java_get_option(const redlock_ctx *ctx, const char *n
  * call only (the check holds this call's JNIEnv). The library decides what
  * is worth another attempt and how long to pause; the check only lets
  * Thread.interrupt() end the wait (REDLOCK_ECANCELED). */
-%exception redlock_lock {
+%define REDLOCK_INTERRUPTIBLE(FUNC)
+%exception FUNC {
     redlock_set_interrupt_check(redlock_java_interrupted, jenv);
     $action
     redlock_set_interrupt_check(NULL, NULL);
 }
-%exception redlock_lock_multi {
-    redlock_set_interrupt_check(redlock_java_interrupted, jenv);
-    $action
-    redlock_set_interrupt_check(NULL, NULL);
-}
-%exception redlock_lock_rw {
-    redlock_set_interrupt_check(redlock_java_interrupted, jenv);
-    $action
-    redlock_set_interrupt_check(NULL, NULL);
-}
+%enddef
+REDLOCK_INTERRUPTIBLE(redlock_lock)
+REDLOCK_INTERRUPTIBLE(redlock_lock_multi)
+REDLOCK_INTERRUPTIBLE(redlock_lock_rw)
+REDLOCK_INTERRUPTIBLE(redlock_acquire_permit)
+REDLOCK_INTERRUPTIBLE(redlock_lock_fair)
 
 /* Options are read back through a wrapper that returns the text, as UTF-8
  * bytes made into a Java String (a key_prefix may hold any character, and
@@ -542,6 +565,8 @@ REDLOCK_RETURNS_OUT(redlock_ctx_new, redlock_ctx)
 REDLOCK_RETURNS_OUT(redlock_lock, redlock_handle)
 REDLOCK_RETURNS_OUT(redlock_lock_multi, redlock_handle)
 REDLOCK_RETURNS_OUT(redlock_lock_rw, redlock_handle)
+REDLOCK_RETURNS_OUT(redlock_acquire_permit, redlock_handle)
+REDLOCK_RETURNS_OUT(redlock_lock_fair, redlock_handle)
 REDLOCK_RETURNS_VOID(redlock_ctx_set_option)
 REDLOCK_RETURNS_VOID(redlock_extend)
 REDLOCK_RETURNS_VOID(redlock_unlock)
@@ -552,6 +577,12 @@ REDLOCK_RETURNS_VOID(redlock_ctx_ping)
 REDLOCK_RETURNS_VOID(redlock_inspect_multi)
 REDLOCK_RETURNS_VOID(redlock_handle_reenter)
 REDLOCK_RETURNS_VOID(redlock_handle_leave)
+REDLOCK_RETURNS_VOID(redlock_permits_available)
+
+/* The permits available come back through an int[1], as the other counts
+ * (redlock.i's outputs). */
+%include <typemaps.i>
+%apply int *OUTPUT { int *available };
 
 /* The library is loaded by the class that declares the native methods. */
 %pragma(java) jniclasscode=%{
@@ -578,6 +609,13 @@ REDLOCK_RETURNS_VOID(redlock_handle_leave)
    *  of the caller's handle of the same read-write lock or 0; name is UTF-8. */
   public final static native void lockRwAsync(long ctx, byte[] name, int mode, long held,
                                               long leaseMs, long waitMs, Object done);
+  /** redlock_acquire_permit_async, likewise: a permit of the semaphore name (UTF-8) of
+   *  permits permits. */
+  public final static native void acquirePermitAsync(long ctx, byte[] name, int permits,
+                                                     long leaseMs, long waitMs, Object done);
+  /** redlock_lock_fair_async, likewise: the fair lock of name (UTF-8). */
+  public final static native void lockFairAsync(long ctx, byte[] name, long leaseMs,
+                                                long waitMs, Object done);
   /** redlock_extend_async, likewise. */
   public final static native void extendAsync(long handle, long leaseMs, Object done);
   /** redlock_unlock_async, likewise. */

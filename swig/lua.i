@@ -4,8 +4,9 @@
  * The raw module mirrors the C API: every function returns its int status
  * first, then the output parameter (the new ctx or handle, nil on failure).
  * Pointers come back unowned; bindings/lua/redlock.lua frees them. Times are
- * integers of milliseconds; a non-integral or out-of-range time, or a list
- * holding something other than strings, is a Lua error, never a crash.
+ * integers of milliseconds; a non-integral or out-of-range time (or number
+ * of permits), or a list holding something other than strings, is a Lua
+ * error, never a crash.
  */
 %module redlock_core
 
@@ -93,6 +94,24 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
   %{ $1 = &temp; %}
 %typemap(argout) int64_t *ttl_ms, int64_t *fence %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 #define REDLOCK_INT64_OUTPUTS
+
+/* A semaphore's permits: a whole number an int holds (the C library checks
+ * its range, REDLOCK_EINVAL); redlock_permits_available's count comes back
+ * after the status, an integer. */
+%{
+#include <limits.h>
+%}
+%typemap(in, checkfn="lua_isnumber") int permits {
+  lua_Number permits = lua_tonumber(L, $input);
+  if (!(permits >= (lua_Number)INT_MIN && permits <= (lua_Number)INT_MAX) ||
+      (lua_Number)(int)permits != permits) {
+    return luaL_error(L, "bad argument #%d to '$symname' (whole number of permits expected)",
+                      $input);
+  }
+  $1 = (int)permits;
+}
+%typemap(in, numinputs=0) int *available (int temp = 0) %{ $1 = &temp; %}
+%typemap(argout) int *available %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 
 %include "redlock.i"
 

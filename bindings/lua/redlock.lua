@@ -46,10 +46,14 @@ local core = require "redlock_core"
 local redlock = { _VERSION = core.redlock_version_string() }
 
 local unpack = table.unpack or unpack
+local function pack(...)
+  return { n = select("#", ...), ... }
+end
 local ngx = rawget(_G, "ngx")
 
 local MAX_TTL_MS = core.REDLOCK_MAX_TTL_MS
 local MAX_MS = 2 ^ 53
+local MAX_PERMITS = core.REDLOCK_MAX_PERMITS
 
 -- Error names from the header's codes: REDLOCK_ELOCKED is "locked" and is
 -- also published as redlock.ELOCKED.
@@ -166,31 +170,48 @@ local function argerror(n, fname, msg, depth)
   error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3 + (depth or 0))
 end
 
+-- self is of class, or of a kind of it (_kind_of: a permit is a Lock).
 local function check_self(self, class, fname)
-  if getmetatable(self) ~= class then
+  local mt = getmetatable(self)
+  if mt ~= class and not (type(mt) == "table" and rawget(mt, "_kind_of") == class) then
     error(("calling '%s' on bad self (%s expected, got %s)"):format(
       fname, class.__name, type(self)), 3)
   end
 end
 
--- Why value is not a whole number of milliseconds from min to max, or nil.
-local function ms_problem(value, min, max)
+-- Why value is not a whole number of units (milliseconds, permits) from
+-- min to max, or nil.
+local function whole_problem(value, min, max, units)
   if type(value) ~= "number" then
     return "number expected, got " .. type(value)
   end
   if value ~= math.floor(value) or value < min or value > max then
-    return ("whole number of milliseconds from %d to %d expected, got %s"):format(
-      min, max, tostring(value))
+    return ("whole number of %s from %d to %d expected, got %s"):format(
+      units, min, max, tostring(value))
   end
 end
 
-local function check_lease(n, fname, value)
-  local problem = ms_problem(value, 1, MAX_TTL_MS)
-  if problem then argerror(n, fname, problem, 1) end
+-- (depth: helpers between the public function and this one.)
+local function check_lease(n, fname, value, depth)
+  local problem = whole_problem(value, 1, MAX_TTL_MS, "milliseconds")
+  if problem then argerror(n, fname, problem, 1 + (depth or 0)) end
 end
 
-local function check_wait(n, fname, value)
-  local problem = ms_problem(value, 0, MAX_MS)
+local function check_wait(n, fname, value, depth)
+  local problem = whole_problem(value, 0, MAX_MS, "milliseconds")
+  if problem then argerror(n, fname, problem, 1 + (depth or 0)) end
+end
+
+-- A lease or nil (a kept lock).
+local function check_kept_lease(n, fname, value, depth)
+  if value ~= nil then
+    check_lease(n, fname, value, 1 + (depth or 0))
+  end
+end
+
+-- A semaphore's permits: from 1 to REDLOCK_MAX_PERMITS.
+local function check_permits(n, fname, value)
+  local problem = whole_problem(value, 1, MAX_PERMITS, "permits")
   if problem then argerror(n, fname, problem, 1) end
 end
 
@@ -971,8 +992,8 @@ end
 
 -- Drives op to its end in this coroutine, doing what the engine says
 -- (redlock_op_drive); returns its status, its message and a lock's handle,
--- or, from an operation that gives none, its answer (redlock_op_answer):
--- { locked, ttl_ms, deleted }.
+-- or, from an operation that gives none, its answer (redlock_op_answer,
+-- then redlock_op_available): { locked, ttl_ms, deleted, available }.
 local function drive(ctx, op, before_free)
   local d = driver_of(ctx)
   local run = { d = d, op = op, sem = take_sem(), ios = {}, may_wait = true }
@@ -1003,7 +1024,11 @@ local function drive(ctx, op, before_free)
     end
   end
   local status, message = core.redlock_op_status(op), core.redlock_op_message(op)
-  local handle = core.redlock_op_take_handle(op) or { core.redlock_op_answer(op) }
+  local handle = core.redlock_op_take_handle(op)
+  if not handle then
+    handle = { core.redlock_op_answer(op) }
+    handle[4] = core.redlock_op_available(op)
+  end
   while core.redlock_op_take_conn(op) do
   end
   if before_free then
@@ -1085,15 +1110,26 @@ local function drained(ctx, ...)
   return ...
 end
 
--- mode: nil for a plain lock, else a read-write lock's REDLOCK_READ or
--- REDLOCK_WRITE of names[1], with held the handle of its other half that the
--- caller holds (a downgrade, or an upgrade refused), or nil.
-local function acquire(ctx, names, lease_ms, wait_ms, mode, held)
+-- Takes lock (a Lock) for a lease of lease_ms, waiting up to wait_ms:
+-- status, then the handle or (third) the error. The lock's kind says how:
+-- _permits, a permit of the semaphore _names[1] of that many permits;
+-- _mode, a read-write lock's REDLOCK_READ or REDLOCK_WRITE of _names[1],
+-- whose other half (_pair), when the caller holds it, makes a downgrade (or
+-- an upgrade refused); _fair, the fair lock of _names[1]; else the plain
+-- lock of its one name, or the multi-lock of its names.
+local function acquire(ctx, lock, lease_ms, wait_ms)
+  local names, permits, mode = lock._names, lock._permits, lock._mode
+  local held = lock._pair and lock._pair._state.handle
   local blocking = blocking_allowed()
   if blocking then
-    if mode then
+    if permits then
+      return drained(ctx, core.redlock_acquire_permit(ctx.ptr, names[1], permits, lease_ms,
+        wait_ms))
+    elseif mode then
       return drained(ctx, core.redlock_lock_rw(ctx.ptr, names[1], mode, held, lease_ms,
         wait_ms))
+    elseif lock._fair then
+      return drained(ctx, core.redlock_lock_fair(ctx.ptr, names[1], lease_ms, wait_ms))
     elseif #names == 1 then
       return drained(ctx, core.redlock_lock(ctx.ptr, names[1], lease_ms, wait_ms))
     end
@@ -1101,9 +1137,17 @@ local function acquire(ctx, names, lease_ms, wait_ms, mode, held)
   elseif blocking == false then
     return core.REDLOCK_EUNSUPPORTED, nil, no_cosockets_error("try_lock")
   end
-  if mode then
+  -- A wait that pauses listens for the release (a fair lock's waiter, for
+  -- its turn on its own channel): the channels are the operation's keys.
+  if permits then
+    return engine_call(ctx, core.redlock_op_acquire_permit, ctx.ptr, names[1], permits,
+      lease_ms, wait_ms, now_ms())
+  elseif mode then
     return engine_call(ctx, core.redlock_op_lock_rw, ctx.ptr, names[1], mode, held, lease_ms,
       wait_ms, now_ms())
+  elseif lock._fair then
+    return engine_call(ctx, core.redlock_op_lock_fair, ctx.ptr, names[1], lease_ms, wait_ms,
+      now_ms())
   end
   return engine_call(ctx, core.redlock_op_lock, ctx.ptr, names, lease_ms, wait_ms, now_ms())
 end
@@ -1155,6 +1199,32 @@ local function query_call(ctx, name, force, what)
     return rc, err or make_error(rc)
   end
   return rc, nil, locked == 1, math.floor(ttl or -2), math.floor(deleted or 0)
+end
+
+-- A count the nodes are asked for (redlock_ctx_ping's nodes that answered,
+-- redlock_permits_available's permits): call(ctx.ptr, ...) outside nginx,
+-- else make(ctx.ptr, ..., now) over cosockets, whose answer has it at
+-- index. The count, or nil and the error.
+local function count_call(ctx, what, call, make, index, ...)
+  local blocking = blocking_allowed()
+  local rc, count, err
+  if blocking then
+    rc, count = call(ctx.ptr, ...)
+    drain_events(ctx)
+  elseif blocking == false then
+    return nil, no_cosockets_error(what)
+  else
+    local args = pack(ctx.ptr, ...)
+    args.n = args.n + 1
+    args[args.n] = now_ms()
+    local answer
+    rc, answer, err = engine_call(ctx, make, unpack(args, 1, args.n))
+    count = answer and answer[index]
+  end
+  if rc ~= core.REDLOCK_OK then
+    return nil, err or make_error(rc)
+  end
+  return math.floor(count)
 end
 
 ---------------------------------------------------------------------------
@@ -1564,16 +1634,19 @@ end
 local Lock = { __name = "redlock lock" }
 Lock.__index = Lock
 
-local function new_lock(ctx, names)
+-- class: Lock, or a kind of it (Permit).
+local function new_lock(ctx, names, class)
   local state = { ctx = ctx }
   -- A collected lock's loss is told to nobody: its callback would get a
   -- lock that is gone.
-  return setmetatable({ _state = state, _names = names, _finalizer = finalizer(function()
+  local finalize = finalizer(function()
     if state.hold then
       state.hold.told = true
     end
     drop_handle(state)
-  end) }, Lock)
+  end)
+  return setmetatable({ _ctx = ctx, _state = state, _names = names, _finalizer = finalize },
+                      class or Lock)
 end
 
 -- Milliseconds of validity left (0 or less when not held); a lost kept
@@ -1602,6 +1675,17 @@ local function reenter(state)
   return true
 end
 
+-- Checks try_lock's and try_acquire's wait_ms (nil: 0, one attempt) and
+-- lease_ms (nil: kept); returns wait_ms.
+local function check_try(fname, wait_ms, lease_ms)
+  if wait_ms == nil then
+    wait_ms = 0
+  end
+  check_wait(1, fname, wait_ms, 1)
+  check_kept_lease(2, fname, lease_ms, 1)
+  return wait_ms
+end
+
 -- The common part of try_lock and lock, once their arguments are checked.
 local function take(self, fname, wait_ms, lease_ms)
   local kept = lease_ms == nil
@@ -1616,9 +1700,7 @@ local function take(self, fname, wait_ms, lease_ms)
   state.hold = nil
   state.was_lost = false
   local lease = kept and state.ctx.watchdog_lease or lease_ms
-  local pair = self._pair   -- a read-write lock's other half
-  local rc, handle, err = acquire(state.ctx, self._names, lease, wait_ms, self._mode,
-    pair and pair._state.handle)
+  local rc, handle, err = acquire(state.ctx, self, lease, wait_ms)
   if rc ~= core.REDLOCK_OK then
     return nil, err or make_error(rc)
   end
@@ -1634,36 +1716,36 @@ local function take(self, fname, wait_ms, lease_ms)
   return true
 end
 
---- Tries to acquire the lock, waiting up to wait_ms (nil or 0: one
--- attempt), for a lease of lease_ms. With no lease_ms the lock is kept: its
--- lease is the client's watchdog_lease_ms and it is renewed until unlock.
--- Returns true, or nil and an error ("locked" when someone else holds it).
--- When this Lock holds it already, it counts one more hold (each needs its
--- unlock) and keeps the first terms: the lease and the renewal stay as the
--- first acquisition made them ("notheld" when that hold was lost).
-function Lock:try_lock(wait_ms, lease_ms)
-  check_self(self, Lock, "try_lock")
-  if wait_ms == nil then
-    wait_ms = 0
+-- Defines class's methods try_name(wait_ms, lease_ms) and wait_name(lease_ms)
+-- (a wait without end), which check their arguments and then acquire with
+-- acquire_fn(self, fname, wait_ms, lease_ms).
+local function define_acquires(class, try_name, wait_name, acquire_fn)
+  class[try_name] = function(self, wait_ms, lease_ms)
+    check_self(self, class, try_name)
+    return acquire_fn(self, try_name, check_try(try_name, wait_ms, lease_ms), lease_ms)
   end
-  check_wait(1, "try_lock", wait_ms)
-  if lease_ms ~= nil then
-    check_lease(2, "try_lock", lease_ms)
+  class[wait_name] = function(self, lease_ms)
+    check_self(self, class, wait_name)
+    check_kept_lease(1, wait_name, lease_ms)
+    return acquire_fn(self, wait_name, MAX_MS, lease_ms)
   end
-  return take(self, "try_lock", wait_ms, lease_ms)
 end
 
---- Waits until the lock is acquired, for a lease of lease_ms (nil: kept,
--- as try_lock). A wait without end still ends with "noquorum" once the nodes
--- have failed for the client's unavailable_timeout_ms. Returns true, or nil
--- and an error; reentry as try_lock.
-function Lock:lock(lease_ms)
-  check_self(self, Lock, "lock")
-  if lease_ms ~= nil then
-    check_lease(1, "lock", lease_ms)
-  end
-  return take(self, "lock", MAX_MS, lease_ms)
-end
+--- lock:try_lock(wait_ms, lease_ms): tries to acquire the lock, waiting up
+-- to wait_ms (nil or 0: one attempt), for a lease of lease_ms. With no
+-- lease_ms the lock is kept: its lease is the client's watchdog_lease_ms and
+-- it is renewed until unlock. Returns true, or nil and an error ("locked"
+-- when someone else holds it). When this Lock holds it already, it counts
+-- one more hold (each needs its unlock) and keeps the first terms: the lease
+-- and the renewal stay as the first acquisition made them ("notheld" when
+-- that hold was lost).
+--
+-- lock:lock(lease_ms): waits until the lock is acquired, for a lease of
+-- lease_ms (nil: kept, as try_lock). A wait without end still ends with
+-- "noquorum" once the nodes have failed for the client's
+-- unavailable_timeout_ms. Returns true, or nil and an error; reentry as
+-- try_lock.
+define_acquires(Lock, "try_lock", "lock", take)
 
 --- How many times this Lock holds the lock: 1 after its acquisition, plus
 -- each reentry not yet unlocked; 0 when not held.
@@ -2092,23 +2174,7 @@ end
 function Client:ping()
   check_self(self, Client, "ping")
   check_open(self, "ping")
-  local ctx = self._ctx
-  local blocking = blocking_allowed()
-  local rc, answered, err
-  if blocking then
-    rc, answered = core.redlock_ctx_ping(ctx.ptr)
-    drain_events(ctx)
-  elseif blocking == false then
-    return nil, no_cosockets_error("ping")
-  else
-    local answer
-    rc, answer, err = engine_call(ctx, core.redlock_op_ping, ctx.ptr, now_ms())
-    answered = answer and answer[3]
-  end
-  if rc ~= core.REDLOCK_OK then
-    return nil, err or make_error(rc)
-  end
-  return math.floor(answered)
+  return count_call(self._ctx, "ping", core.redlock_ctx_ping, core.redlock_op_ping, 3)
 end
 
 --- A lock on one resource (not acquired yet).
@@ -2151,6 +2217,19 @@ function ReadWriteLock:write_lock()
   return self._write
 end
 
+--- The fair lock of one resource (not acquired yet): its waiters get it in
+-- the order they arrived, across clients (docs/kinds.md). A Lock: it is the
+-- plain lock of its name (the same key: a plain lock of the name excludes it,
+-- and is taken without waiting its turn), with no fence.
+function Client:get_fair_lock(name)
+  check_self(self, Client, "get_fair_lock")
+  check_open(self, "get_fair_lock")
+  check_name(1, "get_fair_lock", name)
+  local lock = new_lock(self._ctx, { name })
+  lock._fair = true
+  return lock
+end
+
 --- A lock on several distinct resources, acquired all together or not at all.
 function Client:get_multi_lock(names)
   check_self(self, Client, "get_multi_lock")
@@ -2172,8 +2251,31 @@ function Client:get_multi_lock(names)
   return new_lock(self._ctx, copy)
 end
 
-local function pack(...)
-  return { n = select("#", ...), ... }
+-- Checks with_lock's and with_permit's lease_ms (argument n) and fn (n + 1).
+local function check_lease_fn(n, fname, lease_ms, fn)
+  check_kept_lease(n, fname, lease_ms, 1)
+  if type(fn) ~= "function" then
+    argerror(n + 1, fname, "function expected, got " .. type(fn), 1)
+  end
+end
+
+-- Runs fn(...) holding lock (a Lock, or a new permit), taken as
+-- lock:lock(lease_ms) takes it, and releases it afterwards, also when fn
+-- raises an error (which is raised again): fn's results, or nil and an error.
+local function run_holding(lock, fname, lease_ms, fn, ...)
+  local ok, err = take(lock, fname, MAX_MS, lease_ms)
+  if not ok then
+    return nil, err
+  end
+  local results = pack(pcall(fn, ...))
+  local released, unlock_err = Lock.unlock(lock)
+  if not results[1] then
+    error(results[2], 0)
+  end
+  if not released then
+    return nil, unlock_err
+  end
+  return unpack(results, 2, results.n)
 end
 
 --- Runs fn(...) while holding the lock on `name`, waiting until it is
@@ -2187,26 +2289,107 @@ function Client:with_lock(name, lease_ms, fn, ...)
   check_self(self, Client, "with_lock")
   check_open(self, "with_lock")
   check_name(1, "with_lock", name)
-  if lease_ms ~= nil then
-    check_lease(2, "with_lock", lease_ms)
-  end
-  if type(fn) ~= "function" then
-    argerror(3, "with_lock", "function expected, got " .. type(fn))
-  end
-  local lock = new_lock(self._ctx, { name })
-  local ok, err = lock:lock(lease_ms)
+  check_lease_fn(2, "with_lock", lease_ms, fn)
+  return run_holding(new_lock(self._ctx, { name }), "with_lock", lease_ms, fn, ...)
+end
+
+--- Runs fn(...) holding this lock, as client:with_lock does with a new
+-- lock of a name: waits until it is taken (as lock:lock(lease_ms)), and
+-- releases it afterwards, also when fn raises an error (which is raised
+-- again). Any kind of lock: a fair lock, a read-write lock's half, a
+-- multi-lock. On a lock this object holds already, a reentry: one hold is
+-- taken and given back. fn's results, or nil and an error.
+function Lock:with_lock(lease_ms, fn, ...)
+  check_self(self, Lock, "with_lock")
+  check_open(self, "with_lock")
+  check_lease_fn(1, "with_lock", lease_ms, fn)
+  return run_holding(self, "with_lock", lease_ms, fn, ...)
+end
+
+---------------------------------------------------------------------------
+-- Semaphores: at most `permits` holders of a name at once, each with a
+-- permit of its own (the C library's redlock_acquire_permit).
+
+local Semaphore = { __name = "redlock semaphore" }
+Semaphore.__index = Semaphore
+
+-- A permit is a Lock of its own handle (extended, released, kept and lost
+-- as a lock is), taken once: it has none of a lock's calls that take it
+-- again or ask the nodes about the name's lock.
+local Permit = { __name = "redlock permit", _kind_of = Lock,
+                 release = Lock.unlock, unlock = Lock.unlock, extend = Lock.extend,
+                 validity_ms = Lock.validity_ms, lost = Lock.lost, on_lost = Lock.on_lost }
+Permit.__index = Permit
+
+--- A semaphore of `permits` permits (1 to 10000) on the resource `name`: at
+-- most that many permits held at once, by all its clients together (each
+-- must give the same number: a node that holds the semaphore under another
+-- refuses with "inval", naming both). Not a lock: a lock of the same name
+-- does not exclude it. Nothing is taken yet.
+function Client:get_semaphore(name, permits)
+  check_self(self, Client, "get_semaphore")
+  check_open(self, "get_semaphore")
+  check_name(1, "get_semaphore", name)
+  check_permits(2, "get_semaphore", permits)
+  return setmetatable({ _ctx = self._ctx, _name = name, _permits = permits }, Semaphore)
+end
+
+-- A new permit of the semaphore, not taken yet.
+local function new_permit(self)
+  local permit = new_lock(self._ctx, { self._name }, Permit)
+  permit._permits = self._permits
+  return permit
+end
+
+-- The common part of try_acquire and acquire: the permit, or nil and an error.
+local function take_permit(self, fname, wait_ms, lease_ms)
+  check_open(self, fname)
+  local permit = new_permit(self)
+  local ok, err = take(permit, fname, wait_ms, lease_ms)
   if not ok then
     return nil, err
   end
-  local results = pack(pcall(fn, ...))
-  local released, unlock_err = lock:unlock()
-  if not results[1] then
-    error(results[2], 0)
-  end
-  if not released then
-    return nil, unlock_err
-  end
-  return unpack(results, 2, results.n)
+  permit._id = core.redlock_handle_token(permit._state.handle)
+  return permit
+end
+
+--- semaphore:try_acquire(wait_ms, lease_ms): tries to take a permit,
+-- waiting up to wait_ms (nil or 0: one attempt) for a lease of lease_ms;
+-- with no lease_ms the permit is kept (renewed until released, as a lock
+-- with no lease). Returns the permit, or nil and an error ("locked" when
+-- every permit stayed taken).
+--
+-- semaphore:acquire(lease_ms): waits until a permit is taken, for a lease
+-- of lease_ms (nil: kept), as lock:lock() waits. Returns the permit, or nil
+-- and an error.
+define_acquires(Semaphore, "try_acquire", "acquire", take_permit)
+
+--- How many permits could be taken now: the number free on a permit's
+-- quorum of the nodes (for display: it may be stale at once). Or nil and
+-- an error ("noquorum" when too few nodes answer, "inval" when they hold
+-- the semaphore under another number of permits).
+function Semaphore:available_permits()
+  check_self(self, Semaphore, "available_permits")
+  check_open(self, "available_permits")
+  return count_call(self._ctx, "available_permits", core.redlock_permits_available,
+                    core.redlock_op_permits, 4, self._name, self._permits)
+end
+
+--- Runs fn(...) holding a permit, waiting until one is taken (as acquire),
+-- and releases it afterwards, also when fn raises an error (which is raised
+-- again); as client:with_lock does with a lock.
+function Semaphore:with_permit(lease_ms, fn, ...)
+  check_self(self, Semaphore, "with_permit")
+  check_open(self, "with_permit")
+  check_lease_fn(1, "with_permit", lease_ms, fn)
+  return run_holding(new_permit(self), "with_permit", lease_ms, fn, ...)
+end
+
+--- The permit's id (the token of its handle: 32 hex characters), the
+-- same after its release.
+function Permit:id()
+  check_self(self, Permit, "id")
+  return self._id
 end
 
 --- Closes the client: no new locks can be made or taken. Locks still held

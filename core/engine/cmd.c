@@ -646,6 +646,12 @@ static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
         classify_fences(cmd, r, out);
         return;
     }
+    /* A fenced acquire's yes is its counters: a bare 1 is no answer to it. */
+    if (cmd->fenced && cmd->kind == RL_CMD_ACQUIRE && r->type == REDIS_REPLY_INTEGER
+        && r->integer == 1) {
+        rl_result_fail(out, REDLOCK_EREDIS, "a fenced acquire answered without its counters");
+        return;
+    }
     if (r->type != REDIS_REPLY_INTEGER || r->integer < 0) {
         rl_result_from_bad_reply(out, r);
         return;

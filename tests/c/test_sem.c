@@ -192,9 +192,9 @@ static void an_expired_permit_is_reclaimed(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *a = ctx_for(ns, NULL), *b = ctx_for(ns, NULL);
-    redlock_handle *brief = take(a, "sem-lease", 1, 300);
+    redlock_handle *brief = take(a, "sem-lease", 1, 1500);
     refused(b, "sem-lease", 1);
-    sleep_ms(500);
+    sleep_ms(2000);
     assert_fails(redlock_extend(brief, 1000), REDLOCK_ENOTHELD);
     redlock_handle *h = take(b, "sem-lease", 1, 2000);
     assert_listed(ns, 0, "sem-lease", 1);

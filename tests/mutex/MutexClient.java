@@ -19,13 +19,16 @@ import java.util.concurrent.TimeUnit;
 /**
  * A contender of the mutual-exclusion run, in Java (the redlock binding).
  *
- * <pre>java MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS</pre>
+ * <pre>java MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS</pre>
  *
- * The same arguments and the same JSON lines as client.c.
+ * The same arguments and the same JSON lines as client.c, for KIND lock or rw (no semaphore:
+ * PERMITS is ignored).
  */
 public final class MutexClient {
     /** The rest between two attempts, as in client.c. */
     private static final long THINK_MS = 20;
+    /** The share of readers in a rw run, as in client.c. */
+    private static final int READ_PERCENT = 60;
 
     /** GET and SET on the counter server, in plain RESP. */
     static final class Counter {
@@ -74,6 +77,12 @@ public final class MutexClient {
             long next = (value == null ? 0 : Long.parseLong(value)) + 1;
             call("SET", "counter:" + resource, Long.toString(next));
         }
+
+        /** A reader's look: GET, then the writer's pause. */
+        void peek(String resource) throws IOException, InterruptedException {
+            call("GET", "counter:" + resource);
+            Thread.sleep(2);
+        }
     }
 
     private static long nowNs() {
@@ -86,10 +95,12 @@ public final class MutexClient {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 8) {
-            System.err.println("usage: MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS");
+        if (args.length != 10 || !(args[8].equals("lock") || args[8].equals("rw"))) {
+            System.err.println("usage: MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS"
+                    + " WAIT_MS lock|rw PERMITS");
             System.exit(64);
         }
+        boolean rw = args[8].equals("rw");
         String holder = args[0];
         int resources = Integer.parseInt(args[4]);
         int ops = Integer.parseInt(args[5]);
@@ -108,9 +119,14 @@ public final class MutexClient {
                     Thread.sleep(THINK_MS);
                 }
                 String resource = "r" + ThreadLocalRandom.current().nextInt(resources);
+                // A writer (or a lock) bumps the counter; a reader only reads it.
+                boolean write = !rw || ThreadLocalRandom.current().nextInt(100) >= READ_PERCENT;
                 String head = "{\"holder\":\"" + holder + "\",\"lang\":\"java\",\"resource\":\""
-                        + resource + "\",";
-                RLock lock = client.getLock(resource);
+                        + resource + "\"," + (!rw ? "" : write ? "\"mode\":\"write\","
+                        : "\"mode\":\"read\",");
+                RLock lock = !rw ? client.getLock(resource)
+                        : write ? client.getReadWriteLock(resource).writeLock()
+                        : client.getReadWriteLock(resource).readLock();
                 long asked = nowNs();
                 boolean acquired;
                 String result = "locked";
@@ -127,11 +143,15 @@ public final class MutexClient {
                 }
                 long start = nowNs();
                 long validity = lock.remainingValidity(TimeUnit.MILLISECONDS);
-                boolean wrote = true;
+                boolean done = true;
                 try {
-                    counter.bump(resource);
+                    if (write) {
+                        counter.bump(resource);
+                    } else {
+                        counter.peek(resource);
+                    }
                 } catch (IOException e) {
-                    wrote = false;
+                    done = false;
                     failures++;
                 }
                 long end = nowNs();
@@ -143,7 +163,8 @@ public final class MutexClient {
                 }
                 out.println(head + "\"start_ns\":" + start + ",\"end_ns\":" + end
                         + ",\"validity_ms\":" + validity + ",\"ok\":true,\"result\":\"ok\""
-                        + ",\"wrote\":" + wrote + ",\"unlock\":\"" + unlock + "\"}");
+                        + (write ? ",\"wrote\":" : ",\"read\":") + done
+                        + ",\"unlock\":\"" + unlock + "\"}");
             }
         }
         System.exit(failures == 0 ? 0 : 1);

@@ -5,18 +5,38 @@
 RUN_DIR holds what tests/mutex/run wrote:
   ops-*.jsonl    one line per attempt, from every client:
                  {holder, lang, resource, start_ns, end_ns, validity_ms, ok,
-                  result, wrote?, unlock?}; for an acquired lock start_ns..end_ns
-                 is the critical section and validity_ms what the library
-                 promised at its start; otherwise they bound the attempt
+                  result, mode?, wrote?, read?, inside?, unlock?}; for an
+                 acquired lock start_ns..end_ns is the critical section and
+                 validity_ms what the library promised at its start;
+                 otherwise they bound the attempt
   phases.jsonl   {phase, start_ns, end_ns}: which fault ran when
-  counters.json  {resource: value} read from the counter server at the end
+  counters.json  {resource: value} read from the counter server at the end:
+                 counter:<resource>, or inside:<resource> in a semaphore run
+  run.json       {kind, permits}; without it, a lock run
+
+What the clients took (kind):
+  lock       the plain lock; a section bumps the counter (GET, SET + 1)
+  rw         the read lock ("mode": "read", a section only GETs the counter)
+             or the write lock ("mode": "write", it bumps the counter) of the
+             resource's read-write lock
+  semaphore  a permit of the resource's semaphore of `permits` permits; a
+             section INCRs inside:<resource>, records the result ("inside"),
+             then DECRs it
 
 Three properties, each a line PASS or FAIL, exit status 1 on any FAIL:
   exclusion  no two critical sections of one resource overlap inside their
-             validity windows [start, min(end, start + validity)]
+             validity windows [start, min(end, start + validity)]; in a rw
+             run two read sections may (never a write section with another)
   counter    each resource's counter equals its number of critical sections
+             (of write sections in a rw run)
   progress   locks were acquired under every fault of the schedule that
              ran while clients were trying
+In a semaphore run exclusion and counter give way to:
+  permits    no more than `permits` sections of one resource at any instant
+             inside their validity windows
+  inside     every recorded inside is at most `permits` (the counter
+             server's count, which does not depend on timestamps), and each
+             inside:<resource> is back to 0 at the end
 """
 
 from __future__ import annotations
@@ -40,40 +60,105 @@ def load(run_dir: Path) -> Tuple[List[Record], List[Record], Dict[str, int]]:
     return ops, phases, counters
 
 
+def settings(run_dir: Path) -> Tuple[str, int]:
+    """The run's kind and permits (run.json; a lock run without it)."""
+    path = run_dir / "run.json"
+    found = json.loads(path.read_text()) if path.exists() else {}
+    return str(found.get("kind", "lock")), int(found.get("permits", 1))
+
+
+def reader(op: Record) -> bool:
+    return op.get("mode") == "read"
+
+
 def window(op: Record) -> Tuple[int, int]:
     start = int(op["start_ns"])
     return start, min(int(op["end_ns"]), start + int(op["validity_ms"]) * 1_000_000)
 
 
-def overlaps(ops: List[Record]) -> List[Tuple[Record, Record]]:
-    """Pairs of critical sections of one resource whose windows intersect."""
-    found = []
+def overlaps(ops: List[Record], kind: str = "lock",
+             permits: int = 1) -> List[Tuple[Record, ...]]:
+    """Critical sections of one resource held together when they should not
+    be: pairs whose windows intersect (but two readers'), or in a semaphore
+    run each time a section's start makes more than `permits` at once."""
+    found: List[Tuple[Record, ...]] = []
     by_resource: Dict[str, List[Record]] = defaultdict(list)
     for op in ops:
         if op["ok"]:
             by_resource[str(op["resource"])].append(op)
     for sections in by_resource.values():
         sections.sort(key=lambda op: int(op["start_ns"]))
+        if kind == "semaphore":
+            found.extend(crowds(sections, permits))
+            continue
         latest = None  # the section whose window ends last so far
+        latest_write = None  # the same among writers (a lock's sections are)
         for op in sections:
             start, end = window(op)
-            if latest is not None and start < window(latest)[1]:
-                found.append((latest, op))
+            against = latest_write if reader(op) else latest
+            if against is not None and start < window(against)[1]:
+                found.append((against, op))
             if latest is None or end > window(latest)[1]:
                 latest = op
+            if not reader(op) and (latest_write is None or end > window(latest_write)[1]):
+                latest_write = op
+    return found
+
+
+def crowds(sections: List[Record], permits: int) -> List[Tuple[Record, ...]]:
+    """The sections held at once whenever more than `permits` were, at the
+    start of the one too many; sections sorted by start."""
+    events = []
+    for i, op in enumerate(sections):
+        start, end = window(op)
+        if start < end:
+            # A window ends before another starts at the same instant.
+            events += [(start, 1, i), (end, 0, i)]
+    found = []
+    held: Dict[int, Record] = {}
+    for _, starts, i in sorted(events):
+        if not starts:
+            del held[i]
+            continue
+        held[i] = sections[i]
+        if len(held) > permits:
+            found.append(tuple(held.values()))
     return found
 
 
 def counter_mismatches(ops: List[Record], counters: Dict[str, int]) -> List[str]:
-    sections = Counter(str(op["resource"]) for op in ops if op["ok"])
+    """Each counter against its write sections (every section of a lock)."""
+    sections = Counter(str(op["resource"]) for op in ops if op["ok"] and not reader(op))
     problems = []
     for op in ops:
         if op["ok"] and not op.get("wrote", True):
             problems.append(f"{op['holder']} could not write the counter of {op['resource']}")
+        if op["ok"] and not op.get("read", True):
+            problems.append(f"{op['holder']} could not read the counter of {op['resource']}")
     for resource in sorted(set(sections) | set(counters)):
         if counters.get(resource, 0) != sections[resource]:
             problems.append(f"{resource}: counter {counters.get(resource, 0)}, "
                             f"{sections[resource]} critical sections")
+    return problems
+
+
+def inside_problems(ops: List[Record], counters: Dict[str, int], permits: int) -> List[str]:
+    """The semaphore's probe: what INCR counted under each permit, at most
+    `permits`, and each inside:<resource> back to 0 (every DECR done)."""
+    problems = []
+    for op in ops:
+        if not op["ok"]:
+            continue
+        if op.get("inside") is None:
+            problems.append(f"{op['holder']} could not count itself into {op['resource']}")
+        elif int(op["inside"]) > permits:
+            problems.append(f"{op['holder']} found {op['inside']} inside {op['resource']} "
+                            f"from {op['start_ns']} (at most {permits})")
+        if not op.get("wrote", True):
+            problems.append(f"{op['holder']} could not count itself out of {op['resource']}")
+    for resource, value in sorted(counters.items()):
+        if value != 0:
+            problems.append(f"{resource}: {value} still inside at the end")
     return problems
 
 
@@ -85,8 +170,11 @@ def phase_of(op: Record, phases: List[Record]) -> str:
     return "(between phases)"
 
 
-def table(ops: List[Record], phases: List[Record]) -> Tuple[List[str], Dict[str, int]]:
-    """The summary lines, and the acquisitions under each phase."""
+def table(ops: List[Record], phases: List[Record],
+          kind: str = "lock") -> Tuple[List[str], Dict[str, int]]:
+    """The summary lines, and the acquisitions under each phase; a rw run
+    has the read and write sections too, a semaphore run the highest
+    inside."""
     names = list(dict.fromkeys(str(phase["phase"]) for phase in phases))
     seconds: Dict[str, float] = defaultdict(float)
     for phase in phases:
@@ -99,47 +187,73 @@ def table(ops: List[Record], phases: List[Record]) -> Tuple[List[str], Dict[str,
         row[str(op["result"])] += 1
         if op["ok"]:
             row[f"ok:{op['lang']}"] += 1
+            row["reads" if reader(op) else "writes"] += 1
+            row["inside"] = max(row["inside"], int(op.get("inside") or 0))
             if int(op["end_ns"]) > window(op)[1]:
                 row["overran"] += 1
     if "(between phases)" in rows:
         names.append("(between phases)")
+    extra = {"rw": ["reads", "writes"], "semaphore": ["inside"]}.get(kind, [])
     head = (f"{'phase':<22}{'secs':>6}{'attempts':>9}{'acquired':>9}{'per s':>7}"
-            + "".join(f"{lang:>8}" for lang in langs)
+            + "".join(f"{lang:>{max(8, len(lang) + 1)}}" for lang in langs)
+            + "".join(f"{column:>8}" for column in extra)
             + f"{'locked':>8}{'noquorum':>9}{'other':>7}{'overran':>8}")
     lines = [head, "-" * len(head)]
     acquired = {}
     for name in names + ["all"]:
-        row = sum(rows.values(), Counter()) if name == "all" else rows[name]
+        if name == "all":
+            row = sum(rows.values(), Counter())
+            row["inside"] = max((each["inside"] for each in rows.values()), default=0)
+        else:
+            row = rows[name]
         secs = sum(seconds.values()) if name == "all" else seconds[name]
         ok = row["ok"]
         other = row["attempts"] - ok - row["locked"] - row["noquorum"]
         acquired[name] = ok
         lines.append(f"{name:<22}{secs:>6.1f}{row['attempts']:>9}{ok:>9}"
                      f"{ok / secs if secs else 0:>7.1f}"
-                     + "".join(f"{row['ok:' + lang]:>8}" for lang in langs)
+                     + "".join(f"{row['ok:' + lang]:>{max(8, len(lang) + 1)}}" for lang in langs)
+                     + "".join(f"{row[column]:>8}" for column in extra)
                      + f"{row['locked']:>8}{row['noquorum']:>9}{other:>7}{row['overran']:>8}")
     return lines, acquired
 
 
 def check(run_dir: Path) -> bool:
     ops, phases, counters = load(run_dir)
-    lines, acquired = table(ops, phases)
+    kind, permits = settings(run_dir)
+    lines, acquired = table(ops, phases, kind)
     print("\n".join(lines))
     print()
     ok = True
 
-    pairs = overlaps(ops)
+    found = overlaps(ops, kind, permits)
     sections = sum(1 for op in ops if op["ok"])
-    print(f"{'PASS' if not pairs else 'FAIL'} exclusion: {sections} critical sections, "
-          f"{len(pairs)} overlapping")
-    for first, second in pairs[:10]:
-        print(f"  {first['resource']}: {first['holder']} {window(first)} and "
-              f"{second['holder']} {window(second)}")
-    ok &= not pairs
+    if kind == "semaphore":
+        print(f"{'PASS' if not found else 'FAIL'} permits: {sections} sections under a permit, "
+              f"{len(found)} times more than {permits} at once")
+    elif kind == "rw":
+        reads = sum(1 for op in ops if op["ok"] and reader(op))
+        print(f"{'PASS' if not found else 'FAIL'} exclusion: {sections} critical sections "
+              f"({reads} read, {sections - reads} write), {len(found)} overlapping a writer")
+    else:
+        print(f"{'PASS' if not found else 'FAIL'} exclusion: {sections} critical sections, "
+              f"{len(found)} overlapping")
+    for group in found[:10]:
+        print(f"  {group[0]['resource']}: " + " and ".join(
+            f"{op['holder']}{' (' + str(op['mode']) + ')' if 'mode' in op else ''} {window(op)}"
+            for op in group))
+    ok &= not found
 
-    problems = counter_mismatches(ops, counters)
-    print(f"{'PASS' if not problems else 'FAIL'} counter: {sum(counters.values())} increments "
-          f"for {sections} critical sections")
+    if kind == "semaphore":
+        problems = inside_problems(ops, counters, permits)
+        highest = max((int(op.get("inside") or 0) for op in ops if op["ok"]), default=0)
+        print(f"{'PASS' if not problems else 'FAIL'} inside: {sections} probes, at most "
+              f"{highest} inside at once (permits {permits})")
+    else:
+        problems = counter_mismatches(ops, counters)
+        writes = sum(1 for op in ops if op["ok"] and not reader(op))
+        print(f"{'PASS' if not problems else 'FAIL'} counter: {sum(counters.values())} increments "
+              f"for {writes} {'write' if kind == 'rw' else 'critical'} sections")
     for problem in problems[:10]:
         print(f"  {problem}")
     ok &= not problems

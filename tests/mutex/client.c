@@ -1,7 +1,7 @@
 /*
  * client.c - a contender of the mutual-exclusion run, in C.
  *
- *   mutex_client HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS
+ *   mutex_client HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
  *
  * NODES is a comma-separated list of node URIs, COUNTER the port of the
  * redis-server (on 127.0.0.1) that holds the shared counters. OPS times, it
@@ -10,6 +10,13 @@
  * plus one (a non-atomic read-modify-write), then unlocks, and rests
  * THINK_MS before the next attempt. Each attempt appends one JSON line to
  * OUT (the format is in checker.py).
+ *
+ * KIND is what it takes: "lock", the plain lock; "rw", the read lock
+ * (READ_PERCENT of the attempts) or the write lock of the resource's
+ * read-write lock, a reader only reading the counter and waiting as long;
+ * "semaphore", a permit of the resource's semaphore of PERMITS permits,
+ * under which it counts itself in and out of inside:<resource> (INCR, a
+ * pause, DECR). PERMITS is ignored but by "semaphore".
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,6 +32,9 @@
 
 #define MAX_NODES 16
 #define THINK_MS 20
+#define READ_PERCENT 60
+
+enum kind { KIND_LOCK, KIND_RW, KIND_SEMAPHORE };
 
 static int64_t realtime_ns(void)
 {
@@ -69,15 +79,49 @@ static int bump(redisContext *counter, const char *resource)
     return ok ? 0 : -1;
 }
 
+/* A reader's look at the counter: GET, then the writer's pause. 0 when done. */
+static int peek(redisContext *counter, const char *resource)
+{
+    redisReply *r = redisCommand(counter, "GET counter:%s", resource);
+    int ok = r && r->type != REDIS_REPLY_ERROR;
+    freeReplyObject(r);
+    pause_ms(2);
+    return ok ? 0 : -1;
+}
+
+/* The concurrency probe under a permit: INCR inside:<resource>, a pause,
+ * DECR. *inside is what INCR returned, -1 when it failed. 0 when done. */
+static int probe(redisContext *counter, const char *resource, long long *inside)
+{
+    *inside = -1;
+    redisReply *r = redisCommand(counter, "INCR inside:%s", resource);
+    if (!r || r->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(r);
+        return -1;
+    }
+    *inside = r->integer;
+    freeReplyObject(r);
+    pause_ms(2);
+    r = redisCommand(counter, "DECR inside:%s", resource);
+    int ok = r && r->type == REDIS_REPLY_INTEGER;
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 9) {
-        fprintf(stderr, "usage: %s HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS\n",
-                argv[0]);
+    enum kind kind = KIND_LOCK;
+    if (argc == 11 && strcmp(argv[9], "rw") == 0)
+        kind = KIND_RW;
+    else if (argc == 11 && strcmp(argv[9], "semaphore") == 0)
+        kind = KIND_SEMAPHORE;
+    if (argc != 11 || (kind == KIND_LOCK && strcmp(argv[9], "lock") != 0)) {
+        fprintf(stderr, "usage: %s HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS "
+                "lock|rw|semaphore PERMITS\n", argv[0]);
         return 64;
     }
     const char *holder = argv[1];
-    int resources = atoi(argv[5]), ops = atoi(argv[6]);
+    int resources = atoi(argv[5]), ops = atoi(argv[6]), permits = atoi(argv[10]);
     int64_t lease_ms = atoll(argv[7]), wait_ms = atoll(argv[8]);
 
     const char *uris[MAX_NODES];
@@ -111,28 +155,50 @@ int main(int argc, char **argv)
             pause_ms(THINK_MS);
         char resource[32];
         snprintf(resource, sizeof resource, "r%d", rand() % resources);
+        /* A writer (or a lock) bumps the counter; a reader only reads it. */
+        int write = kind != KIND_RW || rand() % 100 >= READ_PERCENT;
+        char head[128];
+        snprintf(head, sizeof head, "{\"holder\":\"%s\",\"lang\":\"c\",\"resource\":\"%s\",%s",
+                 holder, resource,
+                 kind != KIND_RW ? "" : write ? "\"mode\":\"write\"," : "\"mode\":\"read\",");
         redlock_handle *h = NULL;
         int64_t asked = realtime_ns();
-        int rc = redlock_lock(&h, ctx, resource, lease_ms, wait_ms);
+        int rc;
+        if (kind == KIND_RW)
+            rc = redlock_lock_rw(&h, ctx, resource, write ? REDLOCK_WRITE : REDLOCK_READ, NULL,
+                                 lease_ms, wait_ms);
+        else if (kind == KIND_SEMAPHORE)
+            rc = redlock_acquire_permit(&h, ctx, resource, permits, lease_ms, wait_ms);
+        else
+            rc = redlock_lock(&h, ctx, resource, lease_ms, wait_ms);
         if (rc != REDLOCK_OK) {
-            fprintf(out, "{\"holder\":\"%s\",\"lang\":\"c\",\"resource\":\"%s\",\"start_ns\":%lld,"
-                    "\"end_ns\":%lld,\"validity_ms\":0,\"ok\":false,\"result\":\"%s\"}\n",
-                    holder, resource, (long long)asked, (long long)realtime_ns(),
-                    code_name(rc));
+            fprintf(out, "%s\"start_ns\":%lld,\"end_ns\":%lld,\"validity_ms\":0,\"ok\":false,"
+                    "\"result\":\"%s\"}\n",
+                    head, (long long)asked, (long long)realtime_ns(), code_name(rc));
             continue;
         }
         int64_t start = realtime_ns();
         int64_t validity = redlock_handle_validity_ms(h);
-        int wrote = bump(counter, resource) == 0;
+        long long inside = 0;
+        int done;
+        if (kind == KIND_SEMAPHORE)
+            done = probe(counter, resource, &inside) == 0;
+        else
+            done = (write ? bump(counter, resource) : peek(counter, resource)) == 0;
         int64_t end = realtime_ns();
         int unlocked = redlock_unlock(h);
         redlock_handle_free(h);
-        failures += !wrote;
-        fprintf(out, "{\"holder\":\"%s\",\"lang\":\"c\",\"resource\":\"%s\",\"start_ns\":%lld,"
-                "\"end_ns\":%lld,\"validity_ms\":%lld,\"ok\":true,\"result\":\"ok\","
-                "\"wrote\":%s,\"unlock\":\"%s\"}\n",
-                holder, resource, (long long)start, (long long)end, (long long)validity,
-                wrote ? "true" : "false", code_name(unlocked));
+        failures += !done;
+        char probed[32] = "";
+        if (kind == KIND_SEMAPHORE && inside >= 0)
+            snprintf(probed, sizeof probed, ",\"inside\":%lld", inside);
+        else if (kind == KIND_SEMAPHORE)
+            snprintf(probed, sizeof probed, ",\"inside\":null");
+        fprintf(out, "%s\"start_ns\":%lld,\"end_ns\":%lld,\"validity_ms\":%lld,\"ok\":true,"
+                "\"result\":\"ok\",\"%s\":%s%s,\"unlock\":\"%s\"}\n",
+                head, (long long)start, (long long)end, (long long)validity,
+                write ? "wrote" : "read", done ? "true" : "false", probed,
+                code_name(unlocked));
         fflush(out);
     }
     fclose(out);

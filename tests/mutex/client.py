@@ -1,8 +1,9 @@
 """A contender of the mutual-exclusion run, in Python (the redlock binding).
 
-    python3 client.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS
+    python3 client.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
 
-The same arguments and the same JSON lines as client.c."""
+The same arguments and the same JSON lines as client.c: KIND lock, rw or
+semaphore."""
 
 import json
 import re
@@ -41,9 +42,24 @@ class Counter:
         time.sleep(0.002)
         self._call("SET", f"counter:{resource}", str(int(value or b"0") + 1))
 
+    def peek(self, resource: str) -> None:
+        """A reader's look: GET, then the writer's pause."""
+        self._call("GET", f"counter:{resource}")
+        time.sleep(0.002)
 
-# The rest between two attempts, as in client.c.
+    def probe(self, resource: str) -> int:
+        """The concurrency probe under a permit: INCR, a pause, DECR; what
+        INCR returned (how many were inside)."""
+        inside = int(self._call("INCR", f"inside:{resource}")[1:])
+        time.sleep(0.002)
+        self._call("DECR", f"inside:{resource}")
+        return inside
+
+
+# The rest between two attempts, and the share of readers in a rw run, as
+# in client.c.
 THINK_S = 0.02
+READ_SHARE = 0.6
 
 CODES = {redlock.LockNotAcquired: "locked", redlock.NoQuorum: "noquorum",
          redlock.LockExpired: "expired", redlock.RedisError: "redis",
@@ -70,8 +86,65 @@ def record_error(record: dict, asked: int, error: redlock.LockError) -> None:
                       ok=False, result=code_of(error))
 
 
+def section(counter: Counter, record: dict, kind: str) -> bool:
+    """The work under a rw lock or a permit, as client.c's: a writer bumps
+    the counter, a reader reads it, a permit's holder probes; what it did
+    goes into record. False when the counter server failed."""
+    resource = record["resource"]
+    reader = record.get("mode") == "read"
+    if kind == "semaphore":
+        record["inside"] = None   # stays so when INCR failed
+    try:
+        if kind == "semaphore":
+            record["inside"] = counter.probe(resource)
+        elif reader:
+            counter.peek(resource)
+        else:
+            counter.bump(resource)
+        done = True
+    except (OSError, RuntimeError, ValueError):
+        done = False
+    record["read" if reader else "wrote"] = done
+    return done
+
+
+def attempt(client: redlock.Redlock, counter: Counter, record: dict, kind: str,
+            permits: int, lease_ms: int, wait_ms: int) -> int:
+    """One rw or semaphore attempt into record (a lock's is in main());
+    1 when the counter server failed."""
+    resource = record["resource"]
+    lease, wait = lease_ms / 1000, wait_ms / 1000
+    asked = time.time_ns()
+    try:
+        if kind == "rw":
+            rw = client.get_read_write_lock(resource)
+            held = rw.read_lock() if record["mode"] == "read" else rw.write_lock()
+            if not held.try_lock(wait=wait, lease=lease):
+                held = None
+        else:
+            held = client.get_semaphore(resource, permits).try_acquire(wait=wait, lease=lease)
+    except redlock.LockError as error:
+        record_error(record, asked, error)
+        return 0
+    if held is None:
+        record.update(start_ns=asked, end_ns=time.time_ns(), validity_ms=0, ok=False,
+                      result="locked")
+        return 0
+    record["start_ns"] = time.time_ns()
+    record["validity_ms"] = int(held.validity * 1000)
+    done = section(counter, record, kind)
+    record["end_ns"] = time.time_ns()
+    record.update(ok=True, result="ok", unlock="ok")
+    try:
+        held.release()
+    except redlock.LockError as error:
+        record_error(record, asked, error)
+    return 0 if done else 1
+
+
 def main() -> int:
-    holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms = sys.argv[1:]
+    (holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms, kind,
+     permits) = sys.argv[1:]
     client = redlock.Redlock(split_nodes(nodes), node_timeout_ms=100, max_lease_ms=int(lease_ms))
     counter = Counter(int(counter_port))
     failures = 0
@@ -81,6 +154,13 @@ def main() -> int:
                 time.sleep(THINK_S)
             resource = f"r{random.randrange(int(resources))}"
             record = {"holder": holder, "lang": "python", "resource": resource}
+            if kind != "lock":
+                if kind == "rw":
+                    record["mode"] = "read" if random.random() < READ_SHARE else "write"
+                failures += attempt(client, counter, record, kind, int(permits),
+                                    int(lease_ms), int(wait_ms))
+                out.write(json.dumps(record) + "\n")
+                continue
             asked = time.time_ns()
             try:
                 with client.lock(resource, lease=int(lease_ms) / 1000,

@@ -1,6 +1,6 @@
 """A contender of the mutual-exclusion run on asyncio (redlock.asyncio).
 
-    python3 client_asyncio.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS
+    python3 client_asyncio.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
 
 The same arguments and the same JSON lines as client.c; the counter is read
 and written over an asyncio stream, so nothing here blocks the loop."""
@@ -12,7 +12,7 @@ import re
 import sys
 import time
 
-from client import THINK_S, record_error
+from client import READ_SHARE, THINK_S, record_error
 
 import redlock
 import redlock.asyncio
@@ -42,6 +42,19 @@ class Counter:
         await asyncio.sleep(0.002)
         await self._call("SET", f"counter:{resource}", str(int(value or b"0") + 1))
 
+    async def peek(self, resource: str) -> None:
+        """A reader's look: GET, then the writer's pause."""
+        await self._call("GET", f"counter:{resource}")
+        await asyncio.sleep(0.002)
+
+    async def probe(self, resource: str) -> int:
+        """The concurrency probe under a permit: INCR, a pause, DECR; what
+        INCR returned (how many were inside)."""
+        inside = int((await self._call("INCR", f"inside:{resource}"))[1:])
+        await asyncio.sleep(0.002)
+        await self._call("DECR", f"inside:{resource}")
+        return inside
+
 
 
 def split_nodes(nodes: str) -> list:
@@ -49,8 +62,64 @@ def split_nodes(nodes: str) -> list:
     the next one (a Sentinel URI has commas of its own)."""
     return [uri.strip() for uri in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", nodes)]
 
+async def section(counter: Counter, record: dict, kind: str) -> bool:
+    """client.py's section(), awaited."""
+    resource = record["resource"]
+    reader = record.get("mode") == "read"
+    if kind == "semaphore":
+        record["inside"] = None   # stays so when INCR failed
+    try:
+        if kind == "semaphore":
+            record["inside"] = await counter.probe(resource)
+        elif reader:
+            await counter.peek(resource)
+        else:
+            await counter.bump(resource)
+        done = True
+    except (OSError, RuntimeError, ValueError):
+        done = False
+    record["read" if reader else "wrote"] = done
+    return done
+
+
+async def attempt(client: redlock.asyncio.Redlock, counter: Counter, record: dict, kind: str,
+                  permits: int, lease_ms: int, wait_ms: int) -> int:
+    """client.py's attempt(), awaited: one rw or semaphore attempt into
+    record; 1 when the counter server failed."""
+    resource = record["resource"]
+    lease, wait = lease_ms / 1000, wait_ms / 1000
+    asked = time.time_ns()
+    try:
+        if kind == "rw":
+            rw = client.get_read_write_lock(resource)
+            held = rw.read_lock() if record["mode"] == "read" else rw.write_lock()
+            if not await held.try_lock(wait=wait, lease=lease):
+                held = None
+        else:
+            held = await client.get_semaphore(resource, permits).try_acquire(wait=wait,
+                                                                             lease=lease)
+    except redlock.LockError as error:
+        record_error(record, asked, error)
+        return 0
+    if held is None:
+        record.update(start_ns=asked, end_ns=time.time_ns(), validity_ms=0, ok=False,
+                      result="locked")
+        return 0
+    record["start_ns"] = time.time_ns()
+    record["validity_ms"] = int(held.validity * 1000)
+    done = await section(counter, record, kind)
+    record["end_ns"] = time.time_ns()
+    record.update(ok=True, result="ok", unlock="ok")
+    try:
+        await held.release()
+    except redlock.LockError as error:
+        record_error(record, asked, error)
+    return 0 if done else 1
+
+
 async def main() -> int:
-    holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms = sys.argv[1:]
+    (holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms, kind,
+     permits) = sys.argv[1:]
     counter = Counter(*await asyncio.open_connection("127.0.0.1", int(counter_port)))
     failures = 0
     async with redlock.asyncio.Redlock(split_nodes(nodes), node_timeout_ms=100,
@@ -61,6 +130,13 @@ async def main() -> int:
                     await asyncio.sleep(THINK_S)
                 resource = f"r{random.randrange(int(resources))}"
                 record = {"holder": holder, "lang": "asyncio", "resource": resource}
+                if kind != "lock":
+                    if kind == "rw":
+                        record["mode"] = "read" if random.random() < READ_SHARE else "write"
+                    failures += await attempt(client, counter, record, kind, int(permits),
+                                              int(lease_ms), int(wait_ms))
+                    out.write(json.dumps(record) + "\n")
+                    continue
                 asked = time.time_ns()
                 try:
                     async with client.lock(resource, lease=int(lease_ms) / 1000,

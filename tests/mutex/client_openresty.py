@@ -2,9 +2,10 @@
 own runs each attempt (tests/mutex/openresty_app.lua, the Lua binding over
 cosockets); this process starts it and asks for one attempt per request.
 
-    python3 client_openresty.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS
+    python3 client_openresty.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
 
-The same arguments and the same JSON lines as client.c. REDLOCK_LUA_DIR
+The same arguments and the same JSON lines as client.c, for KIND lock or rw
+(no semaphore: PERMITS is ignored). REDLOCK_LUA_DIR
 names the LuaJIT build of the binding; nginx and its lua module are
 Debian's."""
 
@@ -20,7 +21,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from client import THINK_S
+from client import READ_SHARE, THINK_S
 
 HERE = Path(__file__).resolve().parent
 NGINX = "/usr/sbin/nginx"
@@ -65,7 +66,11 @@ def start_nginx(tmp: Path) -> (subprocess.Popen, int):
 
 
 def main() -> int:
-    holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms = sys.argv[1:]
+    (holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms, kind,
+     _permits) = sys.argv[1:]
+    if kind not in ("lock", "rw"):
+        print(f"{holder}: no {kind} run in OpenResty", file=sys.stderr)
+        return 64
     with tempfile.TemporaryDirectory(prefix="redlock-mutex-nginx-") as tmp:
         nginx, port = start_nginx(Path(tmp))
         failures = 0
@@ -80,6 +85,8 @@ def main() -> int:
                         "holder": holder, "nodes": nodes, "counter": counter_port,
                         "resource": f"r{random.randrange(int(resources))}",
                         "lease": lease_ms, "wait": wait_ms})
+                    if kind == "rw":
+                        query += "&mode=" + ("read" if random.random() < READ_SHARE else "write")
                     while True:
                         try:
                             conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -96,7 +103,7 @@ def main() -> int:
                         print(f"{holder}: {response.status} {body}", file=sys.stderr)
                         return 1
                     record = json.loads(body)
-                    if record["ok"] and not record.get("wrote"):
+                    if record["ok"] and not record.get("wrote", record.get("read")):
                         failures += 1
                     out.write(json.dumps(record) + "\n")
         finally:

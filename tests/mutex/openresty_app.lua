@@ -46,6 +46,16 @@ local function bump(port, resource)
   sock:setkeepalive()
 end
 
+-- A reader's look: GET, then the writer's pause.
+local function peek(port, resource)
+  local sock = ngx.socket.tcp()
+  sock:settimeouts(1000, 1000, 1000)
+  assert(sock:connect("127.0.0.1", port))
+  call(sock, "GET", "counter:" .. resource)
+  ngx.sleep(0.002)
+  sock:setkeepalive()
+end
+
 local CODES = { locked = "locked", noquorum = "noquorum", expired = "expired", redis = "redis",
                 notheld = "notheld" }
 
@@ -69,7 +79,15 @@ function app.op()
   local resource = args.resource
   local fields = { ('"holder": "%s"'):format(args.holder), '"lang": "openresty"',
                    ('"resource": "%s"'):format(resource) }
-  local lock = client:get_lock(resource)
+  local mode = args.mode
+  local lock
+  if mode then
+    fields[#fields + 1] = ('"mode": "%s"'):format(mode)
+    local rw = client:get_read_write_lock(resource)
+    lock = mode == "read" and rw:read_lock() or rw:write_lock()
+  else
+    lock = client:get_lock(resource)
+  end
   local asked = now_ns()
   local ok, err = lock:try_lock(tonumber(args.wait), tonumber(args.lease))
   if not ok then
@@ -78,12 +96,14 @@ function app.op()
   else
     local start = now_ns()
     local validity = lock:validity_ms()
-    local wrote = pcall(bump, tonumber(args.counter), resource)
+    local reader = mode == "read"
+    local done = pcall(reader and peek or bump, tonumber(args.counter), resource)
     local finish = now_ns()
     local released, unlock_err = lock:unlock()
-    fields[#fields + 1] = ('"start_ns": %s, "end_ns": %s, "validity_ms": %d, "wrote": %s, '
+    fields[#fields + 1] = ('"start_ns": %s, "end_ns": %s, "validity_ms": %d, "%s": %s, '
       .. '"ok": true, "result": "ok", "unlock": "%s"'):format(start, finish, validity,
-      tostring(wrote), released and "ok" or (CODES[unlock_err.name] or "error"))
+      reader and "read" or "wrote", tostring(done),
+      released and "ok" or (CODES[unlock_err.name] or "error"))
   end
   ngx.say("{" .. table.concat(fields, ", ") .. "}")
 end

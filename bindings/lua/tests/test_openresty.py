@@ -1,7 +1,8 @@
 """The Lua binding inside a real nginx (Debian's lua module, OpenResty's
 runtime), driving the engine over cosockets: a worker is never blocked by a
 lock call, concurrent requests exclude each other, nothing grows over many
-requests, multi-locks work, a phase without cosockets gets an error, kept
+requests, multi-locks work, fair locks serve concurrent requests in the
+order they came, a phase without cosockets gets an error, kept
 locks are renewed by the worker's timer until unlock, never after, and
 their loss is told from the timer by the time their validity runs out; a
 waiting request is woken by the release, and the worker's subscribers and
@@ -72,13 +73,20 @@ local function get_many_keeping()
   return many_keeping
 end
 
--- Takes the lock, counts the holders in a shared dict around a pause.
-function app.work()
-  local lock = get_client():get_lock(ngx.var.arg_name or "shared")
-  local ok, err = lock:try_lock(tonumber(ngx.var.arg_wait or 30000), 10000)
+-- Whether a lock was taken (ok, err of its try_lock); when it was not, the
+-- answer is 409 with the error.
+local function taken(ok, err)
   if not ok then
     ngx.status = 409
     ngx.say(tostring(err))
+  end
+  return ok
+end
+
+-- Takes the lock, counts the holders in a shared dict around a pause.
+function app.work()
+  local lock = get_client():get_lock(ngx.var.arg_name or "shared")
+  if not taken(lock:try_lock(tonumber(ngx.var.arg_wait or 30000), 10000)) then
     return
   end
   if state:incr("inside", 1, 0) > 1 then
@@ -124,12 +132,124 @@ function app.rw()
   assert(a:read_lock():unlock())
 end
 
+-- A semaphore of two permits over cosockets: two taken, a third refused and
+-- none available; another number refused; a release, then one available and
+-- taken; a waiter let in by a release, not before; with_permit; a kept
+-- permit renewed past two leases by the worker's timer.
+function app.sem()
+  local c = get_client()
+  local name = "sem-" .. ngx.var.request_id
+  local sem = c:get_semaphore(name, 2)
+  local free = sem:available_permits()
+  local one, two = sem:try_acquire(0, 5000), sem:try_acquire(0, 5000)
+  local third, third_err = sem:try_acquire(0, 1000)
+  ngx.say("available ", free, "; taken ", tostring(one ~= nil), " ", tostring(two ~= nil),
+    "; third ", tostring(third), " ", third_err and third_err.name or "", "; available ",
+    sem:available_permits())
+  local other, other_err = c:get_semaphore(name, 3):try_acquire(0, 1000)
+  ngx.say("three permits ", tostring(other), " ", other_err and other_err.name or "")
+  assert(one:release())
+  local after = sem:available_permits()
+  local again = sem:try_acquire(0, 5000)
+  ngx.say("released: available ", after, "; taken ", tostring(again ~= nil), "; its own id ",
+    tostring(#again:id() == 32 and again:id() ~= one:id()))
+  local released = false
+  local waiter = ngx.thread.spawn(function()
+    local permit = sem:acquire(5000)
+    return permit, released
+  end)
+  ngx.sleep(0.2)
+  released = true
+  assert(two:release())
+  local _, waited, after_release = ngx.thread.wait(waiter)
+  ngx.say("waiter ", tostring(waited ~= nil), " after the release ", tostring(after_release))
+  assert(waited:release())
+  assert(again:release())
+  ngx.say("with_permit ", sem:with_permit(5000, function() return sem:available_permits() end),
+    "; available ", sem:available_permits())
+  local kept = get_keeping():get_semaphore(name .. "-kept", 1)
+  local permit = assert(kept:try_acquire(0))
+  ngx.sleep(2.5 * KEPT_LEASE_MS / 1000)
+  local rival, rival_err = c:get_semaphore(name .. "-kept", 1):try_acquire(0, 1000)
+  ngx.say("kept lost ", tostring(permit:lost()), " valid ", tostring(permit:validity_ms() > 0),
+    "; rival ", tostring(rival), " ", rival_err and rival_err.name or "")
+  assert(permit:release())
+  ngx.say("released ", kept:available_permits())
+end
+
+-- A fair lock over cosockets: the plain lock of its name (each refuses the
+-- other), no fence; with_lock on it and on a read lock; kept, renewed past
+-- two leases by the worker's timer.
+function app.fair()
+  local c, other = get_client(), new_client({ fencing = 1 })
+  local name = "fair-" .. ngx.var.request_id
+  local fair = other:get_fair_lock(name)
+  local taken = fair:try_lock(0, 5000)
+  local plain, plain_err = c:get_lock(name):try_lock(0, 1000)
+  local rival, rival_err = c:get_fair_lock(name):try_lock(0, 1000)
+  ngx.say("fair ", tostring(taken), " fence ", tostring(fair:fence()), "; plain ",
+    tostring(plain), " ", plain_err and plain_err.name or "", "; fair ", tostring(rival), " ",
+    rival_err and rival_err.name or "", "; locked ", tostring(c:get_lock(name):is_locked()))
+  assert(fair:unlock())
+  local lock = c:get_lock(name)
+  assert(lock:try_lock(0, 5000))
+  local refused, refused_err = fair:try_lock(0, 1000)
+  assert(lock:unlock())
+  ngx.say("plain held: fair ", tostring(refused), " ", refused_err and refused_err.name or "")
+  local inside = fair:with_lock(5000, function(word)
+    return word .. " " .. tostring(c:get_lock(name):try_lock(0, 1000))
+  end, "fair")
+  local rw = other:get_read_write_lock(name .. "-rw")
+  local read = rw:read_lock():with_lock(5000, function()
+    local reader = c:get_read_write_lock(name .. "-rw"):read_lock()
+    local joined = reader:try_lock(0, 1000)
+    assert(reader:unlock())
+    return ("read %s %s"):format(tostring(joined),
+      tostring(c:get_read_write_lock(name .. "-rw"):write_lock():try_lock(0, 1000)))
+  end)
+  ngx.say("with_lock ", inside, "; ", read, "; locked ", tostring(fair:is_locked()))
+  local kept = get_keeping():get_fair_lock(name .. "-kept")
+  assert(kept:try_lock(0))
+  ngx.sleep(2.5 * KEPT_LEASE_MS / 1000)
+  local late, late_err = c:get_fair_lock(name .. "-kept"):try_lock(0, 1000)
+  ngx.say("kept lost ", tostring(kept:lost()), " valid ", tostring(kept:validity_ms() > 0),
+    "; rival ", tostring(late), " ", late_err and late_err.name or "")
+  assert(kept:unlock())
+  ngx.say("released ", tostring(kept:is_locked()))
+  other:close()
+end
+
+-- Fair locks across requests: ?op=hold takes the fair lock of ?name (and
+-- keeps it after the request), op=release releases it, op=wait waits for it
+-- with a client whose timed retries come after the test's end (only a
+-- release can let it in), says its turn among the holders of ?name once it
+-- has it, then releases it.
+local fair_held, fair_waiting = {}, nil
+function app.fair_turns()
+  local op, name = ngx.var.arg_op, ngx.var.arg_name
+  if op == "hold" then
+    fair_held[name] = get_client():get_fair_lock(name)
+    assert(fair_held[name]:try_lock(0, 30000))
+    ngx.say("held")
+  elseif op == "release" then
+    assert(fair_held[name]:unlock())
+    ngx.say("released")
+  else
+    fair_waiting = fair_waiting or new_client({ retry_delay_ms = 300000, retry_jitter_ms = 0 })
+    local lock = fair_waiting:get_fair_lock(name)
+    if not taken(lock:try_lock(70000, 10000)) then
+      return
+    end
+    local turn = state:incr("turn:" .. name, 1, 0)
+    ngx.sleep(0.05)
+    assert(lock:unlock())
+    ngx.say(turn)
+  end
+end
+
 function app.multi()
   local lock = get_client():get_multi_lock({ "m1", "m2", "m3" })
-  local ok, err = lock:try_lock(0, 10000)
-  if not ok then
-    ngx.status = 409
-    ngx.say(tostring(err))
+  if not taken(lock:try_lock(0, 10000)) then
     return
   end
   ngx.say("held ", lock:token())
@@ -260,10 +380,7 @@ end
 function app.keep()
   local name = ngx.var.arg_name
   local lock = kept_lock(name)
-  local ok, err = lock:try_lock(0)
-  if not ok then
-    ngx.status = 409
-    ngx.say(tostring(err))
+  if not taken(lock:try_lock(0)) then
     return
   end
   kept[name] = lock
@@ -376,9 +493,7 @@ function app.wait_for_release()
   local lock = get_slow():get_lock(name)
   local ok, err = lock:try_lock(10000, 10000)
   local taken_at = now_ms()
-  if not ok then
-    ngx.status = 409
-    ngx.say(tostring(err))
+  if not taken(ok, err) then
     return
   end
   assert(lock:unlock())
@@ -487,6 +602,9 @@ http {{
     location = /work {{ content_by_lua_block {{ require("app").work() }} }}
     location = /multi {{ content_by_lua_block {{ require("app").multi() }} }}
     location = /rw {{ content_by_lua_block {{ require("app").rw() }} }}
+    location = /sem {{ content_by_lua_block {{ require("app").sem() }} }}
+    location = /fair {{ content_by_lua_block {{ require("app").fair() }} }}
+    location = /fair_turns {{ content_by_lua_block {{ require("app").fair_turns() }} }}
     location = /inspect {{ content_by_lua_block {{ require("app").inspect() }} }}
     location = /fence {{ content_by_lua_block {{ require("app").fence() }} }}
     location = /rules {{ content_by_lua_block {{ require("app").rules() }} }}
@@ -701,19 +819,44 @@ def test_no_growth_of_cosockets_or_memory_over_ten_thousand_requests(nginx_facto
     assert lua1 - lua0 < 512, (lua0, lua1)
 
 
-def test_a_location_takes_read_and_write_locks(nginx_factory):
+def answer(nginx_factory, path):
+    """The lines a location answers (status 200), from a new nginx of one worker."""
     nginx = nginx_factory(workers=1)
-    status, body, _ = nginx.get("/rw")
+    status, body, _ = nginx.get(path)
     assert status == 200, body
-    assert body.splitlines() == ["readers true true; writer nil locked",
-                                 "writer true; reader nil locked; downgrade true; joined true"]
+    return body.splitlines()
+
+
+def test_a_location_takes_read_and_write_locks(nginx_factory):
+    assert answer(nginx_factory, "/rw") == [
+        "readers true true; writer nil locked",
+        "writer true; reader nil locked; downgrade true; joined true"]
+
+
+def test_a_location_takes_permits_of_a_semaphore(nginx_factory):
+    assert answer(nginx_factory, "/sem") == [
+        "available 2; taken true true; third nil locked; available 0",
+        "three permits nil inval",
+        "released: available 1; taken true; its own id true",
+        "waiter true after the release true",
+        "with_permit 1; available 2",
+        "kept lost false valid true; rival nil locked",
+        "released 1",
+    ]
+
+
+def test_a_location_takes_fair_locks(nginx_factory):
+    assert answer(nginx_factory, "/fair") == [
+        "fair true fence nil; plain nil locked; fair nil locked; locked true",
+        "plain held: fair nil locked",
+        "with_lock fair nil; read true nil; locked false",
+        "kept lost false valid true; rival nil locked",
+        "released false",
+    ]
 
 
 def test_a_location_takes_a_multi_lock(nginx_factory):
-    nginx = nginx_factory(workers=1)
-    status, body, _ = nginx.get("/multi")
-    assert status == 200, body
-    lines = body.splitlines()
+    lines = answer(nginx_factory, "/multi")
     assert lines[0].startswith("held ") and len(lines[0]) == 5 + 32
     assert lines[1] == "m2 alone: nil locked"
     assert lines[2] == "validity true"
@@ -721,18 +864,12 @@ def test_a_location_takes_a_multi_lock(nginx_factory):
 
 
 def test_a_location_asks_the_nodes_and_forces_a_lock_open(nginx_factory):
-    nginx = nginx_factory(workers=1)
-    status, body, _ = nginx.get("/inspect")
-    assert status == 200, body
-    assert body.splitlines() == ["locked true true", "forced true false -2", "holder nil notheld"]
+    assert answer(nginx_factory, "/inspect") == ["locked true true", "forced true false -2", "holder nil notheld"]
 
 
 def test_the_rules_hold_inside_nginx_as_in_every_language(nginx_factory):
     # The lines tests/cross/test_parity.py expects of every language.
-    nginx = nginx_factory(workers=1)
-    status, body, _ = nginx.get("/rules?run=1")
-    assert status == 200, body
-    assert body.splitlines() == [
+    assert answer(nginx_factory, "/rules?run=1") == [
         "reentry-kept again=yes holds=2 ttl_kept=yes held=yes lost=no unlock=ok,ok",
         "reentry-lease again=yes holds=2 ttl_first=yes lost=yes reenter=notheld "
         "unlock=ok,notheld",
@@ -742,10 +879,7 @@ def test_the_rules_hold_inside_nginx_as_in_every_language(nginx_factory):
 
 
 def test_a_location_gets_fences_that_grow(nginx_factory):
-    nginx = nginx_factory(workers=1)
-    status, body, _ = nginx.get("/fence")
-    assert status == 200, body
-    assert body.splitlines() == ["fences true 1"]
+    assert answer(nginx_factory, "/fence") == ["fences true 1"]
 
 
 def test_a_phase_without_cosockets_gets_an_error_that_says_so(nginx_factory):
@@ -1027,6 +1161,60 @@ def test_subscribers_lost_are_made_again_after_a_pause(nginx_factory, nodes):
     assert holder["status"] == 200, holder
     assert waiter["status"] == 200, waiter
     assert int(waiter["body"]) < 1000, f"taken {waiter['body']} ms after the release"
+
+
+# How many waiters a node queues for the fair lock KEYS[1] (live or not):
+# its queue is kept beside the key (the key, a zero byte and "queue"), as the
+# counter, then "ticket:id:expiry" for each waiter.
+QUEUE_LENGTH = ("local v = redis.call('get', KEYS[1] .. '\\0queue') if not v then return 0 end "
+                "local n = 0 for _ in string.gmatch(v, ' %d+:%x+:%d+') do n = n + 1 end "
+                "return n")
+
+
+def queued(nodes, name):
+    """How many waiters each node queues for the fair lock of name."""
+    return [int(cli(nodes, i, "EVAL", QUEUE_LENGTH, "1", "openresty:" + name))
+            for i in range(1, 6)]
+
+
+def waiter_channels(nodes, name):
+    """The fair waiters' own channels of name that each node has subscribers for."""
+    return [len(cli(nodes, i, "PUBSUB", "CHANNELS", f"openresty:{name}:waiter:*").split())
+            for i in range(1, 6)]
+
+
+def test_fair_waiters_in_three_requests_get_the_lock_in_the_order_they_came(nginx_factory,
+                                                                             nodes):
+    """Three requests wait, one after another, for a fair lock another request
+    holds; each starts once the one before it is queued on every node. Their
+    client's timed retries come after the end of their wait, so only the
+    releases let them in: each is woken on its own channel, which the worker
+    subscribed to."""
+    nginx = nginx_factory(workers=1)
+    name = "fair-order"
+    assert nginx.get(f"/fair_turns?op=hold&name={name}")[1] == "held\n"
+    answers = {}
+
+    def wait(label):
+        try:
+            answers[label] = nginx.get(f"/fair_turns?op=wait&name={name}")[:2]
+        except OSError as e:   # no answer within the connection's timeout
+            answers[label] = e
+
+    threads = []
+    for i, label in enumerate(("first", "second", "third")):
+        threads.append(threading.Thread(target=wait, args=(label,)))
+        threads[-1].start()
+        assert eventually(lambda: queued(nodes, name) == [i + 1] * 5, timeout=10), \
+            queued(nodes, name)
+    # Each waiter listens on its own channel, on every node.
+    assert eventually(lambda: waiter_channels(nodes, name) == [3] * 5), waiter_channels(nodes, name)
+    assert nginx.get(f"/fair_turns?op=release&name={name}")[1] == "released\n"
+    for thread in threads:
+        thread.join()
+    assert answers == {"first": (200, "1\n"), "second": (200, "2\n"), "third": (200, "3\n")}
+    assert queued(nodes, name) == [0] * 5
+    assert eventually(lambda: waiter_channels(nodes, name) == [0] * 5)
 
 
 @pytest.fixture(scope="module")

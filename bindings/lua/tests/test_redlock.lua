@@ -433,6 +433,23 @@ end)
 
 local now_ms = core.redlock_now_ms   -- the library's clock
 
+-- Looks at a kept lock (or permit) every fifth of its lease for ms: it must
+-- stay valid and not lost; also(), if given, runs at each look. How many
+-- looks there were.
+local function kept_throughout(lock, lease, ms, also)
+  local until_ms, checks = now_ms() + ms, 0
+  while now_ms() < until_ms do
+    t.sleep_ms(math.floor(lease / 5))
+    t.ok(lock:validity_ms() > 0, "validity stays above 0")
+    t.eq(lock:lost(), false, "not lost")
+    if also then
+      also()
+    end
+    checks = checks + 1
+  end
+  return checks
+end
+
 -- EVALSHA calls on every node: the library's extends and releases (a
 -- single-key acquire is a SET; a refused one is followed by releases too).
 local function script_calls()
@@ -455,14 +472,9 @@ t.test("kept: held past three leases, free at once after unlock, never extended 
   local validity = lock:validity_ms()
   t.ok(validity > 0 and validity <= LEASE, "the lease is watchdog_lease_ms: " .. validity)
   t.ok(ttl_over(name, 0) >= QUORUM and ttl_over(name, LEASE) == 0, "the keys' ttl is the lease")
-  local until_ms, checks = now_ms() + 3 * LEASE + math.floor(LEASE / 2), 0
-  while now_ms() < until_ms do
-    t.sleep_ms(math.floor(LEASE / 5))
-    t.ok(lock:validity_ms() > 0, "validity stays above 0")
-    t.eq(lock:lost(), false, "not lost")
+  local checks = kept_throughout(lock, LEASE, 3 * LEASE + math.floor(LEASE / 2), function()
     t.fails("locked", rival:get_lock(name):try_lock(0, 1000))
-    checks = checks + 1
-  end
+  end)
   t.ok(checks >= 10, "checked throughout: " .. checks)
   t.ok(ttl_over(name, math.floor(LEASE / 3)) >= QUORUM, "the keys' ttl renewed on a quorum")
   -- The renewals show in the nodes' script calls.
@@ -781,6 +793,431 @@ t.test("fence grows with every holder; per resource for a multi-lock", function(
   assert(plain:try_lock(0, 10000))
   t.eq(plain:fence(), nil, "nil without fencing")
   assert(plain:unlock())
+end)
+
+-- Semaphores: at most P permits of a name held at once.
+
+t.test("semaphore: at most P permits held at once, a release lets another in", function()
+  local P = 3
+  local name = fresh("sem")
+  local sems = {}
+  for i = 1, P + 1 do
+    sems[i] = client({ retry_delay_ms = 50, retry_jitter_ms = 20 }):get_semaphore(name, P)
+  end
+  t.eq(sems[1]:available_permits(), P, "all free")
+  local permits, ids = {}, {}
+  for i = 1, P do
+    local permit, err = sems[i]:try_acquire(0, 10000)
+    t.ok(permit, "permit " .. i .. ": " .. tostring(err))
+    local id = permit:id()
+    t.ok(id:match("^%x+$") and #id == 32, "a token for an id: " .. id)
+    t.eq(ids[id], nil, "each permit its own id")
+    permits[i], ids[id] = permit, true
+    t.ok(permit:validity_ms() > 0 and permit:validity_ms() <= 10000, "its validity")
+    t.eq(permit:lost(), false, "not lost")
+  end
+  t.eq(sems[P + 1]:available_permits(), 0, "none free")
+  local err = t.fails("locked", sems[P + 1]:try_acquire(0, 10000))
+  t.eq(err.code, redlock.ELOCKED, "err.code")
+  t.fails("locked", sems[1]:try_acquire(0, 10000))   -- a holder too: each permit is its own
+  t.fails("locked", sems[P + 1]:try_acquire(300, 10000))
+  -- Not a lock: a lock of the same name is another key.
+  local lock = client():get_lock(name)
+  t.eq(lock:try_lock(0, 1000), true, "a lock of the same name beside the permits")
+  assert(lock:unlock())
+  local second = permits[2]:id()
+  t.eq(permits[2]:release(), true, "release")
+  t.eq(permits[2]:id(), second, "the id stays after the release")
+  t.fails("notheld", permits[2]:release())
+  t.fails("notheld", permits[2]:extend(1000))
+  t.eq(sems[P + 1]:available_permits(), 1, "one free after the release")
+  local last = sems[P + 1]:try_acquire(0, 10000)
+  t.ok(last, "another client gets the permit released")
+  t.eq(sems[P + 1]:available_permits(), 0, "none free again")
+  t.fails("locked", sems[2]:try_acquire(0, 1000))
+  t.eq(permits[1]:extend(20000), true, "a permit's extend")
+  t.ok(permits[1]:validity_ms() > 10000, "its validity after extend")
+  t.eq(permits[1]:unlock(), true, "unlock is release")
+  t.eq(permits[3]:release(), true, "release")
+  t.eq(last:release(), true, "release")
+  t.eq(sems[1]:available_permits(), P, "all free once released")
+end)
+
+t.test("semaphore: every client gives the same number of permits", function()
+  local name = fresh("sem-size")
+  local held = assert(client():get_semaphore(name, 3):try_acquire(0, 10000))
+  local five = client():get_semaphore(name, 5)
+  local err = t.fails("inval", five:try_acquire(0, 1000))
+  t.eq(err.code, redlock.EINVAL, "err.code")
+  t.ok(err.message:find("has 3 permits", 1, true) and err.message:find("not 5", 1, true),
+       "names both numbers: " .. err.message)
+  err = t.fails("inval", five:available_permits())
+  t.ok(err.message:find("has 3 permits", 1, true) and err.message:find("not 5", 1, true),
+       "names both numbers: " .. err.message)
+  assert(held:release())
+  local taken = five:try_acquire(0, 1000)
+  t.ok(taken, "another number once no permit is held")
+  assert(taken:release())
+end)
+
+t.test("semaphore: an expired permit is reclaimed, its stale release frees nothing", function()
+  local name = fresh("sem-lease")
+  local s1 = client():get_semaphore(name, 1)
+  local s2 = client({ retry_delay_ms = 50, retry_jitter_ms = 20 }):get_semaphore(name, 1)
+  local brief = assert(s1:try_acquire(0, 1500))
+  t.fails("locked", s2:try_acquire(0, 1000))
+  local next = s2:acquire(5000)
+  t.ok(next, "acquire waited until the permit's lease ran out")
+  t.eq(brief:lost(), true, "the first permit's lease had run out")
+  t.ok(brief:validity_ms() <= 0, "no validity left")
+  t.fails("notheld", brief:extend(1000))
+  t.fails("notheld", brief:release())
+  t.fails("locked", s1:try_acquire(0, 1000))   -- the stale release did not free the new one
+  t.eq(s1:available_permits(), 0, "still taken")
+  assert(next:release())
+  t.eq(s1:available_permits(), 1, "free")
+end)
+
+t.test("semaphore: a kept permit is renewed past its lease until released", function()
+  local LEASE = 600
+  local c = client({ watchdog_lease_ms = LEASE })
+  local name = fresh("sem-kept")
+  local sem, rival = c:get_semaphore(name, 1), client():get_semaphore(name, 1)
+  local permit = assert(sem:try_acquire(0))
+  local told = 0
+  t.eq(permit:on_lost(function() told = told + 1 end), true, "on_lost")
+  t.ok(permit:validity_ms() <= LEASE, "the lease is watchdog_lease_ms: " .. permit:validity_ms())
+  local checks = kept_throughout(permit, LEASE, 3 * LEASE)
+  t.ok(checks >= 5, "checked throughout: " .. checks)
+  t.fails("locked", rival:try_acquire(0, 1000))
+  t.eq(permit:release(), true, "release")
+  local theirs = rival:try_acquire(0, 1000)
+  t.ok(theirs, "another client gets it at once")
+  assert(theirs:release())
+  -- acquire() with no lease keeps it too.
+  local waited = assert(sem:acquire())
+  t.ok(waited:validity_ms() > 0 and waited:validity_ms() <= LEASE, "kept")
+  assert(waited:release())
+  t.eq(told, 0, "no loss told")
+end)
+
+t.test("semaphore: a kept permit lost is told to its on_lost with the permit", function()
+  local LEASE, PAUSE = 600, 2000
+  local c = client({ watchdog_lease_ms = LEASE })
+  local permit = assert(c:get_semaphore(fresh("sem-lost"), 2):try_acquire(0))
+  local calls = {}
+  permit:on_lost(function(p, err) calls[#calls + 1] = { permit = p, err = err } end)
+  local paused_at = now_ms()
+  for i = 1, #nodes.uris do
+    nodes.pause(i, PAUSE)
+  end
+  while not permit:lost() do
+    t.ok(now_ms() - paused_at < PAUSE, "lost while the nodes are paused")
+    t.sleep_ms(20)
+  end
+  t.eq(#calls, 1, "told once")
+  t.eq(calls[1].permit, permit, "the callback's permit")
+  t.eq(calls[1].err.name, "expired", "the callback's error")
+  t.fails("notheld", permit:release())
+  t.sleep_ms(math.max(0, paused_at + PAUSE - now_ms()) + 50)
+end)
+
+t.test("semaphore: with_permit runs fn under a permit, released after fn and its error", function()
+  local name = fresh("sem-with")
+  local sem, other = client():get_semaphore(name, 1), client():get_semaphore(name, 1)
+  local seen
+  local r1, r2, r3 = sem:with_permit(5000, function(x, y)
+    seen = { other:try_acquire(0, 1000) }
+    seen.available = other:available_permits()
+    return x + y, nil, "three"
+  end, 1, 2)
+  t.eq(r1, 3, "first result")
+  t.eq(r2, nil, "second result")
+  t.eq(r3, "three", "third result")
+  t.eq(seen[1], nil, "refused to others while fn runs")
+  t.eq(seen[2].name, "locked", "others see 'locked'")
+  t.eq(seen.available, 0, "none available while fn runs")
+  t.eq(other:available_permits(), 1, "released after fn returned")
+  local ok, err = pcall(sem.with_permit, sem, 5000, function() error("boom") end)
+  t.eq(ok, false, "pcall result")
+  t.ok(tostring(err):find("boom", 1, true), "the message is fn's: " .. tostring(err))
+  t.eq(other:available_permits(), 1, "released after the error")
+  t.eq(sem:with_permit(nil, function() return "kept" end), "kept", "kept while fn runs")
+  t.eq(other:available_permits(), 1, "released")
+  local permit = assert(other:try_acquire(0, 300))
+  t.eq(sem:with_permit(2000, function() return "waited" end), "waited", "waits for a permit")
+  t.eq(permit:lost(), true, "the holder's lease had run out")
+end)
+
+t.test("semaphore: bad input", function()
+  local c = client()
+  for _, bad in ipairs({ 0, -1, core.REDLOCK_MAX_PERMITS + 1, 1.5, 0 / 0, math.huge }) do
+    t.raises("bad argument #2 to 'get_semaphore' (whole number of permits from 1 to 10000 "
+             .. "expected, got " .. tostring(bad) .. ")", c.get_semaphore, c, "x", bad)
+  end
+  t.raises("bad argument #2 to 'get_semaphore' (number expected, got string)",
+           c.get_semaphore, c, "x", "2")
+  t.raises("bad argument #2 to 'get_semaphore' (number expected, got nil)", c.get_semaphore, c, "x")
+  t.raises("bad argument #1 to 'get_semaphore' (resource name is empty)", c.get_semaphore, c, "", 2)
+  t.raises("calling 'get_semaphore' on bad self", c.get_semaphore, "x", 2)
+  local err = t.raises("bad argument", function() c:get_semaphore("x", 0) end)
+  t.ok(err:find("test_redlock.lua:", 1, true), "error position: " .. err)
+  t.ok(c:get_semaphore("x", core.REDLOCK_MAX_PERMITS), "the most permits")
+  local sem = c:get_semaphore(fresh("sem-bad"), 2)
+  t.raises("bad argument #1 to 'try_acquire' (whole number of milliseconds", sem.try_acquire, sem, -1)
+  t.raises("bad argument #2 to 'try_acquire' (whole number of milliseconds", sem.try_acquire, sem,
+           0, 0)
+  t.raises("bad argument #2 to 'try_acquire' (number expected, got string)", sem.try_acquire, sem,
+           0, "100")
+  t.raises("bad argument #1 to 'acquire' (whole number of milliseconds", sem.acquire, sem, 1.5)
+  t.raises("bad argument #1 to 'with_permit' (whole number of milliseconds", sem.with_permit, sem,
+           -5, print)
+  t.raises("bad argument #2 to 'with_permit' (function expected, got nil)", sem.with_permit, sem,
+           100)
+  t.raises("calling 'try_acquire' on bad self", sem.try_acquire, nil, 0, 100)
+  t.raises("calling 'available_permits' on bad self", sem.available_permits, c)
+  local permit = assert(sem:try_acquire(0, 5000))
+  t.raises("bad argument #1 to 'extend' (whole number of milliseconds", permit.extend, permit, 0)
+  t.raises("bad argument #1 to 'on_lost' (function or nil expected", permit.on_lost, permit, 1)
+  t.raises("calling 'id' on bad self", permit.id, sem)
+  t.raises("on bad self (redlock lock expected", permit.release, sem)
+  t.eq(permit.try_lock, nil, "a permit is not taken again")
+  t.eq(permit.force_unlock, nil, "nor does it touch the name's lock")
+  assert(permit:release())
+  -- The raw module: a whole number reaches the C library, which checks it.
+  t.eq(core.redlock_acquire_permit(c._ctx.ptr, "x", 0, 1000, 0), core.REDLOCK_EINVAL, "0 permits")
+  t.ok(core.redlock_errmsg():find("permits must be from 1", 1, true), core.redlock_errmsg())
+  local rc, n = core.redlock_permits_available(c._ctx.ptr, "x", core.REDLOCK_MAX_PERMITS + 1)
+  t.eq(rc, core.REDLOCK_EINVAL, "10001 permits")
+  t.eq(n, 0, "none available")
+  t.raises("bad argument #3 to 'redlock_acquire_permit' (whole number of permits expected)",
+           core.redlock_acquire_permit, nil, "x", 1.5, 1000, 0)
+  t.raises("bad argument #3 to 'redlock_permits_available' (whole number of permits expected)",
+           core.redlock_permits_available, nil, "x", 2 ^ 40)
+  c:close()
+  t.raises("the client is closed", c.get_semaphore, c, "x", 2)
+  t.raises("the client is closed", sem.try_acquire, sem, 0, 100)
+  t.raises("the client is closed", sem.available_permits, sem)
+  t.raises("the client is closed", sem.with_permit, sem, 100, print)
+end)
+
+-- Fair locks: the plain lock of their name, taken in the order the waiters
+-- arrived.
+
+-- How many waiters node i queues for the fair lock `key` (live or not): its
+-- queue is kept beside the key (the key, a zero byte and "queue"), as the
+-- counter, then "ticket:id:expiry" for each waiter.
+local QUEUE_LENGTH = "local v = redis.call('get', KEYS[1] .. '\\0queue') if not v then "
+  .. "return 0 end local n = 0 for _ in string.gmatch(v, ' %d+:%x+:%d+') do n = n + 1 end "
+  .. "return n"
+local function queue_length(i, key)
+  return tonumber(nodes.cli(i, "EVAL", QUEUE_LENGTH, "1", key))
+end
+
+-- Waits (up to 10 s) until every node queues n waiters of the fair lock `key`.
+local function wait_queued(key, n)
+  local deadline = t.now_ms() + 10000
+  while nodes_where(function(i) return queue_length(i, key) == n end) < #nodes.uris do
+    t.ok(t.now_ms() < deadline, ("every node queues %d waiters of %s"):format(n, key))
+    t.sleep_ms(20)
+  end
+end
+
+-- The interpreter running these tests (for the waiters' processes).
+local interpreter = arg[-1]
+for i = -2, -10, -1 do
+  interpreter = arg[i] or interpreter
+end
+
+t.test("fair lock: the plain lock of its name, each excluding the other", function()
+  local c1, c2 = client(), client({ fencing = 1 })
+  local name = fresh("fair")
+  local fair = c2:get_fair_lock(name)
+  t.eq(fair:try_lock(0, 5000), true, "taken")
+  t.ok(holders(name, fair:token()) >= QUORUM, "the plain lock's key holds its token")
+  t.eq(fair:fence(), nil, "a fair lock has no fence")
+  t.fails("locked", c1:get_lock(name):try_lock(0, 1000))
+  t.fails("locked", c1:get_fair_lock(name):try_lock(0, 1000))
+  t.eq(c1:get_fair_lock(name):is_locked(), true, "locked, asked by another client")
+  t.eq(fair:extend(8000), true, "extend")
+  t.ok(ttl_over(name, 5000) >= QUORUM, "the keys' ttl is the new lease")
+  t.eq(fair:try_lock(0, 1000), true, "reentry")
+  t.eq(fair:hold_count(), 2, "two holds")
+  t.eq(fair:unlock(), true, "one hold given back")
+  t.ok(holders(name, fair:token()) >= QUORUM, "still held")
+  t.eq(fair:unlock(), true, "the last hold releases")
+  t.ok(holders(name) < QUORUM, "released")
+  local plain = c1:get_lock(name)
+  t.eq(plain:try_lock(0, 300), true, "a plain lock of the name once free")
+  t.fails("locked", fair:try_lock(0, 1000))
+  t.eq(fair:try_lock(5000, 5000), true, "a waiting fair lock takes it when the plain one ends")
+  t.eq(plain:lost(), true, "the plain lock's lease had run out")
+  assert(fair:unlock())
+  t.eq(fair:is_locked(), false, "free")
+end)
+
+t.test("fair lock: waiters in other processes get it in the order they came", function()
+  local name = fresh("fair-order")
+  local file = nodes.dir .. "/" .. name
+  local holder = client():get_fair_lock(name)
+  assert(holder:try_lock(0, 30000))
+  local labels = { "first", "second", "third" }
+  for i, label in ipairs(labels) do
+    -- Each starts once the one before it is queued on every node.
+    assert(select(2, t.sh(("(%s %s %s %s %s %s %s) >/dev/null 2>&1 & true"):format(
+      t.quote(interpreter), t.quote(here .. "/fair_waiter.lua"), t.quote(module_dir),
+      t.quote(table.concat(nodes.uris, ",")), t.quote(name), label, t.quote(file)))))
+    wait_queued(name, i)
+  end
+  t.ok(io.open(file) == nil, "nobody took it while it was held")
+  t.eq(holder:unlock(), true, "released")
+  local lines, deadline = {}, t.now_ms() + 30000
+  while #lines < #labels do
+    t.ok(t.now_ms() < deadline, "the waiters got it in time: " .. table.concat(lines, ", "))
+    t.sleep_ms(50)
+    lines = {}
+    local f = io.open(file)
+    if f then
+      for line in f:lines() do
+        lines[#lines + 1] = line
+      end
+      f:close()
+    end
+  end
+  t.eq(table.concat(lines, ", "), table.concat(labels, ", "), "the order they were served in")
+  wait_queued(name, 0)
+end)
+
+t.test("fair lock: kept, renewed past its lease until unlocked", function()
+  local LEASE = 600
+  local c = client({ watchdog_lease_ms = LEASE })
+  local name = fresh("fair-kept")
+  local fair = c:get_fair_lock(name)
+  t.eq(fair:try_lock(0), true, "kept")
+  local told = 0
+  fair:on_lost(function() told = told + 1 end)
+  t.ok(fair:validity_ms() <= LEASE, "the lease is watchdog_lease_ms: " .. fair:validity_ms())
+  t.ok(kept_throughout(fair, LEASE, 3 * LEASE) >= 5, "looked at throughout")
+  t.fails("locked", client():get_fair_lock(name):try_lock(0, 1000))
+  t.fails("locked", client():get_lock(name):try_lock(0, 1000))
+  t.eq(fair:unlock(), true, "unlock")
+  t.ok(holders(name) < QUORUM, "released")
+  t.eq(told, 0, "no loss told")
+end)
+
+t.test("with_lock on every kind of lock object, released after fn and after its error", function()
+  local c, other = client(), client()
+  local name = fresh("with")
+  -- The plain lock's object: fn's results; reentry when it holds already.
+  local lock = c:get_lock(name)
+  local r1, r2, r3 = lock:with_lock(5000, function(x)
+    return x * 2, nil, other:get_lock(name):try_lock(0, 1000) == nil
+  end, 21)
+  t.eq(r1, 42, "first result")
+  t.eq(r2, nil, "second result")
+  t.eq(r3, true, "refused to others while fn runs")
+  t.eq(lock:hold_count(), 0, "released after fn")
+  t.eq(lock:is_locked(), false, "free")
+  local ok, err = pcall(lock.with_lock, lock, 5000, function() error("boom") end)
+  t.eq(ok, false, "pcall result")
+  t.ok(tostring(err):find("boom", 1, true), "the message is fn's: " .. tostring(err))
+  t.eq(lock:is_locked(), false, "released after the error")
+  assert(lock:try_lock(0, 5000))
+  t.eq(lock:with_lock(nil, function() return lock:hold_count() end), 2, "a reentry")
+  t.eq(lock:hold_count(), 1, "the reentry given back")
+  t.eq(lock:is_locked(), true, "still held")
+  assert(lock:unlock())
+  -- The fair lock, kept (no lease) while fn runs: a plain lock refused.
+  local fair = c:get_fair_lock(name)
+  local lease = tonumber(c:get_option("watchdog_lease_ms"))
+  local valid, refused = fair:with_lock(nil, function()
+    return fair:validity_ms(), other:get_lock(name):try_lock(0, 1000) == nil
+  end)
+  t.ok(valid > 0 and valid <= lease, "kept while fn runs: " .. valid)
+  t.eq(refused, true, "a plain lock refused while fn runs")
+  t.eq(fair:is_locked(), false, "released")
+  t.eq(select(2, pcall(fair.with_lock, fair, 5000, error, "fair boom")), "fair boom",
+       "fn's error raised again")
+  t.eq(fair:is_locked(), false, "released after the error")
+  -- A read lock: another reader beside it, a writer refused.
+  local rw = c:get_read_write_lock(name)
+  local reader = other:get_read_write_lock(name):read_lock()
+  local writer = other:get_read_write_lock(name):write_lock()
+  local read, wrote = rw:read_lock():with_lock(5000, function()
+    local joined = reader:try_lock(0, 1000)
+    reader:unlock()
+    return joined, writer:try_lock(0, 1000) == nil
+  end)
+  t.eq(read, true, "another reader beside it")
+  t.eq(wrote, true, "the writer refused while fn runs")
+  -- with_lock waits for the lock, as lock:lock() does.
+  t.eq(writer:try_lock(0, 300), true, "the writer once fn ended")
+  t.eq(rw:write_lock():with_lock(5000, function() return "waited" end), "waited",
+       "the write lock's with_lock waited for the writer's lease")
+  t.eq(writer:lost(), true, "the writer's lease had run out")
+  -- A multi-lock: all its names held while fn runs.
+  local b = fresh("with-b")
+  local multi = c:get_multi_lock({ name, b })
+  t.eq(multi:with_lock(5000, function()
+    return other:get_lock(b):try_lock(0, 1000) == nil
+  end), true, "each of its names held while fn runs")
+  t.eq(multi:is_locked(), false, "released")
+  -- A semaphore's permit, with with_permit.
+  local sem = c:get_semaphore(name .. "-sem", 1)
+  t.eq(sem:with_permit(5000, function()
+    return other:get_semaphore(name .. "-sem", 1):try_acquire(0, 1000) == nil
+  end), true, "the only permit held while fn runs")
+  t.eq(sem:available_permits(), 1, "released")
+end)
+
+t.test("fair lock and with_lock: bad input", function()
+  local c = client()
+  t.raises("bad argument #1 to 'get_fair_lock' (resource name is empty)", c.get_fair_lock, c, "")
+  t.raises("bad argument #1 to 'get_fair_lock' (string expected, got nil)", c.get_fair_lock, c)
+  t.raises("calling 'get_fair_lock' on bad self", c.get_fair_lock, "x")
+  local err = t.raises("bad argument", function() c:get_fair_lock(42) end)
+  t.ok(err:find("test_redlock.lua:", 1, true), "error position: " .. err)
+  local name = fresh("fair-bad")
+  local fair = c:get_fair_lock(name)
+  t.raises("bad argument #1 to 'try_lock' (whole number of milliseconds", fair.try_lock, fair, -1)
+  t.raises("bad argument #2 to 'try_lock' (whole number of milliseconds", fair.try_lock, fair,
+           0, 0)
+  t.raises("bad argument #1 to 'lock' (whole number of milliseconds", fair.lock, fair, 1.5)
+  t.raises("bad argument #1 to 'with_lock' (whole number of milliseconds", fair.with_lock, fair,
+           -5, print)
+  t.raises("bad argument #2 to 'with_lock' (function expected, got nil)", fair.with_lock, fair,
+           100)
+  t.raises("bad argument #2 to 'with_lock' (function expected, got string)", fair.with_lock,
+           fair, nil, "fn")
+  t.raises("calling 'with_lock' on bad self", fair.with_lock, c, 100, print)
+  err = t.raises("bad argument", function() fair:with_lock(0, print) end)
+  t.ok(err:find("test_redlock.lua:", 1, true), "error position: " .. err)
+  local permit = assert(c:get_semaphore(name .. "-sem", 1):try_acquire(0, 1000))
+  t.eq(permit.with_lock, nil, "a permit is taken once: with_permit, not with_lock")
+  assert(permit:release())
+  -- A key of another type where the queue lives: the nodes' error.
+  local queue_key = "local k = KEYS[1] .. '\\0queue' redis.call('del', k) "
+  for i = 1, #nodes.uris do
+    nodes.cli(i, "EVAL", queue_key .. "return redis.call('rpush', k, 'x')", "1", name)
+  end
+  err = t.fails("wrongtype", fair:try_lock(0, 1000))
+  t.ok(err.message:find("queue of " .. name, 1, true), "names the queue: " .. err.message)
+  for i = 1, #nodes.uris do
+    nodes.cli(i, "EVAL", queue_key .. "return 0", "1", name)
+  end
+  t.eq(fair:try_lock(0, 1000), true, "taken once the queue's key is gone")
+  assert(fair:unlock())
+  -- The raw module: the C library checks what reaches it.
+  t.eq(core.redlock_lock_fair(c._ctx.ptr, "x", 0, 0), core.REDLOCK_EINVAL, "a lease of 0")
+  t.raises("bad argument #3 to 'redlock_lock_fair' (whole number of milliseconds expected)",
+           core.redlock_lock_fair, c._ctx.ptr, "x", 1.5, 0)
+  t.raises("bad argument #5 to 'redlock_op_lock_fair' (whole number of milliseconds expected)",
+           core.redlock_op_lock_fair, c._ctx.ptr, "x", 1000, 0, 0.5)
+  c:close()
+  t.raises("get_fair_lock: the client is closed", c.get_fair_lock, c, "x")
+  t.raises("with_lock: the client is closed", fair.with_lock, fair, 100, print)
+  err = t.raises("the client is closed", function() fair:with_lock(100, print) end)
+  t.ok(err:find("test_redlock.lua:", 1, true), "error position: " .. err)
 end)
 
 -- Events: a log function gets every event from the level asked for, on

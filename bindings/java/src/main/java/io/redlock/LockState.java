@@ -8,7 +8,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * acquisition) and which owner holds it; how many times is the library's count on the handle
  * (redlock_handle_reenter, redlock_handle_leave), where the reentry rule lives. {@link Redlock#getLock} gives every
  * RLock of a name the same state while any of them is reachable, so that the hold counts per
- * client, name and owner thread, as in Redisson; each multi-lock has a state of its own.
+ * client, name and owner thread, as in Redisson ({@link Redlock#getFairLock} likewise, with a
+ * state apart); each multi-lock has a state of its own, and so has each permit of an
+ * {@link RPermitExpirableSemaphore}.
  *
  * <p>The native handles are made with this state as their owner: once no RLock refers to it,
  * the Cleaner frees its handle (the lock is left to expire; a kept one is no longer renewed).
@@ -25,6 +27,11 @@ final class LockState implements NativeClient.Watcher {
     // whose other half's state is pair.
     final int mode;
     LockState pair;
+    // A semaphore's number of permits when this is the state of one of its permits (names[0]
+    // is the semaphore's name); 0 otherwise.
+    final int permits;
+    // Whether this is the state of a fair lock of names[0] (taken in the order of arrival).
+    final boolean fair;
 
     // Guarded by this. The owner is a thread id (Thread.getId()), or an id given to the async
     // methods; 0 when not held.
@@ -42,8 +49,24 @@ final class LockState implements NativeClient.Watcher {
     }
 
     LockState(String[] names, int mode) {
+        this(names, mode, 0, false);
+    }
+
+    private LockState(String[] names, int mode, int permits, boolean fair) {
         this.names = names;
         this.mode = mode;
+        this.permits = permits;
+        this.fair = fair;
+    }
+
+    /** The state of one permit of the semaphore name of permits permits: a hold of its own. */
+    static LockState permit(String name, int permits) {
+        return new LockState(new String[] {name}, 0, permits, false);
+    }
+
+    /** The state of the fair lock of name, which its fair RLocks from a client share. */
+    static LockState fair(String name) {
+        return new LockState(new String[] {name}, 0, 0, true);
     }
 
     /** A new hold by ownerId, taken through the RLock of via. */

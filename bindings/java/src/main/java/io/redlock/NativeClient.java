@@ -24,6 +24,7 @@ import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * The native client (a redlock_ctx) and the native handles made from it.
@@ -149,14 +150,29 @@ final class NativeClient {
 
     /** redlock_ctx_ping: how many nodes answered and count; NoQuorumException when too few. */
     int ping() {
-        int[] answered = new int[1];
+        return count(answered -> RedlockNative.redlock_ctx_ping(ctx, answered));
+    }
+
+    /**
+     * How many permits of the semaphore name of permits could be taken now
+     * (redlock_permits_available): NoQuorumException when too few nodes answered,
+     * InvalidArgumentException when a node has the semaphore under another number of permits.
+     */
+    int permitsAvailable(String name, int permits) {
+        return count(available ->
+                RedlockNative.redlock_permits_available(ctx, name, permits, available));
+    }
+
+    /** Makes a call (which reads ctx) that answers a count through an int[1]: the count. */
+    private int count(Consumer<int[]> call) {
+        int[] answer = new int[1];
         Lock read = openForCall();
         try {
-            RedlockNative.redlock_ctx_ping(ctx, answered);
+            call.accept(answer);
         } finally {
             read.unlock();
         }
-        return answered[0];
+        return answer[0];
     }
 
     /** The lease of kept locks, the option watchdog_lease_ms (options never change later). */
@@ -181,14 +197,40 @@ final class NativeClient {
      */
     NativeHandle lock(Object owner, String[] names, int mode, NativeHandle held, long leaseMs,
             long waitMs, Watcher keep) {
+        return acquire(owner, keep, () -> mode != 0
+                ? RedlockNative.redlock_lock_rw(ctx, names[0], mode,
+                        held == null ? null : held.ptr(), leaseMs, waitMs)
+                : names.length == 1
+                ? RedlockNative.redlock_lock(ctx, names[0], leaseMs, waitMs)
+                : RedlockNative.redlock_lock_multi(ctx, names, leaseMs, waitMs));
+    }
+
+    /**
+     * A permit of the semaphore name of permits permits (redlock_acquire_permit), as
+     * {@link #lock} acquires a lock: the handle is the permit, its token the permit's id.
+     * LockHeldException when every permit stayed taken for waitMs.
+     */
+    NativeHandle acquirePermit(Object owner, String name, int permits, long leaseMs, long waitMs,
+            Watcher keep) {
+        return acquire(owner, keep,
+                () -> RedlockNative.redlock_acquire_permit(ctx, name, permits, leaseMs, waitMs));
+    }
+
+    /**
+     * The fair lock of name (redlock_lock_fair), as {@link #lock} acquires a lock: waiters get it
+     * in the order they arrived.
+     */
+    NativeHandle lockFair(Object owner, String name, long leaseMs, long waitMs, Watcher keep) {
+        return acquire(owner, keep,
+                () -> RedlockNative.redlock_lock_fair(ctx, name, leaseMs, waitMs));
+    }
+
+    /** Makes the blocking acquisition call (which reads ctx) for {@link #lock}'s owner and keep. */
+    private NativeHandle acquire(Object owner, Watcher keep,
+            Supplier<SWIGTYPE_p_redlock_handle> call) {
         Lock read = openForCall();
         try {
-            SWIGTYPE_p_redlock_handle ptr = mode != 0
-                    ? RedlockNative.redlock_lock_rw(ctx, names[0], mode,
-                            held == null ? null : held.ptr(), leaseMs, waitMs)
-                    : names.length == 1
-                    ? RedlockNative.redlock_lock(ctx, names[0], leaseMs, waitMs)
-                    : RedlockNative.redlock_lock_multi(ctx, names, leaseMs, waitMs);
+            SWIGTYPE_p_redlock_handle ptr = call.get();
             long watchId = 0;
             if (keep != null) {
                 try {
@@ -292,9 +334,43 @@ final class NativeClient {
     /** {@link #lockAsync}, with a read-write lock's mode and held handle as {@link #lock}'s. */
     CompletableFuture<NativeHandle> lockAsync(Object owner, String[] names, int mode,
             NativeHandle held, long leaseMs, long waitMs, Watcher keep) {
-        CompletableFuture<NativeHandle> future = new CompletableFuture<>();
         byte[][] utf8 = Arrays.stream(names).map(n -> n.getBytes(StandardCharsets.UTF_8))
                 .toArray(byte[][]::new);
+        return acquireAsync(owner, keep, done -> {
+            if (mode != 0) {
+                RedlockNativeJNI.lockRwAsync(RedlockNativeJNI.pointer(ctx), utf8[0], mode,
+                        held == null ? 0 : RedlockNativeJNI.pointer(held.ptr()), leaseMs, waitMs,
+                        done);
+            } else {
+                RedlockNativeJNI.lockAsync(RedlockNativeJNI.pointer(ctx), utf8, leaseMs, waitMs,
+                        done);
+            }
+        });
+    }
+
+    /** {@link #acquirePermit} asynchronously, as {@link #lockAsync} acquires a lock. */
+    CompletableFuture<NativeHandle> acquirePermitAsync(Object owner, String name, int permits,
+            long leaseMs, long waitMs, Watcher keep) {
+        byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
+        return acquireAsync(owner, keep, done -> RedlockNativeJNI.acquirePermitAsync(
+                RedlockNativeJNI.pointer(ctx), utf8, permits, leaseMs, waitMs, done));
+    }
+
+    /** {@link #lockFair} asynchronously, as {@link #lockAsync} acquires a lock. */
+    CompletableFuture<NativeHandle> lockFairAsync(Object owner, String name, long leaseMs,
+            long waitMs, Watcher keep) {
+        byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
+        return acquireAsync(owner, keep, done -> RedlockNativeJNI.lockFairAsync(
+                RedlockNativeJNI.pointer(ctx), utf8, leaseMs, waitMs, done));
+    }
+
+    /**
+     * Starts an asynchronous acquisition (start reads ctx) for {@link #lockAsync}'s owner and
+     * keep; the handle it delivers is watched, known and handed over as there.
+     */
+    private CompletableFuture<NativeHandle> acquireAsync(Object owner, Watcher keep,
+            Consumer<Done> start) {
+        CompletableFuture<NativeHandle> future = new CompletableFuture<>();
         Done done = (status, address, message) -> {
             SWIGTYPE_p_redlock_handle ptr = RedlockNativeJNI.handle(address);
             // Watched at once, on the client's thread, before anyone else knows the handle (a
@@ -332,18 +408,19 @@ final class NativeClient {
         };
         Lock read = openForCall();
         try {
-            if (mode != 0) {
-                RedlockNativeJNI.lockRwAsync(RedlockNativeJNI.pointer(ctx), utf8[0], mode,
-                        held == null ? 0 : RedlockNativeJNI.pointer(held.ptr()), leaseMs, waitMs,
-                        done);
-            } else {
-                RedlockNativeJNI.lockAsync(RedlockNativeJNI.pointer(ctx), utf8, leaseMs, waitMs,
-                        done);
-            }
+            start.accept(done);
         } finally {
             read.unlock();
         }
         return future;
+    }
+
+    /**
+     * A blocking call made on the pool the futures complete on, for a call the library has no
+     * asynchronous form of: it takes a pool thread until the nodes have answered.
+     */
+    static <T> CompletableFuture<T> onPool(Supplier<T> call) {
+        return CompletableFuture.supplyAsync(call, COMPLETIONS);
     }
 
     CompletableFuture<Void> extendAsync(SWIGTYPE_p_redlock_handle ptr, long leaseMs) {
@@ -463,14 +540,7 @@ final class NativeClient {
      * when too few nodes answer, WrongTypeException (the key left alone) when it is not a lock.
      */
     int forceUnlock(String name) {
-        int[] deleted = new int[1];
-        Lock read = openForCall();
-        try {
-            RedlockNative.redlock_force_unlock(ctx, name, deleted);
-        } finally {
-            read.unlock();
-        }
-        return deleted[0];
+        return count(deleted -> RedlockNative.redlock_force_unlock(ctx, name, deleted));
     }
 
     void extend(SWIGTYPE_p_redlock_handle ptr, long leaseMs) {
@@ -504,6 +574,17 @@ final class NativeClient {
         read.lock();
         try {
             return handles.contains(ptr) && RedlockNative.redlock_handle_lost(ptr) != 0;
+        } finally {
+            read.unlock();
+        }
+    }
+
+    /** The token of ptr (redlock_handle_token); null once the handle or the client was freed. */
+    String token(SWIGTYPE_p_redlock_handle ptr) {
+        Lock read = closing.readLock();
+        read.lock();
+        try {
+            return handles.contains(ptr) ? RedlockNative.redlock_handle_token(ptr) : null;
         } finally {
             read.unlock();
         }

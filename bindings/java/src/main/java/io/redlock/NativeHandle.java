@@ -32,6 +32,11 @@ final class NativeHandle {
         return ptr;
     }
 
+    /** The handle's token: a semaphore's permit id; null once freed. */
+    String token() {
+        return client.token(ptr);
+    }
+
     void extend(long leaseMs) {
         client.extend(ptr, leaseMs);
     }

@@ -12,7 +12,8 @@ import java.util.concurrent.locks.Lock;
 
 /**
  * A distributed lock on one resource, or on several taken together (from
- * {@link Redlock#getMultiLock}). It is held only while a majority of the nodes agree and its
+ * {@link Redlock#getMultiLock}), or a fair lock (from {@link Redlock#getFairLock}: its waiters
+ * get it in the order they arrived). It is held only while a majority of the nodes agree and its
  * lease lasts: the lease is the time after which the nodes forget the lock even when its holder
  * never released it (crashed, paused or partitioned).
  *
@@ -163,10 +164,16 @@ public final class RLock implements Lock, AutoCloseable {
     /** Waits until acquired or interrupted, and keeps the lock until unlocked. */
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        if (Thread.interrupted()) {
-            throw new InterruptedException();
-        }
-        if (!tryLockMs(FOREVER_MS, KEEP)) {
+        lockInterruptiblyMs(KEEP);
+    }
+
+    /** Waits until acquired or interrupted, with the given lease (not renewed). */
+    void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
+        lockInterruptiblyMs(leaseMs(leaseTime, unit));
+    }
+
+    private void lockInterruptiblyMs(long lease) throws InterruptedException {
+        if (!tryLockMs(FOREVER_MS, lease)) {
             throw new IllegalStateException("a wait without end ended"); // cannot happen
         }
     }
@@ -217,8 +224,13 @@ public final class RLock implements Lock, AutoCloseable {
      */
     @Override
     public void unlock() {
+        unlock(currentThreadId());
+    }
+
+    /** {@link #unlock()} for the owner ownerId (a permit's, released from any thread). */
+    void unlock(long ownerId) {
         synchronized (state) {
-            state.checkOwner("unlock", currentThreadId(), this);
+            state.checkOwner("unlock", ownerId, this);
             if (!state.leave()) {
                 return;
             }
@@ -238,9 +250,14 @@ public final class RLock implements Lock, AutoCloseable {
      * not own the lock, {@link LockNotHeldException} when it expired or was lost.
      */
     public void extend(long leaseTime, TimeUnit unit) {
+        extend(leaseTime, unit, currentThreadId());
+    }
+
+    /** {@link #extend(long, TimeUnit)} for the owner ownerId. */
+    void extend(long leaseTime, TimeUnit unit, long ownerId) {
         long leaseMs = leaseMs(leaseTime, unit);
         synchronized (state) {
-            state.checkOwner("extend", currentThreadId(), this);
+            state.checkOwner("extend", ownerId, this);
             state.handle.extend(leaseMs);
         }
     }
@@ -262,8 +279,8 @@ public final class RLock implements Lock, AutoCloseable {
      * The fencing token of the current hold (client option {@code fencing}): larger for every
      * later holder of the resource. Send it with each write to the storage the lock protects,
      * and have the storage refuse one older than the newest it has seen. For a multi-lock, the
-     * first resource's ({@link #getFence(String)} gives each). Null when not held or taken
-     * without fencing.
+     * first resource's ({@link #getFence(String)} gives each). Null when not held, taken
+     * without fencing, or for a fair lock (it has no fence).
      */
     public Long getFence() {
         return fenceAt(0);
@@ -577,17 +594,26 @@ public final class RLock implements Lock, AutoCloseable {
      * call reads before it returns.
      */
     private CompletableFuture<NativeHandle> startAsync(long lease, long waitMs, long ownerId) {
+        NativeClient nativeClient = client.nativeClient();
+        NativeClient.Watcher keep = lease == KEEP ? state : null;
+        if (state.permits != 0) {
+            return nativeClient.acquirePermitAsync(state, names[0], state.permits,
+                    leaseMsOf(lease), waitMs, keep);
+        }
+        if (state.fair) {
+            return nativeClient.lockFairAsync(state, names[0], leaseMsOf(lease), waitMs, keep);
+        }
         LockState pair = state.pair;
         if (pair != null) {
             synchronized (pair) {
                 if (pair.handle != null && pair.owner == ownerId && ownerId != 0) {
-                    return client.nativeClient().lockAsync(state, names, state.mode,
-                            pair.handle, leaseMsOf(lease), waitMs, lease == KEEP ? state : null);
+                    return nativeClient.lockAsync(state, names, state.mode, pair.handle,
+                            leaseMsOf(lease), waitMs, keep);
                 }
             }
         }
-        return client.nativeClient().lockAsync(state, names, state.mode, null, leaseMsOf(lease),
-                waitMs, lease == KEEP ? state : null);
+        return nativeClient.lockAsync(state, names, state.mode, null, leaseMsOf(lease), waitMs,
+                keep);
     }
 
     /** Not supported: a distributed lock has no conditions. */
@@ -598,14 +624,30 @@ public final class RLock implements Lock, AutoCloseable {
 
     @Override
     public String toString() {
-        String kind = state.mode == RedlockNativeConstants.REDLOCK_READ ? "read "
-                : state.mode == RedlockNativeConstants.REDLOCK_WRITE ? "write " : "";
-        return "RLock" + Arrays.toString(names) + (kind.isEmpty() ? "" : " (" + kind.trim() + ")");
+        String kind = state.permits != 0 ? "a permit of " + state.permits
+                : state.fair ? "fair"
+                : state.mode == RedlockNativeConstants.REDLOCK_READ ? "read"
+                : state.mode == RedlockNativeConstants.REDLOCK_WRITE ? "write" : "";
+        return "RLock" + Arrays.toString(names) + (kind.isEmpty() ? "" : " (" + kind + ")");
     }
 
     /** The resource names. */
     String[] names() {
         return names.clone();
+    }
+
+    /** The owner of the current hold; 0 when not held. */
+    long holder() {
+        synchronized (state) {
+            return state.owner;
+        }
+    }
+
+    /** The token of the current hold (a permit's id); null when not held. */
+    String token() {
+        synchronized (state) {
+            return state.handle == null ? null : state.handle.token();
+        }
     }
 
     /** The blocking lock methods: waits until acquired, through interrupts. */
@@ -646,20 +688,29 @@ public final class RLock implements Lock, AutoCloseable {
      * With lease KEEP the lock is acquired with the watchdog lease and kept.
      */
     private NativeHandle attempt(long lease, long waitMs) {
+        NativeClient nativeClient = client.nativeClient();
+        NativeClient.Watcher keep = lease == KEEP ? state : null;
         try {
+            if (state.permits != 0) {
+                return nativeClient.acquirePermit(state, names[0], state.permits,
+                        leaseMsOf(lease), waitMs, keep);
+            }
+            if (state.fair) {
+                return nativeClient.lockFair(state, names[0], leaseMsOf(lease), waitMs, keep);
+            }
             LockState pair = state.pair;
             if (pair != null) {
                 // The other half of a read-write lock, held by this thread: its handle is
                 // named (a downgrade, or an upgrade refused at once) and is not freed meanwhile.
                 synchronized (pair) {
                     if (pair.handle != null && pair.owner == Thread.currentThread().getId()) {
-                        return client.nativeClient().lock(state, names, state.mode, pair.handle,
-                                leaseMsOf(lease), waitMs, lease == KEEP ? state : null);
+                        return nativeClient.lock(state, names, state.mode, pair.handle,
+                                leaseMsOf(lease), waitMs, keep);
                     }
                 }
             }
-            return client.nativeClient().lock(state, names, state.mode, null, leaseMsOf(lease),
-                    waitMs, lease == KEEP ? state : null);
+            return nativeClient.lock(state, names, state.mode, null, leaseMsOf(lease), waitMs,
+                    keep);
         } catch (LockHeldException notAcquired) {
             return null;
         }

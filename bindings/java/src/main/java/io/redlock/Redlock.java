@@ -15,6 +15,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
  * A Redlock client: N independent Redis masters, their connections and the options. It makes
@@ -70,8 +71,9 @@ public final class Redlock implements AutoCloseable {
     private final NativeClient nativeClient;
     private final Cleaner.Cleanable cleanable;
     // The state that the RLocks of each name share, while any of them is reachable; an entry
-    // is removed when its state is collected. Guarded by itself.
+    // is removed when its state is collected. Guarded by itself. The fair RLocks' apart.
     private final Map<String, WeakReference<LockState>> shared = new HashMap<>();
+    private final Map<String, WeakReference<LockState>> sharedFair = new HashMap<>();
 
     private Redlock(NativeClient nativeClient) {
         this.nativeClient = nativeClient;
@@ -134,7 +136,20 @@ public final class Redlock implements AutoCloseable {
      * it as many times, through any of them (see {@link RLock}).
      */
     public RLock getLock(String name) {
-        return new RLock(this, sharedState(checkName(name)));
+        return new RLock(this, sharedState(shared, checkName(name),
+                n -> new LockState(new String[] {n})));
+    }
+
+    /**
+     * The fair lock of one resource name, as Redisson's getFairLock: an {@link RLock} whose
+     * waiters, from every client, get it in the order they arrived. It is the plain lock of the
+     * name on the nodes (the same key): {@link #getLock} of the name and it exclude each other,
+     * and a plain lock is taken without waiting its turn. Its RLocks from this client share
+     * their holds, as getLock's do, but not with getLock's: a thread holding one that takes the
+     * other waits for itself, as for any other holder. It has no fence.
+     */
+    public RLock getFairLock(String name) {
+        return new RLock(this, sharedState(sharedFair, checkName(name), LockState::fair));
     }
 
     /**
@@ -164,6 +179,16 @@ public final class Redlock implements AutoCloseable {
      */
     public RReadWriteLock getReadWriteLock(String name) {
         return new RReadWriteLock(this, checkName(name));
+    }
+
+    /**
+     * A semaphore of permits permits (1 to 10000) on one resource name: at most that many
+     * holders at once, each permit with an id and a lease of its own (see
+     * {@link RPermitExpirableSemaphore}). Every client of the name must give the same number.
+     * InvalidArgumentException for a number out of range, as the library's.
+     */
+    public RPermitExpirableSemaphore getPermitExpirableSemaphore(String name, int permits) {
+        return new RPermitExpirableSemaphore(this, checkName(name), permits);
     }
 
     /**
@@ -237,13 +262,17 @@ public final class Redlock implements AutoCloseable {
         return nativeClient;
     }
 
-    /** The state of name's RLocks: the one they share, or a new one when none is reachable. */
-    private LockState sharedState(String name) {
+    /**
+     * The state of name's RLocks in shared: the one they share, or a new one (made by make) when
+     * none is reachable.
+     */
+    private static LockState sharedState(Map<String, WeakReference<LockState>> shared,
+            String name, Function<String, LockState> make) {
         synchronized (shared) {
             WeakReference<LockState> ref = shared.get(name);
             LockState state = ref == null ? null : ref.get();
             if (state == null) {
-                state = new LockState(new String[] {name});
+                state = make.apply(name);
                 WeakReference<LockState> added = new WeakReference<>(state);
                 shared.put(name, added);
                 CLEANER.register(state, forget(shared, name, added));

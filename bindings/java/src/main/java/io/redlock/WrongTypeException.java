@@ -1,8 +1,8 @@
 package io.redlock;
 
 /**
- * The lock's key exists on the nodes and is not a lock (REDLOCK_EWRONGTYPE): another program
- * uses that key.
+ * The lock's key, or a key kept beside it (a fair lock's queue), exists on the nodes and is not
+ * of its kind (REDLOCK_EWRONGTYPE): another program uses that key.
  */
 public class WrongTypeException extends RedlockException {
     private static final long serialVersionUID = 1L;

@@ -25,61 +25,13 @@ import org.junit.jupiter.api.Test;
 /**
  * Kept locks (taken without a lease, renewed by the library until unlocked) and the lost-lock
  * signal (isLost, onLost), against five real nodes. client keeps its locks with a lease of
- * LEASE_MS (renewed every LEASE_MS / 3); other is the rival, with explicit leases.
+ * LEASE_MS (renewed every LEASE_MS / 3, see {@link KeptClients}); other is the rival, with
+ * explicit leases.
  */
-class KeptLockTest extends TwoClients {
-    private static final long LEASE_MS = 900;
-
+class KeptLockTest extends KeptClients {
     @Override
     String keyPrefix() {
         return "kept:";
-    }
-
-    @Override
-    Map<String, String> clientOptions() {
-        return Map.of("watchdog_lease_ms", Long.toString(LEASE_MS));
-    }
-
-    private static long elapsedMs(long sinceNanos) {
-        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sinceNanos);
-    }
-
-    /**
-     * For forMs: rival (another client) is refused again and again, and lock stays held, with
-     * some validity left but never more than the watchdog lease, and not lost.
-     */
-    private void assertStaysHeld(RLock lock, RLock rival, long forMs, long leaseMs)
-            throws Exception {
-        long start = System.nanoTime();
-        int checks = 0;
-        while (elapsedMs(start) < forMs) {
-            assertFalse(rival.tryLock(0, 10, TimeUnit.SECONDS),
-                    "another client took a kept lock after " + elapsedMs(start) + " ms");
-            long validity = lock.remainingValidity(TimeUnit.MILLISECONDS);
-            assertTrue(validity > 0 && validity <= leaseMs,
-                    "validity " + validity + " ms after " + elapsedMs(start) + " ms");
-            assertTrue(lock.isLocked());
-            assertFalse(lock.isLost());
-            checks++;
-            Thread.sleep(100);
-        }
-        assertTrue(checks >= forMs / 300, "only " + checks + " checks");
-    }
-
-    /** The lock is kept past three leases, and released at once by unlock. */
-    private void assertKeptThenReleased(RLock lock, String... keys) throws Exception {
-        assertTrue(lock.isHeldByCurrentThread());
-        for (String key : keys) {
-            long pttl = Long.parseLong(nodes.call(1, "PTTL", "kept:" + key));
-            assertTrue(pttl > 0 && pttl <= LEASE_MS, "PTTL " + pttl + ": the watchdog lease");
-        }
-        RLock rival = other.getMultiLock(keys);
-        assertStaysHeld(lock, rival, 3 * LEASE_MS + 300, LEASE_MS);
-        assertTrue(lock.isHeldByCurrentThread());
-        lock.unlock();
-        assertFalse(lock.isLocked());
-        assertTrue(rival.tryLock(0, 10, TimeUnit.SECONDS), "released at once by unlock");
-        rival.unlock();
     }
 
     @Test
