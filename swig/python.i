@@ -79,30 +79,29 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
 }
 %}
 
-/* Waits for a lock run with the interrupt check above. */
-%exception redlock_lock {
+/* Waits for a lock (plain, multi, read-write or fair) or a permit run with the
+ * interrupt check above. */
+%define REDLOCK_PY_INTERRUPTIBLE(function)
+%exception function {
   redlock_set_interrupt_check(redlock_py_interrupt, NULL);
   $action
   redlock_set_interrupt_check(NULL, NULL);
 }
-%exception redlock_lock_multi {
-  redlock_set_interrupt_check(redlock_py_interrupt, NULL);
-  $action
-  redlock_set_interrupt_check(NULL, NULL);
-}
-%exception redlock_lock_rw {
-  redlock_set_interrupt_check(redlock_py_interrupt, NULL);
-  $action
-  redlock_set_interrupt_check(NULL, NULL);
-}
+%enddef
+REDLOCK_PY_INTERRUPTIBLE(redlock_lock)
+REDLOCK_PY_INTERRUPTIBLE(redlock_lock_multi)
+REDLOCK_PY_INTERRUPTIBLE(redlock_lock_rw)
+REDLOCK_PY_INTERRUPTIBLE(redlock_acquire_permit)
+REDLOCK_PY_INTERRUPTIBLE(redlock_lock_fair)
 
 /* Every function returning a status: raise on failure, else return None. A
  * wait cancelled by a signal handler raises what the handler raised. */
 %typemap(out) int redlock_ctx_new, int redlock_ctx_set_option, int redlock_lock,
-              int redlock_lock_multi, int redlock_lock_rw, int redlock_extend, int redlock_unlock,
+              int redlock_lock_multi, int redlock_lock_rw, int redlock_lock_fair,
+              int redlock_acquire_permit, int redlock_extend, int redlock_unlock,
               int redlock_inspect, int redlock_force_unlock, int redlock_handle_fence,
               int redlock_ctx_ping, int redlock_inspect_multi, int redlock_handle_reenter,
-              int redlock_handle_leave {
+              int redlock_handle_leave, int redlock_permits_available {
   if ($1 < 0) {
     if ($1 != REDLOCK_ECANCELED || !PyErr_Occurred())
       redlock_py_raise($1);
@@ -276,6 +275,10 @@ static void redlock_py_set_log(redlock_ctx *ctx, int min_level)
 %}
 void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 
+/* redlock_permits_available returns the permits free. */
+%include <typemaps.i>
+%apply int *OUTPUT { int *available };
+
 %include "redlock.i"
 
 /* ---- The engine (redlock_engine.h, experimental), for redlock.asyncio ----
@@ -314,11 +317,12 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
                  redlock_keep **out, redlock_renewal **out
 %{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
-%typemap(out) int redlock_op_lock, int redlock_op_lock_rw, int redlock_op_extend, int redlock_op_unlock,
+%typemap(out) int redlock_op_lock, int redlock_op_lock_rw, int redlock_op_lock_fair,
+              int redlock_op_acquire_permit, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
-              int redlock_op_ping, int redlock_conn_new, int redlock_sub_new,
-              int redlock_waiters_new, int redlock_keep_new, int redlock_keep_extend,
-              int redlock_renewal_new, int redlock_renewal_start {
+              int redlock_op_permits, int redlock_op_ping, int redlock_conn_new,
+              int redlock_sub_new, int redlock_waiters_new, int redlock_keep_new,
+              int redlock_keep_extend, int redlock_renewal_new, int redlock_renewal_start {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;

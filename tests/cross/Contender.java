@@ -1,5 +1,6 @@
 import io.redlock.LockNotHeldException;
 import io.redlock.RLock;
+import io.redlock.RPermitExpirableSemaphore;
 import io.redlock.Redlock;
 import io.redlock.RedlockException;
 import java.io.BufferedReader;
@@ -10,8 +11,10 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One contender of the cross-language tests: java -cp redlock.jar Contender.java MODE NODES NAMES.
- * NODES and NAMES are comma-separated; several names make a multi-lock. MODE "try": one attempt,
+ * One contender of the cross-language tests: java -cp redlock.jar Contender.java MODE NODES NAMES
+ * [KIND]. NODES and NAMES are comma-separated; several names make a multi-lock. KIND (one name):
+ * "plain" (the default), "read" or "write" (a read-write lock's), "fair", or "permits=N" (a permit
+ * of a semaphore of N). MODE "try": one attempt,
  * released at once when taken; "hold": one attempt, held until a line arrives on standard input.
  * Prints "acquired" then "released", or "refused". MODE "rules": the scenarios of the rules every
  * language follows (docs/locks.md) on resources named after NAMES' first one; prints one line of
@@ -25,19 +28,41 @@ public class Contender {
             rules(args[1].split(","), names[0]);
             return;
         }
+        String kind = args.length > 3 ? args[3] : "plain";
         try (Redlock client = Redlock.create(args[1].split(","))) {
-            RLock lock = names.length == 1 ? client.getLock(names[0]) : client.getMultiLock(names);
+            if (kind.startsWith("permits=")) {
+                RPermitExpirableSemaphore semaphore = client.getPermitExpirableSemaphore(names[0],
+                        Integer.parseInt(kind.substring("permits=".length())));
+                String id = semaphore.tryAcquire(0, 30, TimeUnit.SECONDS);
+                if (id == null) {
+                    System.out.println("refused");
+                    return;
+                }
+                held(mode);
+                semaphore.release(id);
+                System.out.println("released");
+                return;
+            }
+            RLock lock = kind.equals("read") ? client.getReadWriteLock(names[0]).readLock()
+                    : kind.equals("write") ? client.getReadWriteLock(names[0]).writeLock()
+                    : kind.equals("fair") ? client.getFairLock(names[0])
+                    : names.length == 1 ? client.getLock(names[0]) : client.getMultiLock(names);
             if (!lock.tryLock(0, 30, TimeUnit.SECONDS)) {
                 System.out.println("refused");
                 return;
             }
-            System.out.println("acquired");
-            System.out.flush();
-            if (mode.equals("hold")) {
-                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
-            }
+            held(mode);
             lock.unlock();
             System.out.println("released");
+        }
+    }
+
+    /** Says the lock is held; in MODE "hold", keeps it until a line arrives. */
+    private static void held(String mode) throws Exception {
+        System.out.println("acquired");
+        System.out.flush();
+        if (mode.equals("hold")) {
+            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
         }
     }
 

@@ -1,13 +1,15 @@
--- contender.lua MODULE_DIR MODE NODES NAMES - one contender of the
+-- contender.lua MODULE_DIR MODE NODES NAMES [KIND] - one contender of the
 -- cross-language tests, on the redlock module found in MODULE_DIR.
 -- NODES and NAMES are comma-separated; several names make a multi-lock.
+-- KIND (one name): "plain" (the default), "read" or "write" (a read-write
+-- lock's), "fair", or "permits=N" (a permit of a semaphore of N).
 -- MODE "try": one attempt, released at once when taken; "hold": one attempt,
 -- held until a line arrives on standard input.
 -- Prints "acquired" then "released", or "refused", or "error: ...".
 -- MODE "rules": the scenarios of the rules every language follows
 -- (docs/locks.md) on resources named after NAMES' first one; prints one line
 -- of observations per rule, which test_parity.py compares across languages.
-local dir, mode, nodes_csv, names_csv = ...
+local dir, mode, nodes_csv, names_csv, kind = ...
 package.path = dir .. "/?.lua;" .. package.path
 package.cpath = dir .. "/?.so;" .. package.cpath
 local redlock = require "redlock"
@@ -91,8 +93,23 @@ end
 
 local client = assert(redlock.new(split(nodes_csv)))
 local names = split(names_csv)
-local lock = #names == 1 and client:get_lock(names[1]) or client:get_multi_lock(names)
-local ok, err = lock:try_lock(0, 30000)
+kind = kind or "plain"
+local permits = tonumber(kind:match("^permits=(%d+)$"))
+local lock, ok, err
+if permits then
+  lock, err = client:get_semaphore(names[1], permits):try_acquire(0, 30000)
+  ok = lock ~= nil
+elseif kind == "read" or kind == "write" then
+  local rw = client:get_read_write_lock(names[1])
+  lock = kind == "read" and rw:read_lock() or rw:write_lock()
+elseif kind == "fair" then
+  lock = client:get_fair_lock(names[1])
+else
+  lock = #names == 1 and client:get_lock(names[1]) or client:get_multi_lock(names)
+end
+if not permits then
+  ok, err = lock:try_lock(0, 30000)
+end
 if not ok then
   print(err.name == "locked" and "refused" or ("error: " .. tostring(err)))
   os.exit(0)

@@ -45,16 +45,27 @@ def commands(nodes: List[str]) -> Dict[str, List[str]]:
     }
 
 
-def attempt(nodes: List[str], language: str, names: List[str]) -> str:
+# The tool's options for each kind of lock (its default is the plain lock;
+# a write lock of a name is its plain lock).
+TOOL_KIND = {"plain": [], "read": ["--shared"], "write": [], "fair": ["--fair"]}
+
+
+def tool_kind(kind: str) -> List[str]:
+    if kind.startswith("permits="):
+        return ["--permits", kind.split("=")[1]]
+    return TOOL_KIND[kind]
+
+
+def attempt(nodes: List[str], language: str, names: List[str], kind: str = "plain") -> str:
     """One attempt from another language: 'acquired' (and released) or 'refused'."""
     base = commands(nodes)[language]
     if language == "c":
         assert len(names) == 1, "the command-line tool takes one resource"
-        run = subprocess.run(base + [names[0], "--", "true"], capture_output=True, text=True,
-                             timeout=120)
+        run = subprocess.run(base + tool_kind(kind) + [names[0], "--", "true"],
+                             capture_output=True, text=True, timeout=120)
         return {0: "acquired", 75: "refused"}.get(run.returncode, f"exit {run.returncode}: "
                                                                   f"{run.stderr}")
-    args = ["try", ",".join(nodes), ",".join(names)]
+    args = ["try", ",".join(nodes), ",".join(names), kind]
     if language != "java":
         args = [base[-1]] + args
         base = base[:-1]
@@ -67,14 +78,16 @@ def attempt(nodes: List[str], language: str, names: List[str]) -> str:
 class Holder:
     """A lock held by another language's process until release()."""
 
-    def __init__(self, nodes: List[str], language: str, names: List[str]) -> None:
+    def __init__(self, nodes: List[str], language: str, names: List[str],
+                 kind: str = "plain") -> None:
         base = commands(nodes)[language]
         if language == "c":
-            argv = base + [names[0], "--", "sh", "-c", "echo acquired; read line; echo released"]
+            argv = base + tool_kind(kind) + [names[0], "--", "sh", "-c",
+                                             "echo acquired; read line; echo released"]
         elif language == "java":
-            argv = base + ["hold", ",".join(nodes), ",".join(names)]
+            argv = base + ["hold", ",".join(nodes), ",".join(names), kind]
         else:
-            argv = base[:-1] + [base[-1], "hold", ",".join(nodes), ",".join(names)]
+            argv = base[:-1] + [base[-1], "hold", ",".join(nodes), ",".join(names), kind]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
@@ -149,3 +162,71 @@ def test_a_multi_lock_held_elsewhere_excludes_python_and_the_rest(
     multi = client.get_multi_lock(*names)
     assert multi.try_lock(wait=0, lease=LEASE)
     multi.unlock()
+
+
+def test_readers_of_every_stack_share_the_read_lock_and_a_writer_waits(
+        client: redlock.Redlock, nodes: List[str]) -> None:
+    """A Lua reader, a Python reader and `redlock -s` share the read lock; a
+    Java writer (and an exclusive lock of the tool) waits for all three."""
+    name = "cross:rw"
+    readers = [Holder(nodes, "lua5.4", [name], "read"), Holder(nodes, "c", [name], "read")]
+    mine = client.get_read_write_lock(name).read_lock()
+    try:
+        assert mine.try_lock(wait=0, lease=LEASE)
+        assert attempt(nodes, "luajit", [name], "read") == "acquired"
+        assert attempt(nodes, "java", [name], "read") == "acquired"
+        while readers:
+            assert attempt(nodes, "java", [name], "write") == "refused"
+            assert attempt(nodes, "c", [name]) == "refused"
+            readers.pop().release()
+        assert attempt(nodes, "java", [name], "write") == "refused"   # Python still reads
+    finally:
+        for reader in readers:
+            reader.release()
+        mine.unlock()
+    assert attempt(nodes, "java", [name], "write") == "acquired"
+    writer = Holder(nodes, "java", [name], "write")
+    try:
+        assert not client.get_read_write_lock(name).read_lock().try_lock(wait=0, lease=LEASE)
+        for language in ("lua5.4", "luajit", "c"):
+            assert attempt(nodes, language, [name], "read") == "refused", language
+    finally:
+        writer.release()
+
+
+def test_a_semaphore_counts_the_permits_of_every_stack(client: redlock.Redlock,
+                                                         nodes: List[str]) -> None:
+    """Two permits: one held by Java, one by the tool; Python, Lua and
+    another Java are refused; once one is released, Lua gets it."""
+    name = "cross:semaphore"
+    holders = [Holder(nodes, "java", [name], "permits=2"), Holder(nodes, "c", [name], "permits=2")]
+    try:
+        assert client.get_semaphore(name, 2).try_acquire(wait=0, lease=LEASE) is None
+        for language in OTHERS:
+            assert attempt(nodes, language, [name], "permits=2") == "refused", language
+        holders.pop(0).release()
+        assert attempt(nodes, "lua5.4", [name], "permits=2") == "acquired"
+        permit = client.get_semaphore(name, 2).try_acquire(wait=0, lease=LEASE)
+        assert permit is not None
+        assert attempt(nodes, "luajit", [name], "permits=2") == "refused"
+        permit.release()
+    finally:
+        for holder in holders:
+            holder.release()
+
+
+def test_a_fair_lock_is_one_lock_across_stacks(client: redlock.Redlock,
+                                               nodes: List[str]) -> None:
+    """The fair lock held in Lua excludes every stack's fair and plain locks."""
+    name = "cross:fair"
+    holder = Holder(nodes, "lua5.4", [name], "fair")
+    try:
+        assert not client.get_fair_lock(name).try_lock(wait=0, lease=LEASE)
+        assert not client.get_lock(name).try_lock(wait=0, lease=LEASE)
+        for language in ("luajit", "java", "c"):
+            assert attempt(nodes, language, [name], "fair") == "refused", language
+            assert attempt(nodes, language, [name]) == "refused", language
+    finally:
+        holder.release()
+    for language in ("java", "c"):
+        assert attempt(nodes, language, [name], "fair") == "acquired", language

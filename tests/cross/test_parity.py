@@ -79,14 +79,18 @@ def test_c_names_are_in_the_header(kind: str, row: Dict[str, str]) -> None:
 
 PYTHON_RECEIVERS = {
     "sync": {"redlock": redlock, "client": redlock.Redlock, "lock": redlock.Lock,
-             "rlock": redlock.RLock},
+             "rlock": redlock.RLock, "semaphore": redlock.Semaphore,
+             "permit": redlock.Permit},
     "async": {"asyncio": redlock.asyncio, "client": redlock.asyncio.Redlock,
-              "lock": redlock.asyncio.Lock},
+              "lock": redlock.asyncio.Lock, "semaphore": redlock.asyncio.Semaphore,
+              "permit": redlock.asyncio.Permit},
 }
 
 
 @pytest.mark.parametrize("kind,row", ROWS, ids=IDS)
 def test_python_names_exist(kind: str, row: Dict[str, str]) -> None:
+    if row["Python"] == "—":
+        return
     receiver, member = name_in(row["Python"])
     owner = PYTHON_RECEIVERS[kind][receiver]
     assert hasattr(owner, member), f"{receiver}.{member}"
@@ -95,26 +99,34 @@ def test_python_names_exist(kind: str, row: Dict[str, str]) -> None:
 
 
 LUA_PROBE = r"""
-local dir = ...
+local dir, nodes = ...
 package.path = dir .. "/?.lua;" .. package.path
 package.cpath = dir .. "/?.so;" .. package.cpath
 local redlock = require "redlock"
-local client = assert(redlock.new({ "redis://127.0.0.1:1" }))
-local objects = { redlock = redlock, client = client, lock = client:get_lock("parity") }
+local list = {}
+for uri in nodes:gmatch("[^,]+") do list[#list + 1] = uri end
+local client = assert(redlock.new(list))
+local semaphore = client:get_semaphore("parity:semaphore", 1)
+local permit = assert(semaphore:try_acquire(0, 10000))
+local objects = { redlock = redlock, client = client, lock = client:get_lock("parity"),
+                  semaphore = semaphore, permit = permit }
 for line in io.lines() do
   local receiver, member = line:match("^(%w+) (%w[%w_]*)$")
   print(receiver .. " " .. member .. " " .. type(objects[receiver][member]))
 end
+assert(permit:release())
 """
 
 
 @pytest.mark.parametrize("interpreter,variable", [("lua5.4", "REDLOCK_LUA54_DIR"),
                                                   ("luajit", "REDLOCK_LUAJIT_DIR")])
-def test_lua_names_exist(interpreter: str, variable: str, tmp_path: Path) -> None:
+def test_lua_names_exist(interpreter: str, variable: str, tmp_path: Path,
+                         nodes: List[str]) -> None:
     names = sorted({name_in(row["Lua"]) for _, row in ROWS if row["Lua"] != "—"})
     probe = tmp_path / "probe.lua"
     probe.write_text(LUA_PROBE)
-    run = subprocess.run([interpreter, str(probe), os.environ[variable]], check=True, text=True,
+    run = subprocess.run([interpreter, str(probe), os.environ[variable], ",".join(nodes)],
+                         check=True, text=True,
                          capture_output=True, input="\n".join(f"{r} {m}" for r, m in names))
     kinds = dict(((r, m), k) for r, m, k in (line.split() for line in run.stdout.splitlines()))
     for receiver, member in names:
@@ -122,7 +134,7 @@ def test_lua_names_exist(interpreter: str, variable: str, tmp_path: Path) -> Non
 
 
 JAVA_CLASSES = {"Redlock": "io.redlock.Redlock", "client": "io.redlock.Redlock",
-                "lock": "io.redlock.RLock"}
+                "lock": "io.redlock.RLock", "semaphore": "io.redlock.RPermitExpirableSemaphore"}
 
 
 def test_java_names_exist() -> None:

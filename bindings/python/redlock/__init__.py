@@ -21,7 +21,7 @@ redlock.capi; the classes here are the supported interface.
 
 from . import capi
 from ._front import split_nodes
-from .client import DEFAULT_LEASE, Lock, ReadWriteLock, Redlock, RLock
+from .client import DEFAULT_LEASE, Lock, Permit, ReadWriteLock, Redlock, RLock, Semaphore
 from .errors import (
     AuthError,
     Cancelled,
@@ -54,11 +54,13 @@ __all__ = [
     "LockNotHeld",
     "NoQuorum",
     "OutOfMemory",
+    "Permit",
     "PermissionDenied",
     "RedisError",
     "ReadWriteLock",
     "Redlock",
     "RLock",
+    "Semaphore",
     "SystemCallError",
     "TLSError",
     "Unsupported",

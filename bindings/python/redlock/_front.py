@@ -24,12 +24,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable
-from numbers import Real
+from numbers import Integral, Real
 from urllib.parse import unquote
 from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union
 
 from . import capi
-from .errors import LockError, LockNotHeld
+from .errors import InvalidArgument, LockError, LockNotHeld
 
 #: The default of the option ``watchdog_lease_ms``, in seconds: the lease of
 #: a kept lock (one acquired without a lease), renewed every third of it.
@@ -160,6 +160,16 @@ def _check_name(name: Any) -> str:
     return name
 
 
+def _check_permits(permits: Any) -> int:
+    """A semaphore's number of permits, checked: an int from 1 to
+    REDLOCK_MAX_PERMITS (not a bool)."""
+    if isinstance(permits, bool) or not isinstance(permits, Integral) \
+            or not 1 <= permits <= capi.REDLOCK_MAX_PERMITS:
+        raise InvalidArgument(capi.REDLOCK_EINVAL, "a semaphore's permits must be an int from 1 "
+                              f"to {capi.REDLOCK_MAX_PERMITS}, not {permits!r}")
+    return int(permits)
+
+
 def split_nodes(text: str) -> List[str]:
     """The node URIs of one string (an environment variable such as
     REDLOCK_NODES, a setting): a comma followed by ``scheme://`` starts the
@@ -258,6 +268,9 @@ class _LockFront:
     any, for a callback registered late)."""
 
     _LABEL = "redlock.Lock"
+    #: What the repr says of the lock's kind after its names: " (fair)" for
+    #: a fair lock (get_fair_lock), nothing for a plain one.
+    _KIND = ""
 
     def __init__(self, client: Any, names: Tuple[str, ...]) -> None:
         self._client = client
@@ -330,7 +343,7 @@ class _LockFront:
 
     def __repr__(self) -> str:
         state = "held" if self.is_held() else "not held"
-        return f"<{self._LABEL} {', '.join(map(repr, self._names))} {state}>"
+        return f"<{self._LABEL} {', '.join(map(repr, self._names))}{self._KIND} {state}>"
 
 
 class _ReadWriteFront(Generic[L]):
@@ -364,6 +377,85 @@ class _ReadWriteFront(Generic[L]):
 def _half_repr(lock: _LockFront, mode: int) -> str:
     kind = "read" if mode == capi.REDLOCK_READ else "write"
     return f"<{type(lock).__module__}.ReadWriteLock {lock.names[0]!r} {kind} lock>"
+
+
+class _SemaphoreFront:
+    """What the semaphores of redlock and redlock.asyncio share: the client,
+    the name and the number of permits, checked when it is made."""
+
+    _LABEL = "redlock.Semaphore"
+
+    def __init__(self, client: Any, name: str, permits: int) -> None:
+        self._client = client
+        self._name = _check_name(name)
+        self._permits = _check_permits(permits)
+
+    @property
+    def name(self) -> str:
+        """The semaphore's name."""
+        return self._name
+
+    @property
+    def permits(self) -> int:
+        """How many permits it has: at most this many held at once."""
+        return self._permits
+
+    def __repr__(self) -> str:
+        return f"<{self._LABEL} {self._name!r} permits={self._permits}>"
+
+
+def _not_for_permits(name: str, instead: str) -> Callable[..., Any]:
+    """A Lock method that a Permit has no use for: it raises TypeError,
+    saying what to use instead."""
+    def refused(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"a Permit has no {name}(): {instead}")
+    refused.__name__ = refused.__qualname__ = name
+    return refused
+
+
+class _PermitFront(_LockFront):
+    """What the permits of redlock and redlock.asyncio share. Each front's
+    Permit is its Lock (taken with redlock_acquire_permit) with this class
+    first among its bases: the semaphore, the id, ``held``, repr, and the
+    Lock methods a permit refuses. A permit is taken through its Semaphore,
+    once; the nodes are asked about the semaphore (available_permits), not
+    about one permit."""
+
+    _LABEL = "redlock.Permit"
+
+    def __init__(self, semaphore: _SemaphoreFront) -> None:
+        super().__init__(semaphore._client, (semaphore.name,))
+        self._semaphore = semaphore
+        self._id: Optional[str] = None  # set when acquired
+
+    @property
+    def semaphore(self) -> Any:
+        """The Semaphore this permit is of."""
+        return self._semaphore
+
+    @property
+    def id(self) -> Optional[str]:
+        """The permit's id: the token of its handle, 32 hex characters
+        (kept once released)."""
+        return self._id
+
+    @property
+    def held(self) -> bool:
+        """Whether this permit is held with validity left (is_held())."""
+        return self.is_held()
+
+    try_lock = _not_for_permits("try_lock", "take a permit with Semaphore.try_acquire()")
+    acquire = _not_for_permits("acquire", "take a permit with Semaphore.acquire()")
+    locked = _not_for_permits("locked", "ask Semaphore.available_permits()")
+    remain_time_to_live = _not_for_permits("remain_time_to_live", "see its validity")
+    force_unlock = _not_for_permits("force_unlock", "release it")
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_held() else "not held"
+        which = f"{self._id[:8]}..." if self._id else "not taken"
+        semaphore = self._semaphore
+        return (f"<{self._LABEL} {which} of {semaphore.name!r} (permits={semaphore.permits}) "
+                f"{state}>")
 
 
 class _Reentrant(Generic[L]):

@@ -57,8 +57,8 @@ import ssl
 import weakref
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import (Any, AsyncIterator, Callable, Dict, List, Optional, Sequence, Set, Tuple,
-                    Type)
+from typing import (Any, AsyncContextManager, AsyncIterator, Callable, Dict, List, Optional,
+                    Sequence, Set, Tuple, Type)
 
 from . import _capi, capi
 from ._front import (
@@ -75,15 +75,17 @@ from ._front import (
     _millis,
     _half_repr,
     _names,
+    _PermitFront,
     _ReadWriteFront,
     _Reentrant,
+    _SemaphoreFront,
     _time_to_live,
     _wait_ms,
 )
 from .errors import (InvalidArgument, LockError, LockExpired, LockNotAcquired, LockNotHeld,
                      error_for)
 
-__all__ = ["DEFAULT_LEASE", "Lock", "Redlock", "RLock"]
+__all__ = ["DEFAULT_LEASE", "Lock", "Permit", "ReadWriteLock", "Redlock", "RLock", "Semaphore"]
 
 _now = capi.redlock_now_ms
 # The engine's calls made on every reply go straight to the extension module
@@ -1001,16 +1003,29 @@ class Redlock(_ClientFront):
         self._check_open()
         return ReadWriteLock(self, _check_name(name))
 
-    def synchronize(self, name: str, wait: Optional[float] = None,
-                    lease: Optional[float] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def get_semaphore(self, name: str, permits: int) -> Semaphore:
+        """A semaphore of ``permits`` permits (redlock.Redlock.get_semaphore)."""
+        self._check_open()
+        return Semaphore(self, name, permits)
+
+    def get_fair_lock(self, name: str) -> Lock:
+        """A fair lock on one resource (redlock.Redlock.get_fair_lock): its
+        waiters, tasks and other clients, get it in the order they arrived;
+        otherwise a Lock of this module."""
+        self._check_open()
+        return _FairLock(self, _names(name))
+
+    def synchronize(self, name: str, wait: Optional[float] = None, lease: Optional[float] = None,
+                    fair: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator of coroutine functions: each call runs under the lock
-        ``name``, as ``async with client.lock(name, lease=lease, wait=wait):``
-        (redlock.Redlock.synchronize's rules). For plain functions, use
-        redlock.Redlock's."""
+        ``name``, as ``async with client.lock(name, lease=lease, wait=wait):``,
+        or with ``fair=True`` under its fair lock (redlock.Redlock.synchronize's
+        rules). For plain functions, use redlock.Redlock's."""
         if not _check_name(name):
             raise InvalidArgument(capi.REDLOCK_EINVAL, "synchronize: the lock name is empty")
         _wait_ms(wait)
         self._check_open()
+        get = self.get_fair_lock if fair else self.get_lock
 
         def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
             if not inspect.iscoroutinefunction(function):
@@ -1019,19 +1034,25 @@ class Redlock(_ClientFront):
 
             @functools.wraps(function)
             async def run(*args: Any, **kwargs: Any) -> Any:
-                async with self.lock(name, lease=lease, wait=wait):
+                async with self._scoped(get, name, lease, wait):
                     return await function(*args, **kwargs)
             return run
         return decorate
 
-    @asynccontextmanager
-    async def lock(self, name: str, lease: Optional[float] = None,
-                   wait: Optional[float] = None) -> AsyncIterator[Lock]:
+    def lock(self, name: str, lease: Optional[float] = None,
+             wait: Optional[float] = None) -> AsyncContextManager[Lock]:
         """``async with client.lock(name, lease=..., wait=...) as lock:`` runs
         the block under the lock and releases it after (kept until then
         without a lease); without a wait it waits until acquired. Raises as
         the sync client's ``lock()`` does."""
-        lock = self.get_lock(name)
+        return self._scoped(self.get_lock, name, lease, wait)
+
+    @asynccontextmanager
+    async def _scoped(self, get: Callable[[str], Lock], name: str, lease: Optional[float],
+                      wait: Optional[float]) -> AsyncIterator[Lock]:
+        """lock()'s block, under the lock get(name) makes: get_lock's, or
+        get_fair_lock's (synchronize(fair=True))."""
+        lock = get(name)
         await lock._acquire(_wait_ms(wait), *lock._lease(lease))
         try:
             yield lock
@@ -1310,6 +1331,17 @@ class Lock(_LockFront):
             pass
 
 
+class _FairLock(Lock):
+    """A fair lock for asyncio (Redlock.get_fair_lock): a Lock taken with
+    the engine's redlock_op_lock_fair. A paused waiter is woken on its own
+    channel, which the op names to the client's waiters as any lock's."""
+
+    _KIND = " (fair)"
+
+    def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
+        return capi.redlock_op_lock_fair(driver.ctx, self._names[0], lease_ms, wait_ms, _now())
+
+
 class ReadWriteLock(_ReadWriteFront[Lock]):
     """A read-write lock for asyncio, from Redlock.get_read_write_lock():
     redlock.ReadWriteLock's rules (readers together, one writer alone, a
@@ -1338,6 +1370,78 @@ class _ReadWriteHalf(Lock):
 
     def __repr__(self) -> str:
         return _half_repr(self, self._mode)
+
+
+class Semaphore(_SemaphoreFront):
+    """A semaphore for asyncio, from Redlock.get_semaphore(name, permits):
+    redlock.Semaphore's rules (at most ``permits`` permits held at once,
+    each with its own id and lease, kept when no lease is given; the same
+    number of permits from every client), its methods awaited."""
+
+    _LABEL = "redlock.asyncio.Semaphore"
+    _client: Redlock
+
+    async def try_acquire(self, wait: float = 0.0,
+                          lease: Optional[float] = None) -> Optional[Permit]:
+        """Tries to take a permit for ``lease`` seconds (None: kept until
+        released), retrying for up to ``wait`` seconds (0: one attempt). The
+        Permit, or None when every permit stayed taken; other failures
+        raise, as in redlock.Semaphore."""
+        permit = Permit(self)
+        # Lock's try_lock, which a Permit refuses to its users.
+        return permit if await Lock.try_lock(permit, wait, lease) else None
+
+    async def acquire(self, lease: Optional[float] = None) -> Permit:
+        """Takes a permit for ``lease`` seconds (None: kept until released),
+        waiting as long as it takes."""
+        permit = Permit(self)
+        await permit._acquire(None, *permit._lease(lease))
+        return permit
+
+    @asynccontextmanager
+    async def permit(self, wait: Optional[float] = None,
+                     lease: Optional[float] = None) -> AsyncIterator[Permit]:
+        """``async with semaphore.permit(wait=..., lease=...) as permit:``
+        runs the block with a permit and releases it after; raises as
+        redlock.Semaphore.permit does."""
+        permit = Permit(self)
+        await permit._acquire(_wait_ms(wait), *permit._lease(lease))
+        async with permit:
+            yield permit
+
+    async def available_permits(self) -> int:
+        """How many permits could be taken now (redlock.Semaphore's)."""
+        driver = self._client._drive()
+        op = capi.redlock_op_permits(driver.ctx, self._name, self._permits, _now())
+        available: List[int] = []
+        status, message, _ = await driver.run(
+            op, before_free=lambda done: available.append(capi.redlock_op_available(done)))
+        _check_status(status, message)
+        return available[0]
+
+
+class Permit(_PermitFront, Lock):
+    """A permit of a Semaphore for asyncio, from its try_acquire(),
+    acquire() or permit(): a Lock of this module taken once (release,
+    extend, validity, lost, on_lost, wait_lost, ``async with``: leaving the
+    block releases it), with ``id``, its token. Without a lease it is kept
+    (renewed by a task on the loop) until released."""
+
+    _LABEL = "redlock.asyncio.Permit"
+    _semaphore: Semaphore
+
+    async def __aenter__(self) -> Permit:
+        """The permit is held already: ``async with`` only releases it on
+        leaving."""
+        return self
+
+    def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
+        return capi.redlock_op_acquire_permit(driver.ctx, self._names[0],
+                                              self._semaphore.permits, lease_ms, wait_ms, _now())
+
+    async def _acquire(self, wait_ms: Optional[int], lease_ms: int, keep: bool) -> None:
+        await super()._acquire(wait_ms, lease_ms, keep)
+        self._id = self.token
 
 
 class RLock:

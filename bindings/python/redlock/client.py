@@ -24,7 +24,8 @@ import threading
 import weakref
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Callable, Dict, Iterator, Optional, Set, Sequence, Tuple, Type
+from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional, Set, Sequence, Tuple,
+                    Type)
 
 from . import capi
 from ._front import (  # noqa: F401 - re-exported for the modules that import them from here
@@ -44,8 +45,10 @@ from ._front import (  # noqa: F401 - re-exported for the modules that import th
     _names,
     _new_ctx,
     _half_repr,
+    _PermitFront,
     _ReadWriteFront,
     _Reentrant,
+    _SemaphoreFront,
     _time_to_live,
     _wait_ms,
     _check_name,
@@ -108,20 +111,41 @@ class Redlock(_ClientFront):
         self._context()
         return ReadWriteLock(self, _check_name(name))
 
-    def synchronize(self, name: str, wait: Optional[float] = None,
-                    lease: Optional[float] = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def get_fair_lock(self, name: str) -> Lock:
+        """A fair lock on one resource (not acquired yet): its waiters get
+        it in the order they arrived, across clients and nodes (as Redisson's
+        RFairLock). A waiter that gives up leaves the queue (its place lapses
+        soon after its last attempt). It is the plain lock of its name: a
+        plain lock of the name excludes it, and is taken without waiting its
+        turn. Otherwise a Lock as get_lock()'s (try_lock, acquire, unlock,
+        ``with``, kept without a lease, lost, on_lost, extend); no fence."""
+        self._context()
+        return _FairLock(self, _names(name))
+
+    def get_semaphore(self, name: str, permits: int) -> Semaphore:
+        """A semaphore of ``permits`` permits (an int from 1 to 10000): at
+        most that many held at once, by all its clients together (see
+        Semaphore). InvalidArgument at once for a bad number."""
+        self._context()
+        return Semaphore(self, name, permits)
+
+    def synchronize(self, name: str, wait: Optional[float] = None, lease: Optional[float] = None,
+                    fair: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A decorator: each call of the function runs under the lock
         ``name``, as ``with client.lock(name, lease=lease, wait=wait):``
         (kept while it runs when there is no lease; without a wait, waits as
-        long as it takes). A call raises LockNotAcquired when someone else
-        still held the lock after ``wait`` seconds, NoQuorum when too few
-        nodes answered, and LockNotHeld when the lock was lost while the
-        function ran (unless the function raised: its exception goes on).
-        For coroutine functions, use redlock.asyncio's client."""
+        long as it takes); with ``fair=True``, under the fair lock of the
+        name (get_fair_lock: the calls waiting for it get it in the order
+        they came). A call raises LockNotAcquired when someone else still
+        held the lock after ``wait`` seconds, NoQuorum when too few nodes
+        answered, and LockNotHeld when the lock was lost while the function
+        ran (unless the function raised: its exception goes on). For
+        coroutine functions, use redlock.asyncio's client."""
         if not _check_name(name):
             raise InvalidArgument(capi.REDLOCK_EINVAL, "synchronize: the lock name is empty")
         _wait_ms(wait)
         self._context()
+        get = self.get_fair_lock if fair else self.get_lock
 
         def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
             if inspect.iscoroutinefunction(function):
@@ -130,7 +154,7 @@ class Redlock(_ClientFront):
 
             @functools.wraps(function)
             def run(*args: Any, **kwargs: Any) -> Any:
-                with self.lock(name, lease=lease, wait=wait):
+                with self._scoped(get, name, lease, wait):
                     return function(*args, **kwargs)
             return run
         return decorate
@@ -150,9 +174,8 @@ class Redlock(_ClientFront):
                 shared = self._rlocks[name] = _Shared(Lock(self, (name,)))
         return RLock(shared)
 
-    @contextmanager
     def lock(self, name: str, lease: Optional[float] = None,
-             wait: Optional[float] = None) -> Iterator[Lock]:
+             wait: Optional[float] = None) -> ContextManager[Lock]:
         """``with client.lock(name, lease=..., wait=...) as lock:`` runs the
         block under the lock and releases it after; without a lease the lock
         is kept (renewed) until then. Without a wait it waits until acquired
@@ -164,7 +187,14 @@ class Redlock(_ClientFront):
         ``wait`` seconds, NoQuorum when too few nodes answered. On leaving the
         block, LockNotHeld if the lock had been lost meanwhile (unless the
         block raised: its exception goes on)."""
-        lock = self.get_lock(name)
+        return self._scoped(self.get_lock, name, lease, wait)
+
+    @contextmanager
+    def _scoped(self, get: Callable[[str], Lock], name: str, lease: Optional[float],
+                wait: Optional[float]) -> Iterator[Lock]:
+        """lock()'s block, under the lock get(name) makes: get_lock's, or
+        get_fair_lock's (synchronize(fair=True))."""
+        lock = get(name)
         lock._acquire(_wait_ms(wait), *lock._lease(lease))
         try:
             yield lock
@@ -279,7 +309,8 @@ class _Held:
 
 class Lock(_LockFront):
     """A distributed lock on one or more resources, from Redlock.get_lock()
-    or Redlock.get_multi_lock().
+    or Redlock.get_multi_lock(); or the fair lock of one, from
+    Redlock.get_fair_lock().
 
     Times are seconds (float). The lease is how long the lock stays held
     unless extended or released; ``validity`` is what remains of it.
@@ -503,6 +534,16 @@ class Lock(_LockFront):
         return capi.redlock_lock_multi(ctx, self._names, lease_ms, wait_ms)
 
 
+class _FairLock(Lock):
+    """A fair lock (Redlock.get_fair_lock): a Lock taken with
+    redlock_lock_fair, in its waiters' order of arrival."""
+
+    _KIND = " (fair)"
+
+    def _lock_call(self, ctx: Any, lease_ms: int, wait_ms: int) -> Any:
+        return capi.redlock_lock_fair(ctx, self._names[0], lease_ms, wait_ms)
+
+
 class ReadWriteLock(_ReadWriteFront[Lock]):
     """A read-write lock, from Redlock.get_read_write_lock(name): its
     read_lock() is held by any number of readers at once, its write_lock()
@@ -552,6 +593,79 @@ class _ReadWriteHalf(Lock):
 
     def __repr__(self) -> str:
         return _half_repr(self, self._mode)
+
+
+class Semaphore(_SemaphoreFront):
+    """A semaphore, from Redlock.get_semaphore(name, permits): at most
+    ``permits`` permits of it held at once, across every client and machine
+    (as Redisson's RPermitExpirableSemaphore). Each permit is a Permit with
+    an id and a lease of its own, kept (renewed) when no lease is given, and
+    reclaimed when its lease runs out. Every client of the semaphore must
+    give the same number of permits: a node that has it under another number
+    refuses with InvalidArgument, whose message names both numbers. A
+    semaphore and a lock of the same name do not exclude each other."""
+
+    _client: Redlock
+
+    def try_acquire(self, wait: float = 0.0, lease: Optional[float] = None) -> Optional[Permit]:
+        """Tries to take a permit for ``lease`` seconds (None: kept until
+        released), retrying for up to ``wait`` seconds (0, the default: one
+        attempt). The Permit, or None when every permit stayed taken until
+        the wait ended; other failures raise as Lock.try_lock's do."""
+        permit = Permit(self)
+        # Lock's try_lock, which a Permit refuses to its users.
+        return permit if Lock.try_lock(permit, wait, lease) else None
+
+    def acquire(self, lease: Optional[float] = None) -> Permit:
+        """Takes a permit for ``lease`` seconds (None: kept until released),
+        waiting as long as it takes (as Lock.acquire: ended by NoQuorum once
+        the nodes have failed for the client's ``unavailable_timeout_ms``)."""
+        permit = Permit(self)
+        permit._acquire(None, *permit._lease(lease))
+        return permit
+
+    @contextmanager
+    def permit(self, wait: Optional[float] = None,
+               lease: Optional[float] = None) -> Iterator[Permit]:
+        """``with semaphore.permit(wait=..., lease=...) as permit:`` runs the
+        block with a permit and releases it after (as ``client.lock()``: kept
+        until then without a lease; without a wait, waits until one is had).
+        Raises LockNotAcquired when every permit stayed taken for ``wait``
+        seconds; on leaving, LockNotHeld if the permit had been lost (unless
+        the block raised: its exception goes on)."""
+        permit = Permit(self)
+        permit._acquire(_wait_ms(wait), *permit._lease(lease))
+        with permit:
+            yield permit
+
+    def available_permits(self) -> int:
+        """How many permits could be taken now: the permits free on a
+        permit's quorum of the nodes. For display: it may be stale as soon
+        as it is given. NoQuorum when too few nodes answered."""
+        return capi.redlock_permits_available(self._client._context(), self._name,
+                                              self._permits)
+
+
+class Permit(_PermitFront, Lock):
+    """A permit of a Semaphore, from its try_acquire(), acquire() or
+    permit(): a Lock taken once (release, extend, validity, lost, on_lost,
+    ``with``: leaving the block releases it), with ``id``, its token.
+    Without a lease it is kept (renewed by the client's thread) until
+    released, and lost as a kept lock is."""
+
+    _semaphore: Semaphore
+
+    def __enter__(self) -> Permit:
+        """The permit is held already: ``with`` only releases it on leaving."""
+        return self
+
+    def _lock_call(self, ctx: Any, lease_ms: int, wait_ms: int) -> Any:
+        return capi.redlock_acquire_permit(ctx, self._names[0], self._semaphore.permits,
+                                           lease_ms, wait_ms)
+
+    def _hold(self, handle: Any, keep: bool) -> None:
+        self._id = capi.redlock_handle_token(handle)
+        super()._hold(handle, keep)
 
 
 class _Shared(_Reentrant[Lock]):
