@@ -670,9 +670,11 @@ REDLOCK_API int redlock_permits_available(redlock_ctx *ctx, const char *resource
  * after its last attempt (700 ms by default), and the next one gets its
  * turn. A release wakes the head alone (on its own channel: the key,
  * ":waiter:" and its id; an ACL that grants channels must grant these).
- * Arrival is counted from the end of a waiter's first refused attempt: of
- * two calls that overlap until then, either may come first. Fence 0: a fair
- * lock has no fence. Other arguments and codes as redlock_lock.
+ * A waiter has arrived once it is queued on a quorum of the nodes (by its
+ * second attempt, a retry pause after its first was refused): it gets the
+ * lock before any call whose first attempt starts later. Of two waiters
+ * arriving at once, either may come first. Fence 0: a fair lock has no
+ * fence. Other arguments and codes as redlock_lock.
  */
 REDLOCK_API int redlock_lock_fair(redlock_handle **out, redlock_ctx *ctx, const char *resource,
                                   int64_t ttl_ms, int64_t wait_ms);

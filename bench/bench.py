@@ -563,6 +563,13 @@ def run_all(args, runner, nodes, workdir):
                     name, nodes[:n], "bench:handoff",
                     ["--mode", "handoff", "--cycles", args.handoff_cycles,
                      "--warmup", args.handoff_warmup, "--hold-ms", args.handoff_hold_ms]))
+        # The same handoff between two fair waiters (the waiter is queued,
+        # and woken on its own channel).
+        if "handoff" in args.only and runner.available("ours-c"):
+            keep("handoff", "ours-c fair|5", runner.run(
+                "ours-c", nodes[:5], "bench:handoff-fair",
+                ["--mode", "handoff", "--cycles", args.handoff_cycles, "--fair",
+                 "--warmup", args.handoff_warmup, "--hold-ms", args.handoff_hold_ms]))
         # The same three masters as Sentinel nodes (resolved once, then
         # checked every sentinel_poll_ms) and as redis:// nodes, one after
         # the other in each round.

@@ -13,7 +13,7 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s --nodes URI[,URI...] [--cycles N] [--warmup N] [--lease MS] [--keys K]\n"
             "          [--threads T] [--seconds S] [--hold-ms MS] [--fencing] [--read | --write]\n"
-            "          [--permits P]\n"
+            "          [--permits P] [--fair]\n"
             "          [--mode cycle|threads|contend|handoff] [--prefix NAME] [--wait-all]\n",
             prog);
     exit(64);
@@ -65,6 +65,10 @@ void bench_parse(bench_args *a, int argc, char **argv)
         }
         if (strcmp(opt, "--fencing") == 0) {
             a->fencing = 1;
+            continue;
+        }
+        if (strcmp(opt, "--fair") == 0) {
+            a->fair = 1;
             continue;
         }
         if (strcmp(opt, "--read") == 0 || strcmp(opt, "--write") == 0) {

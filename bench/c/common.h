@@ -30,6 +30,7 @@ typedef struct bench_args {
     int rw;               /* ours only: a read-write lock's REDLOCK_READ (1, --read) or
                              REDLOCK_WRITE (2, --write) lock in place of a plain one */
     int permits;          /* ours only: a permit of a semaphore of this many (--permits) */
+    int fair;             /* ours only, handoff: fair locks (--fair) */
 } bench_args;
 
 /* Parses argv; prints usage and exits on a bad command line. */

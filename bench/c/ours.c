@@ -214,13 +214,21 @@ typedef struct waiter {
     pthread_t thread;
 } waiter;
 
+/* The handoff's lock of name: the fair lock with --fair. */
+static int handoff_lock(redlock_handle **h, redlock_ctx *ctx, const bench_args *a,
+                        const char *name)
+{
+    return a->fair ? redlock_lock_fair(h, ctx, name, a->lease_ms, a->lease_ms)
+                   : redlock_lock(h, ctx, name, a->lease_ms, a->lease_ms);
+}
+
 static void *wait_for_handoff(void *arg)
 {
     waiter *w = arg;
     for (long i = 0; i < w->rounds; i++) {
         sem_wait(&w->go);
         redlock_handle *h;
-        int rc = redlock_lock(&h, w->ctx, w->name, w->args->lease_ms, w->args->lease_ms);
+        int rc = handoff_lock(&h, w->ctx, w->args, w->name);
         w->acquired_ns = rc == REDLOCK_OK ? bench_now_ns() : -1;
         if (rc == REDLOCK_OK) {
             redlock_unlock(h);
@@ -237,7 +245,7 @@ static int64_t handoff_round(redlock_ctx *ctx, waiter *w)
 {
     redlock_handle *h;
     /* wait_ms too: the waiter's release may still be on its way to a node. */
-    check(redlock_lock(&h, ctx, w->name, w->args->lease_ms, w->args->lease_ms), "holder's lock");
+    check(handoff_lock(&h, ctx, w->args, w->name), "holder's lock");
     sem_post(&w->go);
     sleep_ms(w->args->hold_ms);
     int64_t t0 = bench_now_ns();

@@ -1765,6 +1765,11 @@ const rl_keys *rl_op_keys(const rl_op *op)
     return op->h ? op->h->keys : NULL;
 }
 
+const char *rl_op_waiter(const rl_op *op)
+{
+    return op->waiter;
+}
+
 const char *rl_op_follows(const rl_op *op)
 {
     return op->kind == OP_EXTEND || op->kind == OP_UNLOCK ? op->h->token : NULL;

@@ -161,6 +161,8 @@ int64_t rl_op_wake_at(const rl_op *op);
  * for (its keys: rl_op_keys). */
 bool rl_op_awaits_release(const rl_op *op);
 const rl_keys *rl_op_keys(const rl_op *op);
+/* A fair lock's waiter id (its place in the nodes' queues); "" for others. */
+const char *rl_op_waiter(const rl_op *op);
 /* The token of the lock an extend or unlock is for, NULL for the other
  * operations: a connection that still owes its acquire's reply is the one to
  * give it (rl_cmd_owed_on). */

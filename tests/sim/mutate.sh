@@ -1,7 +1,9 @@
 #!/bin/sh
 # mutate.sh - shows that the simulation (sim.c) catches unsafe edits of the
 # engine. Each file in mutants/ is a patch of core/engine/ (with a line that
-# says what it breaks); the script copies the engine to a scratch directory,
+# says what it breaks): of its C, or of its Lua scripts (then scripts.c is
+# made again from them, by cmake/redlock_scripts.cmake); the script copies
+# the engine to a scratch directory,
 # applies one patch at a time (a patch that does not apply exactly is an
 # error), builds the simulator against that engine, and runs it with a
 # fixed master seed and a budget of operations: the mutant must break an
@@ -35,7 +37,9 @@ here=$top/tests/sim
 # validity-from-end 9199, late-yes-kept 533505 (master seed 2),
 # wrong-entry 90, fence-low 8, drift-constant 9692 (master seed 3; with seed
 # 1 it took 1199443), no-released-event 63, guard-ignored 130191,
-# permit-majority 4022. Any change of the engine or of the workload moves
+# permit-majority 4022; of the scripts: rw-reader-beside-writer 129,
+# sem-one-more 1754, fair-unordered 174779 (the order of service is checked
+# in quiet phases only). Any change of the engine or of the workload moves
 # where a seed leads.
 # The control runs 430000 operations.
 list="
@@ -51,6 +55,9 @@ drift-constant 3 30000
 no-released-event 1 6000
 guard-ignored 1 400000
 permit-majority 1 15000
+rw-reader-beside-writer 1 6000
+sem-one-more 1 6000
+fair-unordered 1 530000
 "
 control_ops=430000
 
@@ -115,6 +122,15 @@ printf '%s\n' "$list" | while read -r name seed ops; do
     fi
     changed=$(sed -n 's|^+++ b/\(engine/[^[:space:]]*\).*|\1|p' "$patch_file")
     case $changed in
+    *.lua*) # a script: scripts.c again, from the patched scripts
+        cmake -DSCRIPTS_DIR="$dir/engine/scripts" -DTEMPLATE="$dir/engine/scripts.c.in" \
+            -DOUT="$dir/scripts.c" -P "$top/cmake/redlock_scripts.cmake"
+        compile "$dir/engine" "$dir" "$dir/scripts.c"
+        objects=
+        for o in "$work"/base/*.o; do
+            [ -e "$dir/$(basename "$o")" ] || objects="$objects $o"
+        done
+        objects="$objects $dir/*.o" ;;
     *.h*)   # a header: everything again
         compile "$dir/engine" "$dir" "$dir"/engine/*.c "$scripts_c" "$here/sim.c" \
             "$here/simnode.c"

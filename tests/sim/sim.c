@@ -28,6 +28,10 @@
  *               but for two readers;
  *   permits     no instant inside the validity of more than P permits of a
  *               semaphore;
+ *   arrival order  in a quiet phase, a fair lock is taken by no client while
+ *               another one waits for it that was on a quorum of the nodes'
+ *               queues (had arrived, checked every AUDIT_MS) before the
+ *               taker's first attempt began;
  *   outcomes    a lock reported held is on a quorum of nodes with its token
  *               (a permit: on a permit's quorum, more than P * N / (P + 1))
  *               (unless a failover during its operation lost a yes already
@@ -243,6 +247,10 @@ typedef struct client {
     int mode;               /* of a lock of one resource: 0 plain, a read-write lock's
                              * REDLOCK_READ or REDLOCK_WRITE, SIM_PERMIT or SIM_FAIR */
     int64_t held_from;      /* global ms */
+    /* A fair lock being waited for: the waiter's id, and when a quorum of
+     * the nodes first listed it in their queues (INT64_MAX: not yet). */
+    char waiter[RL_TOKEN_LEN + 1];
+    int64_t arrived_at;
     simconn *pool[MAX_NODES][POOL];
     int pooled[MAX_NODES];
     bool drain_idle;        /* replies reach pooled connections as they come */
@@ -652,6 +660,7 @@ static void attach_all(world *w, client *cl, rl_op *op)
 
 static void record_interval(world *w, client *cl, int64_t to);
 static void op_finished(world *w, client *cl);
+static void check_arrival_order(world *w, const client *cl);
 static void svc_finished(world *w, client *cl);
 
 /* Drives one of the client's operations (svc: its delivery) as far as it
@@ -747,6 +756,9 @@ static void start_op(world *w, client *cl, int kind)
               cl->n_res > 1 ? "+" : "", lease, wait);
         if (w->quiet_from && w->now > w->quiet_from && wait > 0)
             w->quiet_locks++;
+        cl->arrived_at = INT64_MAX;
+        if (rc == REDLOCK_OK)
+            snprintf(cl->waiter, sizeof cl->waiter, "%s", rl_op_waiter(cl->op));
     } else if (kind == 1) {
         /* Short leases now and then: an extend that shortens the lock while
          * it is in flight is where validity is easiest to get wrong. */
@@ -951,6 +963,8 @@ static void op_finished(world *w, client *cl)
                  cl->res[0], holding(w, cl, cl->held->token));
         if (w->fencing && cl->held->fences)   /* a read lock has none */
             check_fences(w, cl);
+        if (cl->mode == SIM_FAIR)
+            check_arrival_order(w, cl);
         if (w->quiet_from && w->now > w->quiet_from)
             w->quiet_ok++;
     } else if (cl->op_kind == 1 && !cl->held->held) {
@@ -1011,6 +1025,44 @@ static void within_bound(world *w, int i, const char *key, const char *token, bo
              rec->gave_up, w->now - from, RELEASE_BOUND_MS);
 }
 
+/* Whether a fair lock's waiting client is on a quorum of the nodes' queues
+ * of its resource (fair.lua's "counter ticket:id:expiry ..."), live; the
+ * first time it is, it has arrived (arrival order). */
+static void note_arrival(world *w, client *cl)
+{
+    if (!cl->op || cl->op_kind != 0 || cl->mode != SIM_FAIR || cl->arrived_at != INT64_MAX
+        || !cl->waiter[0])
+        return;
+    char key[16];
+    snprintf(key, sizeof key, "r%d", cl->res[0]);
+    int listed = 0;
+    for (int i = 0; i < w->n_nodes; i++) {
+        int64_t now = node_now(&w->nodes[i], w->now);
+        const char *queue = simnode_beside(w->nodes[i].sn, key, "queue", now);
+        const char *at = queue ? strstr(queue, cl->waiter) : NULL;
+        listed += at && at[RL_TOKEN_LEN] == ':' && strtoll(at + RL_TOKEN_LEN + 1, NULL, 10) > now;
+    }
+    if (listed >= sim_quorum(w->n_nodes))
+        cl->arrived_at = w->now;
+}
+
+/* A fair lock taken by cl in a quiet phase: no client waiting for it that
+ * arrived (in that phase) before cl's first attempt. */
+static void check_arrival_order(world *w, const client *cl)
+{
+    if (!w->quiet || !w->quiet_from)
+        return;
+    for (int k = 0; k < w->n_clients; k++) {
+        const client *v = &w->clients[k];
+        if (v != cl && v->op && v->op_kind == 0 && v->mode == SIM_FAIR
+            && v->res[0] == cl->res[0] && v->arrived_at != INT64_MAX
+            && v->arrived_at >= w->quiet_from && v->arrived_at < cl->op_from)
+            fail(w, "arrival order", "c%d took fair lock r%d (its first attempt at %" PRId64
+                 ") while c%d, queued on a quorum since %" PRId64 ", waits", cl->id,
+                 cl->res[0], cl->op_from, v->id, v->arrived_at);
+    }
+}
+
 /* Every AUDIT_MS: releases owed and due go out, as the blocking driver's
  * service thread sends them, beside whatever the client is doing; and the
  * release bound is checked. */
@@ -1042,6 +1094,8 @@ static void audit(world *w)
                 cl->svc = NULL;
         }
     }
+    for (int k = 0; k < w->n_clients; k++)
+        note_arrival(w, &w->clients[k]);
     for (int i = 0; i < w->n_nodes && !w->failure; i++) {
         if (w->reach_since[i] == INT64_MAX)
             continue;
