@@ -13,6 +13,30 @@
 
 static const char SHARED[] = "redlock:readers";
 
+/* Every node holds name shared by exactly the readers given (their tokens,
+ * n of them, in any order): "redlock:readers", then " token:d" each. */
+static void assert_readers_on_every_node(nodes *ns, const char *name, const char *const *tokens,
+                                         size_t n)
+{
+    for (size_t i = 0; i < nodes_count(ns); i++) {
+        redisReply *r = nodes_cmd(ns, i, "GET %s", name);
+        assert_non_null(r);
+        if (r->type != REDIS_REPLY_STRING || strncmp(r->str, SHARED, strlen(SHARED)) != 0)
+            fail_msg("node %zu: %s is not shared by readers", i, name);
+        size_t listed = 0;
+        for (const char *p = strchr(r->str, ' '); p; p = strchr(p + 1, ' '))
+            listed++;
+        assert_int_equal(listed, n);
+        for (size_t k = 0; k < n; k++) {
+            char entry[64];
+            snprintf(entry, sizeof entry, " %s:", tokens[k]);
+            if (!strstr(r->str, entry))
+                fail_msg("node %zu: reader %s is not listed in %s", i, tokens[k], r->str);
+        }
+        freeReplyObject(r);
+    }
+}
+
 static redlock_handle *take(redlock_ctx *ctx, const char *name, int mode,
                             const redlock_handle *held, int64_t ttl_ms)
 {
@@ -38,12 +62,13 @@ static void readers_share_it_and_keep_the_writer_out(void **state)
     redlock_handle *ra = take(a, "rw-basic", REDLOCK_READ, NULL, 5000);
     redlock_handle *rb = take(b, "rw-basic", REDLOCK_READ, NULL, 5000);
     assert_string_not_equal(redlock_handle_token(ra), redlock_handle_token(rb));
-    assert_on_every_node(ns, "rw-basic", SHARED);
+    const char *both[] = { redlock_handle_token(ra), redlock_handle_token(rb) };
+    assert_readers_on_every_node(ns, "rw-basic", both, 2);
     refused(w, "rw-basic", REDLOCK_WRITE);
     refused(w, "rw-basic", 0);   /* a plain lock of the name too */
 
     assert_rc(redlock_unlock(ra), REDLOCK_OK);
-    assert_on_every_node(ns, "rw-basic", SHARED);   /* b still reads */
+    assert_readers_on_every_node(ns, "rw-basic", &both[1], 1);   /* b still reads */
     refused(w, "rw-basic", REDLOCK_WRITE);
     assert_rc(redlock_unlock(rb), REDLOCK_OK);
     assert_on_every_node(ns, "rw-basic", NULL);
@@ -158,7 +183,8 @@ static void a_writer_downgrades_to_a_reader(void **state)
     assert_rc(redlock_extend(wh, 500), REDLOCK_OK);
     assert_pttl_on_every_node(ns, "rw-down", 4000, 5000);
     assert_rc(redlock_unlock(wh), REDLOCK_OK);
-    assert_on_every_node(ns, "rw-down", SHARED);
+    const char *reader[] = { redlock_handle_token(rh) };
+    assert_readers_on_every_node(ns, "rw-down", reader, 1);   /* from beside the writer */
     refused(other, "rw-down", REDLOCK_WRITE);
     redlock_handle *joined = take(other, "rw-down", REDLOCK_READ, NULL, 1000);
     assert_rc(redlock_unlock(rh), REDLOCK_OK);
@@ -199,7 +225,8 @@ static void a_kept_read_lock_is_renewed(void **state)
     sleep_ms(2500);
     assert_int_equal(redlock_handle_lost(rh), 0);
     assert_int_equal(redlock_handle_lost(plain), 0);
-    assert_on_every_node(ns, "rw-kept", SHARED);
+    const char *kept[] = { redlock_handle_token(rh) };
+    assert_readers_on_every_node(ns, "rw-kept", kept, 1);
     refused(other, "rw-kept", REDLOCK_WRITE);
     assert_rc(redlock_unlock(rh), REDLOCK_OK);
     assert_rc(redlock_unlock(plain), REDLOCK_OK);

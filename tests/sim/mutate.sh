@@ -30,17 +30,17 @@ here=$top/tests/sim
 
 # name, master seed, operations within which it is caught: about three
 # times what it took with that seed, at least 6000; budgets measured before
-# were kept where they still hold. Measured after semaphores and fair locks
-# joined the workload (of the locks of one resource, half are plain; the
-# others are a permit, a fair lock, or a read or write lock): quorum-even
-# 40, quorum-half 40, no-drift 187642, duration-ignored 22824,
-# validity-from-end 9199, late-yes-kept 533505 (master seed 2),
-# wrong-entry 90, fence-low 8, drift-constant 9692 (master seed 3; with seed
-# 1 it took 1199443), no-released-event 63, guard-ignored 130191,
-# permit-majority 4022; of the scripts: rw-reader-beside-writer 129,
-# sem-one-more 1754, fair-unordered 174779 (the order of service is checked
-# in quiet phases only). Any change of the engine or of the workload moves
-# where a seed leads.
+# were kept where they still hold. Measured last when readers and permits
+# came to count their leases from their key's expiry (of the locks of one
+# resource, half are plain; the others are a permit, a fair lock, or a read
+# or write lock): quorum-even 40, quorum-half 40, no-drift 187647,
+# duration-ignored 7497, validity-from-end 9199, late-yes-kept 252047
+# (master seed 2), wrong-entry 90, fence-low 8, drift-constant 23442 (master
+# seed 2; seeds 1 and 3 held it over 400000), no-released-event 63,
+# guard-ignored 118125, permit-majority 4025; of the scripts:
+# rw-reader-beside-writer 71, sem-one-more 2092, fair-unordered 174796 (the
+# order of service is checked in quiet phases only). Any change of the
+# engine or of the workload moves where a seed leads.
 # The control runs 430000 operations.
 list="
 quorum-even 1 15000
@@ -48,10 +48,10 @@ quorum-half 1 6000
 no-drift 1 600000
 duration-ignored 1 80000
 validity-from-end 1 50000
-late-yes-kept 2 1600000
+late-yes-kept 2 760000
 wrong-entry 1 8000
 fence-low 1 6000
-drift-constant 3 30000
+drift-constant 2 70000
 no-released-event 1 6000
 guard-ignored 1 400000
 permit-majority 1 15000

@@ -861,16 +861,49 @@ static void record_interval(world *w, client *cl, int64_t to)
     cl->held_from = -1;
 }
 
-/* Whether node i has token on the list beside key: among its live readers
- * (rw.lua's list of "token:expiry", expiry on the node's clock; suffix
- * "readers"), or the live permits of its semaphore (sem.lua's, "permits"). */
-static bool listed(world *w, int i, const char *key, const char *suffix, const char *token)
+/* A read-write lock's key while readers share it (rw.lua). */
+static const char SHARED[] = "redlock:readers";
+
+/* The next entry " token:d" of a list of readers or permits (rw.lua's,
+ * sem.lua's) whose key expires at key_ends on the node's clock: its token,
+ * and when it ends there (d ms before the key). false after the last. */
+static bool next_entry(const char **p, int64_t key_ends, char token[RL_TOKEN_LEN + 1],
+                       int64_t *ends)
+{
+    long long d;
+    int used;
+    if (!*p || sscanf(*p, " %32[0-9a-f]:%lld%n", token, &d, &used) != 2)
+        return false;
+    *p += used;
+    *ends = key_ends - d;
+    return true;
+}
+
+/* The list of readers or permits that node i keeps for key (kind "readers":
+ * the key's own value while readers share it, else the list beside it of a
+ * writer's own readers; "permits": the semaphore's, after its P), from its
+ * first entry, with when its key expires; NULL: none. */
+static const char *entries(world *w, int i, const char *key, const char *kind, int64_t *key_ends)
 {
     int64_t now = node_now(&w->nodes[i], w->now);
-    const char *list = simnode_beside(w->nodes[i].sn, key, suffix, now);
-    size_t len = strlen(token);
-    for (const char *p = list ? strstr(list, token) : NULL; p; p = strstr(p + 1, token))
-        if ((p == list || p[-1] == ' ') && p[len] == ':' && strtoll(p + len + 1, NULL, 10) > now)
+    simnode *sn = w->nodes[i].sn;
+    if (strcmp(kind, "readers") == 0) {
+        const char *v = simnode_list(sn, key, NULL, now, key_ends);
+        if (v && strncmp(v, SHARED, strlen(SHARED)) == 0)
+            return v + strlen(SHARED);
+    }
+    const char *list = simnode_list(sn, key, kind, now, key_ends);
+    return list && strcmp(kind, "permits") == 0 ? strchr(list, ' ') : list;
+}
+
+/* Whether node i lists token among the live readers or permits of key
+ * (kind: as for entries()). */
+static bool listed(world *w, int i, const char *key, const char *kind, const char *token)
+{
+    int64_t now = node_now(&w->nodes[i], w->now), key_ends = 0, ends;
+    char tok[RL_TOKEN_LEN + 1];
+    for (const char *p = entries(w, i, key, kind, &key_ends); next_entry(&p, key_ends, tok, &ends);)
+        if (strcmp(tok, token) == 0 && ends > now)
             return true;
     return false;
 }
@@ -1102,18 +1135,15 @@ static void audit(world *w)
         const char *keys[64], *values[64];
         size_t n = simnode_keys(w->nodes[i].sn, node_now(&w->nodes[i], w->now), keys, values, 64);
         for (size_t j = 0; j < n; j++) {
-            if (!values[j] || strcmp(values[j], "redlock:readers") != 0) {
+            if (!values[j] || strncmp(values[j], SHARED, strlen(SHARED)) != 0) {
                 within_bound(w, i, keys[j], values[j], false);
                 continue;
             }
             /* Read: each reader on the list of the key's readers. */
-            int64_t now = node_now(&w->nodes[i], w->now);
-            const char *list = simnode_beside(w->nodes[i].sn, keys[j], "readers", now);
+            int64_t now = node_now(&w->nodes[i], w->now), key_ends = 0, ends;
             char token[RL_TOKEN_LEN + 1];
-            long long ends;
-            int used;
-            for (const char *p = list; p && sscanf(p, " %32[0-9a-f]:%lld%n", token, &ends, &used) == 2;
-                 p += used)
+            for (const char *p = entries(w, i, keys[j], "readers", &key_ends);
+                 next_entry(&p, key_ends, token, &ends);)
                 if (ends > now)
                     within_bound(w, i, keys[j], token, true);
         }
@@ -1121,13 +1151,10 @@ static void audit(world *w)
         for (int r = 0; r < RESOURCES; r++) {
             char key[16];
             snprintf(key, sizeof key, "r%d", r);
-            int64_t now = node_now(&w->nodes[i], w->now);
-            const char *list = simnode_beside(w->nodes[i].sn, key, "permits", now);
+            int64_t now = node_now(&w->nodes[i], w->now), key_ends = 0, ends;
             char token[RL_TOKEN_LEN + 1];
-            long long ends;
-            int used;
-            const char *p = list ? strchr(list, ' ') : NULL;   /* after the number of permits */
-            for (; p && sscanf(p, " %32[0-9a-f]:%lld%n", token, &ends, &used) == 2; p += used)
+            for (const char *p = entries(w, i, key, "permits", &key_ends);
+                 next_entry(&p, key_ends, token, &ends);)
                 if (ends > now)
                     within_bound(w, i, key, token, true);
         }

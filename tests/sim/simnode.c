@@ -692,18 +692,28 @@ const char *simnode_get(simnode *n, const char *key, int64_t now)
     return e ? e->value : NULL;
 }
 
-const char *simnode_beside(simnode *n, const char *key, const char *suffix, int64_t now)
+const char *simnode_list(simnode *n, const char *key, const char *suffix, int64_t now,
+                         int64_t *expires_at)
 {
     char name[64];
-    size_t len = strlen(key), slen = strlen(suffix);
-    if (len + slen + 1 > sizeof name)
+    size_t len = strlen(key), slen = suffix ? strlen(suffix) + 1 : 0;
+    if (len + slen > sizeof name)
         return NULL;
     memcpy(name, key, len);
-    name[len] = '\0';
-    memcpy(name + len + 1, suffix, slen);
+    if (suffix) {
+        name[len] = '\0';
+        memcpy(name + len + 1, suffix, slen - 1);
+    }
     n->now = now;
-    entry *e = find(n, name, len + 1 + slen);
+    entry *e = find(n, name, len + slen);
+    if (e && expires_at)
+        *expires_at = e->expires_at;
     return e ? e->value : NULL;
+}
+
+const char *simnode_beside(simnode *n, const char *key, const char *suffix, int64_t now)
+{
+    return simnode_list(n, key, suffix, now, NULL);
 }
 
 int64_t simnode_counter(simnode *n, const char *key, int64_t now)

@@ -60,6 +60,10 @@ int64_t simnode_counter(simnode *n, const char *key, int64_t now);
 /* The string value of the key beside key named suffix (key, a zero byte,
  * suffix: a read-write lock's "readers"), or NULL. */
 const char *simnode_beside(simnode *n, const char *key, const char *suffix, int64_t now);
+/* The same for key itself when suffix is NULL, with when that key expires
+ * in *expires_at (rw.lua's and sem.lua's lists count from it). */
+const char *simnode_list(simnode *n, const char *key, const char *suffix, int64_t now,
+                         int64_t *expires_at);
 size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **values,
                     size_t max);
 /* Puts a key of another type (a list) for the WRONGTYPE cases. */

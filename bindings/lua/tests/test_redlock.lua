@@ -47,6 +47,14 @@ local function holders(key, value)
   end)
 end
 
+-- How many nodes hold `key` shared by readers, `token` among them.
+local function readers(key, token)
+  return nodes_where(function(i)
+    local got = nodes.get(i, key)
+    return got:sub(1, 16) == "redlock:readers " and got:find(" " .. token .. ":", 1, true) ~= nil
+  end)
+end
+
 -- How many nodes keep `key` for more than ms.
 local function ttl_over(key, ms)
   return nodes_where(function(i) return nodes.pttl(i, key) > ms end)
@@ -174,7 +182,8 @@ t.test("read-write lock: readers together, the writer alone, downgrade, no upgra
   t.eq(r1:read_lock(), r1:read_lock(), "the same read lock on every call")
   t.eq(r1:read_lock():try_lock(0, 10000), true, "first reader")
   t.eq(r2:read_lock():try_lock(0, 10000), true, "second reader beside it")
-  t.ok(holders(name, "redlock:readers") >= QUORUM, "the key is shared")
+  t.ok(readers(name, r1:read_lock():token()) >= QUORUM and readers(name, r2:read_lock():token()) >= QUORUM,
+       "the key is shared by both")
   local w3 = c3:get_read_write_lock(name)
   t.fails("locked", w3:write_lock():try_lock(0, 1000))
   t.fails("locked", c3:get_lock(name):try_lock(0, 1000))
@@ -186,7 +195,7 @@ t.test("read-write lock: readers together, the writer alone, downgrade, no upgra
   t.fails("locked", r1:read_lock():try_lock(0, 1000))
   t.eq(w3:read_lock():try_lock(0, 10000), true, "its own read lock beside it: a downgrade")
   assert(w3:write_lock():unlock())
-  t.ok(holders(name, "redlock:readers") >= QUORUM, "its reader stays")
+  t.ok(readers(name, w3:read_lock():token()) >= QUORUM, "its reader stays")
   t.eq(r1:read_lock():try_lock(0, 10000), true, "readers join after the downgrade")
   assert(r1:read_lock():unlock())
   assert(w3:read_lock():unlock())

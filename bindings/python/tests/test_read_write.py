@@ -27,6 +27,18 @@ def key_on_nodes(nodes, name: str) -> List[object]:
     return values
 
 
+def readers_on_nodes(nodes, name: str) -> List[object]:
+    """The readers each node lists under the lock's key, as a set of tokens
+    (None: the key is not shared by readers)."""
+    found = []
+    for value in key_on_nodes(nodes, name):
+        if value is None or not value.startswith(SHARED + " "):
+            found.append(None)
+        else:
+            found.append({entry.split(":")[0] for entry in value[len(SHARED):].split()})
+    return found
+
+
 def test_readers_share_it_and_the_writer_waits_for_all_of_them(nodes) -> None:
     with redlock.Redlock(nodes.uris) as one, redlock.Redlock(nodes.uris) as two, \
             redlock.Redlock(nodes.uris, retry_delay_ms=50) as three:
@@ -36,7 +48,8 @@ def test_readers_share_it_and_the_writer_waits_for_all_of_them(nodes) -> None:
         assert first.read_lock().try_lock(lease=5.0)
         assert second.read_lock().try_lock()   # kept
         assert first.read_lock().token != second.read_lock().token
-        assert key_on_nodes(nodes, "py-rw") == [SHARED] * 5
+        both = {first.read_lock().token, second.read_lock().token}
+        assert readers_on_nodes(nodes, "py-rw") == [both] * 5
         assert not writer.try_lock(lease=1.0)
         assert not three.get_lock("py-rw").try_lock(lease=1.0)   # a plain lock of the name
         assert first.read_lock().locked()
@@ -66,7 +79,7 @@ def test_a_writer_downgrades_and_a_reader_is_not_upgraded(nodes) -> None:
             assert rw.read_lock().try_lock(lease=5.0)   # beside its own write lock
             assert not other.get_read_write_lock("py-rw-down").read_lock().try_lock()
         # The write lock is gone; its reader stays, and others may join.
-        assert key_on_nodes(nodes, "py-rw-down") == [SHARED] * 5
+        assert readers_on_nodes(nodes, "py-rw-down") == [{rw.read_lock().token}] * 5
         joined = other.get_read_write_lock("py-rw-down").read_lock()
         assert joined.try_lock(lease=1.0)
         with pytest.raises(redlock.InvalidArgument, match="upgraded"):
@@ -139,7 +152,7 @@ def test_asyncio_read_write_lock_and_synchronize(nodes) -> None:
                 assert key_on_nodes(nodes, "py-aio-rw") == [other.write_lock().token] * 5
                 assert not await rw.read_lock().try_lock()
                 assert await other.read_lock().try_lock(lease=2.0)   # a downgrade
-            assert key_on_nodes(nodes, "py-aio-rw") == [SHARED] * 5
+            assert readers_on_nodes(nodes, "py-aio-rw") == [{other.read_lock().token}] * 5
             await other.read_lock().unlock()
 
             calls = []

@@ -1,8 +1,9 @@
 -- A semaphore of ARGV[3] permits (docs/kinds.md). KEYS[2] holds its number
--- of permits and its holders, "P token:expiry token:expiry ..." (expiry in
--- this server's TIME, ms), each permit with its own lease; it lasts as long
--- as the last of them. KEYS[1] is the name's lock key, never touched here:
--- releases are published on its channel, where waiters listen.
+-- of permits and its holders, "P token:d token:d ...", each permit with its
+-- own lease, and lasts as long as the last of them. A permit's lease ends
+-- d ms before the key's own expiry: the key's PTTL minus d is what is left
+-- of it, so no other clock is read. KEYS[1] is the name's lock key, never
+-- touched here: releases are published on its channel, where waiters listen.
 -- ARGV[1]: the call: 'acquire', 'extend', 'release' or 'query'; ARGV[2]:
 -- the permit's token; ARGV[3]: the number of permits P, which every client
 -- of the semaphore gives alike; ARGV[4]: the lease in ms (acquire, extend).
@@ -10,10 +11,19 @@
 -- permit is not held here (extend, release); query: {permits, held here}.
 -- A semaphore of another P here is an error that names both numbers.
 local call, token, permits = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local state = redis.pcall('get', KEYS[2])
+
+-- The common cases first, before anything else is built: the first permit,
+-- and the release of the sole permit, whose lease ends with the key.
+if call == 'acquire' and not state then
+  redis.call('set', KEYS[2], ARGV[3] .. ' ' .. token .. ':0', 'px', ARGV[4])
+  return 1
+elseif call == 'release' and state == ARGV[3] .. ' ' .. token .. ':0' then
+  redis.call('del', KEYS[2])
+  redis.pcall('publish', KEYS[1], token)
+  return 1
+end
 if type(state) == 'table' then
   return redis.error_reply('WRONGTYPE the key of the permits of ' .. KEYS[1] .. ' holds a '
                            .. redis.call('type', KEYS[2]).ok .. ', not a semaphore')
@@ -24,27 +34,37 @@ if here and here ~= permits then
                            .. 'not ' .. ARGV[3] .. ': every client of it must give the same number')
 end
 
--- The live permits other than token's, when the last of them ends (0:
--- none), and whether token's is live.
-local others, last, mine = {}, 0, false
-for tok, ends in string.gmatch(state or '', ' (%x+):(%d+)') do
-  ends = tonumber(ends)
-  if ends > now then
-    if tok == token then
-      mine = true
-    else
-      others[#others + 1] = tok .. ':' .. ends
-      last = math.max(last, ends)
-    end
+-- The live permits other than token's, as {token, ms left} pairs, and
+-- whether token's is live. The key's PTTL is read only when needed.
+local others, mine, ttl = {}, false, nil
+for tok, d in string.gmatch(state or '', ' (%x+):(%d+)') do
+  d = tonumber(d)
+  if tok ~= token or d > 0 then
+    ttl = ttl or redis.call('pttl', KEYS[2])
+  end
+  if tok == token then
+    mine = d == 0 or ttl - d > 0   -- d = 0: it ends with the key, which is here
+  elseif ttl - d > 0 then
+    others[#others + 1] = { tok, ttl - d }
   end
 end
 
-local function store(list, until_)
-  if #list == 0 then
-    redis.call('del', KEYS[2])
-  else
-    redis.call('set', KEYS[2], permits .. ' ' .. table.concat(list, ' '), 'px', until_ - now)
+-- Stores the permits (pairs) for as long as the last of them; none: the
+-- key goes.
+local function store(list)
+  local last = 0
+  for _, p in ipairs(list) do
+    last = math.max(last, p[2])
   end
+  if last == 0 then
+    redis.call('del', KEYS[2])
+    return
+  end
+  local out = { ARGV[3] }
+  for _, p in ipairs(list) do
+    out[#out + 1] = ' ' .. p[1] .. ':' .. (last - p[2])
+  end
+  redis.call('set', KEYS[2], table.concat(out), 'px', last)
 end
 
 if call == 'acquire' or call == 'extend' then
@@ -54,13 +74,12 @@ if call == 'acquire' or call == 'extend' then
   if call == 'extend' and not mine then
     return 0
   end
-  local ends = now + tonumber(ARGV[4])
-  others[#others + 1] = token .. ':' .. ends
-  store(others, math.max(last, ends))
+  others[#others + 1] = { token, tonumber(ARGV[4]) }
+  store(others)
   return 1
 elseif call == 'release' then
-  store(others, last)
   if mine then
+    store(others)
     redis.pcall('publish', KEYS[1], token)
   end
   return mine and 1 or 0
