@@ -29,6 +29,7 @@ LEASE_MS = 10000
 NODE_COUNTS = (1, 3, 5, 7, 9)
 MULTI_KEYS = (1, 10, 100)
 THREADS = (1, 4, 16, 64)
+FLOOR_THREADS = 16   # the floor's threads the same run measures, against ours
 STRAGGLER_MS = 50
 HANDOFF_HOLD_MS = 20     # the waiter has surely started waiting by then
 FAIR_THREADS = 16
@@ -199,6 +200,8 @@ def summarize(res):
         return None
     out = {"ok": res["ok"], "failed": res["failed"], "wall_s": res["wall_s"],
            "machine_busy": res["machine_busy"]}
+    if "nodes_cores" in res:
+        out["nodes_cores"] = res["nodes_cores"]
     for kind in ("lock", "cycle", "handoff"):
         xs = sorted(res.get(kind + "_ns", []))
         if xs:
@@ -233,6 +236,26 @@ def node_pid(uri):
         if line.startswith("process_id:"):
             return int(line.split(":", 1)[1])
     raise RuntimeError(f"no process_id in the INFO of {uri}")
+
+
+def node_ticks(pids):
+    """CPU time (clock ticks, user and system) the node processes have used so far."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])   # utime, stime
+    return total
+
+
+def with_node_cpu(pids, run):
+    """run()'s result with nodes_cores: how many CPUs the nodes kept busy meanwhile."""
+    t0, w0 = node_ticks(pids), time.monotonic()
+    res = run()
+    if res:
+        res["nodes_cores"] = ((node_ticks(pids) - t0) / os.sysconf("SC_CLK_TCK")
+                              / max(1e-9, time.monotonic() - w0))
+    return res
 
 
 def run_stalled(args, runner, nodes, keep):
@@ -496,7 +519,7 @@ def run_all(args, runner, nodes, workdir):
     cycles = str(args.cycles)
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
-               "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "stalled": {},
+               "threads_floor": {}, "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "stalled": {},
                "sentinel": {}, "cluster": {}, "readwrite": {}}
     groups = start_sentinel_groups(workdir) if "sentinel" in args.only else None
     cluster = start_cluster(workdir) if "cluster" in args.only else None
@@ -537,11 +560,18 @@ def run_all(args, runner, nodes, workdir):
         if runner.available("ours-c") and "stalled" in args.only:
             run_stalled(args, runner, nodes, keep)
         if runner.available("ours-c") and "threads" in args.only:
+            pids = [node_pid(uri) for uri in nodes[:5]]
             for mode in ("threads", "contend"):
                 for t in THREADS:
-                    keep(mode, str(t), runner.run(
+                    keep(mode, str(t), with_node_cpu(pids, lambda: runner.run(
                         "ours-c", nodes[:5], f"bench:{mode}",
-                        ["--mode", mode, "--threads", t, "--seconds", args.seconds]))
+                        ["--mode", mode, "--threads", t, "--seconds", args.seconds])))
+                    # The floor's own threads right after ours: as many floor
+                    # clients, each with its own connections and resource.
+                    if mode == "threads" and t == FLOOR_THREADS:
+                        keep("threads_floor", str(t), with_node_cpu(pids, lambda: runner.run(
+                            "floor", nodes[:5], "bench:fthreads",
+                            ["--mode", "threads", "--threads", t, "--seconds", args.seconds])))
         # Fencing off and on, one after the other on the same nodes: steady
         # state (every node counted every acquisition, so no write-back).
         for fenced in (False, True) if "fencing" in args.only and runner.available("ours-c") else ():

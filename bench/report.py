@@ -199,19 +199,32 @@ def section_straggler(strag, proxied):
                      "lock p99, straggler", "straggler vs no fault"], rows))
 
 
-def section_threads(threads, contend):
+def section_threads(threads, contend, floor):
     base = threads.get("1")
+
+    def cores(figures):
+        return fmt(med(figures, "nodes_cores"), 2)
+
     rows = [[t, fmt(med(threads[t], "per_s"), 0), fmt_ratio(ratio(threads[t], base, "per_s")),
-             fmt(med(threads[t], "cpu_us")), f"{med(threads[t], 'machine_busy'):.0%}"]
+             fmt(med(threads[t], "cpu_us")), f"{med(threads[t], 'machine_busy'):.0%}",
+             cores(threads[t])]
             for t in threads]
+    rows += [[f"{t} floor clients", fmt(med(floor[t], "per_s"), 0),
+              fmt_ratio(ratio(floor[t], base, "per_s")), fmt(med(floor[t], "cpu_us")),
+              f"{med(floor[t], 'machine_busy'):.0%}", cores(floor[t])] for t in floor]
     crows = [[t, fmt(med(contend[t], "per_s"), 0), fmt(med(contend[t], "min"), 0),
               fmt(med(contend[t], "max"), 0), fmt(med(contend[t], "jain"), 3)] for t in contend]
     return ("## Throughput: T threads sharing one client (ours, C, N=5)\n\n"
-            "Each thread locks and unlocks its own resource for the whole run.\n\n"
-            + "The last column is how busy the whole machine's CPUs were during the run (the "
-            "client and the 5 `redis-server` processes share them).\n\n"
+            "Each thread locks and unlocks its own resource for the whole run. The floor's row "
+            "runs right after ours of as many threads: that many floor clients (bench/c/floor.c) "
+            "in one process, each on its own thread with its own connections and resource, the "
+            "most any client could get from these nodes.\n\n"
+            + "The last two columns are how busy the whole machine's CPUs were during the run "
+            "(the client and the 5 `redis-server` processes share them), and how many CPUs the "
+            "5 nodes used between them: where the nodes use what the client leaves of the "
+            "machine, the nodes bound the throughput, ours and the floor's alike.\n\n"
             + table(["threads", "acquisitions/s", "vs 1 thread", "client CPU/cycle (us)",
-                     "machine CPU busy"], rows)
+                     "machine CPU busy", "nodes' CPUs"], rows)
             + "\n### Contention: T threads on one resource\n\n"
             "Each thread waits for the resource (woken by its release, else retried after the "
             "library's random pauses of 200 +- 100 ms, the defaults), unlocks at once and asks "
@@ -340,7 +353,8 @@ def section_readwrite(rw):
     return ("## Read-write locks and semaphores (N=5, C)\n\n"
             "Median in microseconds of a plain lock, a read lock and a write lock of a "
             "read-write lock, and a permit of a semaphore of 2, each alone on its name. A read "
-            "lock runs rw.lua (the readers' list beside the key); a write lock is taken as a "
+            "lock runs rw.lua (a GET and a SET of the key, which lists its readers); a write "
+            "lock is taken as a "
             "plain lock is and released by rw.lua; a permit runs sem.lua and waits for 4 of "
             "the 5 nodes (a permit's quorum for 2 permits), where a lock waits for 3.\n\n"
             + table(["kind", "lock", "lock+unlock"], rows))
@@ -416,9 +430,9 @@ def targets(res):
     r = ratio(stalled.get("two"), stalled.get("none"), "cycle_median_us")
     out.append(("two of 5 nodes stopped (SIGSTOP): lock+unlock within 1.5x of no-fault",
                 fmt_ratio(r), verdict(r, 1.5)))
-    r = ratio(res["threads"].get("16"), res["threads"].get("1"), "per_s")
-    out.append(("16 threads on one client >= 4x the acquisitions/s of one", fmt_ratio(r),
-                verdict(r, 4.0, at_most=False)))
+    r = ratio(res["threads"].get("16"), res.get("threads_floor", {}).get("16"), "per_s")
+    out.append(("16 threads on one client >= 0.9x the acquisitions/s of 16 floor clients",
+                fmt_ratio(r), verdict(r, 0.9, at_most=False)))
     for b in BINDINGS:
         r = ratio(lat.get(f"{b}|5"), lat.get("ours-c|5"), "cycle_median_us")
         out.append((f"{b} within 1.2x of C", fmt_ratio(r), verdict(r, 1.2)))
@@ -532,7 +546,7 @@ def write(out_dir, res, missing, settings, seconds):
     if res.get("stalled"):
         parts += [section_stalled(res["stalled"]), "\n"]
     if res["threads"]:
-        parts += [section_threads(res["threads"], res["contend"]),
+        parts += [section_threads(res["threads"], res["contend"], res.get("threads_floor", {})),
                   "\n![throughput](throughput.png)\n\n"]
     if res["handoff"]:
         parts += [section_handoff(res["handoff"], settings), "\n"]

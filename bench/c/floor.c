@@ -8,10 +8,14 @@
  * that come after their phase ended are read and dropped when they arrive.
  * There is no per-node deadline, retry or error handling beyond counting:
  * this is the lower bound, not a client.
+ * --mode threads runs --threads such clients at once for --seconds, each on
+ * its own thread with its own connections and its own resource: the most a
+ * client with that many threads could get from the same nodes.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,13 +168,72 @@ static int cycle(node *nodes, const bench_args *a, const char *key, const char *
     return locked >= quorum && released >= quorum;
 }
 
+/* threads mode: one floor client cycling on its own resource until stop_ns. */
+typedef struct worker {
+    const bench_args *args;
+    char key[512];
+    int64_t stop_ns;
+    long ok, failed;
+    pthread_t thread;
+} worker;
+
+static void *own_resource(void *arg)
+{
+    worker *w = arg;
+    node nodes[64];
+    char sha[41];
+    open_nodes(nodes, w->args, sha);
+    while (bench_now_ns() < w->stop_ns) {
+        if (cycle(nodes, w->args, w->key, sha, NULL))
+            w->ok++;
+        else
+            w->failed++;
+    }
+    for (size_t i = 0; i < w->args->n_nodes; i++)
+        redisFree(nodes[i].c);
+    return NULL;
+}
+
+static void run_threads(const bench_args *a, bench_result *r, long *per_thread)
+{
+    worker *ws = calloc((size_t)a->threads, sizeof *ws);
+    int64_t u0, s0, u1, s1;
+    bench_cpu_us(&u0, &s0);
+    int64_t w0 = bench_now_ns();
+    for (long i = 0; i < a->threads; i++) {
+        ws[i] = (worker){ .args = a, .stop_ns = w0 + (int64_t)(a->seconds * 1e9) };
+        snprintf(ws[i].key, sizeof ws[i].key, "%s:%ld", a->prefix, i);
+        pthread_create(&ws[i].thread, NULL, own_resource, &ws[i]);
+    }
+    for (long i = 0; i < a->threads; i++) {
+        pthread_join(ws[i].thread, NULL);
+        per_thread[i] = ws[i].ok;
+        r->ok += ws[i].ok;
+        r->failed += ws[i].failed;
+    }
+    r->wall_s = (double)(bench_now_ns() - w0) / 1e9;
+    bench_cpu_us(&u1, &s1);
+    r->cpu_user_us = u1 - u0;
+    r->cpu_sys_us = s1 - s0;
+    free(ws);
+}
+
 int main(int argc, char **argv)
 {
     bench_args a;
     bench_parse(&a, argc, argv);
-    if (strcmp(a.mode, "cycle") != 0 || a.keys != 1 || a.threads != 1) {
-        fprintf(stderr, "floor: only --mode cycle with one key and one thread\n");
+    int threads = strcmp(a.mode, "threads") == 0;
+    if ((!threads && strcmp(a.mode, "cycle") != 0) || a.keys != 1 || (!threads && a.threads != 1)) {
+        fprintf(stderr, "floor: only --mode cycle (one thread) or threads, with one key\n");
         return 64;
+    }
+    if (threads) {
+        long *per_thread = calloc((size_t)a.threads, sizeof *per_thread);
+        bench_result r = { .client = "floor", .args = &a, .per_thread = per_thread };
+        run_threads(&a, &r, per_thread);
+        bench_print(&r);
+        free(per_thread);
+        return 0;
     }
     node nodes[64];
     char sha[41], key[512];
