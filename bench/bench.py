@@ -519,7 +519,7 @@ def run_all(args, runner, nodes, workdir):
     cycles = str(args.cycles)
     warmup = str(args.warmup)
     results = {"latency": {}, "multi": {}, "proxied": {}, "straggler": {}, "threads": {},
-               "threads_floor": {}, "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "stalled": {},
+               "threads_floor": {}, "pairs": {}, "contend": {}, "handoff": {}, "fairness": {}, "fencing": {}, "stalled": {},
                "sentinel": {}, "cluster": {}, "readwrite": {}}
     groups = start_sentinel_groups(workdir) if "sentinel" in args.only else None
     cluster = start_cluster(workdir) if "cluster" in args.only else None
@@ -536,6 +536,15 @@ def run_all(args, runner, nodes, workdir):
                 if runner.available(name):
                     keep("latency", f"{name}|{n}", runner.run(
                         name, nodes[:n], "bench:lat", ["--cycles", cycles, "--warmup", warmup]))
+        # Ours against the floor in adjacent pairs, the order alternating, so
+        # that the machine's swings (its cycle moves between modes, from
+        # run to run) fall on both runs of a pair alike: the target is the
+        # median of the pairs' ratios.
+        for n in NODE_COUNTS if "latency" in args.only else ():
+            for pair in range(args.floor_pairs):
+                for name in ("floor", "ours-c") if pair % 2 == 0 else ("ours-c", "floor"):
+                    keep("pairs", f"{name}|{n}", runner.run(
+                        name, nodes[:n], "bench:pair", ["--cycles", cycles, "--warmup", warmup]))
         for k in MULTI_KEYS if "multi" in args.only else ():
             for name in MULTI_CLIENTS:
                 if runner.available(name):
@@ -647,6 +656,7 @@ def main():
     if args.quick:
         args.repeat, args.cycles = 1, 30
     args.warmup = max(10, args.cycles // 5)
+    args.floor_pairs = 1 if args.quick else 4
     args.multi_cycles = max(5, args.cycles // 20)
     args.multi_warmup = max(5, args.multi_cycles // 5)
     args.straggler_cycles = max(5, args.cycles // 20)

@@ -209,13 +209,13 @@ static int format_many(const rl_cmd *cmd, rl_form form, const rl_script *script,
         return REDLOCK_ENOMEM;
     }
     char numkeys[24];
-    snprintf(numkeys, sizeof numkeys, "%zu", n);
+    rl_decimal(numkeys, (long long)n);
     argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
     argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
     argv[2] = numkeys;
     memcpy(argv + 3, cmd->keys->k, n * sizeof *argv);
     for (size_t i = 0; i < n; i++) {
-        snprintf(leases[i], sizeof leases[i], "%lld", (long long)cmd->leases[i]);
+        rl_decimal(leases[i], (long long)cmd->leases[i]);
         argv[3 + n + 2 * i] = cmd->tokens[i];
         argv[3 + n + 2 * i + 1] = leases[i];
     }
@@ -282,7 +282,7 @@ static int format_rw(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *ou
                      : cmd->kind == RL_CMD_RELEASE ? (read ? "read_release" : "write_release")
                      : (read ? "read_extend" : "write_extend");
     char lease[24];
-    snprintf(lease, sizeof lease, "%lld", (long long)(many ? cmd->leases[0] : cmd->ttl_ms));
+    rl_decimal(lease, (long long)(many ? cmd->leases[0] : cmd->ttl_ms));
     const char *args[4] = { call, many ? cmd->tokens[0] : cmd->token, lease, cmd->joins };
     int n = cmd->kind == RL_CMD_RELEASE ? 2 : cmd->kind == RL_CMD_ACQUIRE ? 4 : 3;
     return format_beside(cmd, form, cluster, &rl_script_rw, "readers", args, n, out);
@@ -296,8 +296,8 @@ static int format_sem(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *o
                      : cmd->kind == RL_CMD_RELEASE ? "release"
                      : cmd->kind == RL_CMD_INSPECT ? "query" : "extend";
     char permits[24], lease[24];
-    snprintf(permits, sizeof permits, "%d", cmd->keys->permits);
-    snprintf(lease, sizeof lease, "%lld", (long long)(many ? cmd->leases[0] : cmd->ttl_ms));
+    rl_decimal(permits, cmd->keys->permits);
+    rl_decimal(lease, (long long)(many ? cmd->leases[0] : cmd->ttl_ms));
     const char *args[4] = { call, many ? cmd->tokens[0] : cmd->token, permits, lease };
     bool with_lease = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND || many;
     return format_beside(cmd, form, cluster, &rl_script_sem, "permits", args,
@@ -310,9 +310,9 @@ static int format_sem(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *o
 static int format_fair(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
 {
     char lease[24], ticket[24], queue_ms[24];
-    snprintf(lease, sizeof lease, "%lld", (long long)cmd->ttl_ms);
-    snprintf(ticket, sizeof ticket, "%lld", (long long)cmd->ticket);
-    snprintf(queue_ms, sizeof queue_ms, "%lld", (long long)cmd->queue_ms);
+    rl_decimal(lease, (long long)cmd->ttl_ms);
+    rl_decimal(ticket, (long long)cmd->ticket);
+    rl_decimal(queue_ms, (long long)cmd->queue_ms);
     if (cmd->kind != RL_CMD_ACQUIRE) {
         const char *args[3] = { "release", cmd->token, cmd->waiter };
         return format_beside(cmd, form, cluster, &rl_script_fair, "queue", args, 3, out);
@@ -345,7 +345,7 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         free(counter);
         return rc;
     }
-    snprintf(ttl, sizeof ttl, "%lld", (long long)cmd->ttl_ms);
+    rl_decimal(ttl, (long long)cmd->ttl_ms);
     if (form == RL_FORM_SET) {
         const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
         return rl_bytes_format(out, 7, argv);
@@ -361,7 +361,10 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         return format_many(cmd, form, script, out);
     bool with_ttl = cmd->kind == RL_CMD_ACQUIRE || cmd->kind == RL_CMD_EXTEND;
     size_t n = cmd->keys->n;
-    size_t extra = (with_ttl ? 1 : 0) + (cmd->fenced ? 1 : 0)
+    /* A release of several keys on a Cluster node publishes on every
+     * key's channel ("c": release.lua). */
+    bool everywhere = cmd->kind == RL_CMD_RELEASE && cluster && n > 1;
+    size_t extra = (with_ttl ? 1 : 0) + (cmd->fenced ? 1 : 0) + (everywhere ? 1 : 0)
                  + (cmd->kind == RL_CMD_FENCE ? n + 1 : 0);
     size_t argc = 4 + n + extra;
     const char **argv = malloc(argc * sizeof *argv);
@@ -371,7 +374,7 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         free(fences);
         return REDLOCK_ENOMEM;
     }
-    snprintf(numkeys, sizeof numkeys, "%zu", n);
+    rl_decimal(numkeys, (long long)n);
     argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
     argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
     argv[2] = numkeys;
@@ -382,8 +385,10 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         argv[at++] = ttl;
     if (cmd->fenced)
         argv[at++] = cluster ? "c" : "1";
+    if (everywhere)
+        argv[at++] = "c";
     for (size_t i = 0; fences && i < n; i++) {
-        snprintf(fences[i], sizeof fences[i], "%lld", (long long)cmd->fences[i]);
+        rl_decimal(fences[i], (long long)cmd->fences[i]);
         argv[at++] = fences[i];
     }
     if (fences)

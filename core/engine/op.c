@@ -367,10 +367,22 @@ static int check_lease(const rl_client *ctx, int64_t ttl_ms)
 static void describe(rl_op *op, const char *verb)
 {
     const rl_keys *k = op->h->keys;
-    if (k->n == 1)
-        snprintf(op->what, sizeof op->what, "%s '%.200s'", verb, k->k[0]);
-    else
+    if (k->n != 1) {
         snprintf(op->what, sizeof op->what, "%s '%.200s' and %zu more", verb, k->k[0], k->n - 1);
+        return;
+    }
+    /* One resource, on every call: put together without snprintf's cost. */
+    size_t v = strlen(verb), r = strnlen(k->k[0], 200);
+    if (v + r + 4 > sizeof op->what) {
+        snprintf(op->what, sizeof op->what, "%s '%.200s'", verb, k->k[0]);
+        return;
+    }
+    memcpy(op->what, verb, v);
+    op->what[v] = ' ';
+    op->what[v + 1] = '\'';
+    memcpy(op->what + v + 2, k->k[0], r);
+    op->what[v + 2 + r] = '\'';
+    op->what[v + 3 + r] = '\0';
 }
 
 /* ---- a Cluster node's chain of parts ---- */
@@ -600,8 +612,10 @@ static void finish(rl_op *op, int rc, const char *msg, int64_t now)
     /* An unlock that found the keys gone tells a loss (redlock_handle_lost). */
     if (op->kind == OP_UNLOCK && rc == REDLOCK_ENOTHELD && op->h)
         op->h->ran_out = true;
-    if (msg != op->msg)
-        snprintf(op->msg, sizeof op->msg, "%s", msg ? msg : "");
+    if (msg != op->msg && (!msg || !msg[0]))
+        op->msg[0] = '\0';
+    else if (msg != op->msg)
+        snprintf(op->msg, sizeof op->msg, "%s", msg);
     report(op, now);
 }
 
@@ -814,13 +828,14 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
     op->phase = PHASE_ROUND;
     op->round_start = now;
     op->saw_noscript = false;
+    int key_slot = has_cluster(op->ctx) ? keys_slot(h->keys) : -1;   /* only a Cluster node's */
     for (size_t i = 0; i < op->ctx->n_nodes; i++) {
         slot *s = &op->slots[i];
         op->results[i].vote = RL_VOTE_PENDING;
         s->sent = s->maybe_ran = s->retried = s->parked = false;
         s->redirects = 0;
         s->park_until = 0;
-        s->key_slot = keys_slot(h->keys);
+        s->key_slot = key_slot;
         s->ask_server = -1;
         s->part = 0;
         s->chain.vote = RL_VOTE_YES;
@@ -2163,12 +2178,13 @@ int rl_op_extend_many(rl_op **out, rl_client *ctx, redlock_handle *const *hs, si
     }
     op->phase = PHASE_ROUND;
     op->round_start = now;
+    int key_slot = has_cluster(ctx) ? keys_slot(keys) : -1;   /* only a Cluster node's */
     for (size_t i = 0; i < ctx->n_nodes; i++) {
         op->slots[i].chain.vote = RL_VOTE_YES;
         op->results[i].vote = RL_VOTE_PENDING;
         op->slots[i].state = SLOT_WANT_CONN;
         op->slots[i].ask = rl_node_poll_due(&ctx->nodes[i], ctx->opt.sentinel_poll_ms, now);
-        op->slots[i].key_slot = keys_slot(keys);
+        op->slots[i].key_slot = key_slot;
     }
     *out = op;
     return REDLOCK_OK;

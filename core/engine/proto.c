@@ -1,6 +1,7 @@
 /* proto.c - formatting commands and reading what replies mean. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -12,20 +13,80 @@ int rl_bytes_format(rl_bytes *out, int argc, const char **argv)
     return rl_bytes_format_len(out, argc, argv, NULL);
 }
 
+/* Writes "<c><n>\r\n" at p; returns the end. */
+static char *put_header(char *p, char c, size_t n)
+{
+    char digits[24];
+    size_t k = strlen(rl_decimal(digits, (long long)n));
+    *p++ = c;
+    memcpy(p, digits, k);
+    p += k;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* The command as RESP: an array of argc bulk strings (lens NULL: each
+ * argument up to its zero byte). Written here rather than by hiredis's
+ * formatter, which prints each length with sprintf: this is on every
+ * operation's path. */
 int rl_bytes_format_len(rl_bytes *out, int argc, const char **argv, const size_t *lens)
 {
     out->p = NULL;
     out->len = 0;
-    int len = redisFormatCommandArgv(&out->p, argc, argv, lens);
-    if (len < 0)
+    if (argc < 0)
+        return REDLOCK_EINVAL;
+    size_t total = 1 + 20 + 2, stack[16], *len = (size_t)argc <= 16 ? stack
+                                                   : malloc((size_t)argc * sizeof *len);
+    if (!len)
         return REDLOCK_ENOMEM;
-    out->len = (size_t)len;
+    for (int i = 0; i < argc; i++) {
+        len[i] = lens ? lens[i] : strlen(argv[i]);
+        total += 1 + 20 + 2 + len[i] + 2;
+    }
+    char *p = malloc(total + 1);
+    if (!p) {
+        if (len != stack)
+            free(len);
+        return REDLOCK_ENOMEM;
+    }
+    char *at = put_header(p, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        at = put_header(at, '$', len[i]);
+        memcpy(at, argv[i], len[i]);
+        at += len[i];
+        *at++ = '\r';
+        *at++ = '\n';
+    }
+    *at = '\0';
+    if (len != stack)
+        free(len);
+    out->p = p;
+    out->len = (size_t)(at - p);
     return REDLOCK_OK;
+}
+
+char *rl_decimal(char out[24], long long v)
+{
+    char digits[24];
+    int k = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        digits[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    char *p = out;
+    if (v < 0)
+        *p++ = '-';
+    while (k)
+        *p++ = digits[--k];
+    *p = '\0';
+    return out;
 }
 
 void rl_bytes_free(rl_bytes *b)
 {
-    redisFreeCommand(b->p);
+    free(b->p);
     b->p = NULL;
     b->len = 0;
 }

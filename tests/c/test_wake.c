@@ -148,6 +148,22 @@ static void a_multi_lock_is_woken_by_the_key_it_waits_for(void **state)
     finish(w.h, h, ctx, holder);
 }
 
+/* The release of a multi-lock wakes a waiter of one of its keys: of its
+ * keys' channels, release.lua publishes on those someone listens to, and
+ * the waiter listens to its key's. */
+static void a_multi_locks_release_wakes_a_waiter_of_one_of_its_keys(void **state)
+{
+    nodes *ns = *state;
+    redlock_ctx *holder = ctx_for(ns, NULL), *ctx = ctx_for(ns, slow_retries);
+    const char *held[] = {"wake-m1", "wake-m2", "wake-m3"};
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock_multi(&h, holder, held, 3, 10000, 0), REDLOCK_OK);
+    const char *names[] = {"wake-m2"};
+    waiter w = { .ctx = ctx, .names = names, .n = 1, .wait_ms = 10000 };
+    release_to(&w, h, "the waiter of one key of a multi-lock");
+    finish(w.h, h, ctx, holder);
+}
+
 typedef struct async_result {
     atomic_int done;
     int status;
@@ -211,6 +227,7 @@ int main(void)
         cmocka_unit_test(a_release_wakes_a_waiter_of_another_client),
         cmocka_unit_test(the_longest_waiter_goes_first),
         cmocka_unit_test(a_multi_lock_is_woken_by_the_key_it_waits_for),
+        cmocka_unit_test(a_multi_locks_release_wakes_a_waiter_of_one_of_its_keys),
         cmocka_unit_test(an_asynchronous_lock_is_woken_too),
         cmocka_unit_test(a_holder_that_does_not_publish_is_caught_by_the_timed_retry),
     };

@@ -313,6 +313,47 @@ static void a_multi_lock_across_slots_takes_each_masters_part_in_turn(void **sta
     rl_client_free(ctx);
 }
 
+/* A release of several keys of one slot tells release.lua that it runs on
+ * a Cluster node ("c" after the token): a PUBLISH there reaches every
+ * node's subscribers, so every key's channel gets its message, not only
+ * those this master counts subscribers for. One key's release has no such
+ * argument (it always publishes). */
+static void a_release_of_several_keys_on_a_cluster_node_publishes_for_all(void **state)
+{
+    (void)state;
+    unsigned char seed = 0;
+    rl_client *ctx = mapped_client(NULL, &seed);
+    const char *names[2] = { "{t}a", "{t}b" };
+    for (size_t n = 1; n <= 2; n++) {
+        rl_op *op = NULL;
+        assert_int_equal(rl_op_lock(&op, ctx, names, n, 10000, 0, 100), REDLOCK_OK);
+        char sent[16384];
+        rl_conn *c = give(op, 100, sent, sizeof sent);
+        /* SET NX GET's nil (it was free), or the acquire script's 1. */
+        answer(c, strstr(sent, "$3\r\nSET\r\n") ? "$-1\r\n" : ":1\r\n", 101);
+        int64_t at;
+        assert_true(rl_op_drive(op, 101, &at) & RL_DRIVE_DONE);
+        assert_int_equal(rl_op_status(op), REDLOCK_OK);
+        redlock_handle *h = rl_op_take_handle(op);
+        end_op(op);
+
+        assert_int_equal(rl_op_unlock(&op, h, 200), REDLOCK_OK);
+        c = give(op, 200, sent, sizeof sent);
+        char tail[64];
+        snprintf(tail, sizeof tail, "\r\n%s\r\n$1\r\nc\r\n", h->token);
+        if (n == 1)
+            assert_null(strstr(sent, tail));
+        else
+            assert_non_null(strstr(sent, tail));
+        answer(c, n == 1 ? ":1\r\n" : ":2\r\n", 201);
+        assert_true(rl_op_drive(op, 201, &at) & RL_DRIVE_DONE);
+        assert_int_equal(rl_op_status(op), REDLOCK_OK);
+        end_op(op);
+        rl_handle_free(h);
+    }
+    rl_client_free(ctx);
+}
+
 /* The second master's part is held by another: the node votes no, the
  * first part it took is released there (owed), and the lock is refused. */
 static void a_part_refused_releases_the_parts_taken(void **state)
@@ -376,6 +417,7 @@ int main(void)
         cmocka_unit_test(a_connection_learns_the_map_then_goes_to_each_slots_master),
         cmocka_unit_test(a_multi_lock_across_slots_takes_each_masters_part_in_turn),
         cmocka_unit_test(a_part_refused_releases_the_parts_taken),
+        cmocka_unit_test(a_release_of_several_keys_on_a_cluster_node_publishes_for_all),
         cmocka_unit_test(a_cluster_node_refuses_names_in_two_slots_with_fencing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

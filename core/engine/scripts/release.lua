@@ -4,6 +4,12 @@
 -- the release still happens, and waiters fall back on their timed retries).
 -- Returns how many keys were deleted; a key of another type is an error.
 -- Keys go to MGET and DEL in chunks, so unpack() stays within Lua's stack.
+-- Of several keys, only the channels someone listens to here get their
+-- message: one PUBSUB NUMSUB instead of a PUBLISH a key, which a multi-lock
+-- of many keys would otherwise pay for every key. Every channel gets it on
+-- a Cluster node (ARGV[2] 'c': a PUBLISH reaches the subscribers of every
+-- node there, not only of this one), when pattern subscribers listen, and
+-- when the counts cannot be read.
 local n, chunk, deleted = #KEYS, 1000, 0
 if n == 1 then
   -- One key, the common case, in the fewest calls.
@@ -33,8 +39,12 @@ for first = 1, n, chunk do
   end
   if #ours > 0 then
     deleted = deleted + redis.call('del', unpack(ours))
-    for _, key in ipairs(ours) do
-      redis.pcall('publish', key, ARGV[1])
+    local counts = ARGV[2] ~= 'c' and redis.pcall('pubsub', 'numpat') == 0
+                   and redis.pcall('pubsub', 'numsub', unpack(ours))
+    for i, key in ipairs(ours) do
+      if type(counts) ~= 'table' or counts.err or counts[2 * i] ~= 0 then
+        redis.pcall('publish', key, ARGV[1])
+      end
     end
   end
 end
