@@ -30,6 +30,11 @@ NODE_COUNTS = (1, 3, 5, 7, 9)
 MULTI_KEYS = (1, 10, 100)
 THREADS = (1, 4, 16, 64)
 FLOOR_THREADS = 16   # the floor's threads the same run measures, against ours
+# The bindings measured in pairs with C, and the event-loop drivers with
+# their blocking binding (report.py's BINDINGS and EVENT_LOOP).
+PAIRED_BINDINGS = ("ours-python", "ours-java", "ours-lua")
+PAIRED_LOOPS = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
+                ("ours-openresty", "ours-lua"))
 STRAGGLER_MS = 50
 HANDOFF_HOLD_MS = 20     # the waiter has surely started waiting by then
 FAIR_THREADS = 16
@@ -131,7 +136,7 @@ class Runner:
     def available(self, name):
         return name not in self.missing
 
-    def run(self, name, nodes, prefix, extra=(), stopped=()):
+    def run(self, name, nodes, prefix, extra=(), stopped=(), warm_jit=False):
         cmd, env, _ = self.clients[name]
         flush([n for n in nodes if n not in stopped])   # a stopped node would not answer
         full = cmd + ["--nodes", ",".join(nodes), "--lease", str(LEASE_MS), "--prefix", prefix]
@@ -139,15 +144,21 @@ class Runner:
         # A JVM client's cycle of one resource warms up until the JIT has
         # compiled it (after about 10,000 calls): fewer measure the
         # interpreter (ours-java was 1.42x of C after 200, 0.95x after
-        # 20,000). Not in a smoke run, nor for a multi-lock (long cycles).
-        if (cmd[0] == "java" and "--warmup" in extra and "--keys" not in extra
+        # 20,000). Only ours, where the caller asks (the latency runs: short
+        # cycles), and not in a smoke run: a peer's cycle of milliseconds
+        # would make its warm-up take minutes a run.
+        if (name.startswith("ours-java") and warm_jit and "--warmup" in extra
                 and not self.quick):
             at = extra.index("--warmup") + 1
             extra[at] = str(max(int(extra[at]), JVM_WARMUP))
         full += extra
         busy0 = machine_busy()
-        proc = subprocess.run(full, capture_output=True, text=True, timeout=600,
-                              env={**os.environ, **env})
+        try:
+            proc = subprocess.run(full, capture_output=True, text=True, timeout=600,
+                                  env={**os.environ, **env})
+        except subprocess.TimeoutExpired:
+            print(f"bench: {name} took over 600 s; its run is left out", flush=True)
+            return None
         busy1 = machine_busy()
         if proc.returncode != 0 or not proc.stdout.strip():
             print(f"bench: {name} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}", flush=True)
@@ -535,16 +546,26 @@ def run_all(args, runner, nodes, workdir):
             for name in LATENCY_CLIENTS + (LOOP_FLOOR_CLIENTS if n == 5 else ()):
                 if runner.available(name):
                     keep("latency", f"{name}|{n}", runner.run(
-                        name, nodes[:n], "bench:lat", ["--cycles", cycles, "--warmup", warmup]))
-        # Ours against the floor in adjacent pairs, the order alternating, so
-        # that the machine's swings (its cycle moves between modes, from
-        # run to run) fall on both runs of a pair alike: the target is the
-        # median of the pairs' ratios.
-        for n in NODE_COUNTS if "latency" in args.only else ():
+                        name, nodes[:n], "bench:lat", ["--cycles", cycles, "--warmup", warmup],
+                        warm_jit=True))
+        # The comparisons the targets make, in adjacent pairs whose order
+        # alternates, so that the machine's swings (its cycle moves between
+        # modes from run to run) fall on both runs of a pair alike: each
+        # target is the median of its pairs' ratios. Ours against the floor
+        # for every N; each binding against C, each event-loop driver
+        # against its blocking binding, at N=5. A run is kept as
+        # "client@other|N".
+        compared = [("ours-c", "floor", n) for n in NODE_COUNTS]
+        compared += [(b, "ours-c", 5) for b in PAIRED_BINDINGS]
+        compared += [(loop, blocking, 5) for loop, blocking in PAIRED_LOOPS]
+        for a, b, n in compared if "latency" in args.only else ():
+            if not (runner.available(a) and runner.available(b)):
+                continue
             for pair in range(args.floor_pairs):
-                for name in ("floor", "ours-c") if pair % 2 == 0 else ("ours-c", "floor"):
-                    keep("pairs", f"{name}|{n}", runner.run(
-                        name, nodes[:n], "bench:pair", ["--cycles", cycles, "--warmup", warmup]))
+                for name, other in ((a, b), (b, a)) if pair % 2 else ((b, a), (a, b)):
+                    keep("pairs", f"{name}@{other}|{n}", runner.run(
+                        name, nodes[:n], "bench:pair", ["--cycles", cycles, "--warmup", warmup],
+                        warm_jit=True))
         for k in MULTI_KEYS if "multi" in args.only else ():
             for name in MULTI_CLIENTS:
                 if runner.available(name):

@@ -154,24 +154,30 @@ def section_latency(lat):
 
 
 def section_pairs(pairs):
+    compared = [("ours-c", "floor", n) for n in (1, 3, 5, 7, 9)]
+    compared += [(b, "ours-c", 5) for b in BINDINGS] + [(a, b, 5) for a, b in EVENT_LOOP]
     rows = []
-    for n in sorted({int(k.split("|")[1]) for k in pairs}):
-        ours, floor = pairs.get(f"ours-c|{n}") or [], pairs.get(f"floor|{n}") or []
-        each = ([o["cycle_median_us"] / f["cycle_median_us"] for o, f in zip(ours, floor)]
-                if len(ours) == len(floor) else [])
-        rows.append([f"N={n}", str(len(each)), fmt(med(floor, "cycle_median_us")),
+    for name, other, n in compared:
+        ours, back = pairs.get(f"{name}@{other}|{n}"), pairs.get(f"{other}@{name}|{n}")
+        if not ours or not back:
+            continue
+        each = ([o["cycle_median_us"] / f["cycle_median_us"] for o, f in zip(ours, back)]
+                if len(ours) == len(back) else [])
+        rows.append([name, other, f"N={n}", str(len(each)), fmt(med(back, "cycle_median_us")),
                      fmt(med(ours, "cycle_median_us")),
-                     fmt_ratio(ratio(ours, floor, "cycle_median_us")),
+                     fmt_ratio(ratio(ours, back, "cycle_median_us")),
                      fmt_ratio(min(each)) if each else "n/a",
                      fmt_ratio(max(each)) if each else "n/a"])
-    return ("## Ours against the floor, in pairs\n\n"
-            "The C client and the floor run one after the other, in pairs whose order alternates, "
-            "several pairs a round: a pair's two runs see the machine alike, where runs far "
-            "apart may not (on this shared machine a cycle's median moves between modes from "
-            "run to run). Medians in microseconds; the ratio is the median of the pairs' ratios, "
-            "which the targets use; then the lowest and highest pair.\n\n"
-            + table(["nodes", "pairs", "floor", "ours-c", "ours vs floor", "lowest pair",
-                     "highest pair"], rows))
+    return ("## Comparisons in pairs\n\n"
+            "The two clients of a comparison run one after the other, in pairs whose order "
+            "alternates, several pairs a round: a pair's two runs see the machine alike, where "
+            "runs far apart may not (on this shared machine a cycle's median moves between modes "
+            "from run to run). Ours against the floor for every N; each binding against C and "
+            "each event-loop driver against its blocking binding at N=5. Cycle medians in "
+            "microseconds; the ratio is the median of the pairs' ratios, which the targets use; "
+            "then the lowest and highest pair.\n\n"
+            + table(["client", "against", "nodes", "pairs", "against's median", "client's median",
+                     "ratio", "lowest pair", "highest pair"], rows))
 
 
 def section_cpu(lat):
@@ -407,12 +413,22 @@ def section_cluster(cluster):
         "server's own cost of cluster mode).", "node", cluster, ("master", "owner", "cluster"))
 
 
+def paired(res, a, b, n):
+    """a's cycle median against b's at N=n: the median of their pairs' ratios
+    when they ran in pairs, else of the latency runs' medians."""
+    pairs = res.get("pairs", {})
+    ours, other = pairs.get(f"{a}@{b}|{n}"), pairs.get(f"{b}@{a}|{n}")
+    if ours and other:
+        return ratio(ours, other, "cycle_median_us")
+    return ratio(res["latency"].get(f"{a}|{n}"), res["latency"].get(f"{b}|{n}"),
+                 "cycle_median_us")
+
+
 def targets(res):
     """(target, measured, verdict) for each target of the issue."""
     lat, multi, strag = res["latency"], res["multi"], res["straggler"]
     out = []
-    pairs = res.get("pairs") or lat   # the paired runs, when they ran
-    r = ratio(pairs.get("ours-c|5"), pairs.get("floor|5"), "cycle_median_us")
+    r = paired(res, "ours-c", "floor", 5)
     out.append(("C lock+unlock, N=5, within 1.10x of the floor", fmt_ratio(r), verdict(r, 1.10)))
     peers = {p: med(lat.get(f"{p}|5"), "cycle_median_us") for p in PEERS}
     peers = {p: v for p, v in peers.items() if v}
@@ -422,7 +438,7 @@ def targets(res):
         out.append((f"C lock+unlock, N=5, at most 0.8x of the fastest peer ({best})",
                     fmt_ratio(r), verdict(r, 0.8)))
     for n in (1, 3, 5, 7, 9):
-        r = ratio(pairs.get(f"ours-c|{n}"), pairs.get(f"floor|{n}"), "cycle_median_us")
+        r = paired(res, "ours-c", "floor", n)
         out.append((f"latency within 1.10x of the floor, N={n}", fmt_ratio(r), verdict(r, 1.10)))
     r = ratio(lat.get("ours-c|5"), lat.get("floor|5"), "cpu_us")
     out.append(("client CPU per cycle within 1.1x of the floor's", fmt_ratio(r), verdict(r, 1.1)))
@@ -456,10 +472,10 @@ def targets(res):
     out.append(("16 threads on one client >= 0.9x the acquisitions/s of 16 floor clients",
                 fmt_ratio(r), verdict(r, 0.9, at_most=False)))
     for b in BINDINGS:
-        r = ratio(lat.get(f"{b}|5"), lat.get("ours-c|5"), "cycle_median_us")
+        r = paired(res, b, "ours-c", 5)
         out.append((f"{b} within 1.2x of C", fmt_ratio(r), verdict(r, 1.2)))
     for loop, blocking in EVENT_LOOP:
-        r = ratio(lat.get(f"{loop}|5"), lat.get(f"{blocking}|5"), "cycle_median_us")
+        r = paired(res, loop, blocking, 5)
         out.append((f"{loop} within 1.5x of {blocking}", fmt_ratio(r), verdict(r, 1.5)))
     r = ratio(res["fencing"].get("on"), res["fencing"].get("off"), "lock_median_us")
     out.append(("acquisition with fencing within 1.15x of without", fmt_ratio(r),
