@@ -492,7 +492,13 @@ static uint64_t hash_of(const char *p, size_t len)
     return h ? h : 1;
 }
 
-/* An inspect's reply: { value or nil, pttl }. */
+/* The start of a read-write lock's key while readers hold it (rw.lua):
+ * "redlock:readers", then each reader and how long before the key its
+ * lease ends, which differ from node to node. */
+static const char READERS[] = "redlock:readers";
+
+/* An inspect's reply: { value or nil, pttl }. Readers hold a lock
+ * together: whatever each node lists of them, they are one holder. */
 static void classify_inspect(const redisReply *r, rl_result *out)
 {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
@@ -504,8 +510,10 @@ static void classify_inspect(const redisReply *r, rl_result *out)
     if (value->type == REDIS_REPLY_NIL) {
         out->vote = RL_VOTE_NO;
     } else if (value->type == REDIS_REPLY_STRING) {
+        bool readers = value->len >= sizeof READERS - 1
+                    && memcmp(value->str, READERS, sizeof READERS - 1) == 0;
         out->vote = RL_VOTE_YES;
-        out->holder = hash_of(value->str, value->len);
+        out->holder = hash_of(value->str, readers ? sizeof READERS - 1 : value->len);
         out->pttl = r->element[1]->integer;
     } else {
         rl_result_from_bad_reply(out, value);

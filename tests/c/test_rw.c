@@ -55,6 +55,27 @@ static void refused(redlock_ctx *ctx, const char *name, int mode)
         assert_fails(redlock_lock(&h, ctx, name, 1000, 0), REDLOCK_ELOCKED);
 }
 
+/* Readers are one holder to a query, whatever each node lists of them:
+ * which readers, in which order, how long before the key each lease ends. */
+static void readers_are_one_holder_to_a_query(void **state)
+{
+    nodes *ns = *state;
+    static const char *const lists[] = {
+        "redlock:readers aaaa:0", "redlock:readers aaaa:3 bbbb:0", "redlock:readers bbbb:0 aaaa:7",
+        "redlock:readers aaaa:1", "redlock:readers cccc:0",
+    };
+    for (size_t i = 0; i < nodes_count(ns); i++)
+        assert_int_equal(nodes_exec(ns, i, "SET rw-query %s PX 8000", lists[i % 5]), 0);
+    redlock_ctx *ctx = ctx_for(ns, NULL);
+    int locked = 0;
+    int64_t ttl = 0;
+    assert_rc(redlock_inspect(ctx, "rw-query", &locked, &ttl), REDLOCK_OK);
+    assert_int_equal(locked, 1);
+    assert_true(ttl > 5000 && ttl <= 8000);
+    refused(ctx, "rw-query", REDLOCK_WRITE);
+    redlock_ctx_free(ctx);
+}
+
 static void readers_share_it_and_keep_the_writer_out(void **state)
 {
     nodes *ns = *state;
@@ -293,6 +314,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(readers_share_it_and_keep_the_writer_out),
+        cmocka_unit_test(readers_are_one_holder_to_a_query),
         cmocka_unit_test(each_reader_has_its_own_lease),
         cmocka_unit_test(the_last_readers_release_wakes_the_writer),
         cmocka_unit_test(a_writer_downgrades_to_a_reader),

@@ -30,15 +30,16 @@ here=$top/tests/sim
 
 # name, master seed, operations within which it is caught: about three
 # times what it took with that seed, at least 6000; budgets measured before
-# were kept where they still hold. Measured last when readers and permits
-# came to count their leases from their key's expiry (of the locks of one
+# were kept where they still hold. Measured last after a multi-lock's
+# release came to publish only where someone listens (of the locks of one
 # resource, half are plain; the others are a permit, a fair lock, or a read
-# or write lock): quorum-even 40, quorum-half 40, no-drift 187647,
-# duration-ignored 7497, validity-from-end 9199, late-yes-kept 252047
-# (master seed 2), wrong-entry 90, fence-low 8, drift-constant 23442 (master
-# seed 2; seeds 1 and 3 held it over 400000), no-released-event 63,
-# guard-ignored 118125, permit-majority 4025; of the scripts:
-# rw-reader-beside-writer 71, sem-one-more 2092, fair-unordered 174796 (the
+# or write lock): quorum-even 28, quorum-half 28, no-drift 219218,
+# duration-ignored 2703, validity-from-end 2154, late-yes-kept 191241
+# (master seed 2), wrong-entry 191, fence-low 8, drift-constant 71987
+# (master seed 4; seed 2 took 238931, seeds 3 and 6 held it over 400000:
+# this mutant's seed moves most with the workload), no-released-event 65,
+# guard-ignored 130183, permit-majority 4024; of the scripts:
+# rw-reader-beside-writer 82, sem-one-more 1532, fair-unordered 59387 (the
 # order of service is checked in quiet phases only). Any change of the
 # engine or of the workload moves where a seed leads.
 # The control runs 430000 operations.
@@ -51,7 +52,7 @@ validity-from-end 1 50000
 late-yes-kept 2 760000
 wrong-entry 1 8000
 fence-low 1 6000
-drift-constant 2 70000
+drift-constant 4 220000
 no-released-event 1 6000
 guard-ignored 1 400000
 permit-majority 1 15000
