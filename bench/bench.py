@@ -30,11 +30,6 @@ NODE_COUNTS = (1, 3, 5, 7, 9)
 MULTI_KEYS = (1, 10, 100)
 THREADS = (1, 4, 16, 64)
 FLOOR_THREADS = 16   # the floor's threads the same run measures, against ours
-# The bindings measured in pairs with C, and the event-loop drivers with
-# their blocking binding (report.py's BINDINGS and EVENT_LOOP).
-PAIRED_BINDINGS = ("ours-python", "ours-java", "ours-lua")
-PAIRED_LOOPS = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
-                ("ours-openresty", "ours-lua"))
 STRAGGLER_MS = 50
 HANDOFF_HOLD_MS = 20     # the waiter has surely started waiting by then
 FAIR_THREADS = 16
@@ -553,12 +548,9 @@ def run_all(args, runner, nodes, workdir):
         # modes from run to run) fall on both runs of a pair alike: each
         # target is the median of its pairs' ratios. Ours against the floor
         # for every N; each binding against C, each event-loop driver
-        # against its blocking binding, at N=5. A run is kept as
-        # "client@other|N".
-        compared = [("ours-c", "floor", n) for n in NODE_COUNTS]
-        compared += [(b, "ours-c", 5) for b in PAIRED_BINDINGS]
-        compared += [(loop, blocking, 5) for loop, blocking in PAIRED_LOOPS]
-        for a, b, n in compared if "latency" in args.only else ():
+        # against its blocking binding, at N=5 (report.COMPARED). A run is
+        # kept as "client@other|N".
+        for a, b, n in report.COMPARED if "latency" in args.only else ():
             if not (runner.available(a) and runner.available(b)):
                 continue
             for pair in range(args.floor_pairs):

@@ -23,6 +23,11 @@ SCENARIOS = ("latency", "multi", "straggler", "stalled", "threads", "handoff", "
 # Event-loop drivers, each against the blocking binding of its language.
 EVENT_LOOP = (("ours-python-asyncio", "ours-python"), ("ours-python-uvloop", "ours-python"),
               ("ours-openresty", "ours-lua"))
+# The comparisons bench.py runs in adjacent pairs, and the targets read
+# from them: (client, against, N).
+COMPARED = (tuple(("ours-c", "floor", n) for n in (1, 3, 5, 7, 9))
+            + tuple((b, "ours-c", 5) for b in BINDINGS)
+            + tuple((a, b, 5) for a, b in EVENT_LOOP))
 # Each event-loop driver's floor: the least a client on that loop can do.
 LOOP_FLOOR = {"ours-python-asyncio": "floor-python-asyncio",
               "ours-python-uvloop": "floor-python-uvloop",
@@ -154,10 +159,8 @@ def section_latency(lat):
 
 
 def section_pairs(pairs):
-    compared = [("ours-c", "floor", n) for n in (1, 3, 5, 7, 9)]
-    compared += [(b, "ours-c", 5) for b in BINDINGS] + [(a, b, 5) for a, b in EVENT_LOOP]
     rows = []
-    for name, other, n in compared:
+    for name, other, n in COMPARED:
         ours, back = pairs.get(f"{name}@{other}|{n}"), pairs.get(f"{other}@{name}|{n}")
         if not ours or not back:
             continue

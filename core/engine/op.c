@@ -371,12 +371,9 @@ static void describe(rl_op *op, const char *verb)
         snprintf(op->what, sizeof op->what, "%s '%.200s' and %zu more", verb, k->k[0], k->n - 1);
         return;
     }
-    /* One resource, on every call: put together without snprintf's cost. */
-    size_t v = strlen(verb), r = strnlen(k->k[0], 200);
-    if (v + r + 4 > sizeof op->what) {
-        snprintf(op->what, sizeof op->what, "%s '%.200s'", verb, k->k[0]);
-        return;
-    }
+    /* One resource, on every call: put together without snprintf's cost
+     * (a verb of at most 60 bytes and 200 of the name fit in what). */
+    size_t v = strnlen(verb, 60), r = strnlen(k->k[0], 200);
     memcpy(op->what, verb, v);
     op->what[v] = ' ';
     op->what[v + 1] = '\'';
@@ -612,10 +609,10 @@ static void finish(rl_op *op, int rc, const char *msg, int64_t now)
     /* An unlock that found the keys gone tells a loss (redlock_handle_lost). */
     if (op->kind == OP_UNLOCK && rc == REDLOCK_ENOTHELD && op->h)
         op->h->ran_out = true;
-    if (msg != op->msg && (!msg || !msg[0]))
-        op->msg[0] = '\0';
-    else if (msg != op->msg)
+    if (msg != op->msg && msg && msg[0])
         snprintf(op->msg, sizeof op->msg, "%s", msg);
+    else if (msg != op->msg)
+        op->msg[0] = '\0';   /* none: no snprintf on a success's path */
     report(op, now);
 }
 
