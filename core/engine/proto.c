@@ -16,8 +16,11 @@ int rl_bytes_format(rl_bytes *out, int argc, const char **argv)
 /* Writes "<c><n>\r\n" at p; returns the end. */
 static char *put_header(char *p, char c, size_t n)
 {
+    char digits[24];
+    size_t k = strlen(rl_decimal(digits, (long long)n));
     *p++ = c;
-    p += strlen(rl_decimal(p, (long long)n));
+    memcpy(p, digits, k);
+    p += k;
     *p++ = '\r';
     *p++ = '\n';
     return p;
