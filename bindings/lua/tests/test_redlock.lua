@@ -864,6 +864,16 @@ t.test("semaphore: every client gives the same number of permits", function()
   t.ok(err.message:find("has 3 permits", 1, true) and err.message:find("not 5", 1, true),
        "names both numbers: " .. err.message)
   assert(held:release())
+  -- The release answers once a permit's quorum (4 of 5) let go: no
+  -- permit is held once the last node did too.
+  local permits_kept = "return redis.call('exists', KEYS[1] .. '\\0permits')"
+  local deadline = t.now_ms() + 10000
+  while nodes_where(function(i)
+    return tonumber(nodes.cli(i, "EVAL", permits_kept, "1", name)) == 1
+  end) > 0 do
+    t.ok(t.now_ms() < deadline, "every node lets go of the permit")
+    t.sleep_ms(10)
+  end
   local taken = five:try_acquire(0, 1000)
   t.ok(taken, "another number once no permit is held")
   assert(taken:release())

@@ -100,7 +100,7 @@ def test_acquire_waits_for_a_release(client, other) -> None:
     got[0].release()
 
 
-def test_another_number_of_permits_is_refused_naming_both(client, other) -> None:
+def test_another_number_of_permits_is_refused_naming_both(nodes, prefix, client, other) -> None:
     mine = client.get_semaphore("mixed", 3).try_acquire(lease=10.0)
     assert mine is not None
     wrong = other.get_semaphore("mixed", 5)
@@ -113,7 +113,12 @@ def test_another_number_of_permits_is_refused_naming_both(client, other) -> None
         with wrong.permit(wait=0):
             raise AssertionError("entered with another number of permits")
     mine.release()
-    # Once no permit is held, another number may be used.
+    # Once no permit is held, another number may be used: the release
+    # answers once a permit's quorum (4 of 5) let go, the last node after.
+    deadline = time.monotonic() + 10
+    while any(permits_on_nodes(nodes, f"{prefix}mixed")):
+        assert time.monotonic() < deadline, "every node lets go of the permit"
+        time.sleep(0.01)
     again = wrong.try_acquire(lease=10.0)
     assert again is not None
     again.release()

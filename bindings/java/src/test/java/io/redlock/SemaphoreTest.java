@@ -131,8 +131,16 @@ class SemaphoreTest extends KeptClients {
         assertInstanceOf(InvalidArgumentException.class, async.getCause());
         assertEquals(1, two.availablePermits(), "the refusals took nothing");
 
-        // Once no permit is held, the name may be used with another number.
+        // Once no permit is held, the name may be used with another number: the
+        // release answers once a permit's quorum (4 of 5) let go, the last node after.
         two.release(a);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (int i = 1; i <= 5; i++) {
+            while (!"0".equals(nodes.call(i, "EXISTS", permitsKey(name)))) {
+                assertTrue(System.nanoTime() < deadline, "node " + i + " still holds the permit");
+                Thread.sleep(10);
+            }
+        }
         assertFree(three);
     }
 
