@@ -140,11 +140,6 @@ bool rl_cmd_many_votes(const rl_cmd *cmd, const struct redisReply *reply, signed
 #define RL_CMD_US_PER_KEY 20
 int64_t rl_cmd_work_ms(const rl_cmd *cmd);
 
-/* Whether c still owes the reply of an acquire of token. A release or an
- * extension of that lock belongs on c, behind it: on another connection the
- * node could run it first, and the late acquire would then leave its key. */
-bool rl_cmd_owed_on(rl_conn *c, const char *token);
-
 /* Queues cmd again as its full script (EVAL, after NOSCRIPT), with no cached
  * bytes: its operation may have moved on, on another thread. */
 int rl_cmd_send_script(rl_cmd *cmd, rl_conn *c);

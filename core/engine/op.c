@@ -836,6 +836,13 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
         s->ask_server = -1;
         s->part = 0;
         s->chain.vote = RL_VOTE_YES;
+        if (kind == RL_CMD_RELEASE && op->kind == OP_UNLOCK
+            && (h->unreached >> i & 1)) {
+            s->state = SLOT_DONE;
+            rl_result_fail(&op->results[i], REDLOCK_ENOQUORUM,
+                           "the lock's acquire never reached this node");
+            continue;
+        }
         if (s->conn && s->conn->state == RL_CONN_BROKEN)
             drop(op, s);
         /* A chain's connection of the last attempt may serve another
@@ -884,6 +891,13 @@ static void undo_attempt(rl_op *op, int64_t now)
     rl_cmd *rel = rl_cmd_new(RL_CMD_RELEASE, op->h->keys, op->h->token, 0);
     if (rel)
         rel->cacheable = true;
+    if (rel && op->h->keys->kind == RL_LOCK_FAIR && op->ticket > 0) {
+        /* Where the attempt took the lock, it left the queue: the waiter,
+         * still waiting, gets its place back, ahead of those behind it. */
+        memcpy(rel->waiter, op->waiter, sizeof rel->waiter);
+        rel->ticket = op->ticket;
+        rel->queue_ms = queue_ms(op->ctx);
+    }
     for (size_t i = 0; i < op->ctx->n_nodes; i++) {
         slot *s = &op->slots[i];
         if (chained(op, i)) {
@@ -971,12 +985,28 @@ static int64_t ticket_of(const rl_op *op)
     return ticket;
 }
 
+/* The nodes the decided acquire never reached (redlock_handle's unreached). */
+static uint64_t unreached(const rl_op *op)
+{
+    uint64_t none = 0;
+    if (op->h->keys->kind == RL_LOCK_FAIR)
+        return 0;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        const slot *s = &op->slots[i];
+        if (s->state == SLOT_DONE && !s->sent && !s->maybe_ran && !chained(op, i))
+            none |= UINT64_C(1) << i;
+    }
+    return none;
+}
+
 static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
 {
     redlock_handle *h = op->h;
     detach_cmds(op);   /* later replies are late: owed.h's rules */
     switch (op->kind) {
     case OP_LOCK:
+        if (v->rc == REDLOCK_OK && op->cmd->kind == RL_CMD_ACQUIRE)
+            h->unreached = unreached(op);
         if (v->rc == REDLOCK_OK && op->fenced && op->cmd->kind == RL_CMD_ACQUIRE) {
             int fence = start_fence(op, now);
             if (fence == 1) {

@@ -45,6 +45,13 @@ struct redlock_handle {
     int64_t *fences;              /* fencing: the fence of each key; else NULL */
     char waiter[RL_TOKEN_LEN + 1];   /* a fair lock: the id it waited under (its release
                                       * takes that waiter's place out of every queue) */
+    /* The nodes (bit i: node i) its acquire never reached: refused there
+     * unsent (the node silent, or its connection unusable), so that no
+     * node of these can hold its token. Its release skips them: a stalled
+     * node costs an unlock nothing. Not for a fair lock (its waiter may be
+     * queued there by an earlier attempt), nor for a multi-lock taken part
+     * by part on a Cluster node. */
+    uint64_t unreached;
     /* On a client with a Cluster node, a multi-lock whose names hash to
      * several slots: its keys sorted by slot, and the keys of each slot
      * (n_parts of them, in that order), which a Cluster node takes one
@@ -165,7 +172,9 @@ const rl_keys *rl_op_keys(const rl_op *op);
 const char *rl_op_waiter(const rl_op *op);
 /* The token of the lock an extend or unlock is for, NULL for the other
  * operations: a connection that still owes its acquire's reply is the one to
- * give it (rl_cmd_owed_on). */
+ * give it (the drivers' pools look for one). A release or an extension of
+ * that lock belongs there, behind the acquire: on another connection the
+ * node could run it first, and the late acquire would then leave its key. */
 const char *rl_op_follows(const rl_op *op);
 /* Ends a lock operation's pause now (a release was published): its next
  * attempt starts at the next rl_op_step. */

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,85 @@ static void a_waiter_that_gives_up_leaves_the_queue(void **state)
     redlock_ctx_free(holder);
 }
 
+/* The id of the one waiter node i queues for name (its queue: "counter
+ * ticket:id:expiry"), into id. */
+static void only_waiter(nodes *ns, size_t i, const char *name, char id[33])
+{
+    char key[64];
+    size_t len = beside_key(key, sizeof key, name, "queue");
+    redisReply *r = nodes_cmd(ns, i, "GET %b", key, len);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    const char *colon = strchr(r->str, ':');
+    assert_non_null(colon);
+    snprintf(id, 33, "%.32s", colon + 1);
+    freeReplyObject(r);
+}
+
+/* Whether node i has name's key, or queues waiter id for it. */
+static bool taken_or_queued(nodes *ns, size_t i, const char *name, const char *id)
+{
+    char key[64];
+    size_t len = beside_key(key, sizeof key, name, "queue");
+    redisReply *r = nodes_cmd(ns, i, "MGET %s %b", name, key, len);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    bool yes = r->element[0]->type == REDIS_REPLY_STRING
+            || (r->element[1]->type == REDIS_REPLY_STRING && strstr(r->element[1]->str, id));
+    freeReplyObject(r);
+    return yes;
+}
+
+/* The first waiter's attempts are let in by two nodes and refused by the
+ * three where the holder's key stays: each fails, and where it took the
+ * lock, it is queued again in the same step, so that the waiter behind it
+ * cannot pass it while it pauses (before, its place there was gone until
+ * its next attempt). Once the holder lets go, the first waiter is served
+ * first. */
+static void a_failed_attempt_keeps_its_place(void **state)
+{
+    nodes *ns = *state;
+    static const char *const quick[] = { "retry_delay_ms", "30", "retry_jitter_ms", "10", NULL };
+    redlock_ctx *holder = ctx_for(ns, NULL);
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock_fair(&h, holder, "fair-keep", 10000, 0), REDLOCK_OK);
+    _Atomic int turn = 0;
+    waiter first = { .ctx = ctx_for(ns, quick), .name = "fair-keep", .wait_ms = 15000,
+                     .hold_ms = 20, .turn = &turn };
+    waiter second = first;
+    second.ctx = ctx_for(ns, quick);
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, wait_fair, &first), 0);
+    assert_queued(ns, "fair-keep", 1, CONVERGE_MS);
+    char id[33];
+    only_waiter(ns, 0, "fair-keep", id);
+    assert_int_equal(pthread_create(&t2, NULL, wait_fair, &second), 0);
+    assert_queued(ns, "fair-keep", 2, CONVERGE_MS);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(nodes_exec(ns, i, "DEL fair-keep"), 0);
+    int looks = 0, gaps = 0;
+    for (long long until = now_ms() + 600; now_ms() < until; looks++) {
+        for (size_t i = 0; i < 2; i++)
+            gaps += !taken_or_queued(ns, i, "fair-keep", id);
+        sleep_ms(1);
+    }
+    assert_true(looks > 50);
+    assert_int_equal(gaps, 0);
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_rc(first.rc, REDLOCK_OK);
+    assert_rc(second.rc, REDLOCK_OK);
+    assert_int_equal(first.got, 1);
+    assert_int_equal(second.got, 2);
+    redlock_handle_free(h);
+    redlock_handle_free(first.h);
+    redlock_handle_free(second.h);
+    redlock_ctx_free(first.ctx);
+    redlock_ctx_free(second.ctx);
+    redlock_ctx_free(holder);
+}
+
 /* The fair lock is its name's plain lock: each excludes the other. */
 static void it_is_the_plain_lock_of_its_name(void **state)
 {
@@ -222,6 +302,7 @@ int main(void)
         cmocka_unit_test(waiters_are_served_in_arrival_order),
         cmocka_unit_test(each_release_wakes_the_next),
         cmocka_unit_test(a_waiter_that_gives_up_leaves_the_queue),
+        cmocka_unit_test(a_failed_attempt_keeps_its_place),
         cmocka_unit_test(it_is_the_plain_lock_of_its_name),
         cmocka_unit_test(a_kept_fair_lock_is_renewed),
         cmocka_unit_test(bad_input_is_refused_with_a_reason),

@@ -369,6 +369,69 @@ static void many_asynchronous_calls_share_the_capped_connections(void **state)
     *state = NULL;
 }
 
+/* How many times node i ran the command named (INFO commandstats). */
+static long long calls_of(nodes *ns, size_t i, const char *command)
+{
+    redisReply *r = nodes_cmd(ns, i, "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char field[64];
+    snprintf(field, sizeof field, "cmdstat_%s:calls=", command);
+    const char *at = strstr(r->str, field);
+    long long n = at ? atoll(at + strlen(field)) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Once a stopped node is silent, a lock's acquire is not sent there (but
+ * for one every node_timeout_ms), and its unlock sends it nothing either:
+ * the node, let go, has run no more releases than acquires, and holds
+ * nothing. */
+static void an_unlock_sends_nothing_where_its_lock_never_went(void **state)
+{
+    nodes *ns = nodes_start(5, NULL);
+    assert_non_null(ns);
+    *state = ns;
+    const char *opts[] = { "node_timeout_ms", "50", "connect_timeout_ms", "100", NULL };
+    redlock_ctx *ctx = ctx_for(ns, opts);
+    /* A first lock+unlock loads the release's script on every node (else
+     * the stopped node would answer each release NOSCRIPT, and run it
+     * again as EVAL). */
+    redlock_handle *first = NULL;
+    assert_int_equal(redlock_lock(&first, ctx, "unreached", 10000, 0), REDLOCK_OK);
+    assert_int_equal(redlock_unlock(first), REDLOCK_OK);
+    redlock_handle_free(first);
+    assert_int_equal(nodes_exec(ns, 4, "CONFIG RESETSTAT"), 0);
+    pid_t pid = node_pid(ns, 4);
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    stopped = pid;
+    long cycles = 0;
+    for (long long until = now_ms() + 1000; now_ms() < until; cycles++) {
+        redlock_handle *h = NULL;
+        assert_int_equal(redlock_lock(&h, ctx, "unreached", 10000, 0), REDLOCK_OK);
+        assert_int_equal(redlock_unlock(h), REDLOCK_OK);
+        redlock_handle_free(h);
+    }
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    stopped = 0;
+    /* What it was sent, it runs now; the client is still connected. */
+    for (long long until = now_ms() + CONVERGE_MS; now_ms() < until
+         && nodes_count_exists(ns, "unreached") > 0;)
+        sleep_ms(10);
+    sleep_ms(100);
+    long long acquires = calls_of(ns, 4, "set");
+    long long releases = calls_of(ns, 4, "evalsha") + calls_of(ns, 4, "eval");
+    fprintf(stderr, "%ld cycles; the stopped node ran %lld acquires and %lld releases\n",
+            cycles, acquires, releases);
+    assert_true(cycles > 100);
+    assert_true(acquires < cycles / 4);
+    assert_true(releases <= acquires);
+    assert_on_every_node(ns, "unreached", NULL);
+    redlock_ctx_free(ctx);
+    nodes_free(ns);
+    *state = NULL;
+}
+
 static int cleanup(void **state)
 {
     if (stopped > 0)
@@ -385,6 +448,7 @@ int main(void)
         cmocka_unit_test_teardown(a_stalled_node_costs_one_connection, cleanup),
         cmocka_unit_test_teardown(busy_nodes_are_not_replaced, cleanup),
         cmocka_unit_test_teardown(many_asynchronous_calls_share_the_capped_connections, cleanup),
+        cmocka_unit_test_teardown(an_unlock_sends_nothing_where_its_lock_never_went, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

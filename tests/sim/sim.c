@@ -1089,10 +1089,20 @@ static void check_arrival_order(world *w, const client *cl)
         const client *v = &w->clients[k];
         if (v != cl && v->op && v->op_kind == 0 && v->mode == SIM_FAIR
             && v->res[0] == cl->res[0] && v->arrived_at != INT64_MAX
-            && v->arrived_at >= w->quiet_from && v->arrived_at < cl->op_from)
+            && v->arrived_at >= w->quiet_from && v->arrived_at < cl->op_from) {
+            char key[16];
+            snprintf(key, sizeof key, "r%d", cl->res[0]);
+            for (int i = 0; i < w->n_nodes; i++) {
+                const char *queue = simnode_beside(w->nodes[i].sn, key, "queue",
+                                                   node_now(&w->nodes[i], w->now));
+                trace(w, "n%d's queue of %s (at %" PRId64 " there): %s", i, key,
+                      node_now(&w->nodes[i], w->now), queue ? queue : "none");
+            }
+            trace(w, "c%d waits as %s, c%d took it as %s", v->id, v->waiter, cl->id, cl->waiter);
             fail(w, "arrival order", "c%d took fair lock r%d (its first attempt at %" PRId64
                  ") while c%d, queued on a quorum since %" PRId64 ", waits", cl->id,
                  cl->res[0], cl->op_from, v->id, v->arrived_at);
+        }
     }
 }
 

@@ -11,7 +11,11 @@
 -- same for all its attempts), ARGV[5] its ticket (0: none yet), ARGV[6] how
 -- long its place is kept without a new attempt, in ms; release: ARGV[3] the
 -- id the holder waited under, whose place goes (on a node that refused it
--- while it was let in elsewhere), or '' (a failed attempt's release).
+-- while it was let in elsewhere), or '' (a failed attempt's release); or,
+-- for a failed attempt of a waiter that goes on waiting, ARGV[3] its id,
+-- ARGV[4] its ticket and ARGV[5] how long its place is kept: where the
+-- attempt took the lock (and so left the queue), the waiter is queued
+-- again, so that the waiters behind it do not pass it while it pauses.
 -- acquire returns {1, ticket} when taken, {0, ticket} when not (ticket: the
 -- waiter's here, or the one this node gives it); release returns 1 when the
 -- lock was the token's, else 0.
@@ -104,7 +108,8 @@ if call == 'acquire' then
   store()
   return { 0, ticket }
 elseif call == 'release' then
-  if ARGV[3] ~= '' then
+  local requeue = ARGV[4] ~= nil
+  if ARGV[3] ~= '' and not requeue then
     for i, w in ipairs(queue) do
       if w.id == ARGV[3] then
         table.remove(queue, i)
@@ -117,6 +122,22 @@ elseif call == 'release' then
     return 0
   end
   redis.call('del', KEYS[1])
+  if requeue then
+    local ticket = tonumber(ARGV[4])
+    counter = math.max(counter, ticket)
+    local mine = { ticket = ticket, id = ARGV[3] }
+    for _, w in ipairs(queue) do
+      if w.id == ARGV[3] then
+        mine = w
+      end
+    end
+    if not mine.ends then
+      queue[#queue + 1] = mine
+      table.sort(queue, before)
+    end
+    mine.ends = now + tonumber(ARGV[5])
+    store()
+  end
   if queue[1] then
     redis.pcall('publish', KEYS[1] .. ':waiter:' .. queue[1].id, token)
   else
