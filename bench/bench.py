@@ -267,7 +267,8 @@ def with_node_cpu(pids, run):
 def run_stalled(args, runner, nodes, keep):
     """ours-c on 5 nodes with none, one and two of them stopped by SIGSTOP (they
     take bytes and answer nothing), the three interleaved in each round, so
-    that the machine's load falls on all three alike."""
+    that the machine's load falls on all three alike; each followed by the
+    floor on the nodes still running, waiting for the same quorum of 3."""
     pids = [node_pid(uri) for uri in nodes[3:5]]
     try:
         for _ in range(args.stalled_rounds):
@@ -279,6 +280,13 @@ def run_stalled(args, runner, nodes, keep):
                         "ours-c", nodes[:5], "bench:stall",
                         ["--cycles", args.cycles, "--warmup", args.warmup],
                         stopped=nodes[5 - stopped:5]))
+                    # The floor told which nodes are stopped: it sends them
+                    # nothing and waits for 3 of the live ones, what the
+                    # quorum costs on this machine without them.
+                    if runner.available("floor"):
+                        keep("stalled", f"floor {key}", runner.run(
+                            "floor", nodes[:5 - stopped], "bench:stall",
+                            ["--cycles", args.cycles, "--warmup", args.warmup, "--of", 5]))
                 finally:
                     for pid in pids:
                         os.kill(pid, signal.SIGCONT)

@@ -351,20 +351,25 @@ def handoff_targets(res):
 
 
 def section_stalled(stalled):
-    base = stalled.get("none")
     rows = []
     for key, label in (("none", "none"), ("one", "one of 5 (node 5)"), ("two", "two of 5 (nodes 4, 5)")):
-        figs = stalled.get(key)
-        if figs:
-            rows.append([label, str(len(figs)), fmt(med(figs, "cycle_median_us")),
-                         fmt(med(figs, "cycle_p99_us")),
-                         "1.00x" if key == "none" else fmt_ratio(ratio(figs, base, "cycle_median_us"))])
+        for client in ("ours-c", "floor"):
+            figs = stalled.get(key if client == "ours-c" else f"floor {key}")
+            base = stalled.get("none" if client == "ours-c" else "floor none")
+            if figs:
+                rows.append([label, client, str(len(figs)), fmt(med(figs, "cycle_median_us")),
+                             fmt(med(figs, "cycle_p99_us")),
+                             "1.00x" if key == "none" else fmt_ratio(ratio(figs, base, "cycle_median_us"))])
     return ("## Stopped nodes (SIGSTOP), C, N=5\n\n"
             "ours-c lock+unlock cycles with none, one and two of the 5 nodes stopped by SIGSTOP "
             "(a stopped node takes bytes and answers nothing), the three runs interleaved in each "
-            "round. Microseconds: the median over the rounds, and the median of each round's "
-            "ratio to that round's no-fault run.\n\n"
-            + table(["nodes stopped", "runs", "cycle median", "cycle p99", "vs none"], rows))
+            "round. Each is followed by the floor on the nodes still running (`floor --of 5`: "
+            "it sends the stopped ones nothing and waits for 3 replies of the others), which "
+            "shows what losing those nodes costs on this machine whatever the client: the "
+            "quorum is then the 3rd reply of 4, or the last of 3, instead of the 3rd of 5. "
+            "Microseconds: the median over the rounds, and the median of each round's "
+            "ratio to that round's no-fault run of the same client.\n\n"
+            + table(["nodes stopped", "client", "runs", "cycle median", "cycle p99", "vs none"], rows))
 
 
 def section_fencing(fencing):
@@ -471,6 +476,10 @@ def targets(res):
     r = ratio(stalled.get("two"), stalled.get("none"), "cycle_median_us")
     out.append(("two of 5 nodes stopped (SIGSTOP): lock+unlock within 1.5x of no-fault",
                 fmt_ratio(r), verdict(r, 1.5)))
+    for key, label in (("one", "one of 5"), ("two", "two of 5")):
+        r = ratio(stalled.get(f"floor {key}"), stalled.get("floor none"), "cycle_median_us")
+        out.append((f"for comparison, {label} stopped: the floor on the live nodes against its "
+                    "no-fault", fmt_ratio(r), "info" if r is not None else "n/a"))
     r = ratio(res["threads"].get("16"), res.get("threads_floor", {}).get("16"), "per_s")
     out.append(("16 threads on one client >= 0.9x the acquisitions/s of 16 floor clients",
                 fmt_ratio(r), verdict(r, 0.9, at_most=False)))

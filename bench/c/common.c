@@ -14,7 +14,8 @@ static void usage(const char *prog)
             "usage: %s --nodes URI[,URI...] [--cycles N] [--warmup N] [--lease MS] [--keys K]\n"
             "          [--threads T] [--seconds S] [--hold-ms MS] [--fencing] [--read | --write]\n"
             "          [--permits P] [--fair]\n"
-            "          [--mode cycle|threads|contend|handoff] [--prefix NAME] [--wait-all]\n",
+            "          [--mode cycle|threads|contend|handoff] [--prefix NAME] [--wait-all]\n"
+            "          [--of N]\n",
             prog);
     exit(64);
 }
@@ -100,10 +101,12 @@ void bench_parse(bench_args *a, int argc, char **argv)
             a->prefix = val;
         else if (strcmp(opt, "--permits") == 0)
             a->permits = number(argv[0], val, 1);
+        else if (strcmp(opt, "--of") == 0)
+            a->of = number(argv[0], val, 1);
         else
             usage(argv[0]);
     }
-    if (a->n_nodes == 0 || a->seconds <= 0)
+    if (a->n_nodes == 0 || a->seconds <= 0 || (a->of && ((size_t)a->of < a->n_nodes || (size_t)a->of / 2 + 1 > a->n_nodes)))
         usage(argv[0]);
 }
 

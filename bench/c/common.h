@@ -26,6 +26,8 @@ typedef struct bench_args {
     const char *mode;     /* "cycle", "threads", "contend" or "handoff" */
     const char *prefix;   /* resource names start with this */
     int wait_all;         /* floor only: wait for every node's reply */
+    long of;              /* floor only: the nodes given are the live ones of a group
+                             of this many (--of), whose quorum the phases wait for */
     int fencing;          /* ours only: with fencing tokens (option fencing) */
     int rw;               /* ours only: a read-write lock's REDLOCK_READ (1, --read) or
                              REDLOCK_WRITE (2, --write) lock in place of a plain one */

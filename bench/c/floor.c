@@ -8,6 +8,9 @@
  * that come after their phase ended are read and dropped when they arrive.
  * There is no per-node deadline, retry or error handling beyond counting:
  * this is the lower bound, not a client.
+ * --of N gives it the live nodes of a group of N (the others stopped): a
+ * client that knew which are stopped would send them nothing, and wait for
+ * N/2+1 replies of the live ones.
  * --mode threads runs --threads such clients at once for --seconds, each on
  * its own thread with its own connections and its own resource: the most a
  * client with that many threads could get from the same nodes.
@@ -149,7 +152,8 @@ static void new_token(char out[33])
 static int cycle(node *nodes, const bench_args *a, const char *key, const char *sha,
                  bench_samples *s)
 {
-    size_t n = a->n_nodes, quorum = n / 2 + 1, need = a->wait_all ? n : quorum;
+    size_t n = a->n_nodes, quorum = (a->of ? (size_t)a->of : n) / 2 + 1;
+    size_t need = a->wait_all ? n : quorum;
     char token[33], *cmd;
     new_token(token);
     int64_t t0 = bench_now_ns();
