@@ -178,13 +178,13 @@ static void every_client_gives_the_same_number(void **state)
      * last node after. */
     assert_rc(redlock_unlock(h), REDLOCK_OK);
     for (size_t i = 0; i < nodes_count(ns); i++) {
-        char *state;
+        char *kept;
         for (long long until = now_ms() + CONVERGE_MS;
-             (state = state_on(ns, i, "sem-size")) != NULL && now_ms() < until;) {
-            free(state);
+             (kept = state_on(ns, i, "sem-size")) != NULL && now_ms() < until;) {
+            free(kept);
             sleep_ms(10);
         }
-        assert_null(state);
+        assert_null(kept);
     }
     other = take(b, "sem-size", 5, 1000);
     assert_rc(redlock_unlock(other), REDLOCK_OK);
