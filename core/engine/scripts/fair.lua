@@ -71,6 +71,25 @@ local function store()
   end
 end
 
+-- Waiter id's place, under ticket, kept keep_ms from now: found in the
+-- queue, or put there in its order.
+local function queued(id, ticket, keep_ms)
+  counter = math.max(counter, ticket)
+  local mine
+  for _, w in ipairs(queue) do
+    if w.id == id then
+      mine = w
+    end
+  end
+  if not mine then
+    mine = { ticket = ticket, id = id }
+    queue[#queue + 1] = mine
+    table.sort(queue, before)
+  end
+  mine.ends = now + tonumber(keep_ms)
+  return mine
+end
+
 if call == 'acquire' then
   local id, ticket = ARGV[4], tonumber(ARGV[5])
   if holder == token then
@@ -86,19 +105,7 @@ if call == 'acquire' then
     store()
     return { 0, counter }
   end
-  counter = math.max(counter, ticket)
-  local mine
-  for _, w in ipairs(queue) do
-    if w.id == id then
-      mine = w
-    end
-  end
-  if not mine then
-    mine = { ticket = ticket, id = id }
-    queue[#queue + 1] = mine
-    table.sort(queue, before)
-  end
-  mine.ends = now + tonumber(ARGV[6])
+  local mine = queued(id, ticket, ARGV[6])
   if not holder and queue[1] == mine then
     table.remove(queue, 1)
     redis.call('set', KEYS[1], token, 'px', ARGV[3])
@@ -123,19 +130,7 @@ elseif call == 'release' then
   end
   redis.call('del', KEYS[1])
   if requeue then
-    local ticket = tonumber(ARGV[4])
-    counter = math.max(counter, ticket)
-    local mine = { ticket = ticket, id = ARGV[3] }
-    for _, w in ipairs(queue) do
-      if w.id == ARGV[3] then
-        mine = w
-      end
-    end
-    if not mine.ends then
-      queue[#queue + 1] = mine
-      table.sort(queue, before)
-    end
-    mine.ends = now + tonumber(ARGV[5])
+    queued(ARGV[3], tonumber(ARGV[4]), ARGV[5])
     store()
   end
   if queue[1] then
