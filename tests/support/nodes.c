@@ -134,8 +134,35 @@ static int answers_ping(const nodes *ns, size_t i)
     return ok;
 }
 
-/* Starts node i's process. The child asks the kernel to kill it when this
- * process dies, so no server outlives a crashed test. */
+pid_t nodes_spawn(const char *const *argv, const char *out)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid; /* -1 on failure */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
+    int in = open("/dev/null", O_RDONLY);
+    int fd = out != NULL ? open(out, O_WRONLY | O_CREAT | O_APPEND, 0600)
+                         : open("/dev/null", O_WRONLY);
+    if (in >= 0)
+        dup2(in, STDIN_FILENO);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+    }
+    /* Nothing else of the test's: a server that kept a copy of a relay's
+     * or a client's socket would keep it open after the test closed it, and
+     * its peer would never see the close. */
+    long max = sysconf(_SC_OPEN_MAX);
+    for (int i = STDERR_FILENO + 1; i < (max > 0 && max < 65536 ? max : 65536); i++)
+        close(i);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+/* Starts node i's process. */
 static pid_t spawn_server(const nodes *ns, size_t i)
 {
     const node *nd = &ns->node[i];
@@ -165,22 +192,7 @@ static pid_t spawn_server(const nodes *ns, size_t i)
             argv[argc++] = tls[j];
     }
     argv[argc] = NULL;
-
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid; /* -1 on failure */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    int devnull = open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-        dup2(devnull, STDIN_FILENO);
-        dup2(devnull, STDOUT_FILENO);
-        dup2(devnull, STDERR_FILENO);
-    }
-    execvp(server, (char *const *)argv);
-    _exit(127);
+    return nodes_spawn(argv, NULL);
 }
 
 static void reap(node *nd, long timeout_ms)

@@ -15,6 +15,7 @@
 #define REDLOCK_TEST_NODES_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <hiredis/hiredis.h>
 
@@ -88,6 +89,11 @@ long long nodes_pttl(nodes *ns, size_t i, const char *key);
 size_t nodes_count_value(nodes *ns, const char *key, const char *value);
 /* On how many nodes key exists. */
 size_t nodes_count_exists(nodes *ns, const char *key);
+
+/* Forks and execs argv[0] (found on PATH) with its output in out (NULL:
+ * /dev/null) and none of this process's other descriptors; the kernel kills
+ * the child if this process dies. The child's pid, or -1. */
+pid_t nodes_spawn(const char *const *argv, const char *out);
 
 /* Monotonic milliseconds, and a sleep of ms milliseconds. */
 long long now_ms(void);

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -329,29 +328,6 @@ static int write_conf(const topo *t, size_t i)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Forks and execs argv; the child is killed by the kernel if this process
- * dies, and writes its output to out (NULL: /dev/null). */
-static pid_t spawn(const char *const *argv, const char *out)
-{
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid; /* -1 on failure */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    int in = open("/dev/null", O_RDONLY);
-    int fd = out != NULL ? open(out, O_WRONLY | O_CREAT | O_APPEND, 0600) : open("/dev/null", O_WRONLY);
-    if (in >= 0)
-        dup2(in, STDIN_FILENO);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-    }
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
-}
-
 static const char *binary(const char *env, const char *fallback)
 {
     const char *b = getenv(env);
@@ -388,7 +364,7 @@ static int start_proc(topo *t, size_t i)
             argv[argc++] = extra[j];
     }
     argv[argc] = NULL;
-    p->pid = spawn(argv, NULL);
+    p->pid = nodes_spawn(argv, NULL);
     if (p->pid < 0) {
         p->pid = 0;
         fprintf(stderr, "topo: cannot fork: %s\n", strerror(errno));
@@ -928,7 +904,7 @@ static int run_cluster_create(topo *t)
     argv[argc] = NULL;
     char log[300];
     snprintf(log, sizeof log, "%s/cluster-create.log", t->dir);
-    pid_t pid = spawn(argv, log);
+    pid_t pid = nodes_spawn(argv, log);
     free(argv);
     if (pid < 0)
         return -1;
