@@ -1,77 +1,55 @@
 #!/usr/bin/env bash
 # package.sh [DIST [WORK]] - builds, from this source tree, the artifacts a
-# user installs without it, into DIST (default dist/; WORK, default
-# build-package/, holds the builds and is removed on success):
+# user installs without it, for every platform they serve, into DIST
+# (default dist/; WORK, default build-package/, holds the builds and is
+# removed on success):
 #
-#   redlock_native-V-cpXY-cpXY-manylinux_2_N_x86_64.whl   pip install it; import redlock
-#   redlock-V.jar                       java -cp it; it carries libredlock_jni.so
-#   lua-5.4/redlock-V-1.linux-x86_64.rock   luarocks --lua-version 5.4 install it
-#   lua-5.1/redlock-V-1.linux-x86_64.rock   the same for LuaJIT and OpenResty
-#   redlock-V-linux-x86_64.tar.gz       the C library, header, pkg-config and
-#                                       CMake files, the tool and its man page
+#   redlock_native-V-cp310-abi3-PLATFORM.whl   pip install it; import redlock
+#       (CPython 3.10 and later; manylinux2014 and musllinux_1_2, x86_64 and
+#       aarch64), and redlock_native-V.tar.gz, the source distribution
+#   redlock-V.jar                  java -cp it; natives for linux x86_64 and
+#                                  aarch64, glibc and musl
+#   lua-5.4/redlock-V-1.linux-ARCH.rock   luarocks --lua-version 5.4 install it
+#   lua-5.1/redlock-V-1.linux-ARCH.rock   the same for LuaJIT and OpenResty
+#   redlock-V-linux-ARCH.tar.gz    the C library, header, pkg-config and CMake
+#                                  files, the tool and its man page
 #
-# The wheel, the jar and the rocks have hiredis linked in
-# (REDLOCK_STATIC_HIREDIS) and need nothing but libc; auditwheel gives the
-# wheel its manylinux tag, and refuses a wheel that would need a library
-# bundled. The tarball is a system install: its library and tool use the
-# system's libhiredis. Each build starts from scratch. Needs what
-# scripts/setup.sh installs; PYTHON picks the Python the wheel is for.
+# Everything native is compiled by zig (cmake/zig.cmake) for glibc 2.17 or
+# musl, with hiredis built for each target from Debian's source
+# (scripts/package/sysroot.sh) and linked in, its symbols hidden: nothing
+# needs more than libc. Needs what scripts/setup.sh installs.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-dist=$(realpath -m "${1:-$src/dist}")
-work=$(realpath -m "${2:-$src/build-package}")
-python=${PYTHON:-python3}
-export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
+export REDLOCK_SRC=$src
+export REDLOCK_DIST=$(realpath -m "${1:-$src/dist}")
+export REDLOCK_WORK=$(realpath -m "${2:-$src/build-package}")
+export REDLOCK_GLIBC_TARGETS="x86_64-linux-gnu.2.17 aarch64-linux-gnu.2.17"
+export REDLOCK_MUSL_TARGETS="x86_64-linux-musl aarch64-linux-musl"
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+. "$src/scripts/package/lib.sh"
 
-version=$(sed -n 's/^#define REDLOCK_VERSION_STRING "\(.*\)"$/\1/p' "$src/abi/redlock.h")
-[ -n "$version" ] || { echo "package: no version in abi/redlock.h" >&2; exit 1; }
-python3 -m auditwheel --version >/dev/null 2>&1 ||
-  { echo "package: auditwheel is missing: run scripts/setup.sh" >&2; exit 1; }
+REDLOCK_VERSION=$(sed -n 's/^#define REDLOCK_VERSION_STRING "\(.*\)"$/\1/p' "$src/abi/redlock.h")
+export REDLOCK_VERSION
+[ -n "$REDLOCK_VERSION" ] || { echo "package: no version in abi/redlock.h" >&2; exit 1; }
+python3 -c 'import ziglang, auditwheel' 2>/dev/null ||
+  { echo "package: zig or auditwheel is missing: run scripts/setup.sh" >&2; exit 1; }
 
-rm -rf "$work"
-mkdir -p "$work/tmp" "$dist"
-export TMPDIR=$work/tmp
+rm -rf "$REDLOCK_WORK"
+mkdir -p "$REDLOCK_WORK/tmp" "$REDLOCK_DIST"
+export TMPDIR=$REDLOCK_WORK/tmp
 # Only this run's artifacts in DIST.
-rm -rf "$dist"/redlock_native-*.whl "$dist"/redlock-*.jar "$dist"/redlock-*.tar.gz "$dist"/lua-*
+rm -rf "$REDLOCK_DIST"/redlock_native-* "$REDLOCK_DIST"/redlock-*.jar \
+       "$REDLOCK_DIST"/redlock-*.tar.gz "$REDLOCK_DIST"/lua-*
 
-# step NAME LOG COMMAND...: runs COMMAND with its output in WORK/LOG, shown if it fails.
-step() {
-  local name=$1 log=$work/$2
-  shift 2
-  echo "package: $name"
-  "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "package: $name failed" >&2; exit 1; }
-}
-
-step "Python wheel" python.log \
-  "$python" -m pip wheel --no-deps --wheel-dir "$work/wheel" \
-    --config-settings=build-dir="$work/python" "$src/bindings/python"
-# --patcher none: nothing may need bundling, so nothing is patched.
-step "manylinux tag (auditwheel)" auditwheel.log \
-  python3 -m auditwheel repair --patcher none --wheel-dir "$dist" "$work"/wheel/*.whl
-
-step "jar (Maven)" maven.log \
-  mvn --batch-mode --no-transfer-progress -f "$src/bindings/java/pom.xml" package \
-    -DskipTests -Dredlock.target.dir="$work/maven"
-cp "$work/maven/redlock-$version.jar" "$dist/"
-
-# A binary rock per Lua ABI: 5.4, and 5.1 for LuaJIT and OpenResty. Both
-# are named for the platform alone, hence a folder each.
-for lua in 5.4 5.1; do
-  step "Lua $lua rock" "lua-$lua.log" \
-    bash -c 'cd "$1/bindings/lua" && luarocks --lua-version "$2" --tree "$3" make' _ \
-      "$src" "$lua" "$work/lua-$lua"
-  mkdir -p "$dist/lua-$lua"
-  (cd "$dist/lua-$lua" && luarocks --lua-version "$lua" --tree "$work/lua-$lua" pack redlock >/dev/null)
+for target in $REDLOCK_GLIBC_TARGETS $REDLOCK_MUSL_TARGETS; do
+  step "dependencies for $target" "sysroot-$target.log" \
+    "$src/scripts/package/sysroot.sh" "$target" "$(sysroot "$target")"
+done
+for kind in c python java lua; do
+  "$src/scripts/package/$kind.sh"
 done
 
-name=redlock-$version-linux-$(uname -m)
-step "C library and tool" c.log \
-  bash -c 'cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DREDLOCK_WERROR=OFF &&
-           cmake --build "$2" && cmake --install "$2" --prefix "$3"' _ \
-    "$src" "$work/c" "$work/stage/$name"
-tar -C "$work/stage" -czf "$dist/$name.tar.gz" "$name"
-
-rm -rf "$work"
-echo "package: in $dist:"
-(cd "$dist" && find . -type f \( -name '*.whl' -o -name '*.jar' -o -name '*.rock' -o -name '*.tar.gz' \) |
+rm -rf "$REDLOCK_WORK"
+echo "package: in $REDLOCK_DIST:"
+(cd "$REDLOCK_DIST" && find . -type f \( -name '*.whl' -o -name '*.jar' -o -name '*.rock' -o -name '*.tar.gz' \) |
   sed 's|^\./|  |' | sort)

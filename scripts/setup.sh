@@ -11,6 +11,8 @@ packages=(
   libcmocka-dev abigail-tools valgrind           # C tests, ABI check, memcheck
   clang libclang-rt-14-dev                       # sanitizers and fuzzing with clang
   swig                                           # bindings
+  qemu-user-static libc6-arm64-cross             # the aarch64 artifacts, run under emulation
+  dpkg-dev                                       # dpkg-source: hiredis' source for the artifacts
   groff-base                                     # the check of the tool's man page
   lua5.4 liblua5.4-dev luarocks                  # Lua 5.4 binding
   luajit2 libluajit2-5.1-dev                     # LuaJIT binding (OpenResty's branch,
@@ -47,8 +49,15 @@ python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install -q pytest
 # redlock.asyncio's tests: pytest-asyncio, and uvloop to run them on it too.
 python3 -c 'import pytest_asyncio, uvloop' >/dev/null 2>&1 ||
   python3 -m pip install -q 'pytest-asyncio>=1.5,<2' 'uvloop>=0.19'
-# scripts/package.sh: auditwheel gives the wheel its manylinux tag.
-python3 -m auditwheel --version >/dev/null 2>&1 || python3 -m pip install -q 'auditwheel>=6.8,<7'
+# scripts/package.sh's tools: zig, the C compiler for every target of the
+# artifacts; auditwheel and abi3audit, the wheels' checks.
+python_tools=('ziglang==0.17.0' 'auditwheel>=6.8,<7' 'abi3audit>=0.0.26')
+python3 -c 'import sys, ziglang, auditwheel, abi3audit
+from importlib.metadata import version
+sys.exit(version("ziglang") != "0.17.0")' >/dev/null 2>&1 ||
+  python3 -m pip install -q "${python_tools[@]}"
+# pyenv's shims for the commands just installed (swig).
+command -v pyenv >/dev/null && pyenv rehash || true
 # The fault-injecting proxy of the fault tests, from the Go module proxy.
 "$(dirname "$0")/toxiproxy.sh" install
 echo "setup: everything needed is installed"

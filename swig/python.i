@@ -23,6 +23,15 @@ SWIGEXPORT PyObject *PyInit__capi(void);
 %{
 #include "redlock.h"
 
+/* Adds an output parameter to the result: the first replaces the None that
+ * a status's typemap left there. SWIG 4.3 gave SWIG_Python_AppendOutput the
+ * flag that asks for that replacement. */
+#if SWIG_VERSION >= 0x040300
+#define redlock_py_append(result, obj) SWIG_Python_AppendOutput(result, obj, 1)
+#else
+#define redlock_py_append(result, obj) SWIG_Python_AppendOutput(result, obj)
+#endif
+
 /* Raises the exception redlock.errors.error_for() builds for a status code,
  * with the detail of this thread's last failure. */
 static void redlock_py_raise(int code)
@@ -123,7 +132,7 @@ REDLOCK_PY_INTERRUPTIBLE(redlock_lock_fair)
   $result = SWIG_Py_Void();
 }
 %typemap(argout) (char *buf, size_t buflen) %{
-  $result = SWIG_Python_AppendOutput($result, PyUnicode_DecodeUTF8($1, (Py_ssize_t)strlen($1), "replace"));
+  $result = redlock_py_append($result, PyUnicode_DecodeUTF8($1, (Py_ssize_t)strlen($1), "replace"));
 %}
 
 /* Output parameters become the return value. */
@@ -132,7 +141,7 @@ REDLOCK_PY_INTERRUPTIBLE(redlock_lock_fair)
 %{ $1 = &temp; %}
 
 %typemap(argout) redlock_ctx **out, redlock_handle **out
-%{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
+%{ $result = redlock_py_append($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 /* Strings: str only, without NUL. */
 %typemap(in) const char * %{
@@ -315,7 +324,7 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_conn **out, redlock_sub **out, redlock_waiters **out,
                  redlock_keep **out, redlock_renewal **out
-%{ $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
+%{ $result = redlock_py_append($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 %typemap(out) int redlock_op_lock, int redlock_op_lock_rw, int redlock_op_lock_fair,
               int redlock_op_acquire_permit, int redlock_op_extend, int redlock_op_unlock,

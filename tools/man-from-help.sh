@@ -10,14 +10,20 @@
 #     and the lines indented under the text     continuing it; lines indented
 #                                               deeper keep their line breaks
 # Headings named "Example..." are kept as they are (.nf).
+# REDLOCK_EMULATOR (a ;-separated command) runs a tool built for another
+# machine.
 set -eu
 tool=$1
 summary=$2
 out=$3
 name=$(basename "$tool")
-version=$("$tool" --version | sed -n '1s/^[^ ]* \([^ ]*\).*/\1/p')
+run() {
+  # shellcheck disable=SC2086
+  $(printf '%s' "${REDLOCK_EMULATOR:-}" | tr ';' ' ') "$tool" "$@"
+}
+version=$(run --version | sed -n '1s/^[^ ]* \([^ ]*\).*/\1/p')
 
-"$tool" --help | awk -v name="$name" -v version="$version" -v summary="$summary" '
+run --help | awk -v name="$name" -v version="$version" -v summary="$summary" '
 function esc(s) {
   gsub(/\\/, "\\e", s)
   gsub(/-/, "\\-", s)

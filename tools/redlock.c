@@ -597,6 +597,15 @@ static void parse_args(struct config *cfg, int argc, char **argv)
     parse_command(cfg, argc, argv, optind);
 }
 
+/* Overwrites n bytes at p in a way the compiler keeps (glibc's explicit_bzero
+ * is 2.25's; the tool runs on 2.17). */
+static void wipe(void *p, size_t n)
+{
+    static void *(*volatile set)(void *, int, size_t) = memset;
+
+    set(p, 0, n);
+}
+
 /* Reads the password: the first line of FILE, else $REDLOCK_PASSWORD. NULL if neither. */
 static char *read_password(const char *file)
 {
@@ -619,7 +628,7 @@ static char *read_password(const char *file)
     len = strcspn(buf, "\r\n");
     buf[len] = '\0';
     password = xstrdup(buf);
-    explicit_bzero(buf, sizeof buf);
+    wipe(buf, sizeof buf);
     if (len > PASSWORD_MAX_BYTES)
         usage_error("the password in '%s' is longer than %d bytes", file, PASSWORD_MAX_BYTES);
     if (len == 0)
@@ -687,7 +696,7 @@ static char *uri_with_password(const char *uri, const char *password)
 static void free_secret(char *s)
 {
     if (s != NULL) {
-        explicit_bzero(s, strlen(s));
+        wipe(s, strlen(s));
         free(s);
     }
 }
@@ -916,6 +925,18 @@ static int acquire_failure_status(int rc, const struct config *cfg)
 
 static int signal_pipe[2] = {-1, -1};
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+/* The name of a forwarded signal without its SIG (glibc's sigabbrev_np is
+ * 2.32's; the tool runs on 2.17). */
+static const char *signal_name(int signo)
+{
+    switch (signo) {
+    case SIGINT: return "INT";
+    case SIGTERM: return "TERM";
+    case SIGHUP: return "HUP";
+    default: return "?";
+    }
+}
 /* The dispositions and signal mask redlock started with, for the command. */
 static struct sigaction saved_actions[NSIG];
 static sigset_t saved_mask;
@@ -1119,7 +1140,7 @@ static void forward_signals(struct run *run)
             if (signals[i] == SIGCHLD || run->child_done)
                 continue;
             if (verbosity == VERBOSE)
-                say("forwarding SIG%s to '%s'", sigabbrev_np(signals[i]), run->cfg->command[0]);
+                say("forwarding SIG%s to '%s'", signal_name(signals[i]), run->cfg->command[0]);
             kill(run->child, signals[i]);
         }
     }
@@ -1280,7 +1301,7 @@ static int acquire_and_run(redlock_ctx *ctx, const struct config *cfg)
         }
         if (verbosity == VERBOSE)
             say("stopped waiting for '%s' on SIG%s", cfg->name,
-                sigabbrev_np(wait_interrupted_by));
+                signal_name(wait_interrupted_by));
         return 128 + wait_interrupted_by;
     }
     if (rc != REDLOCK_OK) {

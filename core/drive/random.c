@@ -1,7 +1,7 @@
 /* random.c - the operating system's CSPRNG (see random.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "random.h"
@@ -12,7 +12,9 @@ int rl_os_random(void *unused, void *out, size_t n)
     unsigned char *buf = out;
     size_t got = 0;
     while (got < n) {
-        ssize_t r = getrandom(buf + got, n - got, 0);
+        /* The system call, not glibc's getrandom(), which glibc has only
+         * since 2.25: the library runs on glibc 2.17. */
+        long r = syscall(SYS_getrandom, buf + got, n - got, 0);
         if (r > 0)
             got += (size_t)r;
         else if (r < 0 && errno == EINTR)
