@@ -16,6 +16,7 @@ description = {
     multi-resource locks and nil, err returns.
   ]],
   labels = { "redis", "lock", "distributed" },
+  license = "MIT",
 }
 
 dependencies = {

@@ -13,5 +13,10 @@ for target in $REDLOCK_GLIBC_TARGETS; do
     cross_cmake "$1" "$REDLOCK_SRC" "$2" -DREDLOCK_EMBED_HIREDIS=ON -DREDLOCK_STATIC_HIREDIS=ON &&
     cmake --build "$2" && cmake --install "$2" --prefix "$3"' _ \
     "$target" "$build" "$REDLOCK_WORK/stage/$name"
+  # The licenses: the project's, and hiredis' (BSD-3-Clause), which it carries.
+  mkdir -p "$REDLOCK_WORK/stage/$name/share/doc/redlock"
+  cp "$REDLOCK_SRC/LICENSE" "$REDLOCK_SRC/README.md" "$REDLOCK_WORK/stage/$name/share/doc/redlock/"
+  cp "$(sysroot "$target")/share/licenses/hiredis/COPYING" \
+     "$REDLOCK_WORK/stage/$name/share/doc/redlock/hiredis-COPYING"
   tar -C "$REDLOCK_WORK/stage" -czf "$REDLOCK_DIST/$name.tar.gz" "$name"
 done

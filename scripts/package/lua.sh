@@ -1,13 +1,40 @@
 #!/usr/bin/env bash
-# lua.sh - the Lua rocks (scripts/package.sh runs it).
+# lua.sh - the Lua rocks (scripts/package.sh runs it): a binary rock per Lua
+# ABI (5.4; 5.1 for LuaJIT and OpenResty) and per glibc target,
+# lua-ABI/redlock-V-1.linux-ARCH.rock. A rock is named for its platform
+# alone, hence a folder per ABI. Each is the module built by zig for the
+# target (bindings/lua as a project of its own) and redlock.lua, in the
+# layout `luarocks pack` gives (rock_manifest, the rockspec, lib/, lua/,
+# doc/), with the project's and hiredis' licenses.
 set -euo pipefail
 . "$REDLOCK_SRC/scripts/package/lib.sh"
-# A binary rock per Lua ABI: 5.4, and 5.1 for LuaJIT and OpenResty. Both
-# are named for the platform alone, hence a folder each.
-for lua in 5.4 5.1; do
-  step "Lua $lua rock" "lua-$lua.log" \
-    bash -c 'cd "$1/bindings/lua" && luarocks --lua-version "$2" --tree "$3" make' _ \
-      "$REDLOCK_SRC" "$lua" "$REDLOCK_WORK/lua-$lua"
-  mkdir -p "$REDLOCK_DIST/lua-$lua"
-  (cd "$REDLOCK_DIST/lua-$lua" && luarocks --lua-version "$lua" --tree "$REDLOCK_WORK/lua-$lua" pack redlock >/dev/null)
+rockspec=$REDLOCK_SRC/bindings/lua/redlock-$REDLOCK_VERSION-1.rockspec
+[ -f "$rockspec" ] || { echo "package: no $rockspec" >&2; exit 1; }
+
+# The headers of each ABI: Lua 5.4's and LuaJIT's, copied into the sysroot
+# (no zig build may look into the build machine's /usr/include).
+declare -A headers=([5.4]=/usr/include/lua5.4 [5.1]=/usr/include/luajit-2.1)
+for target in $REDLOCK_GLIBC_TARGETS; do
+  for lua in 5.4 5.1; do
+    incdir=$(sysroot "$target")/include/lua-$lua
+    mkdir -p "$incdir"
+    cp -L "${headers[$lua]}"/*.h "$incdir/"
+    # Debian's luaconf.h names its multiarch folder in a header of its own
+    # (for the default module paths, which the module does not use).
+    printf '#define DEB_HOST_MULTIARCH "%s-linux-gnu"\n' "$(arch "$target")" \
+      >"$incdir/lua$lua-deb-multiarch.h"
+    build=$REDLOCK_WORK/lua-$lua-$target
+    stage=$REDLOCK_WORK/rock-$lua-$target
+    step "Lua $lua module for $target" "lua-$lua-$target.log" bash -c '
+      . "$REDLOCK_SRC/scripts/package/lib.sh"
+      cross_cmake "$1" "$REDLOCK_SRC/bindings/lua" "$2" -DREDLOCK_LUA_INCDIR="$3" \
+        -DREDLOCK_LUA_CMOD="$4/lib" -DREDLOCK_LUA_LMOD="$4/lua" &&
+      cmake --build "$2" && cmake --install "$2"' _ "$target" "$build" "$incdir" "$stage"
+    mkdir -p "$stage/doc" "$REDLOCK_DIST/lua-$lua"
+    cp "$REDLOCK_SRC/bindings/lua/README.md" "$REDLOCK_SRC/LICENSE" "$stage/doc/"
+    cp "$(sysroot "$target")/share/licenses/hiredis/COPYING" "$stage/doc/hiredis-COPYING"
+    cp "$rockspec" "$stage/"
+    python3 "$REDLOCK_SRC/scripts/package/pack_rock.py" "$stage" \
+      "$REDLOCK_DIST/lua-$lua/redlock-$REDLOCK_VERSION-1.linux-$(arch "$target").rock"
+  done
 done

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# package_rocks.sh SRC DIST - luarocks install of each rock into a fresh
-# tree, where no libhiredis can be loaded: locks taken with it.
+# package_rocks.sh SRC DIST - luarocks install of each rock for this
+# machine into a fresh tree, where no libhiredis can be loaded: locks taken
+# with it. (The other machines' rocks are checked by package_libc_only.)
 . "$(dirname "$0")/lib.sh"
 needs_root
-rocks=("$dist"/lua-*/redlock-*.rock)
+rocks=("$dist"/lua-*/redlock-*.linux-"$(uname -m)".rock)
 [ -f "${rocks[0]}" ] || fail "no rock in $dist"
 start_nodes
 for rock in "${rocks[@]}"; do

@@ -4,6 +4,8 @@
 # with /dev/null bind-mounted over every libhiredis*.so* file the loader
 # knows of (its cache) or the usual library folders hold. It checks that
 # each one then fails to load, by name, before running COMMAND.
+# REDLOCK_HIDE names more libraries to hide the same way (space-separated
+# prefixes: "libssl libcrypto").
 set -euo pipefail
 if [ -z "${REDLOCK_IN_PRIVATE_MOUNTS:-}" ]; then
   REDLOCK_IN_PRIVATE_MOUNTS=1 exec unshare --mount --propagation private "$0" "$@"
@@ -11,9 +13,10 @@ fi
 unset REDLOCK_IN_PRIVATE_MOUNTS
 
 mapfile -t libs < <(
-  { ldconfig -p | awk '$1 ~ /^libhiredis/ { print $NF }'
-    find /usr/lib /usr/local/lib -name 'libhiredis*.so*' 2>/dev/null || true
-  } | xargs -r readlink -f | sort -u)
+  for prefix in libhiredis ${REDLOCK_HIDE:-}; do
+    ldconfig -p | awk -v p="^$prefix" '$1 ~ p { print $NF }'
+    find /usr/lib /usr/local/lib -name "$prefix*.so*" 2>/dev/null || true
+  done | xargs -r readlink -f | sort -u)
 for lib in "${libs[@]}"; do
   mount --bind /dev/null "$lib"
   if python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "${lib##*/}" 2>/dev/null; then
@@ -21,5 +24,5 @@ for lib in "${libs[@]}"; do
     exit 1
   fi
 done
-echo "without-hiredis: hidden: ${libs[*]:-(no libhiredis on this machine)}" >&2
+echo "without-hiredis: hidden: ${libs[*]:-(no such library on this machine)}" >&2
 exec "$@"
