@@ -21,7 +21,8 @@ public class TakeLock {
             check(other.tryLock(0, 10, TimeUnit.SECONDS), "the rival could not take it after");
             other.unlock();
         }
-        System.out.println("the redlock jar takes and releases locks");
+        System.out.println("the redlock jar takes and releases locks (Java "
+                           + System.getProperty("java.version") + ", " + System.getProperty("os.arch") + ")");
     }
 
     private static void check(boolean condition, String message) {

@@ -16,6 +16,8 @@ libc_only() {
     for n in $needed; do
       case $n in
         libc.so.6 | ld-linux*.so.* | libm.so.6 | libpthread.so.0 | libdl.so.2) ;;
+        # musl's C library is one file.
+        libc.so) [[ $lib == *musl* ]] || fail "${lib#"$tmp"/} needs $n" ;;
         *) fail "${lib#"$tmp"/} needs $n" ;;
       esac
     done
@@ -31,7 +33,7 @@ libc_only wheel "$wheel" 'PyInit__capi'
 libc_only jar "$(one 'redlock-*.jar')" 'Java_io_redlock_.*|JNI_OnLoad|JNI_OnUnload'
 for rock in "$dist"/lua-*/redlock-*.rock; do
   folder=${rock%/*}
-  libc_only "${folder##*/}" "$rock" 'luaopen_redlock_core'
+  libc_only "${folder##*/}-${rock##*.linux-}" "$rock" 'luaopen_redlock_core'
 done
 # The file's platform tag is the one auditwheel finds, and a manylinux one.
 tag=$(sed -n 's/.*-\(manylinux_[0-9]*_[0-9]*_x86_64\)\.whl$/\1/p' <<<"${wheel##*/}")
