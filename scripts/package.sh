@@ -31,8 +31,9 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 REDLOCK_VERSION=$(sed -n 's/^#define REDLOCK_VERSION_STRING "\(.*\)"$/\1/p' "$src/abi/redlock.h")
 export REDLOCK_VERSION
 [ -n "$REDLOCK_VERSION" ] || { echo "package: no version in abi/redlock.h" >&2; exit 1; }
-python3 -c 'import ziglang, auditwheel' 2>/dev/null ||
-  { echo "package: zig or auditwheel is missing: run scripts/setup.sh" >&2; exit 1; }
+python3 -c 'import ziglang, build, scikit_build_core, auditwheel, abi3audit' 2>/dev/null ||
+  { echo "package: zig, build, scikit-build-core, auditwheel or abi3audit is missing: run scripts/setup.sh" >&2
+    exit 1; }
 
 rm -rf "$REDLOCK_WORK"
 mkdir -p "$REDLOCK_WORK/tmp" "$REDLOCK_DIST"

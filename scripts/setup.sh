@@ -10,7 +10,6 @@ packages=(
                                                  #   not linked); the TLS tests' certificates
   libcmocka-dev abigail-tools valgrind           # C tests, ABI check, memcheck
   clang libclang-rt-14-dev                       # sanitizers and fuzzing with clang
-  swig                                           # bindings
   qemu-user-static libc6-arm64-cross             # the aarch64 artifacts, run under emulation
   dpkg-dev                                       # dpkg-source: hiredis' source for the artifacts
   groff-base                                     # the check of the tool's man page
@@ -49,12 +48,15 @@ python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install -q pytest
 # redlock.asyncio's tests: pytest-asyncio, and uvloop to run them on it too.
 python3 -c 'import pytest_asyncio, uvloop' >/dev/null 2>&1 ||
   python3 -m pip install -q 'pytest-asyncio>=1.5,<2' 'uvloop>=0.19'
-# scripts/package.sh's tools: zig, the C compiler for every target of the
-# artifacts; auditwheel and abi3audit, the wheels' checks.
-python_tools=('ziglang==0.17.0' 'auditwheel>=6.8,<7' 'abi3audit>=0.0.26')
-python3 -c 'import sys, ziglang, auditwheel, abi3audit
+# The bindings' SWIG (Debian's 4.1 cannot make Python's stable-ABI module),
+# and scripts/package.sh's tools: zig, the C compiler for every target of the
+# artifacts; build and scikit-build-core, the Python source distribution and
+# wheels; auditwheel and abi3audit, the wheels' checks.
+python_tools=('swig==4.5.1' 'ziglang==0.17.0' 'build>=1.2' 'scikit-build-core>=1.1'
+              'auditwheel>=6.8,<7' 'abi3audit>=0.0.26')
+python3 -c 'import sys, swig, ziglang, build, scikit_build_core, auditwheel, abi3audit
 from importlib.metadata import version
-sys.exit(version("ziglang") != "0.17.0")' >/dev/null 2>&1 ||
+sys.exit(version("swig") != "4.5.1" or version("ziglang") != "0.17.0")' >/dev/null 2>&1 ||
   python3 -m pip install -q "${python_tools[@]}"
 # pyenv's shims for the commands just installed (swig).
 command -v pyenv >/dev/null && pyenv rehash || true

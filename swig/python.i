@@ -12,6 +12,10 @@
  *   - the GIL is released while the C function runs (threads="1"), so other
  *     Python threads go on while a call waits for the nodes.
  * Pointers come back unowned; the package (redlock/client.py) frees them.
+ * The module keeps to CPython's limited API of 3.10 (Py_LIMITED_API, set by
+ * bindings/python/CMakeLists.txt; SWIG 4.2 or later): no buffer protocol,
+ * no look inside a type object, so that one module serves every CPython
+ * from 3.10 on (the stable ABI).
  */
 %module(package="redlock", threads="1") capi
 
@@ -25,8 +29,13 @@ SWIGEXPORT PyObject *PyInit__capi(void);
 
 /* Adds an output parameter to the result: the first replaces the None that
  * a status's typemap left there. SWIG 4.3 gave SWIG_Python_AppendOutput the
- * flag that asks for that replacement. */
+ * flag that asks for that replacement, and its own OUTPUT typemaps (int
+ * *OUTPUT, ...) pass 0 for a function that returns int: a status, which
+ * returns None here. Forcing the flag to 1 (as SWIG's maintainers advise,
+ * swig/swig#3084) keeps the None out: (locked, ttl), not [None, locked, ttl].
+ * The macro names itself, which the preprocessor does not expand again. */
 #if SWIG_VERSION >= 0x040300
+#define SWIG_Python_AppendOutput(result, obj, is_void) SWIG_Python_AppendOutput(result, obj, 1)
 #define redlock_py_append(result, obj) SWIG_Python_AppendOutput(result, obj, 1)
 #else
 #define redlock_py_append(result, obj) SWIG_Python_AppendOutput(result, obj)
@@ -76,7 +85,12 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
   Py_ssize_t len;
 
   if (!PyUnicode_Check(obj)) {
-    PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what, Py_TYPE(obj)->tp_name);
+    /* The type's name from its __name__: the limited API hides tp_name. */
+    PyObject *name = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__name__");
+    if (name != NULL) {
+      PyErr_Format(PyExc_TypeError, "%s must be str, not %.100U", what, name);
+      Py_DECREF(name);
+    }
     return NULL;
   }
   text = PyUnicode_AsUTF8AndSize(obj, &len);
@@ -168,7 +182,7 @@ REDLOCK_PY_INTERRUPTIBLE(redlock_lock_fair)
   if (items == NULL) {
     SWIG_fail;
   }
-  n = PyTuple_GET_SIZE(items);
+  n = PyTuple_Size(items);
   texts = (const char **)PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(*texts));
   if (texts == NULL) {
     PyErr_NoMemory();
@@ -177,7 +191,7 @@ REDLOCK_PY_INTERRUPTIBLE(redlock_lock_fair)
   $1 = ($1_ltype)texts;
   $2 = (size_t)n;
   for (i = 0; i < n; i++) {
-    texts[i] = redlock_py_text(PyTuple_GET_ITEM(items, i), "$symname: every item of $1_name");
+    texts[i] = redlock_py_text(PyTuple_GetItem(items, i), "$symname: every item of $1_name");
     if (texts[i] == NULL) {
       SWIG_fail;
     }
@@ -345,18 +359,30 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %typemap(out) size_t redlock_conn_output, size_t redlock_sub_output
 %{ $result = PyBytes_FromStringAndSize(temp2, (Py_ssize_t)$1); %}
 
-/* redlock_conn_received takes what was read, as any bytes-like object. */
-%typemap(in) (const char *bytes, size_t len) (Py_buffer view, int got = 0) {
-  if (PyObject_GetBuffer($input, &view, PyBUF_SIMPLE) != 0) {
+/* redlock_conn_received and redlock_sub_received take what was read as a
+ * bytes or bytearray object followed by the count of its first bytes to
+ * take: redlock_conn_received(conn, buffer, nbytes, now). The limited API of
+ * 3.10 has no buffer protocol (no memoryview), so the asyncio driver hands
+ * over the bytearray it reads into, whole. The check of len names bytes'
+ * size by its argument number (2), as redlock_conn_output's typemap does. */
+%typemap(in) const char *bytes (Py_ssize_t size = 0) {
+  char *data = NULL;
+
+  if (PyByteArray_Check($input)) {
+    data = PyByteArray_AsString($input);
+    size = PyByteArray_Size($input);
+  } else if (!PyBytes_Check($input)) {
+    PyErr_SetString(PyExc_TypeError, "$symname: $1_name must be bytes or bytearray");
+    SWIG_fail;
+  } else if (PyBytes_AsStringAndSize($input, &data, &size) != 0) {
     SWIG_fail;
   }
-  got = 1;
-  $1 = ($1_ltype)view.buf;
-  $2 = (size_t)view.len;
+  $1 = ($1_ltype)data;
 }
-%typemap(freearg) (const char *bytes, size_t len) %{
-  if (got$argnum) {
-    PyBuffer_Release(&view$argnum);
+%typemap(check) size_t len %{
+  if ($1 > (size_t)size2) {
+    PyErr_SetString(PyExc_ValueError, "$symname: $1_name is beyond the end of bytes");
+    SWIG_fail;
   }
 %}
 

@@ -143,7 +143,7 @@ class _Conn(asyncio.BufferedProtocol):
         self.replied = True
         run = self.run
         now = _now()
-        if _received(self.conn, self.driver.view[:nbytes], now) != 0:
+        if _received(self.conn, self.driver.buffer, nbytes, now) != 0:
             self.driver.close(self, None)
         elif run is not None and run.waiting is not None:
             # Most replies change nothing the run waits for (a vote before
@@ -340,7 +340,11 @@ class _Driver:
         self.deliver_timer: Optional[asyncio.TimerHandle] = None
         self.deliver_at = 0  # when deliver_timer is due (the engine's ms)
         self.closed = False
-        self.view = memoryview(bytearray(16384))
+        # What the connections read into (through a view: a transport may
+        # slice it), handed to the engine whole with the count read (the
+        # stable ABI of 3.10 has no buffer protocol for a slice of it).
+        self.buffer = bytearray(16384)
+        self.view = memoryview(self.buffer)
         self.wakes = _Wakes(self)
         self.tls: Optional[ssl.SSLContext] = None  # made on first use, from the options
         self.tls_failure = ""
@@ -594,7 +598,7 @@ class _Sub(asyncio.Protocol):
         if self.closed:
             return
         sub, waiters = self.sub, self.wakes.waiters
-        broken = _capi.redlock_sub_received(sub, data) != 0
+        broken = _capi.redlock_sub_received(sub, data, len(data)) != 0
         while not broken:
             event = _capi.redlock_sub_next(sub)
             if event == 0:

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -114,11 +115,21 @@ class ExtraNode:
              "--dir", str(path), "--save", "", "--appendonly", "no", *args],
             stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while not self.socket.exists():
+        while not self.listening():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.01)
+
+    def listening(self) -> bool:
+        # The socket's file appears when it is bound, before the server
+        # listens: until then a connection is refused.
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(str(self.socket))
+            except OSError:
+                return False
+        return True
 
     def uri(self, credentials: str = "") -> str:
         return f"unix://{credentials}{self.socket}"
