@@ -1,8 +1,19 @@
 /* random.c - the operating system's CSPRNG (see random.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+/* glibc has getrandom() since 2.25; the library runs on glibc 2.17, where it
+ * makes the system call itself (musl has had it since 1.1.20). */
+#if defined(__GLIBC__) && (__GLIBC__ < 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ < 25))
+#include <sys/syscall.h>
+static ssize_t getrandom(void *buf, size_t len, unsigned int flags)
+{
+    return (ssize_t)syscall(SYS_getrandom, buf, len, flags);
+}
+#else
+#include <sys/random.h>
+#endif
 
 #include "random.h"
 
@@ -12,9 +23,7 @@ int rl_os_random(void *unused, void *out, size_t n)
     unsigned char *buf = out;
     size_t got = 0;
     while (got < n) {
-        /* The system call, not glibc's getrandom(), which glibc has only
-         * since 2.25: the library runs on glibc 2.17. */
-        long r = syscall(SYS_getrandom, buf + got, n - got, 0);
+        ssize_t r = getrandom(buf + got, n - got, 0);
         if (r > 0)
             got += (size_t)r;
         else if (r < 0 && errno == EINTR)
