@@ -311,7 +311,8 @@ def test_an_outage_ends_a_wait_with_no_quorum_and_contention_does_not(nodes, pre
         with pytest.raises(redlock.NoQuorum) as failed:
             with client.get_lock("job"):
                 pytest.fail("entered without a quorum")
-        assert 0.3 <= time.monotonic() - started < 5.0
+        # The library counts whole milliseconds: 300 of them may be 299.x.
+        assert 0.299 <= time.monotonic() - started < 5.0
         assert "unavailable_timeout_ms" in str(failed.value)
         with pytest.raises(redlock.NoQuorum):
             client.get_lock("job").acquire()
