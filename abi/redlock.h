@@ -150,11 +150,13 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         master gone); 0: never. A promoted master's guard lasts this much
  *         longer than max_lease_ms: use one value on every client of a group
  *     watchdog_lease_ms (default "30000"; 3 to 2147483647)
- *         the lease of a kept lock (no lease given), renewed every third of it
+ *         the lease of a kept lock (no lease given), renewed every third of it;
+ *         unless set, max_lease_ms when that is less than the default
  *     unavailable_timeout_ms (default "5000"; 0 to 2147483647)
  *         a wait for a lock ends with REDLOCK_ENOQUORUM once every attempt for
  *         this long failed for want of nodes answering (an outage, not
- *         contention); 0: never
+ *         contention; nodes the restart guard holds back are waited for); 0:
+ *         never
  *     fencing (default "0"; 0 or 1)
  *         1: each acquisition gets a fencing token that increases across the
  *         quorum (a counter key per resource, kept without expiry); 0: off

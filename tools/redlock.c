@@ -42,7 +42,9 @@
 #define EXIT_CANNOT_EXECUTE 126 /* as in the shell */
 #define EXIT_NOT_FOUND 127      /* as in the shell */
 
-#define DEFAULT_TTL_MS 30000
+/* No --ttl: the library's lease of a kept lock (watchdog_lease_ms: 30 s,
+ * or max_lease_ms when that is less), read once the options are set. */
+#define TTL_UNSET 0
 #define WAIT_UNTIL_FREE (-1) /* no -n or -w: wait as long as the lock is held */
 #define SHELL "/bin/sh"      /* runs -c's string */
 #define PASSWORD_MAX_BYTES 1024
@@ -135,7 +137,8 @@ static const char usage_head[] =
     "                               a comma followed by scheme:// starts the next\n"
     "                               URI; other commas belong to the URI\n"
     "  -t, --ttl DURATION           lease of the lock, extended every third of it\n"
-    "                               while COMMAND runs (default 30s)\n"
+    "                               while COMMAND runs (default: watchdog_lease_ms,\n"
+    "                               30s, or max_lease_ms when that is less)\n"
     "      --key-prefix PREFIX      prepended to NAME to form the Redis key\n"
     "      --node-timeout DURATION  deadline for one node's reply (default 50ms)\n"
     "      --connect-timeout DURATION\n"
@@ -167,7 +170,9 @@ static const char usage_tail[] =
     "Waiting: without -n or -w, redlock retries for as long as someone else holds\n"
     "the lock, but not through an outage: the wait ends with status 69 once every\n"
     "attempt for unavailable_timeout_ms (default 5s) lacked answers from enough\n"
-    "nodes (-o unavailable_timeout_ms=0 waits through outages too).\n"
+    "nodes (-o unavailable_timeout_ms=0 waits through outages too). Nodes that\n"
+    "the restart guard holds back after a failover or restart are no outage:\n"
+    "the wait goes on until the guard ends.\n"
     "\n"
     "Environment:\n"
     "  REDLOCK_NODES     the nodes, when no --nodes is given\n"
@@ -483,7 +488,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
     int opt, long_index = -1;
 
     memset(cfg, 0, sizeof *cfg);
-    cfg->ttl_ms = DEFAULT_TTL_MS;
+    cfg->ttl_ms = TTL_UNSET;
     cfg->wait_ms = WAIT_UNTIL_FREE;
     cfg->conflict_exit = EX_TEMPFAIL;
     /* Each argument adds at most one entry to either array. */
@@ -760,6 +765,16 @@ static void print_event(void *data, int level, const char *event, const char *me
 
     (void)data;
     fprintf(stderr, "redlock: [%s] %s %s\n", name, event, message);
+}
+
+/* The client's lease of a kept lock (watchdog_lease_ms). */
+static int64_t kept_lease_ms(redlock_ctx *ctx)
+{
+    char value[32];
+
+    if (redlock_ctx_get_option(ctx, "watchdog_lease_ms", value, sizeof value) != REDLOCK_OK)
+        return 30000;
+    return strtoll(value, NULL, 10);
 }
 
 /* Makes the client and applies the settings. Returns an exit status, EX_OK on success. */
@@ -1339,6 +1354,8 @@ int main(int argc, char **argv)
     ignore_sigpipe();
     parse_args(&cfg, argc, argv);
     status = open_ctx(&ctx, &cfg);
+    if (status == EX_OK && cfg.ttl_ms == TTL_UNSET)
+        cfg.ttl_ms = kept_lease_ms(ctx);
     if (status == EX_OK)
         status = cfg.check ? check_nodes(ctx) : acquire_and_run(ctx, &cfg);
     redlock_ctx_free(ctx);

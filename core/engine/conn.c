@@ -153,7 +153,7 @@ static bool queue_handshake(rl_conn *c)
             return false;
     }
     c->gate = c->q_len > 0 ? c->queued : GATE_OPEN;
-    for (int i = 0; i < RL_N_SCRIPTS; i++) {
+    for (int i = 0; !c->to.census && i < RL_N_SCRIPTS; i++) {
         const char *argv[3] = { "SCRIPT", "LOAD", rl_scripts[i]->body };
         if (!send_own(c, RL_ENTRY_SCRIPT, 3, argv))
             return false;
@@ -164,12 +164,22 @@ static bool queue_handshake(rl_conn *c)
     if (!c->ctx->opt.restart_guard)
         return true;
     char key[RL_GUARD_KEY_MAX], lease[24], epoch[24];
-    if (!guard_key(c, key, sizeof key))
+    if (!guard_key(c, key, sizeof key)) {
+        rl_node_guard_read(node, c->to.server);   /* it serves no slot: nothing to guard */
+        if (c->to.census)
+            c->gate = c->queued;   /* the census connection ends on INFO's reply */
         return true;
+    }
     snprintf(lease, sizeof lease, "%lld", (long long)rl_node_guard_ms(node));
     snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
     const char *guard[6] = { "EVAL", rl_script_guard.body, "1", key, lease, epoch };
-    return send_own(c, RL_ENTRY_GUARD, 6, guard);
+    if (!send_own(c, RL_ENTRY_GUARD, 6, guard))
+        return false;
+    /* A census connection asks for the guard and ends: nothing behind it is
+     * written (handshake_reply). */
+    if (c->to.census)
+        c->gate = c->queued;
+    return true;
 }
 
 static rl_conn *make(rl_client *ctx, size_t node, const rl_target *to)
@@ -422,7 +432,10 @@ static void sentinel_reply(rl_conn *c, const redisReply *reply, int64_t now)
         return;
     }
     rl_node_sentinel_missed(node, c->to.gen);
-    if (reply->type == REDIS_REPLY_ERROR)
+    if (reply->type == REDIS_REPLY_ERROR && rl_reply_error_code(reply->str) == REDLOCK_EAUTH)
+        redirect(c, "sentinel %s refused: %.60s (its credentials: sentinel_user, "
+                 "sentinel_password)", sentinel, reply->str);
+    else if (reply->type == REDIS_REPLY_ERROR)
         redirect(c, "sentinel %s refused: %.100s", sentinel, reply->str);
     else
         redirect(c, "sentinel %s does not know the master %.60s", sentinel,
@@ -513,8 +526,13 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
     if (reply->type == REDIS_REPLY_ERROR) {
         if (kind == RL_ENTRY_AUTH || kind == RL_ENTRY_SELECT) {
             int code = rl_reply_error_code(reply->str);
+            /* A sentinel's AUTH takes sentinel_user and sentinel_password,
+             * not the master's credentials: say whose were refused. */
+            bool of_sentinel = kind == RL_ENTRY_AUTH && c->to.sentinel
+                               && node->addr.kind == RL_NODE_SENTINEL;
             rl_conn_break(c, code, "connection setup refused (%s): %.100s",
-                          kind == RL_ENTRY_AUTH ? "AUTH" : "SELECT", reply->str);
+                          of_sentinel ? "a sentinel's AUTH: sentinel_user, sentinel_password"
+                          : kind == RL_ENTRY_AUTH ? "AUTH" : "SELECT", reply->str);
             rl_node_failed(node, rl_node_state_after(code), c->why, now);
         } else {
             /* SCRIPT LOAD, INFO, ROLE or the guard refused (an ACL without
@@ -541,9 +559,20 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
     } else if (kind == RL_ENTRY_GUARD && reply->type == REDIS_REPLY_INTEGER) {
         rl_node_guarded(node, reply->integer, now);
     }
+    /* The guard's answer, or its refusal (then this node has none), is
+     * known; a census connection has done its work. */
+    if (kind == RL_ENTRY_GUARD)
+        rl_node_guard_read(node, c->to.server);
+    if (c->to.census && c->state != RL_CONN_BROKEN
+        && (kind == RL_ENTRY_GUARD
+            || (kind == RL_ENTRY_INFO
+                && (c->q_len == 0 || c->q[c->q_head].kind != RL_ENTRY_GUARD)))) {
+        redirect(c, "read the guard of master %s:%d", c->to.host, c->to.port);
+        return;
+    }
     /* The last reply of AUTH, SELECT and ROLE opens the gate. */
     if (kind <= RL_ENTRY_ROLE && c->gate != GATE_OPEN && c->state != RL_CONN_BROKEN
-        && (c->q_len == 0 || c->q[c->q_head].kind > RL_ENTRY_SLOTS))
+        && !c->to.census && (c->q_len == 0 || c->q[c->q_head].kind > RL_ENTRY_SLOTS))
         c->gate = GATE_OPEN;
 }
 

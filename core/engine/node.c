@@ -100,6 +100,40 @@ void rl_node_target_slot(rl_node *node, int slot, int server, rl_target *t)
     pthread_mutex_unlock(&node->mu);
 }
 
+int rl_node_census(rl_node *node)
+{
+    if (node->addr.kind != RL_NODE_CLUSTER || !node->ctx->opt.restart_guard)
+        return -1;
+    int unread = -1;
+    pthread_mutex_lock(&node->mu);
+    for (size_t i = 0; node->mapped && i < node->map.n_shards && unread < 0; i++) {
+        const rl_shard_node *m = &node->map.shards[i].master;
+        int k = server_index(node, m->host, m->port);
+        if (k >= 0 && !(node->guards_read & (UINT64_C(1) << k)))
+            unread = k;
+    }
+    pthread_mutex_unlock(&node->mu);
+    return unread;
+}
+
+void rl_node_census_target(rl_node *node, int server, rl_target *t)
+{
+    pthread_mutex_lock(&node->mu);
+    const rl_server *m = &node->masters[server];
+    *t = (rl_target){ .host = m->host, .port = m->port, .server = server, .gen = node->gen,
+                      .census = true };
+    pthread_mutex_unlock(&node->mu);
+}
+
+void rl_node_guard_read(rl_node *node, int server)
+{
+    if (server < 0 || server >= RL_NODE_MASTERS_MAX)
+        return;
+    pthread_mutex_lock(&node->mu);
+    node->guards_read |= UINT64_C(1) << server;
+    pthread_mutex_unlock(&node->mu);
+}
+
 int rl_node_server_for(rl_node *node, int slot, int server)
 {
     if (node->addr.kind != RL_NODE_CLUSTER)

@@ -39,6 +39,7 @@ typedef struct rl_target {
     const char *host;
     int port;
     bool sentinel;   /* a sentinel, or a Cluster's seed: the connection asks and ends */
+    bool census;     /* a Cluster's master whose guard is read: the connection asks and ends */
     bool asking;     /* a Cluster's master a -ASK named: ASKING before the command */
     int server;      /* a Cluster's master: its index in the node's masters; else -1 */
     uint64_t gen;    /* the node's generation it was chosen in */
@@ -80,6 +81,7 @@ typedef struct rl_node {
     rl_slot_map map;
     bool mapped;
     char server_run_id[RL_NODE_MASTERS_MAX][41];
+    uint64_t guards_read;       /* the masters (bits of masters[]) whose guard this client read */
     int64_t resolved_at;        /* when a sentinel last named the master */
     int64_t poll_until;         /* an operation asks a sentinel until then (one at a time) */
     uint64_t gen;
@@ -95,6 +97,20 @@ void rl_node_target(rl_node *node, rl_target *t);
  * into masters, from a -ASK; -1 none) with ASKING; a seed to ask for the slot
  * map while the node has none. On other nodes, rl_node_target. */
 void rl_node_target_slot(rl_node *node, int slot, int server, rl_target *t);
+/* A Cluster node's census (the restart guard on): a master of its slot map
+ * whose guard this client has not read yet (an index into masters), or -1
+ * when it has read every one's, or the node is no Cluster, has no map yet,
+ * or the guard is off. A new lock counts a Cluster node's yes only once it
+ * has read them all, since a master held back holds back the whole node
+ * (a slot may migrate off a promoted master). */
+int rl_node_census(rl_node *node);
+/* Where the next census connection goes: the first master rl_node_census
+ * names, which the connection asks for its guard and ends (t->census). */
+void rl_node_census_target(rl_node *node, int server, rl_target *t);
+/* A guard script ran on a connection to master `server` (an index into
+ * masters; -1 none): its answer (or its refusal) is known. */
+void rl_node_guard_read(rl_node *node, int server);
+
 /* The master a connection for slot would go to now (as rl_node_target_slot),
  * or -1 when a seed must be asked first; other nodes: -1. */
 int rl_node_server_for(rl_node *node, int slot, int server);

@@ -418,11 +418,11 @@ static void owe(rl_op *op, size_t i, size_t from, int64_t now)
 {
     redlock_handle *h = op->h;
     if (!chained(op, i)) {
-        rl_owed_add(op->ctx, i, h->keys, h->token, now);
+        rl_owed_add(op->ctx, i, h->keys, h->token, false, now);
         return;
     }
     for (size_t g = from; g < op->n_parts; g++)
-        rl_owed_add(op->ctx, i, op->parts[g], h->token, now);
+        rl_owed_add(op->ctx, i, op->parts[g], h->token, false, now);
 }
 
 /* Node i's vote is in (op->results[i]). A chained node's lock parts taken
@@ -435,8 +435,8 @@ static void chain_ended(rl_op *op, size_t i, int64_t now)
     slot *s = &op->slots[i];
     if (op->kind == OP_LOCK && op->cmd->kind == RL_CMD_ACQUIRE
         && op->results[i].vote != RL_VOTE_YES)
-        for (size_t g = 0; g < s->part; g++)
-            rl_owed_add(op->ctx, i, op->parts[g], op->h->token, now);
+        for (size_t g = 0; g < s->part; g++)   /* each said yes: they landed */
+            rl_owed_add(op->ctx, i, op->parts[g], op->h->token, true, now);
     else if (op->kind == OP_UNLOCK)
         owe(op, i, s->part + 1, now);
 }
@@ -904,18 +904,18 @@ static void undo_attempt(rl_op *op, int64_t now)
             /* The parts before the current one were taken; the current
              * one's release goes behind it, as below. */
             for (size_t g = 0; g < s->part; g++)
-                rl_owed_add(op->ctx, i, op->parts[g], op->h->token, now);
+                rl_owed_add(op->ctx, i, op->parts[g], op->h->token, true, now);
             rl_cmd *part = rl_cmd_new(RL_CMD_RELEASE, op->parts[s->part], op->h->token, 0);
             bool queued = s->sent && s->conn && part
                         && rl_cmd_send(part, s->conn, false) == REDLOCK_OK;
             if ((s->sent && !queued) || s->maybe_ran)
-                rl_owed_add(op->ctx, i, op->parts[s->part], op->h->token, now);
+                rl_owed_add(op->ctx, i, op->parts[s->part], op->h->token, false, now);
             rl_cmd_unref(part);
             continue;
         }
         bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn, false) == REDLOCK_OK;
         if ((s->sent && !queued) || s->maybe_ran)
-            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, now);
+            rl_owed_add(op->ctx, i, op->h->keys, op->h->token, false, now);
     }
     rl_cmd_unref(rel);
 }
@@ -1034,7 +1034,13 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         if (h->keys->kind == RL_LOCK_FAIR && op->ticket == 0)
             op->ticket = ticket_of(op);
         undo_attempt(op, now);
-        if (v->rc != REDLOCK_ENOQUORUM)
+        /* Nodes the restart guard holds back are not an outage: the guard's
+         * end is known, and the wait goes on to it (guard_wait). */
+        bool only_guards = false;
+        int64_t guard_wait = v->rc != REDLOCK_ENOQUORUM ? 0
+            : rl_quorum_guard_wait(op->results, op->ctx->n_nodes,
+                                   rl_quorum_of(op->ctx->n_nodes, h->keys->permits), &only_guards);
+        if (v->rc != REDLOCK_ENOQUORUM || guard_wait > 0)
             op->unavailable_since = INT64_MAX;
         else if (op->unavailable_since == INT64_MAX)
             op->unavailable_since = op->round_start;
@@ -1048,6 +1054,12 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
         }
         if (retryable(v->rc) && now < op->give_up) {
             int64_t pause = retry_pause_ms(op), left = op->give_up - now;
+            /* Held back by guards alone, no attempt can succeed before the
+             * guard ends (but through a release, which wakes a waiter):
+             * the next one is then. With nodes failing too, the attempts go
+             * on as usual, the next one no later than the guard's end. */
+            if (guard_wait > 0 && (only_guards || guard_wait < pause))
+                pause = guard_wait;
             op->phase = PHASE_PAUSE;
             op->wake_at = now + (pause < left ? pause : left);
             op->rc = v->rc;
@@ -1621,6 +1633,17 @@ static void unpark(rl_op *op, int64_t now)
     }
 }
 
+/* The master of node i whose guard the operation must read first, or -1:
+ * a new lock (or a ping) on a Cluster node reads every master's guard before
+ * its vote can count (rl_node_census). */
+static int census_of(const rl_op *op, size_t i)
+{
+    rl_verb verb = verb_of(op);
+    if (verb != RL_VERB_ACQUIRE && verb != RL_VERB_PING)
+        return -1;
+    return rl_node_census(&op->ctx->nodes[i]);
+}
+
 rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
 {
     char why[160];
@@ -1633,8 +1656,12 @@ rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
             + atomic_load(&op->ctx->conns[node].paused);
     bool full = false;
     rl_target to;
+    int census = s->ask ? -1 : census_of(op, node);
     if (s->ask)
         rl_node_sentinel_target(&op->ctx->nodes[node], &to);
+    else if (census >= 0 && rl_node_server_for(&op->ctx->nodes[node], s->key_slot,
+                                               s->ask_server) >= 0)
+        rl_node_census_target(&op->ctx->nodes[node], census, &to);
     else
         rl_node_target_slot(&op->ctx->nodes[node], s->key_slot, s->ask_server, &to);
     if (code == REDLOCK_OK
@@ -1661,9 +1688,11 @@ bool rl_op_wants_fresh(const rl_op *op, size_t node)
         return false;
     const slot *s = &op->slots[node];
     rl_node *n = &op->ctx->nodes[node];
-    /* A Cluster node without a slot map asks a seed for one. */
+    /* A Cluster node without a slot map asks a seed for one, and one whose
+     * masters' guards are not all read reads them first. */
     return s->ask || (n->addr.kind == RL_NODE_CLUSTER
-                      && rl_node_server_for(n, s->key_slot, s->ask_server) < 0);
+                      && (rl_node_server_for(n, s->key_slot, s->ask_server) < 0
+                          || census_of(op, node) >= 0));
 }
 
 bool rl_op_fits(const rl_op *op, size_t node, const rl_conn *c)
@@ -2039,10 +2068,14 @@ void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now)
         return;
     }
     /* A Sentinel node's connection that ended without writing the command
-     * (a sentinel named the master, or the master turned replica): the
-     * command goes to the master on a new connection; a few times a round,
-     * so that every sentinel may be asked. */
-    if (c->redirected && s->redirects < op->ctx->nodes[i].addr.n_sentinels + 4) {
+     * (a sentinel named the master, or the master turned replica), or a
+     * Cluster node's (a seed gave the map, a master its guard): the command
+     * goes on a new connection; a few times a round, so that every sentinel
+     * may be asked, and every master of a Cluster. */
+    const rl_node *n = &op->ctx->nodes[i];
+    size_t redirects = n->addr.n_sentinels + 4
+                     + (n->addr.kind == RL_NODE_CLUSTER ? RL_NODE_MASTERS_MAX : 0);
+    if (c->redirected && s->redirects < redirects) {
         s->redirects++;
         s->state = SLOT_WANT_CONN;
         /* A -ASK: this command alone goes to the master it named. */

@@ -152,7 +152,30 @@ static int64_t load_int(const option *opt, const void *field)
     return *(const int64_t *)field;
 }
 
+/* A default that max_lease_ms would make invalid follows it: unless it was
+ * set, the lease of a kept lock (watchdog_lease_ms) is its default or
+ * max_lease_ms, whichever is less. */
+static void follow_max_lease(rl_options *o)
+{
+    if (o->watchdog_lease_set)
+        return;
+    int64_t def = strtoll(find("watchdog_lease_ms")->info.def, NULL, 10);
+    o->watchdog_lease_ms = def < o->max_lease_ms ? def : o->max_lease_ms;
+}
+
+static int set(rl_options *o, const char *name, const char *value);
+
 int rl_options_set(rl_options *o, const char *name, const char *value)
+{
+    int rc = set(o, name, value);
+    if (rc == REDLOCK_OK && strcmp(name, "watchdog_lease_ms") == 0)
+        o->watchdog_lease_set = true;
+    if (rc == REDLOCK_OK)
+        follow_max_lease(o);
+    return rc;
+}
+
+static int set(rl_options *o, const char *name, const char *value)
 {
     if (!name)
         return rl_fail(REDLOCK_EINVAL, "option name is NULL");
@@ -184,12 +207,13 @@ int rl_options_init(rl_options *o)
 {
     memset(o, 0, sizeof *o);
     for (size_t i = 0; i < N_OPTIONS; i++) {
-        int rc = rl_options_set(o, table[i].info.name, table[i].info.def);
+        int rc = set(o, table[i].info.name, table[i].info.def);
         if (rc != REDLOCK_OK) {
             rl_options_free(o);
             return rc;
         }
     }
+    follow_max_lease(o);
     return REDLOCK_OK;
 }
 

@@ -24,7 +24,8 @@ typedef struct rl_options {
     char *sentinel_user;        /* redis-sentinel:// nodes' sentinels: "" when unset */
     char *sentinel_password;
     int64_t sentinel_poll_ms;
-    int64_t watchdog_lease_ms;
+    int64_t watchdog_lease_ms;  /* unless set, its default capped by max_lease_ms */
+    bool watchdog_lease_set;
     int64_t unavailable_timeout_ms;
     char *tls_ca_file;          /* the TLS options: "" when unset */
     char *tls_ca_dir;

@@ -74,7 +74,7 @@ static void release_on(rl_cmd *cmd, rl_conn *c, int64_t now)
 {
     rl_cmd *rel = rl_cmd_new(RL_CMD_RELEASE, cmd->keys, cmd->token, 0);
     if (!rel || rl_cmd_send(rel, c, false) != REDLOCK_OK)
-        rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
+        rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, false, now);
     rl_cmd_unref(rel);
 }
 
@@ -85,7 +85,7 @@ void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, i
         /* The node lost its scripts. An acquire or extend did not run; a
          * release must, so the script itself follows, on this connection. */
         if (cmd->kind == RL_CMD_RELEASE && rl_cmd_send_script(cmd, c) != REDLOCK_OK)
-            rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, now);
+            rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, false, now);
         return;
     }
     if (cmd->kind != RL_CMD_ACQUIRE || e->covered || !rl_cmd_undone(cmd))
@@ -102,17 +102,19 @@ void rl_cmd_late_lost(const rl_entry *e, rl_client *ctx, size_t node, bool writt
     rl_cmd *cmd = e->cmd;
     if (cmd->kind == RL_CMD_RELEASE || (cmd->kind == RL_CMD_ACQUIRE && written && !e->covered
                                          && rl_cmd_undone(cmd)))
-        rl_owed_add(ctx, node, cmd->keys, cmd->token, now);
+        rl_owed_add(ctx, node, cmd->keys, cmd->token, false, now);
 }
 
 /* ---- releases owed to nodes ---- */
 
-void rl_owed_add(rl_client *ctx, size_t node, rl_keys *keys, const char *token, int64_t now)
+void rl_owed_add(rl_client *ctx, size_t node, rl_keys *keys, const char *token, bool landed,
+                 int64_t now)
 {
     int64_t until = now + rl_ctx_max_lease(ctx) + OWED_GRACE_MS;
     /* The command this release undoes may still be on its way on the lost
-     * connection: the release waits one node deadline, so it lands after. */
-    int64_t not_before = now + ctx->opt.node_timeout_ms;
+     * connection: the release waits one node deadline, so it lands after.
+     * One whose command landed (its reply came) goes at once. */
+    int64_t not_before = landed ? now : now + ctx->opt.node_timeout_ms;
     pthread_mutex_lock(&ctx->owed->mu);
     /* One release per node, token and keys is enough: it is idempotent. (A
      * lock whose keys span a Cluster node's slots owes one per slot.) */
@@ -120,6 +122,7 @@ void rl_owed_add(rl_client *ctx, size_t node, rl_keys *keys, const char *token, 
         if (o->node == node && strcmp(o->cmd->token, token) == 0
             && rl_keys_same(o->cmd->keys, keys)) {
             o->until = until > o->until ? until : o->until;
+            o->not_before = not_before < o->not_before ? not_before : o->not_before;
             pthread_mutex_unlock(&ctx->owed->mu);
             return;
         }
@@ -181,7 +184,7 @@ void rl_owed_send(rl_client *ctx, rl_conn *c, int64_t now)
         rl_owed *o = mine;
         mine = o->next;
         if (o->node == c->node && o->until > now && rl_cmd_send(o->cmd, c, false) != REDLOCK_OK)
-            rl_owed_add(ctx, o->node, o->cmd->keys, o->cmd->token, now);
+            rl_owed_add(ctx, o->node, o->cmd->keys, o->cmd->token, true, now);   /* it was due */
         rl_cmd_unref(o->cmd);
         free(o);
     }

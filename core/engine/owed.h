@@ -20,8 +20,9 @@
  *   - ping: nothing.
  *
  * A release owed to a node waits one node deadline (what it undoes lands
- * first), goes out on the next connection to the node, and is given up once
- * the keys it releases have expired anyway.
+ * first; none when the node answered it already), goes out on the next
+ * connection to the node, and is given up once the keys it releases have
+ * expired anyway.
  */
 #ifndef RL_OWED_H
 #define RL_OWED_H
@@ -43,9 +44,11 @@ void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const struct redisReply *r
 void rl_cmd_late_lost(const rl_entry *e, struct rl_client *ctx, size_t node, bool written,
                       int64_t now);
 
-/* A release of keys/token owed to node: sent on the next connection to it. */
+/* A release of keys/token owed to node: sent on the next connection to it,
+ * one node deadline from now, or at once when what it undoes landed (the
+ * node answered it: a Cluster node's parts taken before a part said no). */
 void rl_owed_add(struct rl_client *ctx, size_t node, rl_keys *keys, const char *token,
-                 int64_t now);
+                 bool landed, int64_t now);
 /* Queues on c every release owed to its node (dropping those past their time). */
 void rl_owed_send(struct rl_client *ctx, rl_conn *c, int64_t now);
 /* When the first release owed (to node, or to any node when node is

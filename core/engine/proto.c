@@ -96,6 +96,7 @@ void rl_result_fail(rl_result *r, int code, const char *fmt, ...)
     va_list ap;
     r->vote = RL_VOTE_FAILED;
     r->code = code;
+    r->guard_ms = 0;
     va_start(ap, fmt);
     vsnprintf(r->why, sizeof r->why, fmt, ap);
     va_end(ap);

@@ -40,6 +40,8 @@ typedef struct rl_result {
     rl_vote vote;
     int code;          /* for RL_VOTE_FAILED: the REDLOCK_E* that describes it */
     char why[160];     /* for RL_VOTE_FAILED: printable reason */
+    int64_t guard_ms;  /* for RL_VOTE_FAILED: a yes the restart guard holds back, for this
+                        * many ms more (rl_quorum_admit); 0 for any other failure */
     uint64_t holder;   /* inspect, RL_VOTE_YES: a hash of the key's value (its token) */
     int64_t pttl;      /* inspect, RL_VOTE_YES: the key's PTTL in ms (-1: no expiry) */
     int64_t free;      /* a query of a semaphore's permits, RL_VOTE_YES: the free ones */

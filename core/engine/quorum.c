@@ -43,11 +43,43 @@ void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, in
      * token, so it did not lose this key whatever happened to it. */
     if (!ctx->opt.restart_guard || (verb != RL_VERB_ACQUIRE && verb != RL_VERB_PING))
         return;
+    int unread = rl_node_census(&ctx->nodes[node]);
+    if (unread >= 0) {
+        rl_result_fail(r, REDLOCK_ENOQUORUM,
+                       "not counted before the guard of every master is read (%s not yet)",
+                       ctx->nodes[node].masters[unread].label);
+        return;
+    }
     int64_t left = rl_node_guard_left(&ctx->nodes[node], now);
-    if (left > 0)
+    if (left > 0) {
         rl_result_fail(r, REDLOCK_ENOQUORUM,
                        "may have lost keys (restarted or failed over); not counted for %lld ms more (restart_guard)",
                        (long long)left);
+        r->guard_ms = left;
+    }
+}
+
+int64_t rl_quorum_guard_wait(const rl_result *results, size_t n, size_t q, bool *only_guards)
+{
+    size_t yes = 0, guarded = 0;
+    int64_t ends[64];
+    *only_guards = true;
+    for (size_t i = 0; i < n; i++) {
+        if (results[i].vote == RL_VOTE_YES) {
+            yes++;
+        } else if (results[i].vote == RL_VOTE_FAILED && results[i].guard_ms > 0 && guarded < 64) {
+            /* Kept in order: the soonest end first. */
+            size_t j = guarded++;
+            for (; j > 0 && ends[j - 1] > results[i].guard_ms; j--)
+                ends[j] = ends[j - 1];
+            ends[j] = results[i].guard_ms;
+        } else if (results[i].vote != RL_VOTE_NO) {
+            *only_guards = false;
+        }
+    }
+    if (yes >= q || yes + guarded < q)
+        return 0;
+    return ends[q - yes - 1];
 }
 
 typedef struct tally {

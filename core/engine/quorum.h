@@ -38,6 +38,13 @@ int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor);
 void rl_quorum_admit(struct rl_client *ctx, size_t node, rl_verb verb, rl_result *r,
                      int64_t now);
 
+/* When an acquire's round lacks a quorum because the restart guard holds
+ * back yes votes: how long until enough of those nodes count again for the
+ * round's yes votes to make a quorum (a wait with a known end, not an
+ * outage); 0 when the guard is not what it lacks. *only_guards: no node
+ * failed otherwise (down, timed out, an error). */
+int64_t rl_quorum_guard_wait(const rl_result *results, size_t n, size_t q, bool *only_guards);
+
 /* One round of votes, as the verdict needs it. */
 typedef struct rl_round {
     rl_verb verb;

@@ -34,4 +34,26 @@ token=$(cat "$work/a-token")
 [[ "$token" =~ ^[0-9a-f]{32}$ ]] || fail "REDLOCK_TOKEN is not 32 hex characters: '$token'"
 ! grep -qF "$token" "$work/a-err" || fail "--verbose prints the whole token: $(cat "$work/a-err")"
 expect_released long-job
+
+# Without --ttl, the lease is the library's for a kept lock, which a lower
+# max_lease_ms caps: the run is not refused for a default it cannot change.
+run_bg b redlock --nodes "$NODES" -o max_lease_ms=10000 capped-job -- sh -c '
+  touch "$0/b-started"
+  while [ ! -e "$0/b-checked" ]; do sleep 0.05; done' "$work" 2> "$work/b-err"
+for _ in $(seq 1 2000); do
+  [ -e "$work/b-started" ] && break
+  kill -0 "$b" 2>/dev/null || fail "the run with max_lease_ms=10000 ended: $(cat "$work/b-err")"
+  sleep 0.01
+done
+[ -e "$work/b-started" ] || fail "the run with max_lease_ms=10000 did not start: $(cat "$work/b-err")"
+capped=0
+for i in 1 2 3 4 5; do
+  ttl=$(cli_node "$i" PTTL capped-job)
+  [ "$ttl" -gt 0 ] && [ "$ttl" -le 10000 ] && capped=$((capped + 1))
+done
+[ "$capped" -ge 3 ] || fail "only $capped nodes hold the key with a lease of at most 10 s"
+touch "$work/b-checked"
+wait_bg "$b"
+expect_eq 0 "$status" "status of the run with max_lease_ms=10000 and no --ttl"
+expect_released capped-job
 echo "ok"

@@ -77,17 +77,21 @@ def test_a_multi_lock_across_masters_is_all_or_nothing(cluster: Cluster) -> None
         for name in names:
             assert cluster.cli(cluster.owner(name), "EXISTS", name) == "0"
 
-        # One part held by another: refused, and no part is left behind.
-        for held in names:
-            blocker = other.get_lock(held)
-            assert blocker.try_lock(lease=2.5)
-            assert not client.get_multi_lock(*names).try_lock(lease=2.0)
-            for name in names:
-                if name != held:
-                    wait_until(lambda: cluster.cli(cluster.owner(name), "EXISTS", name) == "0",
-                               5.0, f"the part of {name} released")
-            assert cluster.cli(cluster.owner(held), "GET", held) == blocker.token
-            blocker.unlock()
+        # One part held by another: refused, and no part is left behind:
+        # the parts taken before it are released as soon as the refusal is
+        # known, long before a node deadline (5 s for this client) or their
+        # lease (10 s) could end them.
+        with client_of(cluster, node_timeout_ms=5000, max_lease_ms=10000) as patient:
+            for held in names:
+                blocker = other.get_lock(held)
+                assert blocker.try_lock(lease=2.5)
+                assert not patient.get_multi_lock(*names).try_lock(lease=10.0)
+                for name in names:
+                    if name != held:
+                        wait_until(lambda: cluster.cli(cluster.owner(name), "EXISTS", name) == "0",
+                                   2.0, f"the part of {name} released")
+                assert cluster.cli(cluster.owner(held), "GET", held) == blocker.token
+                blocker.unlock()
 
         # Kept (no lease): renewed part by part for longer than its lease.
         kept = client.get_multi_lock(*names)
@@ -202,18 +206,24 @@ def test_after_a_failover_new_locks_wait_and_the_holder_keeps_its_lock(cluster: 
         cluster.failover(replica)
         assert cluster.owner("cluster-held") == replica
         # A client that never saw the old master: the promoted replica says
-        # it may have lost keys, for max_lease_ms.
+        # it may have lost keys, for max_lease_ms, and that holds back the
+        # whole node, a lock on another master's slot too (the client reads
+        # every master's guard before its first new lock counts).
         with client_of(cluster) as fresh:
-            other = fresh.get_lock("cluster-other")
-            if cluster.owner("cluster-other") != replica:
-                other = fresh.get_lock(next(f"cluster-other-{i}" for i in range(1000)
-                                            if cluster.owner(f"cluster-other-{i}") == replica))
+            other = fresh.get_lock(next(f"cluster-other-{i}" for i in range(1000)
+                                        if cluster.owner(f"cluster-other-{i}") == replica))
+            elsewhere = fresh.get_lock(next(f"cluster-else-{i}" for i in range(1000)
+                                            if cluster.owner(f"cluster-else-{i}") != replica))
+            with pytest.raises(redlock.NoQuorum, match="may have lost keys"):
+                elsewhere.try_lock(lease=1.0)
             with pytest.raises(redlock.NoQuorum, match="may have lost keys"):
                 other.try_lock(lease=1.0)
             (node,) = fresh.health()
             assert node["state"] == "guarded" and int(node["guard_ms"]) > 0
             assert other.try_lock(wait=MAX_LEASE_MS / 1000 + 2, lease=1.0)
             other.unlock()
+            assert elsewhere.try_lock(lease=1.0)
+            elsewhere.unlock()
         # The holder's key was copied: renewals find it on the new master.
         time.sleep(2 * MAX_LEASE_MS / 1000)
         assert not lock.lost

@@ -109,3 +109,23 @@ def test_the_guard_is_on_by_default(nodes, make_client, crash):
     crash(2)
     assert not client.get_lock("crash").try_lock(lease=LEASE)
     assert holder.validity > 0
+
+
+def test_a_wait_outlasts_the_guard(nodes, make_client, crash):
+    """Nodes held back by the guard are a wait with a known end, not an
+    outage: with three of five restarted, a call that may wait longer than
+    the guard goes on past unavailable_timeout_ms, and takes the lock once
+    the guard ends (it used to give up with NoQuorum after that timeout)."""
+    client = make_client(nodes.uris, max_lease_ms=int(LEASE * 1000), unavailable_timeout_ms=500)
+    warm_up(nodes, client)
+    for i in (2, 3, 4):
+        crash(i)
+    detail = expect_failure(client, "crash", redlock.NoQuorum, lease=LEASE)
+    left = int(re.search(r"not counted for (\d+) ms more \(restart_guard\)", detail).group(1))
+    started = time.monotonic()
+    lock = client.get_lock("crash")
+    assert lock.try_lock(lease=LEASE, wait=LEASE + 5.0)
+    waited = time.monotonic() - started
+    lock.unlock()
+    # Well past the outage timeout, and taken at the guard's end.
+    assert left / 1000 - 1.0 <= waited <= left / 1000 + 1.0, (left, waited)

@@ -150,8 +150,12 @@ def test_sentinels_that_require_auth_take_sentinel_password(group: SentinelGroup
         assert group.cli(port, "ACL", "SETUSER", "default", "on", ">sentinel-secret") == "OK"
     with redlock.Redlock([group.uri], max_lease_ms=MAX_LEASE_MS, node_timeout_ms=500,
                          connect_timeout_ms=500) as refused:
-        with pytest.raises(redlock.LockError, match="NOAUTH|sentinel"):
+        with pytest.raises(redlock.LockError, match="sentinel_password"):
             refused.get_lock("sentinel-auth").try_lock(lease=1.0)
+    with redlock.Redlock([group.uri], max_lease_ms=MAX_LEASE_MS, node_timeout_ms=500,
+                         connect_timeout_ms=500, sentinel_password="wrong") as wrong:
+        with pytest.raises(redlock.LockError, match="sentinel_password"):
+            wrong.get_lock("sentinel-auth").try_lock(lease=1.0)
     with redlock.Redlock([group.uri], max_lease_ms=MAX_LEASE_MS, node_timeout_ms=500,
                          connect_timeout_ms=500, sentinel_password="sentinel-secret") as client:
         lock = client.get_lock("sentinel-auth")

@@ -113,6 +113,16 @@ static void set_one(rl_options *o, const char *name, const char *value)
         const struct known *k = find(name);
         CHECK(k != NULL);
         check_accepted(k, o, value, &after, &before);
+        /* What follows (options.c): setting watchdog_lease_ms marks it set;
+         * unset, it is its default or max_lease_ms, whichever is less. */
+        if (k->offset == offsetof(rl_options, watchdog_lease_ms)) {
+            CHECK(o->watchdog_lease_set);
+            after.watchdog_lease_set = before.watchdog_lease_set;
+        }
+        if (!o->watchdog_lease_set) {
+            CHECK(o->watchdog_lease_ms == (o->max_lease_ms < 30000 ? o->max_lease_ms : 30000));
+            after.watchdog_lease_ms = before.watchdog_lease_ms;
+        }
     } else {
         CHECK(rc == REDLOCK_EINVAL || rc == REDLOCK_ENOMEM);
         CHECK(redlock_errmsg()[0] != '\0');

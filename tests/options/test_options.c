@@ -183,6 +183,23 @@ static void unknown_names_and_small_buffers_are_refused(void **state)
     rl_options_free(&o);
 }
 
+/* A default that max_lease_ms would make invalid follows it: the lease of a
+ * kept lock is at most max_lease_ms, unless it was set. */
+static void the_kept_lease_follows_a_lower_max_lease(void **state)
+{
+    (void)state;
+    rl_options o;
+    assert_int_equal(rl_options_init(&o), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "max_lease_ms", "10000"), REDLOCK_OK);
+    assert_string_equal(get(&o, "watchdog_lease_ms"), "10000");
+    assert_int_equal(rl_options_set(&o, "max_lease_ms", "90000"), REDLOCK_OK);
+    assert_string_equal(get(&o, "watchdog_lease_ms"), "30000");
+    assert_int_equal(rl_options_set(&o, "watchdog_lease_ms", "20000"), REDLOCK_OK);
+    assert_int_equal(rl_options_set(&o, "max_lease_ms", "5000"), REDLOCK_OK);
+    assert_string_equal(get(&o, "watchdog_lease_ms"), "20000");   /* the user's own */
+    rl_options_free(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +210,7 @@ int main(void)
         cmocka_unit_test(key_prefix_has_a_length_limit),
         cmocka_unit_test(string_options_are_their_own),
         cmocka_unit_test(unknown_names_and_small_buffers_are_refused),
+        cmocka_unit_test(the_kept_lease_follows_a_lower_max_lease),
     };
     return cmocka_run_group_tests_name("options", tests, NULL, NULL);
 }

@@ -160,8 +160,9 @@ static int counting_bytes(void *data, void *buf, size_t n)
 }
 
 /* A client of the Cluster of slots_reply (and `more`, another node),
- * whose slot map is known already, with tokens counted from `seed`. */
-static rl_client *mapped_client(const char *more, unsigned char *seed)
+ * whose slot map is known already (and, but for census_client, every
+ * master's guard read: rl_node_census), with tokens counted from `seed`. */
+static rl_client *census_client(const char *more, unsigned char *seed)
 {
     const char *uris[2] = { CLUSTER, more };
     rl_client *ctx = NULL;
@@ -176,6 +177,14 @@ static rl_client *mapped_client(const char *more, unsigned char *seed)
     answer(c, "+OK\r\n", 1);
     answer(c, slots_reply, 1);
     rl_conn_free(c);
+    return ctx;
+}
+
+static rl_client *mapped_client(const char *more, unsigned char *seed)
+{
+    rl_client *ctx = census_client(more, seed);
+    for (int k; (k = rl_node_census(&ctx->nodes[0])) >= 0;)
+        rl_node_guard_read(&ctx->nodes[0], k);
     return ctx;
 }
 
@@ -382,6 +391,92 @@ static void a_part_refused_releases_the_parts_taken(void **state)
     rl_client_free(ctx);
 }
 
+/* A census connection of op's: its handshake (AUTH, INFO, the guard, and
+ * no command behind them) answered, the guard saying `guard`; it ends
+ * redirected. Returns the master it went to. */
+static const char *census(rl_op *op, int64_t now, const char *guard)
+{
+    int64_t at;
+    assert_true(rl_op_drive(op, now, &at) & RL_DRIVE_CONNECT);
+    int node = rl_op_next_wanted(op, 0);
+    assert_true(node >= 0);
+    rl_conn *c = rl_op_connect(op, (size_t)node, now);
+    assert_non_null(c);
+    assert_true(c->to.census);
+    static char host[64];
+    snprintf(host, sizeof host, "%s", c->to.host);
+    rl_engine_connected(c, now);
+    size_t len;
+    const char *bytes = out(c, &len);
+    assert_non_null(memmem(bytes, len, "INFO", 4));
+    assert_non_null(memmem(bytes, len, "EVAL", 4));
+    assert_null(memmem(bytes, len, "SCRIPT", 6));
+    assert_null(memmem(bytes, len, "$3\r\nSET\r\n", 9));   /* the command waits behind the gate */
+    rl_conn_wrote(c, len, now);
+    answer(c, "+OK\r\n", now);
+    answer(c, "$10\r\nrun_id:abc\r\n", now);
+    bytes = out(c, &len);
+    assert_null(memmem(bytes, len, "$3\r\nSET\r\n", 9));   /* still not */
+    answer(c, guard, now);
+    assert_int_equal(c->state, RL_CONN_BROKEN);
+    assert_true(c->redirected);
+    assert_null(c->op);   /* the operation let it go, and wants another */
+    close_conn(c);
+    return host;
+}
+
+/* A client that never met a Cluster's masters reads every master's guard
+ * before a new lock's vote counts, since a master held back holds back the
+ * whole node (a slot may migrate off it): one connection to each master,
+ * which asks for its guard alone and ends; then the lock's own. A master
+ * held back refuses locks of every master's slots. */
+static void a_new_lock_reads_every_masters_guard_first(void **state)
+{
+    (void)state;
+    unsigned char seed = 0;
+    rl_client *ctx = census_client(NULL, &seed);
+    rl_node *node = &ctx->nodes[0];
+    assert_true(rl_node_census(node) >= 0);
+    char a[32];
+    name_in(a, 0, 100);   /* the first master's */
+    const char *names[1] = { a };
+    rl_op *op = NULL;
+    assert_int_equal(rl_op_lock(&op, ctx, names, 1, 10000, 0, 100), REDLOCK_OK);
+    const char *first = census(op, 100, ":0\r\n");
+    const char *second = census(op, 101, ":0\r\n");
+    (void)first;
+    assert_string_equal(second, "10.0.0.2");
+    assert_int_equal(rl_node_census(node), -1);
+    char sent[16384];
+    rl_conn *c = give(op, 102, sent, sizeof sent);
+    assert_false(c->to.census);
+    assert_string_equal(c->to.host, "10.0.0.1");
+    assert_true(has_key(sent, a));
+    answer(c, strstr(sent, "$3\r\nSET\r\n") ? "$-1\r\n" : ":1\r\n", 103);   /* it was free */
+    int64_t at;
+    assert_true(rl_op_drive(op, 103, &at) & RL_DRIVE_DONE);
+    assert_int_equal(rl_op_status(op), REDLOCK_OK);
+    redlock_handle *h = rl_op_take_handle(op);
+    end_op(op);
+    rl_handle_free(h);
+    rl_client_free(ctx);
+
+    /* The second master was promoted: its guard holds back the whole node,
+     * and the first master's slots with it. */
+    seed = 0;
+    ctx = census_client(NULL, &seed);
+    assert_int_equal(rl_op_lock(&op, ctx, names, 1, 10000, 0, 200), REDLOCK_OK);
+    census(op, 200, ":0\r\n");
+    census(op, 201, ":5000\r\n");
+    c = give(op, 202, sent, sizeof sent);
+    answer(c, strstr(sent, "$3\r\nSET\r\n") ? "$-1\r\n" : ":1\r\n", 203);
+    assert_true(rl_op_drive(op, 203, &at) & RL_DRIVE_DONE);
+    assert_int_equal(rl_op_status(op), REDLOCK_ENOQUORUM);
+    assert_non_null(strstr(rl_op_message(op), "restart_guard"));
+    end_op(op);
+    rl_client_free(ctx);
+}
+
 static void a_cluster_node_refuses_names_in_two_slots_with_fencing(void **state)
 {
     (void)state;
@@ -418,6 +513,7 @@ int main(void)
         cmocka_unit_test(a_multi_lock_across_slots_takes_each_masters_part_in_turn),
         cmocka_unit_test(a_part_refused_releases_the_parts_taken),
         cmocka_unit_test(a_release_of_several_keys_on_a_cluster_node_publishes_for_all),
+        cmocka_unit_test(a_new_lock_reads_every_masters_guard_first),
         cmocka_unit_test(a_cluster_node_refuses_names_in_two_slots_with_fencing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
