@@ -179,7 +179,10 @@ static void the_last_readers_release_wakes_the_writer(void **state)
     assert_rc(redlock_unlock(rb), REDLOCK_OK);
     pthread_join(t, NULL);
     assert_int_equal(w.rc, REDLOCK_OK);
-    assert_on_every_node(ns, "rw-wake", redlock_handle_token(w.h));
+    /* A quorum, not every node: the writer may have asked a node whose
+     * reader b's release had not reached yet (the release returns once a
+     * quorum let it go), and that node rightly refused it. */
+    assert_on_a_quorum(ns, "rw-wake", redlock_handle_token(w.h));
     assert_rc(redlock_unlock(w.h), REDLOCK_OK);
     redlock_handle_free(ra);
     redlock_handle_free(rb);
