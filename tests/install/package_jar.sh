@@ -69,7 +69,7 @@ check_native() {
   if [[ $platform == *-musl ]]; then
     # musl's C library is one file, libc.so; nothing of glibc.
     [ "$needed" = "libc.so " ] || fail "native/$platform needs $needed(musl has libc.so only)"
-    ! readelf -V "$lib" | grep -q 'GLIBC_' || fail "native/$platform asks for glibc's symbol versions"
+    ! readelf -V "$lib" | grep 'GLIBC_' >/dev/null || fail "native/$platform asks for glibc's symbol versions"
   else
     for n in $needed; do
       case $n in
@@ -104,7 +104,9 @@ cd "$tmp"
 # The loader's choice and errors (Java 17; the same code runs on every Java).
 # With a library named as musl's loader mapped in the JVM (a copy of zlib,
 # preloaded), the loader takes the musl library, which glibc cannot load.
-zlib=$(ldconfig -p | awk '$1 == "libz.so.1" { print $NF; exit }')
+# (awk reads to the end: an early exit would end ldconfig by SIGPIPE,
+# which pipefail turns into this script's silent end.)
+zlib=$(ldconfig -p | awk '$1 == "libz.so.1" && !found { print $NF; found = 1 }')
 mkdir "$tmp/fake-musl"
 cp "$zlib" "$tmp/fake-musl/ld-musl-$machine.so.1"
 if LD_PRELOAD=$tmp/fake-musl/ld-musl-$machine.so.1 "$java17" --enable-native-access=ALL-UNNAMED \

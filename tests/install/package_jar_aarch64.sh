@@ -32,7 +32,7 @@ fi
 host=$(dpkg --print-architecture)
 pinned=()
 for package in openjdk-17-jre-headless libc6 libstdc++6 libgcc-s1 zlib1g; do
-  v=$(apt-cache show --no-all-versions "$package:$host" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)
+  v=$(apt-cache show --no-all-versions "$package:$host" 2>/dev/null | awk '/^Version: / && !v { v = $2 } END { print v }')
   [ -n "$v" ] || { echo "SKIPPED: apt knows no $package (apt-get update?)"; exit 77; }
   pinned+=("$package=$v")
 done

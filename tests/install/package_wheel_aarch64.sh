@@ -38,7 +38,7 @@ pinned=()
 for package in python3.11-minimal libpython3.11-minimal libpython3.11-stdlib python3-pip-whl \
                libc6 libgcc-s1 zlib1g libexpat1 libssl3 libffi8 libbz2-1.0 liblzma5 libuuid1 \
                libcrypt1; do
-  v=$(apt-cache show --no-all-versions "$package:$host" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)
+  v=$(apt-cache show --no-all-versions "$package:$host" 2>/dev/null | awk '/^Version: / && !v { v = $2 } END { print v }')
   [ -n "$v" ] || { echo "SKIPPED: apt knows no $package (apt-get update?)"; exit 77; }
   pinned+=("$package=$v")
 done
