@@ -147,8 +147,10 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *     sentinel_poll_ms (default "1000"; 0 to 3600000)
  *         redis-sentinel:// nodes: how often an operation asks a sentinel
  *         whether the master moved (besides READONLY, a replica's ROLE or a
- *         master gone); 0: never. A promoted master's guard lasts this much
- *         longer than max_lease_ms: use one value on every client of a group
+ *         master gone), and a master no sentinel named for this long does not
+ *         count for new locks; 0: never. A promoted master's guard lasts this
+ *         much longer than max_lease_ms: use one value on every client of a
+ *         group
  *     watchdog_lease_ms (default "30000"; 3 to 2147483647)
  *         the lease of a kept lock (no lease given), renewed every third of it;
  *         unless set, max_lease_ms when that is less than the default

@@ -426,7 +426,8 @@ static void sentinel_reply(rl_conn *c, const redisReply *reply, int64_t now)
         && reply->element[0]->type == REDIS_REPLY_STRING
         && reply->element[1]->type == REDIS_REPLY_STRING
         && (port = strtol(reply->element[1]->str, &end, 10)) > 0 && port < 65536 && !*end) {
-        rl_node_resolved(node, c->to.gen, reply->element[0]->str, (int)port, now);
+        (void)now;
+        rl_node_resolved(node, c->to.gen, reply->element[0]->str, (int)port, c->opened_at);
         redirect(c, "sentinel %s named the master %s: connecting to it", sentinel,
                  reply->element[0]->str);
         return;

@@ -248,6 +248,25 @@ bool rl_node_poll_due(rl_node *node, int64_t poll_ms, int64_t now)
     return due;
 }
 
+/* The guard of a promoted master lasts max_lease_ms + sentinel_poll_ms
+ * because a client that goes on with the old master does so for no longer
+ * than sentinel_poll_ms after the promotion: the sentinels named the old
+ * master when it asked, so before the promotion, and its vote on that master
+ * counts for a new lock only if the lock was asked for less than
+ * sentinel_poll_ms after it asked. Without this, a client whose polls went
+ * unanswered (sentinels out of reach, or none asked) would go on with the
+ * old master for as long as it answers. */
+bool rl_node_confirmed(rl_node *node, int64_t at)
+{
+    const rl_options *o = &node->ctx->opt;
+    if (node->addr.kind != RL_NODE_SENTINEL || o->sentinel_poll_ms <= 0 || !o->restart_guard)
+        return true;
+    pthread_mutex_lock(&node->mu);
+    bool confirmed = at - node->resolved_at < o->sentinel_poll_ms;
+    pthread_mutex_unlock(&node->mu);
+    return confirmed;
+}
+
 bool rl_node_current(rl_node *node, uint64_t gen)
 {
     if (node->addr.kind == RL_NODE_MASTER)
@@ -258,7 +277,7 @@ bool rl_node_current(rl_node *node, uint64_t gen)
     return current;
 }
 
-void rl_node_resolved(rl_node *node, uint64_t gen, const char *host, int port, int64_t now)
+void rl_node_resolved(rl_node *node, uint64_t gen, const char *host, int port, int64_t asked_at)
 {
     char was[96] = "", is[96] = "";
     pthread_mutex_lock(&node->mu);
@@ -289,8 +308,9 @@ void rl_node_resolved(rl_node *node, uint64_t gen, const char *host, int port, i
         }
     }
     if (found >= 0 && node->master == found) {
-        node->resolved_at = now;
-        node->poll_until = now;
+        if (asked_at > node->resolved_at)
+            node->resolved_at = asked_at;
+        node->poll_until = asked_at;
     }
     pthread_mutex_unlock(&node->mu);
     const rl_client *ctx = node->ctx;

@@ -82,7 +82,7 @@ typedef struct rl_node {
     bool mapped;
     char server_run_id[RL_NODE_MASTERS_MAX][41];
     uint64_t guards_read;       /* the masters (bits of masters[]) whose guard this client read */
-    int64_t resolved_at;        /* when a sentinel last named the master */
+    int64_t resolved_at;        /* when the asking began whose sentinel last named the master */
     int64_t poll_until;         /* an operation asks a sentinel until then (one at a time) */
     uint64_t gen;
 } rl_node;
@@ -135,9 +135,14 @@ bool rl_node_poll_due(rl_node *node, int64_t poll_ms, int64_t now);
 /* Whether a connection chosen in generation gen still goes to the master
  * (a Cluster's: to a master of the map). */
 bool rl_node_current(rl_node *node, uint64_t gen);
-/* A sentinel named the master host:port (a connection chosen in gen asked):
- * it is the node's master from now on; a change is the event node_failover. */
-void rl_node_resolved(rl_node *node, uint64_t gen, const char *host, int port, int64_t now);
+/* A sentinel named the master host:port (a connection chosen in gen asked,
+ * opened at asked_at): it is the node's master from now on; a change is the
+ * event node_failover. */
+void rl_node_resolved(rl_node *node, uint64_t gen, const char *host, int port, int64_t asked_at);
+/* Whether a Sentinel node's master was named by a sentinel asked less than
+ * sentinel_poll_ms before at (always true for other nodes, and with polls or
+ * the restart guard off): a new lock's vote counts only then (node.c). */
+bool rl_node_confirmed(rl_node *node, int64_t at);
 /* A sentinel said the group's failover count (config-epoch); the guard
  * script takes it (-1 for a node that is no Sentinel group). */
 void rl_node_saw_epoch(rl_node *node, int64_t epoch);

@@ -849,11 +849,16 @@ static int start_round(rl_op *op, rl_cmd_kind kind, int64_t now)
          * master than its first part's. */
         if (s->conn && chained(op, i) && !rl_conn_serves(s->conn, op->parts[0]->k[0]))
             set_aside(op, i);
+        /* A poll of the sentinels that is due goes first, on a connection
+         * of its own, on later attempts too (node.c, rl_node_confirmed). */
+        bool ask = rl_node_poll_due(&op->ctx->nodes[i], op->ctx->opt.sentinel_poll_ms, now);
+        if (s->conn && ask && !set_aside(op, i))
+            ask = false;
         if (s->conn) {
             send_on(op, i, now);
         } else {
             s->state = SLOT_WANT_CONN;
-            s->ask = rl_node_poll_due(&op->ctx->nodes[i], op->ctx->opt.sentinel_poll_ms, now);
+            s->ask = ask;
         }
     }
     return REDLOCK_OK;
@@ -1115,6 +1120,18 @@ static void try_decide(rl_op *op, int64_t now)
      * than leave it to a reply nobody reads. */
     if (op->saw_noscript && !final)
         return;
+    /* A poll of the sentinels under way in this round (a connection that
+     * still asks one where the master is) is waited for, up to its node's
+     * deadline. Decided without it, the connection would be closed
+     * unanswered; and as the other nodes answer sooner than a sentinel and
+     * a new master connection can, a client would go on unconfirmed with an
+     * old master, its polls lost one after another. */
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        const slot *s = &op->slots[i];
+        if (s->state == SLOT_WAITING && s->conn && s->conn->to.sentinel
+            && op->ctx->nodes[i].addr.kind == RL_NODE_SENTINEL)
+            return;
+    }
     if (op->kind == OP_EXTEND_MANY) {
         decide_many(op, final, now);
         return;
@@ -1138,6 +1155,16 @@ static void vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
 {
     op->results[i] = *r;
     rl_quorum_admit(op->ctx, i, verb_of(op), &op->results[i], now);
+    /* A Sentinel node's master that no sentinel named in the last
+     * sentinel_poll_ms before the round began: its yes does not count for a
+     * new lock (node.c). The next attempt asks the sentinels first. */
+    rl_verb verb = verb_of(op);
+    if (op->results[i].vote == RL_VOTE_YES && (verb == RL_VERB_ACQUIRE || verb == RL_VERB_PING)
+        && !rl_node_confirmed(&op->ctx->nodes[i], op->round_start))
+        rl_result_fail(&op->results[i], REDLOCK_ENOQUORUM,
+                       "no sentinel has named its master in the last sentinel_poll_ms (%lld ms): "
+                       "not counted for a new lock until one does",
+                       (long long)op->ctx->opt.sentinel_poll_ms);
     op->slots[i].state = SLOT_DONE;
     chain_ended(op, i, now);
 }

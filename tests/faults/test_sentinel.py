@@ -6,16 +6,18 @@ first meets it after the failover."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, List, Optional, Tuple
 
 import pytest
 
 import redlock
-from harness import SentinelGroup, wait_until
+from harness import Nodes, SentinelGroup, Toxiproxy, wait_until
 
 MAX_LEASE_MS = 3000
 
@@ -162,3 +164,103 @@ def test_sentinels_that_require_auth_take_sentinel_password(group: SentinelGroup
         assert lock.try_lock(lease=1.0)
         assert group.cli(master, "GET", "sentinel-auth") == lock.token
         lock.unlock()
+
+
+class _Events(logging.Handler):
+    """The library's events (the logger "redlock"), each with when it came."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seen: List[Tuple[float, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append((time.monotonic(), record.getMessage()))
+
+    def first(self, word: str) -> Optional[float]:
+        return next((at for at, message in list(self.seen) if word in message), None)
+
+
+def test_a_client_follows_a_failover_within_a_poll_while_other_nodes_answer_first(
+        group: SentinelGroup, nodes: Nodes, toxiproxy: Toxiproxy) -> None:
+    """The promoted master's guard (max_lease_ms + sentinel_poll_ms) counts on
+    every client asking the sentinels within sentinel_poll_ms. Here the two
+    other nodes always answer before a sentinel can (30 ms away), and the
+    old master, stopped, wakes up still a master 2 s after the promotion:
+    the client must have followed by then, from its polls alone."""
+    sentinels = [toxiproxy.proxy(f"sentinel-{port}", port) for port in group.sentinels]
+    for port in group.sentinels:
+        toxiproxy.toxic(f"sentinel-{port}", "latency", latency=30)
+    uri = ("redis-sentinel://" + ",".join(f"127.0.0.1:{p}" for p in sentinels)
+           + f"?sentinelMasterId={group.name}")
+    events = _Events()
+    logger = logging.getLogger("redlock")
+    logger.addHandler(events)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    stop = threading.Event()
+    client = redlock.Redlock([nodes.uris[0], nodes.uris[1], uri], max_lease_ms=1000,
+                             node_timeout_ms=300, connect_timeout_ms=300)
+
+    def contend() -> None:
+        while not stop.is_set():
+            try:
+                with client.lock("follow", lease=1.0, wait=0):
+                    pass
+            except redlock.LockError:
+                pass
+            time.sleep(0.005)
+
+    contender = threading.Thread(target=contend)
+    contender.start()
+    old = group.master()
+    try:
+        time.sleep(1.5)   # polls come and go while every node answers
+        os.kill(group.pid(old), signal.SIGSTOP)
+        try:
+            wait_until(lambda: group.master() != old, 30, "the sentinels to promote the replica")
+            promoted = time.monotonic()
+            time.sleep(2.0)
+        finally:
+            os.kill(group.pid(old), signal.SIGCONT)
+        wait_until(lambda: events.first("node_failover") is not None, 30,
+                   "the client to follow the failover")
+    finally:
+        stop.set()
+        contender.join()
+        client.close()
+        logger.removeHandler(events)
+        logger.setLevel(level)
+    followed = events.first("node_failover")
+    # sentinel_poll_ms (1000) and an ask, with room for a loaded machine; the
+    # old master, stopped for 2 s more, is demoted later still.
+    assert followed - promoted < 1.8, events.seen
+
+
+def test_a_master_no_sentinel_confirmed_lately_holds_no_new_lock(
+        group: SentinelGroup, toxiproxy: Toxiproxy) -> None:
+    """Cut off from its sentinels, a client cannot know whether its master
+    was replaced: after sentinel_poll_ms its vote no longer counts for a new
+    lock (the guard of a promoted master counts on that), while the lock it
+    holds is still extended and released there; once a sentinel answers
+    again, new locks are granted again."""
+    names = [f"sentinel-{port}" for port in group.sentinels]
+    ports = [toxiproxy.proxy(name, port) for name, port in zip(names, group.sentinels)]
+    uri = ("redis-sentinel://" + ",".join(f"127.0.0.1:{p}" for p in ports)
+           + f"?sentinelMasterId={group.name}")
+    with redlock.Redlock([uri], max_lease_ms=3000, sentinel_poll_ms=500, node_timeout_ms=300,
+                         connect_timeout_ms=300, retry_delay_ms=50) as client:
+        held = client.get_lock("confirmed-held")
+        assert held.try_lock(lease=3.0)
+        for name in names:
+            toxiproxy.set_enabled(name, False)
+        time.sleep(0.7)
+        other = client.get_lock("confirmed-new")
+        with pytest.raises(redlock.NoQuorum, match="no sentinel has named its master"):
+            other.try_lock(lease=1.0, wait=0)
+        held.extend(3.0)
+        assert group.cli(group.master(), "GET", "confirmed-held") == held.token
+        held.unlock()
+        for name in names:
+            toxiproxy.set_enabled(name, True)
+        assert other.try_lock(lease=1.0, wait=2.0)
+        other.unlock()

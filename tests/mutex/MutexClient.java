@@ -11,6 +11,7 @@ import java.io.PrintWriter;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
@@ -19,10 +20,13 @@ import java.util.concurrent.TimeUnit;
 /**
  * A contender of the mutual-exclusion run, in Java (the redlock binding).
  *
- * <pre>java MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS</pre>
+ * <pre>java MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
+ *                  [OPTIONS [UNTIL_MS]]</pre>
  *
  * The same arguments and the same JSON lines as client.c, for KIND lock or rw (no semaphore:
- * PERMITS is ignored).
+ * PERMITS is ignored); OPTIONS the library's options, NAME=VALUE,... ("-" for none;
+ * fencing=1 records each section's fence), UNTIL_MS (above 0) the wall-clock deadline in ms
+ * after which no attempt starts.
  */
 public final class MutexClient {
     /** The rest between two attempts, as in client.c. */
@@ -95,11 +99,25 @@ public final class MutexClient {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 10 || !(args[8].equals("lock") || args[8].equals("rw"))) {
+        if (args.length < 10 || args.length > 12
+                || !(args[8].equals("lock") || args[8].equals("rw"))) {
             System.err.println("usage: MutexClient HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS"
-                    + " WAIT_MS lock|rw PERMITS");
+                    + " WAIT_MS lock|rw PERMITS [OPTIONS [UNTIL_MS]]");
             System.exit(64);
         }
+        Map<String, String> options = new HashMap<>();
+        options.put("node_timeout_ms", "100");
+        options.put("max_lease_ms", args[6]);
+        if (args.length > 10 && !args[10].equals("-")) {
+            for (String pair : args[10].split(",")) {
+                if (!pair.isEmpty()) {
+                    String[] nameValue = pair.split("=", 2);
+                    options.put(nameValue[0], nameValue.length > 1 ? nameValue[1] : "");
+                }
+            }
+        }
+        boolean fencing = "1".equals(options.get("fencing"));
+        long untilMs = args.length > 11 ? Long.parseLong(args[11]) : 0;
         boolean rw = args[8].equals("rw");
         String holder = args[0];
         int resources = Integer.parseInt(args[4]);
@@ -111,12 +129,14 @@ public final class MutexClient {
         // A comma followed by "scheme://" starts the next URI (a Sentinel
         // URI has commas of its own).
         List<String> nodes = Arrays.asList(args[2].split(",(?=\\s*[A-Za-z][A-Za-z0-9+.-]*://)"));
-        try (Redlock client = Redlock.create(nodes, Map.of("node_timeout_ms", "100",
-                                                           "max_lease_ms", args[6]));
+        try (Redlock client = Redlock.create(nodes, options);
              PrintWriter out = new PrintWriter(new FileWriter(args[1], true))) {
             for (int op = 0; op < ops; op++) {
                 if (op > 0) {
                     Thread.sleep(THINK_MS);
+                }
+                if (untilMs > 0 && System.currentTimeMillis() >= untilMs) {
+                    break;
                 }
                 String resource = "r" + ThreadLocalRandom.current().nextInt(resources);
                 // A writer (or a lock) bumps the counter; a reader only reads it.
@@ -143,6 +163,7 @@ public final class MutexClient {
                 }
                 long start = nowNs();
                 long validity = lock.remainingValidity(TimeUnit.MILLISECONDS);
+                String fenced = fencing ? ",\"fence\":" + lock.getFence() : "";
                 boolean done = true;
                 try {
                     if (write) {
@@ -163,7 +184,7 @@ public final class MutexClient {
                 }
                 out.println(head + "\"start_ns\":" + start + ",\"end_ns\":" + end
                         + ",\"validity_ms\":" + validity + ",\"ok\":true,\"result\":\"ok\""
-                        + (write ? ",\"wrote\":" : ",\"read\":") + done
+                        + (write ? ",\"wrote\":" : ",\"read\":") + done + fenced
                         + ",\"unlock\":\"" + unlock + "\"}");
             }
         }

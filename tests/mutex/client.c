@@ -2,6 +2,7 @@
  * client.c - a contender of the mutual-exclusion run, in C.
  *
  *   mutex_client HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
+ *                [OPTIONS [UNTIL_MS]]
  *
  * NODES is a comma-separated list of node URIs, COUNTER the port of the
  * redis-server (on 127.0.0.1) that holds the shared counters. OPS times, it
@@ -17,6 +18,13 @@
  * "semaphore", a permit of the resource's semaphore of PERMITS permits,
  * under which it counts itself in and out of inside:<resource> (INCR, a
  * pause, DECR). PERMITS is ignored but by "semaphore".
+ *
+ * OPTIONS is a comma-separated list of the library's options, NAME=VALUE
+ * ("-" for none), set after node_timeout_ms and max_lease_ms; with
+ * fencing=1 each section's record carries its fence ("fence", null when the
+ * handle has none). UNTIL_MS, when above 0, is a CLOCK_REALTIME deadline in
+ * ms: no attempt starts after it (OPS stays a cap). The library's events of
+ * level info and above go to stderr, each with its wall-clock time.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -60,6 +68,20 @@ static const char *code_name(int rc)
     case REDLOCK_EREDIS: return "redis";
     default: return "error";
     }
+}
+
+/* The library's events, with the time to the ms (to line them up with the
+ * records and the nemesis' log). */
+static void log_event(void *data, int level, const char *event, const char *message)
+{
+    (void)level;
+    int64_t ms = realtime_ns() / 1000000;
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    char stamp[16];
+    strftime(stamp, sizeof stamp, "%H:%M:%S", localtime_r(&secs, &tm));
+    fprintf(stderr, "%s.%03d %s %s %s\n", stamp, (int)(ms % 1000), (const char *)data, event,
+            message);
 }
 
 /* The read-modify-write of the counter: GET, a pause, SET. 0 when done. */
@@ -111,18 +133,20 @@ static int probe(redisContext *counter, const char *resource, long long *inside)
 int main(int argc, char **argv)
 {
     enum kind kind = KIND_LOCK;
-    if (argc == 11 && strcmp(argv[9], "rw") == 0)
+    int args_ok = argc >= 11 && argc <= 13;
+    if (args_ok && strcmp(argv[9], "rw") == 0)
         kind = KIND_RW;
-    else if (argc == 11 && strcmp(argv[9], "semaphore") == 0)
+    else if (args_ok && strcmp(argv[9], "semaphore") == 0)
         kind = KIND_SEMAPHORE;
-    if (argc != 11 || (kind == KIND_LOCK && strcmp(argv[9], "lock") != 0)) {
+    if (!args_ok || (kind == KIND_LOCK && strcmp(argv[9], "lock") != 0)) {
         fprintf(stderr, "usage: %s HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS "
-                "lock|rw|semaphore PERMITS\n", argv[0]);
+                "lock|rw|semaphore PERMITS [OPTIONS [UNTIL_MS]]\n", argv[0]);
         return 64;
     }
     const char *holder = argv[1];
     int resources = atoi(argv[5]), ops = atoi(argv[6]), permits = atoi(argv[10]);
     int64_t lease_ms = atoll(argv[7]), wait_ms = atoll(argv[8]);
+    int64_t until_ms = argc > 12 ? atoll(argv[12]) : 0;
 
     const char *uris[MAX_NODES];
     size_t n = 0;
@@ -143,16 +167,36 @@ int main(int argc, char **argv)
     redlock_ctx *ctx = NULL;
     if (!out || !counter || counter->err || redlock_ctx_new(&ctx, uris, n) != REDLOCK_OK
         || redlock_ctx_set_option(ctx, "node_timeout_ms", "100") != REDLOCK_OK
-        || redlock_ctx_set_option(ctx, "max_lease_ms", argv[7]) != REDLOCK_OK) {
+        || redlock_ctx_set_option(ctx, "max_lease_ms", argv[7]) != REDLOCK_OK
+        || redlock_ctx_set_log(ctx, log_event, REDLOCK_LOG_INFO, (void *)holder) != REDLOCK_OK) {
         fprintf(stderr, "%s: cannot start: %s\n", holder, redlock_errmsg());
         return 1;
     }
+    int fencing = 0;
+    char *options = strdup(argc > 11 && strcmp(argv[11], "-") != 0 ? argv[11] : "");
+    for (char *pair = strtok(options, ","); pair; pair = strtok(NULL, ",")) {
+        char *value = strchr(pair, '=');
+        if (!value) {
+            fprintf(stderr, "%s: option %s: NAME=VALUE expected\n", holder, pair);
+            return 64;
+        }
+        *value++ = '\0';
+        if (redlock_ctx_set_option(ctx, pair, value) != REDLOCK_OK) {
+            fprintf(stderr, "%s: option %s: %s\n", holder, pair, redlock_errmsg());
+            return 64;
+        }
+        if (strcmp(pair, "fencing") == 0)
+            fencing = strcmp(value, "1") == 0;
+    }
+    free(options);
     srand((unsigned)realtime_ns());
 
     int failures = 0;
     for (int op = 0; op < ops; op++) {
         if (op > 0)
             pause_ms(THINK_MS);
+        if (until_ms > 0 && realtime_ns() / 1000000 >= until_ms)
+            break;
         char resource[32];
         snprintf(resource, sizeof resource, "r%d", rand() % resources);
         /* A writer (or a lock) bumps the counter; a reader only reads it. */
@@ -179,6 +223,14 @@ int main(int argc, char **argv)
         }
         int64_t start = realtime_ns();
         int64_t validity = redlock_handle_validity_ms(h);
+        /* The fence, read before the section's work, as a holder would
+         * send it with its writes. */
+        char fenced[48] = "";
+        int64_t fence = 0;
+        if (fencing && redlock_handle_fence(h, 0, &fence) == REDLOCK_OK && fence > 0)
+            snprintf(fenced, sizeof fenced, ",\"fence\":%lld", (long long)fence);
+        else if (fencing)
+            snprintf(fenced, sizeof fenced, ",\"fence\":null");
         long long inside = 0;
         int done;
         if (kind == KIND_SEMAPHORE)
@@ -195,9 +247,9 @@ int main(int argc, char **argv)
         else if (kind == KIND_SEMAPHORE)
             snprintf(probed, sizeof probed, ",\"inside\":null");
         fprintf(out, "%s\"start_ns\":%lld,\"end_ns\":%lld,\"validity_ms\":%lld,\"ok\":true,"
-                "\"result\":\"ok\",\"%s\":%s%s,\"unlock\":\"%s\"}\n",
+                "\"result\":\"ok\",\"%s\":%s%s%s,\"unlock\":\"%s\"}\n",
                 head, (long long)start, (long long)end, (long long)validity,
-                write ? "wrote" : "read", done ? "true" : "false", probed,
+                write ? "wrote" : "read", done ? "true" : "false", probed, fenced,
                 code_name(unlocked));
         fflush(out);
     }

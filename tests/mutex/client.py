@@ -1,11 +1,15 @@
 """A contender of the mutual-exclusion run, in Python (the redlock binding).
 
     python3 client.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
+                      [OPTIONS [UNTIL_MS]]
 
 The same arguments and the same JSON lines as client.c: KIND lock, rw or
-semaphore."""
+semaphore; OPTIONS the library's options, NAME=VALUE,... ("-" for none;
+fencing=1 records each section's fence), UNTIL_MS (above 0) the wall-clock
+deadline in ms after which no attempt starts."""
 
 import json
+import logging
 import re
 import random
 import socket
@@ -71,6 +75,22 @@ def split_nodes(nodes: str) -> list:
     """The node URIs of one string: a comma followed by "scheme://" starts
     the next one (a Sentinel URI has commas of its own)."""
     return [uri.strip() for uri in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", nodes)]
+
+def log_events() -> None:
+    """The library's events of level info and above to stderr, with the
+    time to the ms (to line them up with the records and the nemesis' log)."""
+    logging.basicConfig(level=logging.INFO, datefmt="%H:%M:%S",
+                        format="%(asctime)s.%(msecs)03d %(message)s")
+
+
+def extras(args: list) -> tuple:
+    """OPTIONS and UNTIL_MS, the optional arguments after PERMITS: the
+    library's options (a dict of text), and the deadline in ns (0: none)."""
+    text = args[0] if args and args[0] != "-" else ""
+    options = dict(pair.split("=", 1) for pair in text.split(",") if pair)
+    until_ms = int(args[1]) if len(args) > 1 else 0
+    return options, until_ms * 1_000_000
+
 
 def code_of(error: redlock.LockError) -> str:
     return CODES.get(type(error), "error")
@@ -144,14 +164,20 @@ def attempt(client: redlock.Redlock, counter: Counter, record: dict, kind: str,
 
 def main() -> int:
     (holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms, kind,
-     permits) = sys.argv[1:]
-    client = redlock.Redlock(split_nodes(nodes), node_timeout_ms=100, max_lease_ms=int(lease_ms))
+     permits) = sys.argv[1:11]
+    options, until_ns = extras(sys.argv[11:])
+    fencing = options.get("fencing") == "1"
+    log_events()
+    client = redlock.Redlock(split_nodes(nodes), node_timeout_ms=100, max_lease_ms=int(lease_ms),
+                             **options)
     counter = Counter(int(counter_port))
     failures = 0
     with open(out_path, "a") as out:
         for op in range(int(ops)):
             if op:
                 time.sleep(THINK_S)
+            if until_ns and time.time_ns() >= until_ns:
+                break
             resource = f"r{random.randrange(int(resources))}"
             record = {"holder": holder, "lang": "python", "resource": resource}
             if kind != "lock":
@@ -167,6 +193,8 @@ def main() -> int:
                                  wait=int(wait_ms) / 1000) as lock:
                     record["start_ns"] = time.time_ns()
                     record["validity_ms"] = int(lock.validity * 1000)
+                    if fencing:
+                        record["fence"] = lock.fence
                     try:
                         counter.bump(resource)
                         record["wrote"] = True

@@ -1,6 +1,7 @@
 """A contender of the mutual-exclusion run on asyncio (redlock.asyncio).
 
     python3 client_asyncio.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
+                              [OPTIONS [UNTIL_MS]]
 
 The same arguments and the same JSON lines as client.c; the counter is read
 and written over an asyncio stream, so nothing here blocks the loop."""
@@ -12,7 +13,7 @@ import re
 import sys
 import time
 
-from client import READ_SHARE, THINK_S, record_error
+from client import READ_SHARE, THINK_S, extras, log_events, record_error
 
 import redlock
 import redlock.asyncio
@@ -119,15 +120,20 @@ async def attempt(client: redlock.asyncio.Redlock, counter: Counter, record: dic
 
 async def main() -> int:
     (holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms, kind,
-     permits) = sys.argv[1:]
+     permits) = sys.argv[1:11]
+    options, until_ns = extras(sys.argv[11:])
+    fencing = options.get("fencing") == "1"
+    log_events()
     counter = Counter(*await asyncio.open_connection("127.0.0.1", int(counter_port)))
     failures = 0
     async with redlock.asyncio.Redlock(split_nodes(nodes), node_timeout_ms=100,
-                                       max_lease_ms=int(lease_ms)) as client:
+                                       max_lease_ms=int(lease_ms), **options) as client:
         with open(out_path, "a") as out:
             for op in range(int(ops)):
                 if op:
                     await asyncio.sleep(THINK_S)
+                if until_ns and time.time_ns() >= until_ns:
+                    break
                 resource = f"r{random.randrange(int(resources))}"
                 record = {"holder": holder, "lang": "asyncio", "resource": resource}
                 if kind != "lock":
@@ -143,6 +149,8 @@ async def main() -> int:
                                            wait=int(wait_ms) / 1000) as lock:
                         record["start_ns"] = time.time_ns()
                         record["validity_ms"] = int(lock.validity * 1000)
+                        if fencing:
+                            record["fence"] = lock.fence
                         try:
                             await counter.bump(resource)
                             record["wrote"] = True

@@ -3,9 +3,13 @@ own runs each attempt (tests/mutex/openresty_app.lua, the Lua binding over
 cosockets); this process starts it and asks for one attempt per request.
 
     python3 client_openresty.py HOLDER OUT NODES COUNTER RESOURCES OPS LEASE_MS WAIT_MS KIND PERMITS
+                                [OPTIONS [UNTIL_MS]]
 
 The same arguments and the same JSON lines as client.c, for KIND lock or rw
-(no semaphore: PERMITS is ignored). REDLOCK_LUA_DIR
+(no semaphore: PERMITS is ignored); OPTIONS the library's options,
+NAME=VALUE,... ("-" for none; fencing=1 records each section's fence),
+UNTIL_MS (above 0) the wall-clock deadline in ms after which no attempt
+starts. REDLOCK_LUA_DIR
 names the LuaJIT build of the binding; nginx and its lua module are
 Debian's."""
 
@@ -13,6 +17,7 @@ import http.client
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +26,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from client import READ_SHARE, THINK_S
+from client import READ_SHARE, THINK_S, extras
 
 HERE = Path(__file__).resolve().parent
 NGINX = "/usr/sbin/nginx"
@@ -67,7 +72,8 @@ def start_nginx(tmp: Path) -> (subprocess.Popen, int):
 
 def main() -> int:
     (holder, out_path, nodes, counter_port, resources, ops, lease_ms, wait_ms, kind,
-     _permits) = sys.argv[1:]
+     _permits) = sys.argv[1:11]
+    options, until_ns = extras(sys.argv[11:])
     if kind not in ("lock", "rw"):
         print(f"{holder}: no {kind} run in OpenResty", file=sys.stderr)
         return 64
@@ -81,10 +87,13 @@ def main() -> int:
                 for op in range(int(ops)):
                     if op:
                         time.sleep(THINK_S)
+                    if until_ns and time.time_ns() >= until_ns:
+                        break
                     query = urllib.parse.urlencode({
                         "holder": holder, "nodes": nodes, "counter": counter_port,
                         "resource": f"r{random.randrange(int(resources))}",
-                        "lease": lease_ms, "wait": wait_ms})
+                        "lease": lease_ms, "wait": wait_ms,
+                        "options": ",".join(f"{k}={v}" for k, v in options.items())})
                     if kind == "rw":
                         query += "&mode=" + ("read" if random.random() < READ_SHARE else "write")
                     while True:
@@ -109,6 +118,14 @@ def main() -> int:
         finally:
             nginx.send_signal(signal.SIGQUIT)
             nginx.wait(timeout=20)
+            # The worker's stderr is nginx's error log, which holds the
+            # library's events (openresty_app.lua, lines that begin with
+            # their time): into this client's own, without nginx's lines.
+            log = Path(tmp) / "error.log"
+            if log.exists():
+                sys.stderr.writelines(line for line in log.read_text(errors="replace")
+                                      .splitlines(keepends=True)
+                                      if re.match(r"\d\d:\d\d:\d\d\.\d{3} ", line))
     return 1 if failures else 0
 
 

@@ -73,8 +73,22 @@ function app.op()
       nodes[#nodes + 1] = list:sub(from, at - 1)
       from = at + 1
     end
-    client = assert(redlock.new(nodes, { node_timeout_ms = 100,
-                                         max_lease_ms = tonumber(args.lease) }))
+    local options = { node_timeout_ms = 100, max_lease_ms = tonumber(args.lease) }
+    -- The run's other options, NAME=VALUE,... (fencing=1, say).
+    for name, value in (args.options or ""):gmatch("([^,=]+)=([^,]*)") do
+      options[name] = value
+    end
+    app.fencing = options.fencing == "1"
+    -- The library's events to the worker's stderr (the client's log), with
+    -- the time to the ms.
+    local holder = args.holder
+    options.log = function(_, event, message)
+      local ms = math.floor(tonumber(now_ns():sub(1, -7)))
+      io.stderr:write(("%s.%03d %s %s %s\n"):format(os.date("%H:%M:%S", math.floor(ms / 1000)),
+                                                    ms % 1000, holder, event, message))
+    end
+    options.log_level = "info"
+    client = assert(redlock.new(nodes, options))
   end
   local resource = args.resource
   local fields = { ('"holder": "%s"'):format(args.holder), '"lang": "openresty"',
@@ -99,6 +113,11 @@ function app.op()
     local reader = mode == "read"
     local done = pcall(reader and peek or bump, tonumber(args.counter), resource)
     local finish = now_ns()
+    if app.fencing then
+      -- Read while held (nil once unlocked); null when the lock has none.
+      local fence = lock:fence()
+      fields[#fields + 1] = ('"fence": %s'):format(fence and ("%d"):format(fence) or "null")
+    end
     local released, unlock_err = lock:unlock()
     fields[#fields + 1] = ('"start_ns": %s, "end_ns": %s, "validity_ms": %d, "%s": %s, '
       .. '"ok": true, "result": "ok", "unlock": "%s"'):format(start, finish, validity,
