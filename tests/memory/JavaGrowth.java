@@ -11,15 +11,18 @@ import java.util.concurrent.TimeUnit;
 /**
  * Memory growth of the Java binding over many lock/unlock cycles: after a warm-up, runs the
  * cycles (each: tryLock, unlock; every tenth also an extend, a refused tryLock and a
- * multi-lock), then checks that neither the Java heap after garbage collection nor the
- * process's resident set (the native core included) grew by more than a bound that one leaked
- * object per cycle would exceed.
+ * multi-lock), then checks that neither the Java heap after garbage collection (over all the
+ * cycles) nor the process's resident set (the native core included; over their second half)
+ * grew by more than a bound that one leaked object per cycle would exceed. A leak grows the
+ * resident set in both halves alike; the JVM's own growth (code the JIT compiles late on a
+ * busy machine, once 7 MB over all the cycles) comes mostly in the first.
  *
  * <p>Usage: java -cp redlock.jar JavaGrowth.java CYCLES URI...
  */
 public final class JavaGrowth {
     private static final int WARM_UP = 10_000;
-    private static final long MAX_RSS_GROWTH = 5L * 1024 * 1024;
+    /** Over the second half of the cycles: about 50 bytes a cycle for 100,000. */
+    private static final long MAX_RSS_GROWTH = 5L * 1024 * 1024 / 2;
     private static final long MAX_HEAP_GROWTH = 1L * 1024 * 1024;
 
     private JavaGrowth() {}
@@ -30,6 +33,7 @@ public final class JavaGrowth {
         Map<String, String> options = Map.of("node_timeout_ms", "2000", "connect_timeout_ms", "2000");
         long heapGrowth;
         long rssGrowth;
+        long firstHalf;
         try (Redlock client = Redlock.create(nodes, options);
                 Redlock rival = Redlock.create(nodes, options)) {
             for (int i = 0; i < WARM_UP; i++) {
@@ -37,21 +41,27 @@ public final class JavaGrowth {
             }
             long heapBefore = heapAfterGc();
             long rssBefore = rssBytes();
-            for (int i = 0; i < cycles; i++) {
+            for (int i = 0; i < cycles / 2; i++) {
+                cycle(client, rival, i);
+            }
+            long rssHalf = rssBytes();
+            for (int i = cycles / 2; i < cycles; i++) {
                 cycle(client, rival, i);
             }
             heapGrowth = heapAfterGc() - heapBefore;
-            rssGrowth = rssBytes() - rssBefore;
+            rssGrowth = rssBytes() - rssHalf;
+            firstHalf = rssHalf - rssBefore;
         }
         System.out.printf("%d cycles after %d to warm up: Java heap grew by %d bytes, "
-                + "resident set by %d bytes%n", cycles, WARM_UP, heapGrowth, rssGrowth);
+                + "resident set by %d bytes in the first half and %d in the second%n", cycles,
+                WARM_UP, heapGrowth, firstHalf, rssGrowth);
         if (heapGrowth > MAX_HEAP_GROWTH) {
             System.out.println("FAIL: the heap grew by more than " + MAX_HEAP_GROWTH + " bytes");
             System.exit(1);
         }
         if (rssGrowth > MAX_RSS_GROWTH) {
             System.out.println("FAIL: the resident set grew by more than " + MAX_RSS_GROWTH
-                    + " bytes");
+                    + " bytes in the second half");
             System.exit(1);
         }
     }
