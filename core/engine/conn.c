@@ -415,7 +415,7 @@ static void redirect(rl_conn *c, const char *fmt, ...)
 }
 
 /* A sentinel's answer: where the node's master is. */
-static void sentinel_reply(rl_conn *c, const redisReply *reply, int64_t now)
+static void sentinel_reply(rl_conn *c, const redisReply *reply)
 {
     rl_node *node = &c->ctx->nodes[c->node];
     char sentinel[96];
@@ -426,7 +426,6 @@ static void sentinel_reply(rl_conn *c, const redisReply *reply, int64_t now)
         && reply->element[0]->type == REDIS_REPLY_STRING
         && reply->element[1]->type == REDIS_REPLY_STRING
         && (port = strtol(reply->element[1]->str, &end, 10)) > 0 && port < 65536 && !*end) {
-        (void)now;
         rl_node_resolved(node, c->to.gen, reply->element[0]->str, (int)port, c->opened_at);
         redirect(c, "sentinel %s named the master %s: connecting to it", sentinel,
                  reply->element[0]->str);
@@ -504,7 +503,7 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
 {
     rl_node *node = &c->ctx->nodes[c->node];
     if (kind == RL_ENTRY_SENTINEL) {
-        sentinel_reply(c, reply, now);
+        sentinel_reply(c, reply);
         return;
     }
     if (kind == RL_ENTRY_SLOTS) {

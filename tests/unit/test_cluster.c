@@ -218,10 +218,8 @@ static void handshake(rl_conn *c, int64_t now, char *sent, size_t room)
     }
 }
 
-/* Gives op a new connection to the node it wants one for (a Cluster
- * node: the master of its current part's slot), ready, and returns it;
- * what it wrote is in sent. */
-static rl_conn *give(rl_op *op, int64_t now, char *sent, size_t room)
+/* The connection op asks for next, made (not yet answered). */
+static rl_conn *next_conn(rl_op *op, int64_t now)
 {
     int64_t at;
     assert_true(rl_op_drive(op, now, &at) & RL_DRIVE_CONNECT);
@@ -229,6 +227,15 @@ static rl_conn *give(rl_op *op, int64_t now, char *sent, size_t room)
     assert_true(node >= 0);
     rl_conn *c = rl_op_connect(op, (size_t)node, now);
     assert_non_null(c);
+    return c;
+}
+
+/* Gives op a new connection to the node it wants one for (a Cluster
+ * node: the master of its current part's slot), ready, and returns it;
+ * what it wrote is in sent. */
+static rl_conn *give(rl_op *op, int64_t now, char *sent, size_t room)
+{
+    rl_conn *c = next_conn(op, now);
     handshake(c, now, sent, room);
     return c;
 }
@@ -396,12 +403,7 @@ static void a_part_refused_releases_the_parts_taken(void **state)
  * redirected. Returns the master it went to. */
 static const char *census(rl_op *op, int64_t now, const char *guard)
 {
-    int64_t at;
-    assert_true(rl_op_drive(op, now, &at) & RL_DRIVE_CONNECT);
-    int node = rl_op_next_wanted(op, 0);
-    assert_true(node >= 0);
-    rl_conn *c = rl_op_connect(op, (size_t)node, now);
-    assert_non_null(c);
+    rl_conn *c = next_conn(op, now);
     assert_true(c->to.census);
     static char host[64];
     snprintf(host, sizeof host, "%s", c->to.host);
