@@ -213,8 +213,10 @@ static void assert_released_on_a_quorum(nodes *ns, const char *prefix, int threa
  * connection does not count against it either way. */
 #ifdef REDLOCK_TEST_SANITIZED
 #define DEADLINE "250"
+#define DEADLINE_MS 250
 #else
 #define DEADLINE "50"
+#define DEADLINE_MS 50
 #endif
 
 static void a_stalled_node_costs_one_connection(void **state)
@@ -429,8 +431,12 @@ static void an_unlock_sends_nothing_where_its_lock_never_went(void **state)
     pid_t pid = node_pid(ns, 4);
     assert_int_equal(kill(pid, SIGSTOP), 0);
     stopped = pid;
+    /* Until the first acquire sent there misses its deadline, every cycle
+     * still sends one: the run lasts twenty deadlines (one second, by
+     * default), so that those come to a twentieth of the cycles, and the
+     * probes after them (one a deadline) to fewer still. */
     long cycles = 0;
-    for (long long until = now_ms() + 1000; now_ms() < until; cycles++) {
+    for (long long until = now_ms() + 20 * DEADLINE_MS; now_ms() < until; cycles++) {
         redlock_handle *h = NULL;
         assert_int_equal(redlock_lock(&h, ctx, "unreached", 10000, 0), REDLOCK_OK);
         assert_int_equal(redlock_unlock(h), REDLOCK_OK);
