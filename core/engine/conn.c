@@ -125,6 +125,21 @@ static bool guard_key(rl_conn *c, char *key, size_t len)
     return true;
 }
 
+/* The guard script (scripts/guard.lua) on this connection's server, as
+ * kind: *keyed is false when the server serves no slot (no guard). */
+static bool queue_guard(rl_conn *c, rl_entry_kind kind, bool *keyed)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    char key[RL_GUARD_KEY_MAX], lease[24], epoch[24];
+    *keyed = guard_key(c, key, sizeof key);
+    if (!*keyed)
+        return true;
+    snprintf(lease, sizeof lease, "%lld", (long long)rl_node_guard_ms(node));
+    snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
+    const char *guard[6] = { "EVAL", rl_script_guard.body, "1", key, lease, epoch };
+    return send_own(c, kind, 6, guard);
+}
+
 /* AUTH and SELECT first (and ROLE, on a Sentinel node's master), and
  * nothing after them is written before they succeed; then SCRIPT LOAD of
  * every script (so that EVALSHA finds them), INFO (the run_id for the
@@ -163,18 +178,15 @@ static bool queue_handshake(rl_conn *c)
         return false;
     if (!c->ctx->opt.restart_guard)
         return true;
-    char key[RL_GUARD_KEY_MAX], lease[24], epoch[24];
-    if (!guard_key(c, key, sizeof key)) {
+    bool keyed = false;
+    if (!queue_guard(c, RL_ENTRY_GUARD, &keyed))
+        return false;
+    if (!keyed) {
         rl_node_guard_read(node, c->to.server);   /* it serves no slot: nothing to guard */
         if (c->to.census)
             c->gate = c->queued;   /* the census connection ends on INFO's reply */
         return true;
     }
-    snprintf(lease, sizeof lease, "%lld", (long long)rl_node_guard_ms(node));
-    snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
-    const char *guard[6] = { "EVAL", rl_script_guard.body, "1", key, lease, epoch };
-    if (!send_own(c, RL_ENTRY_GUARD, 6, guard))
-        return false;
     /* A census connection asks for the guard and ends: nothing behind it is
      * written (handshake_reply). */
     if (c->to.census)
@@ -271,6 +283,12 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
 {
     if (c->state == RL_CONN_BROKEN)
         return REDLOCK_ENOQUORUM;
+    /* A guard that refused a vote is read again first, once in a while: a
+     * record deleted or corrected then holds the node back no longer. */
+    bool keyed;
+    if (!c->to.sentinel && !c->to.census && rl_node_take_reread(&c->ctx->nodes[c->node])
+        && !queue_guard(c, RL_ENTRY_REGUARD, &keyed))
+        return REDLOCK_ENOMEM;
     if (!append_bytes(c, bytes, len))
         return REDLOCK_ENOMEM;
     if (!push_entry(c, (rl_entry){ .kind = RL_ENTRY_CMD, .form = (uint8_t)form,
@@ -521,6 +539,11 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
         rl_node_master_lost(node, c->to.gen, "its master is a replica now", now);
         redirect(c, "%s is a replica now (READONLY): asking the sentinels again",
                  node->addr.label);
+        return;
+    }
+    if (kind == RL_ENTRY_REGUARD) {   /* an error: the guard stays as it was read */
+        if (reply->type == REDIS_REPLY_INTEGER)
+            rl_node_guard_reread(node, reply->integer, now);
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {

@@ -68,6 +68,7 @@ typedef enum rl_entry_kind {
     RL_ENTRY_SCRIPT,      /* handshake: SCRIPT LOAD; an error only means NOSCRIPT later */
     RL_ENTRY_INFO,        /* handshake: the node's run_id and version */
     RL_ENTRY_GUARD,       /* handshake: the guard script (may the node have lost keys?) */
+    RL_ENTRY_REGUARD,     /* the guard script again, before a command (rl_node_guard_stale) */
     RL_ENTRY_CMD          /* a command of an operation: see cmd */
 } rl_entry_kind;
 

@@ -19,6 +19,8 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
     node->index = index;
     node->restarted_at = INT64_MIN;
     node->guarded_until = INT64_MIN;
+    node->guard_seen_at = INT64_MIN;
+    node->guard_asked_at = INT64_MIN;
     node->same_as = -1;
     node->master = -1;
     node->last_master = -1;
@@ -400,19 +402,82 @@ void rl_node_server(rl_node *node, char *out, size_t len)
     pthread_mutex_unlock(&node->mu);
 }
 
+/* When a guard read at now that said left_ms ends: never later than
+ * rl_node_guard_ms from the first read of the guard now running (a forged or
+ * garbled record, or a hostile node's answer, cannot make it longer; nor can
+ * an answer near INT64_MAX overflow). Under node->mu. */
+static int64_t guard_end(rl_node *node, int64_t left_ms, int64_t now)
+{
+    int64_t guard = rl_node_guard_ms(node);
+    if (node->guarded_until < now || node->guard_seen_at == INT64_MIN)
+        node->guard_seen_at = now;
+    int64_t left = left_ms < guard ? left_ms : guard;
+    int64_t end = now + left, cap = node->guard_seen_at + guard;
+    return end < cap ? end : cap;
+}
+
+static void tell_guarded(rl_node *node, int64_t left_ms)
+{
+    const rl_client *ctx = node->ctx;
+    if (rl_logging(&ctx->log, REDLOCK_LOG_WARN))
+        rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_guarded", "node=%s guard_ms=%lld",
+                    node->addr.label, (long long)left_ms);
+}
+
 void rl_node_guarded(rl_node *node, int64_t left_ms, int64_t now)
 {
-    if (left_ms <= 0)
+    if (left_ms <= 0 || rl_node_guard_ms(node) <= 0)
         return;
     pthread_mutex_lock(&node->mu);
     bool news = node->guarded_until < now;
-    if (node->guarded_until < now + left_ms)
-        node->guarded_until = now + left_ms;
+    int64_t end = guard_end(node, left_ms, now);
+    if (node->guarded_until < end)
+        node->guarded_until = end;
+    pthread_mutex_unlock(&node->mu);
+    if (news)
+        tell_guarded(node, end - now);
+}
+
+void rl_node_guard_reread(rl_node *node, int64_t left_ms, int64_t now)
+{
+    pthread_mutex_lock(&node->mu);
+    bool was = node->guarded_until > now;
+    int64_t end = INT64_MIN;
+    if (left_ms > 0 && rl_node_guard_ms(node) > 0)
+        end = guard_end(node, left_ms, now);
+    else
+        node->guard_seen_at = INT64_MIN;
+    node->guarded_until = end;
     pthread_mutex_unlock(&node->mu);
     const rl_client *ctx = node->ctx;
-    if (news && rl_logging(&ctx->log, REDLOCK_LOG_WARN))
-        rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_guarded", "node=%s guard_ms=%lld",
-                    node->addr.label, (long long)left_ms);
+    if (was && end <= now && rl_logging(&ctx->log, REDLOCK_LOG_INFO))
+        rl_log_emit(&ctx->log, REDLOCK_LOG_INFO, "node_unguarded",
+                    "node=%s: its guard record, read again, holds it back no longer",
+                    node->addr.label);
+    else if (!was && end > now)
+        tell_guarded(node, end - now);
+}
+
+void rl_node_guard_stale(rl_node *node, int64_t now)
+{
+    if (node->addr.kind == RL_NODE_CLUSTER)
+        return;   /* one guard per master: a read of one would speak for all */
+    pthread_mutex_lock(&node->mu);
+    if (node->guarded_until > now
+        && (node->guard_asked_at == INT64_MIN || now - node->guard_asked_at >= RL_GUARD_REREAD_MS)) {
+        node->guard_asked_at = now;
+        node->guard_reread = true;
+    }
+    pthread_mutex_unlock(&node->mu);
+}
+
+bool rl_node_take_reread(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    bool due = node->guard_reread;
+    node->guard_reread = false;
+    pthread_mutex_unlock(&node->mu);
+    return due;
 }
 
 int64_t rl_node_connect_wait(rl_node *node, int64_t now)

@@ -64,6 +64,9 @@ typedef struct rl_node {
     int version;             /* redis_version as major * 100 + minor; 0 unknown */
     int same_as;             /* index of an earlier node with the same run_id, or -1 */
     int64_t guarded_until;   /* its guard script said so (any client's first sight); INT64_MIN none */
+    int64_t guard_seen_at;   /* when this client first read the guard now running; INT64_MIN none */
+    int64_t guard_asked_at;  /* when a refused vote last asked to read it again; INT64_MIN never */
+    bool guard_reread;       /* the next command on one of its connections reads it again first */
     /* A Sentinel node's master: the addresses named so far (never freed
      * while the client lives, so targets stay valid), the one now (-1: ask
      * a sentinel), the sentinel to ask next, and the generation, which
@@ -158,8 +161,20 @@ void rl_node_master_lost(rl_node *node, uint64_t gen, const char *why, int64_t n
 /* The master's address now ("" when a sentinel must be asked), for health. */
 void rl_node_server(rl_node *node, char *out, size_t len);
 /* Its guard script (the late client's guard) said its votes do not count
- * for left_ms more. */
+ * for left_ms more: whatever the answer, for no longer than rl_node_guard_ms
+ * from when this client first read the guard now running. */
 void rl_node_guarded(rl_node *node, int64_t left_ms, int64_t now);
+/* A guard read again (rl_node_guard_stale) said left_ms: unlike a first
+ * read, it may end the guard (a record deleted or corrected), never
+ * lengthen it past rl_node_guard_ms from its first sight. */
+void rl_node_guard_reread(rl_node *node, int64_t left_ms, int64_t now);
+/* A vote was refused for the guard of a standalone or Sentinel node: asks,
+ * at most once every RL_GUARD_REREAD_MS, that the next command to it read
+ * the guard again first (rl_node_take_reread), so that a record deleted or
+ * corrected stops holding it back. */
+void rl_node_guard_stale(rl_node *node, int64_t now);
+bool rl_node_take_reread(rl_node *node);
+#define RL_GUARD_REREAD_MS 1000
 
 /* Milliseconds before a new connection may be tried (0: now). */
 int64_t rl_node_connect_wait(rl_node *node, int64_t now);

@@ -1061,10 +1061,13 @@ static void end_round(rl_op *op, const rl_verdict *v, int64_t now)
             int64_t pause = retry_pause_ms(op), left = op->give_up - now;
             /* Held back by guards alone, no attempt can succeed before the
              * guard ends (but through a release, which wakes a waiter):
-             * the next one is then. With nodes failing too, the attempts go
-             * on as usual, the next one no later than the guard's end. */
+             * the next one is then, or a second from now if that is
+             * sooner: the attempt reads a guard's record again
+             * (rl_node_guard_stale), and a record deleted or corrected ends
+             * it. With nodes failing too, the attempts go on as usual, the
+             * next one no later than the guard's end. */
             if (guard_wait > 0 && (only_guards || guard_wait < pause))
-                pause = guard_wait;
+                pause = guard_wait < RL_GUARD_REREAD_MS ? guard_wait : RL_GUARD_REREAD_MS;
             op->phase = PHASE_PAUSE;
             op->wake_at = now + (pause < left ? pause : left);
             op->rc = v->rc;

@@ -52,6 +52,7 @@ void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, in
     }
     int64_t left = rl_node_guard_left(&ctx->nodes[node], now);
     if (left > 0) {
+        rl_node_guard_stale(&ctx->nodes[node], now);
         rl_result_fail(r, REDLOCK_ENOQUORUM,
                        "may have lost keys (restarted or failed over); not counted for %lld ms more (restart_guard)",
                        (long long)left);

@@ -30,37 +30,37 @@ here=$top/tests/sim
 
 # name, master seed, operations within which it is caught: about three
 # times what it took with that seed, at least 6000; budgets measured before
-# were kept where they still hold. Measured last after a wait came to sleep
-# through a restart guard rather than retry during it, a Cluster's parts to
-# be released at once (of the locks of one resource, half are plain; the
-# others are a permit, a fair lock, or a read or write lock): quorum-even
-# 28, quorum-half 28, no-drift 34760 (master seed 3; seeds 1, 2 and 4 took
-# 181900, over 120000 and 410869), duration-ignored 5951,
-# validity-from-end 2154, late-yes-kept 104556 (master seed 2), wrong-entry
-# 96, fence-low 8, drift-constant 78097 (master seed 2; seeds 1, 3, 4 and
-# 5 took 413269, over 220000, 64313 and 490158: the drift mutants' seeds
-# move most with the workload), no-released-event 65, guard-ignored
-# 130197, permit-majority 4024, release-skips-unanswered 2229; of the
-# scripts: rw-reader-beside-writer 82, sem-one-more 3014, fair-unordered
-# 4800 (the order of service is checked in quiet phases only). Any change
-# of the engine or of the workload moves where a seed leads.
+# were kept where they still hold. Measured last after the workload gained
+# forged guard records and nodes that answer the guard as they like (and
+# the counts of one seed vary a little from run to run: the simulations run
+# on two threads): quorum-even 68, quorum-half 68, no-drift 71560 (master
+# seed 3), duration-ignored 2146, validity-from-end 1527, late-yes-kept
+# 102231 (master seed 4; seeds 2 and 3 took 310309 and 153649),
+# wrong-entry 296, fence-low 8, drift-constant 42111 (seeds 3, 4 and 6 did
+# not catch it in 250000), no-released-event 133, guard-ignored 30047
+# (master seed 6; seed 1 took 314270), permit-majority 4022,
+# release-skips-unanswered 2366, guard-uncapped 4911 to 5835; of the
+# scripts: rw-reader-beside-writer 49, sem-one-more 2442, fair-unordered
+# 57588. Any change of the engine or of the workload moves where a seed
+# leads.
 list="
 quorum-even 1 15000
 quorum-half 1 6000
 no-drift 3 105000
 duration-ignored 1 80000
 validity-from-end 1 50000
-late-yes-kept 2 320000
+late-yes-kept 4 310000
 wrong-entry 1 8000
 fence-low 1 6000
-drift-constant 2 235000
+drift-constant 1 130000
 no-released-event 1 6000
-guard-ignored 1 400000
+guard-ignored 6 100000
 permit-majority 1 15000
 rw-reader-beside-writer 1 6000
 sem-one-more 1 6000
-fair-unordered 1 530000
+fair-unordered 1 180000
 release-skips-unanswered 1 6000
+guard-uncapped 1 20000
 "
 
 cc=${CC:-cc}

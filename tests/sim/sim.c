@@ -73,6 +73,9 @@
  *               (the documented limit; counted, not a failure), and every
  *               other invariant must still hold.
  *   progress    in quiet phases with every node up, waiting locks succeed.
+ *   guard bound no client holds a node back for longer than its guard
+ *               (max_lease_ms) from now, whatever a forged guard record or
+ *               a hostile node's answer to the guard script said.
  *
  *   sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] [--trace]
  *       [--unsafe-restarts | --lose-counters [--no-restart-guard]
@@ -1124,6 +1127,11 @@ static void audit(world *w)
         client *cl = &w->clients[k];
         int64_t c = client_now(cl, w->now);
         for (int i = 0; i < w->n_nodes; i++) {
+            int64_t left = rl_node_guard_left(&cl->ctx->nodes[i], c);
+            if (left > rl_node_guard_ms(&cl->ctx->nodes[i]))
+                fail(w, "guard bound", "c%d holds n%d back for %" PRId64 " ms more, longer "
+                     "than any guard (%" PRId64 ")", cl->id, i, left,
+                     rl_node_guard_ms(&cl->ctx->nodes[i]));
             if (rl_node_connect_wait(&cl->ctx->nodes[i], c) > 0)
                 cl->connect_ok_since[i] = INT64_MAX;
             else if (cl->connect_ok_since[i] == INT64_MAX)
@@ -1225,7 +1233,7 @@ static void fault(world *w)
         return;
     int n = (int)between(&w->rnd, 0, w->n_nodes - 1);
     simnode_state *nd = &w->nodes[n];
-    switch (between(&w->rnd, 0, 6)) {
+    switch (between(&w->rnd, 0, 7)) {
     case 0:   /* a stall, shorter or longer than leases */
         if (!nd->down && nd->stalled_until <= w->now) {
             nd->stalled_until = w->now + between(&w->rnd, 1, 3000);
@@ -1289,6 +1297,15 @@ static void fault(world *w)
             w->delayed_until[n] = w->now + nd->extra_delay;
         nd->extra_delay = nd->extra_delay ? 0 : between(&w->rnd, 5, 100);
         trace(w, "fault: n%d link delay %" PRId64, n, nd->extra_delay);
+        break;
+    case 6:   /* a neighbour forges its guard record, or it answers the guard as it likes */
+        if (chance(&w->rnd, 0.5)) {
+            simnode_forge_guard(nd->sn, next_u64(&w->rnd));
+            trace(w, "fault: n%d guard record forged", n);
+        } else {
+            simnode_hostile_guard(nd->sn, true);
+            trace(w, "fault: n%d answers the guard as it likes", n);
+        }
         break;
     default:  /* a quiet spell */
         break;
@@ -1563,6 +1580,7 @@ static void heal(world *w)
             w->delayed_until[i] = w->now + nd->extra_delay;
         nd->extra_delay = 0;
         nd->stalled_until = 0;
+        simnode_hostile_guard(nd->sn, false);
         resume(w, i);
         if (nd->down) {
             nd->down = false;

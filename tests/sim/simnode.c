@@ -52,6 +52,8 @@ struct simnode {
     size_t n_scripts;
     int64_t now;          /* of the command running */
     bool promoted;        /* a replica that took the master's place (INFO's master_replid2) */
+    bool hostile_guard;   /* simnode_hostile_guard */
+    uint64_t hostile_seq; /* which arbitrary answer comes next */
 };
 
 struct simnode_client {
@@ -264,6 +266,30 @@ static script *load(simnode *n, const char *body)
     snprintf(s->sha, sizeof s->sha, "%s", known->sha1);
     s->ref = luaL_ref(n->lua, LUA_REGISTRYINDEX);
     return s;
+}
+
+void simnode_forge_guard(simnode *n, uint64_t seed)
+{
+    entry *e = find(n, RL_GUARD_KEY, strlen(RL_GUARD_KEY));
+    char was[48], epoch[24], forged[128];
+    long long at;
+    if (seed % 3 == 0 || !e || !e->value
+        || sscanf(e->value, "%47s %23s %lld", was, epoch, &at) != 3) {
+        snprintf(forged, sizeof forged, "%s", seed % 2 ? "garbage" : "0 0 x");
+    } else {
+        long long far = seed % 3 == 1 || at > INT64_MAX / 2 || at < 0
+                           ? INT64_MAX : at + 1000000000LL * (long long)(seed % 1000 + 1);
+        snprintf(forged, sizeof forged, "%s %s %lld", was, epoch, far);
+    }
+    note_write(n, RL_GUARD_KEY, strlen(RL_GUARD_KEY));
+    e = put(n, RL_GUARD_KEY, strlen(RL_GUARD_KEY));
+    e->value = strdup(forged);
+    e->expires_at = NO_EXPIRY;
+}
+
+void simnode_hostile_guard(simnode *n, bool on)
+{
+    n->hostile_guard = on;
 }
 
 void simnode_flush_scripts(simnode *n)
@@ -523,7 +549,18 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         script *s = load(n, argv[1]);
         if (!s)
             return v_str(V_ERR, "ERR the simulation knows only the project's scripts");
-        return eval(n, s, argc - 1, argv + 1, lens + 1);
+        sval v = eval(n, s, argc - 1, argv + 1, lens + 1);
+        if (n->hostile_guard && v.t == V_INT && strcmp(argv[1], rl_script_guard.body) == 0) {
+            /* Anything, but never a shorter guard than the script's (a node
+             * that lies the other way loses keys it said it kept: no lock
+             * algorithm holds against that). */
+            static const long long longer[] = { INT64_MAX, INT64_MAX - 1, 1000000000000LL, -1 };
+            static const long long none[] = { 0, -1, INT64_MIN, INT64_MAX, 1000000000000LL, 1 };
+            uint64_t k = n->hostile_seq++;
+            long long lie = v.i > 0 ? longer[k % 4] : none[k % 6];
+            v.i = lie == -1 ? (v.i > INT64_MAX / 3 ? INT64_MAX : v.i * 3) : lie;
+        }
+        return v;
     }
     if (is(c, "SCRIPT") && argc == 3 && is(argv[1], "LOAD")) {
         script *s = load(n, argv[2]);

@@ -42,6 +42,14 @@ void simnode_restart(simnode *n, simnode_data data, uint64_t seed);
  * owed any more). */
 void simnode_failover(simnode *n, int64_t lag_ms, int64_t down_at, uint64_t seed);
 void simnode_flush_scripts(simnode *n);
+/* A neighbour with write access forges the guard's record (scripts/guard.lua):
+ * the record there with its end pushed far ahead (up to INT64_MAX), or one
+ * that does not read as a record. Never a shorter guard: that would take a
+ * protection away, which a neighbour who can write keys can do anyway. */
+void simnode_forge_guard(simnode *n, uint64_t seed);
+/* A hostile node: while on, the guard script is not run and its answer is
+ * an arbitrary integer (INT64_MAX, a negative one, a huge one, a small one). */
+void simnode_hostile_guard(simnode *n, bool on);
 
 /* One client connection's request parser on the node. */
 simnode_client *simnode_client_new(void);

@@ -13,7 +13,9 @@
 -- than the sentinels' (promoted since, maybe before its copy was whole),
 -- may lack keys written before: it writes its own record with until =
 -- now + max_lease. Without the key, a server is fresh, unless its group
--- has failed over or it was promoted (a second replication id). Returns the milliseconds its votes do not count for.
+-- has failed over or it was promoted (a second replication id). A record
+-- that does not read as one is another server's. Returns the milliseconds
+-- its votes do not count for, never more than ARGV[1].
 local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 -- A replica promoted (by Sentinel, a Cluster or by hand) has a second
 -- replication id until its next full sync: without a record, it is no
@@ -31,6 +33,13 @@ end
 local until_ms
 if was == id and tonumber(at_epoch) >= epoch then
   until_ms = tonumber(at)
+  -- A time further than a guard's length ahead was never written by a
+  -- client (a forged or garbled record): it becomes a guard of that length
+  -- from now, so that no record holds a server back longer.
+  if until_ms > now + tonumber(ARGV[1]) then
+    until_ms = now + tonumber(ARGV[1])
+    redis.call('SET', KEYS[1], id .. ' ' .. at_epoch .. ' ' .. until_ms)
+  end
 else
   until_ms = 0
   if seen or epoch > 0 or promoted then
