@@ -13,6 +13,9 @@
 #include <string.h>
 
 /* Sets key to value (with PX ms when ms > 0) on nodes first .. end-1. */
+/* A holder's token, as the library writes one. */
+#define SOMEONE "5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e"
+
 static void set_on(nodes *ns, size_t first, size_t end, const char *key, const char *value,
                    long ms)
 {
@@ -84,7 +87,7 @@ static void a_key_without_expiry_has_no_end(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *ctx = ctx_for(ns, NULL);
-    set_on(ns, 0, 5, "inspect-forever", "someone", 0);
+    set_on(ns, 0, 5, "inspect-forever", SOMEONE, 0);
     assert_inspect(ctx, "inspect-forever", 1, -1, -1);
     del_everywhere(ns, "inspect-forever");
     redlock_ctx_free(ctx);
@@ -95,7 +98,7 @@ static void the_key_prefix_is_applied(void **state)
     nodes *ns = *state;
     static const char *const prefixed[] = {"key_prefix", "app:", NULL};
     redlock_ctx *ctx = ctx_for(ns, prefixed);
-    set_on(ns, 0, 5, "app:inspect-prefixed", "someone", 7000);
+    set_on(ns, 0, 5, "app:inspect-prefixed", SOMEONE, 7000);
     assert_inspect(ctx, "inspect-prefixed", 1, 5000, 7000);
     int deleted = -1;
     assert_rc(redlock_force_unlock(ctx, "inspect-prefixed", &deleted), REDLOCK_OK);
@@ -108,7 +111,7 @@ static void too_few_answers_is_no_quorum_not_a_guess(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *ctx = ctx_for(ns, NULL);
-    set_on(ns, 0, 3, "inspect-down", "someone", 20000);
+    set_on(ns, 0, 3, "inspect-down", SOMEONE, 20000);
     /* Two nodes down: the three that answer decide. */
     assert_int_equal(nodes_stop(ns, 3), 0);
     assert_int_equal(nodes_stop(ns, 4), 0);
@@ -139,6 +142,39 @@ static void a_key_that_is_not_a_lock_is_a_clear_error_and_left_alone(void **stat
     assert_fails(redlock_force_unlock(ctx, "inspect-list", NULL), REDLOCK_EWRONGTYPE);
     assert_int_equal(nodes_count_exists(ns, "inspect-list"), 5);
     del_everywhere(ns, "inspect-list");
+    redlock_ctx_free(ctx);
+}
+
+/* A forced unlock deletes only a lock: a typo that names application data
+ * (a string, or a token's shape without an expiry) is refused, saying what
+ * it found but not its value, and the data stays. */
+static void a_forced_unlock_leaves_data_alone(void **state)
+{
+    nodes *ns = *state;
+    redlock_ctx *ctx = ctx_for(ns, NULL);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(nodes_exec(ns, i, "SET inspect-data secret-settings-of-the-app"), 0);
+        assert_int_equal(nodes_exec(ns, i, "SET inspect-tokenish 0123456789abcdef0123456789abcdef"),
+                         0);
+    }
+    int deleted = 7;
+    assert_fails(redlock_force_unlock(ctx, "inspect-data", &deleted), REDLOCK_EWRONGTYPE);
+    assert_non_null(strstr(redlock_errmsg(), "not a lock: left alone"));
+    assert_null(strstr(redlock_errmsg(), "secret-settings"));
+    assert_fails(redlock_force_unlock(ctx, "inspect-tokenish", NULL), REDLOCK_EWRONGTYPE);
+    assert_non_null(strstr(redlock_errmsg(), "without an expiry"));
+    assert_int_equal(nodes_count_exists(ns, "inspect-data"), 5);
+    assert_int_equal(nodes_count_exists(ns, "inspect-tokenish"), 5);
+    del_everywhere(ns, "inspect-data");
+    del_everywhere(ns, "inspect-tokenish");
+    /* A read lock's readers are a lock: forced open like any other. */
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock_rw(&h, ctx, "inspect-readers", REDLOCK_READ, NULL, 10000, 0), REDLOCK_OK);
+    assert_rc(redlock_force_unlock(ctx, "inspect-readers", &deleted), REDLOCK_OK);
+    assert_true(deleted >= 3);
+    assert_on_every_node(ns, "inspect-readers", NULL);
+    redlock_unlock(h);
+    redlock_handle_free(h);
     redlock_ctx_free(ctx);
 }
 
@@ -203,7 +239,7 @@ static void a_forced_unlock_wakes_the_waiters(void **state)
     };
     redlock_ctx *operator = ctx_for(ns, NULL);
     waiter w = { .ctx = ctx_for(ns, slow_retries) };
-    set_on(ns, 0, 5, "inspect-wake", "gone-holder", 20000);
+    set_on(ns, 0, 5, "inspect-wake", SOMEONE, 20000);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
     sleep_ms(300);   /* its first attempt failed: it waits, subscribed */
@@ -238,7 +274,7 @@ static void a_multi_lock_is_locked_when_any_resource_is_for_the_longest(void **s
     static const char *const names[] = {"inspect-m1", "inspect-m2", "inspect-m3"};
     assert_multi(ctx, names, 3, 0, -2, -2);
     /* One resource held elsewhere: the multi-lock cannot be taken. */
-    set_on(ns, 0, 5, "inspect-m2", "someone", 4000);
+    set_on(ns, 0, 5, "inspect-m2", SOMEONE, 4000);
     assert_multi(ctx, names, 3, 1, 3000, 4000);
     /* Two: as long as the longest of them. */
     set_on(ns, 0, 5, "inspect-m3", "other", 9000);
@@ -307,6 +343,7 @@ int main(void)
         cmocka_unit_test(a_key_that_is_not_a_lock_is_a_clear_error_and_left_alone),
         cmocka_unit_test(bad_arguments_are_refused),
         cmocka_unit_test(a_forced_unlock_takes_the_lock_from_its_holder),
+        cmocka_unit_test(a_forced_unlock_leaves_data_alone),
         cmocka_unit_test(a_forced_unlock_wakes_the_waiters),
         cmocka_unit_test(a_multi_lock_is_locked_when_any_resource_is_for_the_longest),
         cmocka_unit_test(the_multi_answer_merges_one_resource_at_a_time),

@@ -57,7 +57,7 @@ def test_force_unlock_takes_the_lock_from_its_holder(client, other):
 
 
 def test_force_unlock_wakes_a_waiter(nodes, client, prefix):
-    on_every_node(nodes, "SET", f"{prefix}wake", "gone-holder", "PX", "30000")
+    on_every_node(nodes, "SET", f"{prefix}wake", "5ca1ab1e" * 4, "PX", "30000")  # a token
     with redlock.Redlock(nodes.uris, key_prefix=prefix, retry_delay_ms=3000,
                          retry_jitter_ms=0) as waiting:
         got = {}

@@ -86,6 +86,12 @@ class LockQueryTest extends TwoClients {
         // The longest of the resources held: a key without expiry.
         onEveryNode("SET", "query:" + name + "-c", "forever");
         assertEquals(RLock.NO_EXPIRY, all.remainTimeToLive());
+        // Such a key is no lock: forceUnlock leaves it alone and says so.
+        assertThrows(WrongTypeException.class, client.getLock(name + "-c")::forceUnlock);
+        for (int i = 1; i <= 5; i++) {
+            assertEquals("1", nodes.call(i, "EXISTS", "query:" + name + "-c"));
+        }
+        onEveryNode("DEL", "query:" + name + "-c");
 
         assertFalse(all.tryLock());
         assertTrue(all.forceUnlock(), "each resource is forced open");
