@@ -143,7 +143,7 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         the master's)
  *     sentinel_password (default ""; at most 4095 bytes)
  *         redis-sentinel:// nodes: the password for the sentinels, when they
- *         require AUTH
+ *         require AUTH; write-only (get_option refuses to read it back)
  *     sentinel_poll_ms (default "1000"; 0 to 3600000)
  *         redis-sentinel:// nodes: how often an operation asks a sentinel
  *         whether the master moved (besides READONLY, a replica's ROLE or a
@@ -255,7 +255,8 @@ REDLOCK_API int redlock_version_number(void);
  * Writes the current value of an option into buf (buflen bytes, NUL
  * included), in the text form redlock_ctx_set_option takes. REDLOCK_EINVAL
  * for an unknown name, or when buf is too small (the message says how much
- * is needed).
+ * is needed). A password is never read back: sentinel_password gives
+ * REDLOCK_EINVAL and leaves buf alone (since 1.2).
  */
 REDLOCK_API int redlock_ctx_get_option(const redlock_ctx *ctx, const char *name, char *buf,
                                        size_t buflen);
@@ -505,6 +506,9 @@ REDLOCK_API int redlock_handle_fence(const redlock_handle *h, size_t index, int6
  *   permission_denied  node was: the node's ACL does not allow a command or key the
  *                   library uses (its NOPERM reply, which names the command, follows)
  * New events and fields may be added; names and existing fields do not change.
+ * A message never holds a control byte (below 0x20, or 0x7f): one in a
+ * resource name or a node's answer comes escaped, as \n, \r, \t or \xNN, so
+ * an event is one line of a log whatever the names are (since 1.2).
  *
  * Threads: the hook is called synchronously, on whichever thread runs the
  * client's work at that moment: the caller's, for the blocking calls

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hygiene.h"
 #include "redlock.h"
 
 /* Exit statuses of the tool itself, besides the command's own status. */
@@ -71,6 +72,7 @@ struct config {
     bool fair;       /* --fair: NAME's fair lock (waiters served in arrival order) */
     bool check;      /* --check: no lock; the nodes' health */
     const char *password_file;
+    const char *sentinel_password_file;
     int conflict_exit;
     const char *name;
     const char *shell_command; /* -c STRING */
@@ -150,6 +152,10 @@ static const char usage_head[] =
     "                               repeated\n"
     "      --password-file FILE     password for the nodes whose URI has none,\n"
     "                               from the first line of FILE\n"
+    "      --sentinel-password-file FILE\n"
+    "                               password for the sentinels of redis-sentinel://\n"
+    "                               nodes (sentinel_password), from the first line\n"
+    "                               of FILE\n"
     "      --check                  take no lock: ask every node, print a line per\n"
     "                               node (state, round trip, run_id, version) and\n"
     "                               exit 0 when a quorum answers, 69 when not\n"
@@ -177,12 +183,26 @@ static const char usage_tail[] =
     "Environment:\n"
     "  REDLOCK_NODES     the nodes, when no --nodes is given\n"
     "  REDLOCK_PASSWORD  password for the nodes whose URI has none, when no\n"
-    "                    --password-file is given. Passwords are never printed.\n"
+    "                    --password-file is given\n"
+    "  REDLOCK_SENTINEL_PASSWORD\n"
+    "                    password for the sentinels, when no\n"
+    "                    --sentinel-password-file is given (-o sentinel_password\n"
+    "                    wins over both)\n"
     "COMMAND runs with REDLOCK_NAME (NAME) and REDLOCK_TOKEN (the lock's token,\n"
     "the value stored in the Redis key; with --permits, the permit's id) added\n"
     "to its environment, and with\n"
     "fencing on REDLOCK_FENCE: a number larger for every later holder of NAME,\n"
     "for the storage COMMAND writes to, to refuse writes of an older holder.\n"
+    "\n"
+    "Secrets: passwords are never printed (a refused password option is named,\n"
+    "not shown). COMMAND gets neither REDLOCK_PASSWORD nor\n"
+    "REDLOCK_SENTINEL_PASSWORD, and gets REDLOCK_NODES without the URIs'\n"
+    "credentials (redis://host for redis://user:password@host). Once its\n"
+    "arguments are read, redlock overwrites the credentials of --nodes URIs and\n"
+    "the value of -o NAME=VALUE for a password option with 'x', so that the\n"
+    "process list does not show them; it is not dumpable while it runs. A\n"
+    "file or the environment keeps a password out of the process list\n"
+    "altogether.\n"
     "\n"
     "Signals: SIGINT, SIGTERM and SIGHUP are forwarded to COMMAND, and the lock is\n"
     "released when COMMAND exits. When the lock is lost (it could not be extended\n"
@@ -237,6 +257,16 @@ static void print_usage(void)
 
 static int verbosity = NORMAL;
 
+/* Writes "redlock: <message>" on stderr, one line: a newline or another
+ * control byte in a name or a node's answer is escaped. */
+static void print_line(const char *fmt, va_list ap)
+{
+    char text[4096], escaped[4096];
+
+    vsnprintf(text, sizeof text, fmt, ap);
+    fprintf(stderr, "redlock: %s\n", rl_escape_controls(escaped, sizeof escaped, text));
+}
+
 /* Prints "redlock: <message>" on stderr unless --quiet. */
 __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
@@ -244,11 +274,9 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 
     if (verbosity == QUIET)
         return;
-    fputs("redlock: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    print_line(fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 /* Reports a library failure: what failed, the code's meaning and the detail. */
@@ -264,11 +292,10 @@ __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const ch
 {
     va_list ap;
 
-    fputs("redlock: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    print_line(fmt, ap);
     va_end(ap);
-    fputs("\nTry 'redlock --help' for more information.\n", stderr);
+    fputs("Try 'redlock --help' for more information.\n", stderr);
     exit(EX_USAGE);
 }
 
@@ -371,7 +398,7 @@ static void add_duration_setting(struct config *cfg, const char *option, const c
     add_setting(cfg, name, value);
 }
 
-static void add_option_setting(struct config *cfg, const char *text)
+static void add_option_setting(struct config *cfg, char *text)
 {
     const char *eq = strchr(text, '=');
     char *name;
@@ -381,6 +408,9 @@ static void add_option_setting(struct config *cfg, const char *text)
     name = xstrdup(text);
     name[eq - text] = '\0';
     add_setting(cfg, name, eq + 1);
+    /* The process list shows the arguments: a password's value goes. */
+    if (secret_option(name))
+        hide_option_value(text);
     free(name);
 }
 
@@ -451,6 +481,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         OPT_CONNECT_TIMEOUT,
         OPT_RETRY_DELAY,
         OPT_PASSWORD_FILE,
+        OPT_SENTINEL_PASSWORD_FILE,
         OPT_FENCING,
         OPT_CHECK,
         OPT_PERMITS,
@@ -477,6 +508,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         {"fencing", no_argument, NULL, OPT_FENCING},
         {"option", required_argument, NULL, 'o'},
         {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+        {"sentinel-password-file", required_argument, NULL, OPT_SENTINEL_PASSWORD_FILE},
         {"check", no_argument, NULL, OPT_CHECK},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
@@ -521,7 +553,10 @@ static void parse_args(struct config *cfg, int argc, char **argv)
             cfg->shell_command = optarg;
             break;
         case OPT_NODES:
-            cfg->node_lists[cfg->n_node_lists++] = optarg;
+            /* A copy; the argument, as the process list shows it, loses its
+             * credentials. */
+            cfg->node_lists[cfg->n_node_lists++] = xstrdup(optarg);
+            hide_list_credentials(optarg);
             break;
         case 't':
             cfg->ttl_ms = duration_arg("ttl", optarg);
@@ -551,6 +586,9 @@ static void parse_args(struct config *cfg, int argc, char **argv)
             break;
         case OPT_PASSWORD_FILE:
             cfg->password_file = optarg;
+            break;
+        case OPT_SENTINEL_PASSWORD_FILE:
+            cfg->sentinel_password_file = optarg;
             break;
         case OPT_CHECK:
             cfg->check = true;
@@ -602,17 +640,8 @@ static void parse_args(struct config *cfg, int argc, char **argv)
     parse_command(cfg, argc, argv, optind);
 }
 
-/* Overwrites n bytes at p in a way the compiler keeps (glibc's explicit_bzero
- * is 2.25's; the tool runs on 2.17). */
-static void wipe(void *p, size_t n)
-{
-    static void *(*volatile set)(void *, int, size_t) = memset;
-
-    set(p, 0, n);
-}
-
-/* Reads the password: the first line of FILE, else $REDLOCK_PASSWORD. NULL if neither. */
-static char *read_password(const char *file)
+/* Reads a password: the first line of FILE, else the variable env. NULL if neither. */
+static char *read_password(const char *file, const char *variable)
 {
     char buf[PASSWORD_MAX_BYTES + 2];
     char *password;
@@ -621,7 +650,7 @@ static char *read_password(const char *file)
     size_t len;
 
     if (file == NULL) {
-        env = getenv("REDLOCK_PASSWORD");
+        env = getenv(variable);
         return env != NULL && *env != '\0' ? xstrdup(env) : NULL;
     }
     f = fopen(file, "re");
@@ -763,8 +792,13 @@ static void print_event(void *data, int level, const char *event, const char *me
                      : level >= REDLOCK_LOG_WARN  ? "warn"
                      : level >= REDLOCK_LOG_INFO  ? "info" : "debug";
 
+    char escaped[2][2048];
+
     (void)data;
-    fprintf(stderr, "redlock: [%s] %s %s\n", name, event, message);
+    /* The library escapes its messages already; a name is escaped here too. */
+    fprintf(stderr, "redlock: [%s] %s %s\n", name,
+            rl_escape_controls(escaped[0], sizeof escaped[0], event),
+            rl_escape_controls(escaped[1], sizeof escaped[1], message));
 }
 
 /* The client's lease of a kept lock (watchdog_lease_ms). */
@@ -780,7 +814,9 @@ static int64_t kept_lease_ms(redlock_ctx *ctx)
 /* Makes the client and applies the settings. Returns an exit status, EX_OK on success. */
 static int open_ctx(redlock_ctx **out, const struct config *cfg)
 {
-    char *password = read_password(cfg->password_file);
+    char *password = read_password(cfg->password_file, "REDLOCK_PASSWORD");
+    char *sentinel_password = read_password(cfg->sentinel_password_file,
+                                            "REDLOCK_SENTINEL_PASSWORD");
     char **uris;
     size_t n = collect_nodes(cfg, password, &uris);
     int rc = redlock_ctx_new(out, (const char *const *)uris, n);
@@ -795,6 +831,15 @@ static int open_ctx(redlock_ctx **out, const struct config *cfg)
         /* Not say(): the list of nodes is the user's input. */
         fprintf(stderr, "redlock: bad list of nodes: %s%s%s\n", redlock_strerror(rc),
                 *detail ? ": " : "", detail);
+        free_secret(sentinel_password);
+        return rc == REDLOCK_ENOMEM ? EX_SOFTWARE : EX_USAGE;
+    }
+    /* Before the settings: -o sentinel_password wins. */
+    if (sentinel_password != NULL)
+        rc = redlock_ctx_set_option(*out, "sentinel_password", sentinel_password);
+    free_secret(sentinel_password);
+    if (rc != REDLOCK_OK) {
+        fprintf(stderr, "redlock: cannot set the sentinels' password: %s\n", redlock_errmsg());
         return rc == REDLOCK_ENOMEM ? EX_SOFTWARE : EX_USAGE;
     }
     for (size_t i = 0; i < cfg->n_settings; i++) {
@@ -804,8 +849,12 @@ static int open_ctx(redlock_ctx **out, const struct config *cfg)
         if (rc != REDLOCK_OK) {
             const char *detail = redlock_errmsg();
 
-            fprintf(stderr, "redlock: cannot set option %s to '%s': %s%s%s\n", s->name,
-                    s->value, redlock_strerror(rc), *detail ? ": " : "", detail);
+            /* A password's value is named, never shown. */
+            fprintf(stderr, "redlock: cannot set option %s%s%s%s: %s%s%s\n", s->name,
+                    secret_option(s->name) ? " (its value is not shown)" : " to '",
+                    secret_option(s->name) ? "" : s->value,
+                    secret_option(s->name) ? "" : "'", redlock_strerror(rc),
+                    *detail ? ": " : "", detail);
             return rc == REDLOCK_ENOMEM ? EX_SOFTWARE : EX_USAGE;
         }
     }
@@ -1338,8 +1387,10 @@ static void free_config(struct config *cfg)
 {
     for (size_t i = 0; i < cfg->n_settings; i++) {
         free(cfg->settings[i].name);
-        free(cfg->settings[i].value);
+        free_secret(cfg->settings[i].value);
     }
+    for (size_t i = 0; i < cfg->n_node_lists; i++)
+        free_secret(cfg->node_lists[i]);
     free(cfg->settings);
     free(cfg->node_lists);
 }
@@ -1352,8 +1403,15 @@ int main(int argc, char **argv)
 
     keep_std_fds_open();
     ignore_sigpipe();
+    hold_secrets();
     parse_args(&cfg, argc, argv);
     status = open_ctx(&ctx, &cfg);
+    /* The library has the passwords: the environment, which COMMAND
+     * inherits, keeps none. */
+    if (status == EX_OK && !scrub_environment()) {
+        say("cannot prepare the environment: %s", strerror(errno));
+        status = EX_OSERR;
+    }
     if (status == EX_OK && cfg.ttl_ms == TTL_UNSET)
         cfg.ttl_ms = kept_lease_ms(ctx);
     if (status == EX_OK)

@@ -137,9 +137,20 @@ local function nginx_sink(level, event, message)
   ngx.log(nginx[level], "redlock: ", event, " ", message)
 end
 
--- Sends one event to ctx's sink, if it has one and the level reaches it.
+-- Control bytes (below 0x20, and 0x7f) as the C library escapes them in its
+-- events: \n, \r, \t, else \xNN. An event is one line of a log, always.
+local ESCAPES = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
+local function escape(text)
+  return (tostring(text):gsub("[%c\127]", function(c)
+    return ESCAPES[c] or ("\\x%02x"):format(c:byte())
+  end))
+end
+
+-- Sends one event to ctx's sink, if it has one and the level reaches it
+-- (the C library escapes control bytes already; escaped here too).
 local function emit(ctx, level, event, message)
   if ctx.sink and level >= ctx.log_level then
+    event, message = escape(event), escape(message)
     local ok, problem = pcall(ctx.sink, LEVEL_NAMES[level] or tostring(level), event, message)
     if not ok then
       report("the log function", problem)

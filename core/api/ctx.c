@@ -56,6 +56,9 @@ int redlock_ctx_get_option(const redlock_ctx *ctx, const char *name, char *buf, 
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
     if (!buf)
         return rl_fail(REDLOCK_EINVAL, "buf is NULL");
+    if (name && rl_options_is_secret(name))
+        return rl_fail(REDLOCK_EINVAL, "option %s is write-only: a password is never read back",
+                       name);
     return rl_options_get(&ctx->client.opt, name, buf, buflen);
 }
 

@@ -1,6 +1,8 @@
 /* base.c - the calling thread's failure message (see base.h). */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base.h"
 
@@ -23,4 +25,20 @@ void rl_clear_error(void)
 const char *rl_errmsg(void)
 {
     return last_error;
+}
+
+void rl_wipe(void *p, size_t n)
+{
+    /* A volatile pointer to memset: the call cannot be proven dead. */
+    static void *(*volatile set)(void *, int, size_t) = memset;
+    if (p && n)
+        set(p, 0, n);
+}
+
+void rl_free_secret(char *s)
+{
+    if (s) {
+        rl_wipe(s, strlen(s));
+        free(s);
+    }
 }

@@ -22,4 +22,12 @@ void rl_clear_error(void);
 /* This thread's message (redlock_errmsg). */
 const char *rl_errmsg(void);
 
+/* Overwrites n bytes at p with zeros in a way the compiler cannot drop as a
+ * dead store (explicit_bzero is glibc 2.25's; the library runs on 2.17). */
+void rl_wipe(void *p, size_t n);
+/* Wipes the string s holds (a password, AUTH's bytes) and frees it; NULL is fine. */
+void rl_free_secret(char *s);
+/* rl_escape_controls and rl_has_controls: control bytes escaped. */
+#include "escape.h"
+
 #endif /* RL_BASE_H */

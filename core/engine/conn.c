@@ -49,9 +49,17 @@ static bool append_bytes(rl_conn *c, const char *bytes, size_t len)
         size_t cap = c->out_cap ? c->out_cap : 256;
         while (cap < c->out_len + len)
             cap *= 2;
-        char *grown = realloc(c->out, cap);
-        if (!grown)
+        char *grown;
+        if (c->written < c->secret_end) {
+            /* AUTH's bytes are still here: no copy of them is left behind. */
+            if (!(grown = malloc(cap)))
+                return false;
+            memcpy(grown, c->out, c->out_len);
+            rl_wipe(c->out, c->out_len);
+            free(c->out);
+        } else if (!(grown = realloc(c->out, cap))) {
             return false;
+        }
         c->out = grown;
         c->out_cap = cap;
     }
@@ -69,7 +77,12 @@ static bool send_own(rl_conn *c, rl_entry_kind kind, int argc, const char **argv
         return false;
     bool ok = append_bytes(c, b.p, b.len)
         && push_entry(c, (rl_entry){ .kind = (uint8_t)kind, .end = c->queued });
-    rl_bytes_free(&b);
+    if (kind == RL_ENTRY_AUTH) {
+        c->secret_end = c->queued;
+        rl_bytes_wipe(&b);
+    } else {
+        rl_bytes_free(&b);
+    }
     return ok;
 }
 
@@ -255,6 +268,8 @@ void rl_conn_free(rl_conn *c)
     if (c->reader)
         redisReaderFree(c->reader);
     free(c->q);
+    if (c->secret_end)
+        rl_wipe(c->out, c->out_cap);
     free(c->out);
     free(c);
 }
@@ -330,6 +345,8 @@ void rl_conn_wrote(rl_conn *c, size_t n, int64_t now)
 {
     memmove(c->out, c->out + n, c->out_len - n);
     c->out_len -= n;
+    if (c->written < c->secret_end)   /* AUTH's bytes left a copy behind the rest */
+        rl_wipe(c->out + c->out_len, n);
     c->written += n;
     /* The entries whose last byte just went: their deadlines start now.
      * stamped never falls behind popped, so each entry is seen once. */

@@ -118,6 +118,8 @@ typedef struct redlock_conn {
     uint64_t queued;            /* bytes queued since the connection was made */
     uint64_t written;           /* bytes written since the connection was made */
     uint64_t gate;              /* bytes past this wait for AUTH and SELECT */
+    uint64_t secret_end;        /* bytes before this one (as queued counts) hold AUTH's
+                                 * password: every copy of them is wiped */
     uint64_t popped;            /* entries popped since the connection was made */
     uint64_t stamped;           /* entries (counted as popped is) known written */
     uint64_t overdue;           /* entries before this one were checked overdue (op.c) */

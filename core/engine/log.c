@@ -16,6 +16,14 @@ void rl_log_emit(const rl_log *log, int level, const char *event, const char *fm
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    /* A resource name or a node's answer in the message may hold a newline
+     * or another control byte: escaped, it cannot forge a line of the log. */
+    if (rl_has_controls(message)) {
+        char escaped[RL_ERRMSG_MAX];
+        fn(atomic_load(&c->data), level, event,
+           rl_escape_controls(escaped, sizeof escaped, message));
+        return;
+    }
     fn(atomic_load(&c->data), level, event, message);
 }
 

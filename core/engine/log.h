@@ -3,7 +3,9 @@
  * the blocking driver tell what they decided. An event is one call of the
  * client's hook, synchronously, on the thread that decided it; with no hook,
  * or below its level, it costs the test of RL_LOG and nothing is formatted.
- * Events are emitted with no lock of the library's held.
+ * Events are emitted with no lock of the library's held. A message's control
+ * bytes (a newline in a resource name, say) reach the hook escaped (\n,
+ * \xNN: rl_escape_controls), so that one event is always one line.
  */
 #ifndef RL_LOG_H
 #define RL_LOG_H

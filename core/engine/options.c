@@ -124,7 +124,7 @@ static int set_string(rl_options *o, const option *opt, const char *value)
     if (!copy)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     char **field = (char **)((char *)o + opt->offset);
-    free(*field);
+    rl_free_secret(*field);   /* sentinel_password's, sentinel_user's: wiped */
     *field = copy;
     /* key_prefix's length is kept beside it. */
     if (opt->offset == offsetof(rl_options, key_prefix))
@@ -222,10 +222,16 @@ void rl_options_free(rl_options *o)
     for (size_t i = 0; i < N_OPTIONS; i++) {
         if (table[i].kind == STRING) {
             char **field = (char **)((char *)o + table[i].offset);
-            free(*field);
+            rl_free_secret(*field);
             *field = NULL;
         }
     }
+}
+
+bool rl_options_is_secret(const char *name)
+{
+    const option *opt = find(name);
+    return opt && opt->offset == offsetof(rl_options, sentinel_password);
 }
 
 bool rl_options_is_tls(const char *name)

@@ -53,6 +53,9 @@ int rl_options_set(rl_options *o, const char *name, const char *value);
 int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen);
 /* Whether name is one of the TLS options (tls_*). */
 bool rl_options_is_tls(const char *name);
+/* Whether name is a password (sentinel_password): written, never read
+ * back through the ABI (redlock_ctx_get_option). */
+bool rl_options_is_secret(const char *name);
 
 /* The table, in its order; rl_options_info(i) is NULL past the end. */
 size_t rl_options_count(void);

@@ -84,6 +84,12 @@ char *rl_decimal(char out[24], long long v)
     return out;
 }
 
+void rl_bytes_wipe(rl_bytes *b)
+{
+    rl_wipe(b->p, b->len);
+    rl_bytes_free(b);
+}
+
 void rl_bytes_free(rl_bytes *b)
 {
     free(b->p);

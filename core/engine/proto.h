@@ -21,6 +21,9 @@ int rl_bytes_format(rl_bytes *out, int argc, const char **argv);
 /* The same with each argument's length (binary-safe); lens NULL: strlen. */
 int rl_bytes_format_len(rl_bytes *out, int argc, const char **argv, const size_t *lens);
 void rl_bytes_free(rl_bytes *b);
+/* rl_bytes_free for a command that holds a secret (AUTH): its bytes are
+ * wiped first. */
+void rl_bytes_wipe(rl_bytes *b);
 /* v in decimal in out (room for any long long and its zero byte), as
  * snprintf's "%lld" writes it, without its cost on the hot path; returns
  * out. */

@@ -26,18 +26,23 @@ static int append(rl_sub *s, int argc, const char **argv)
     if (rl_bytes_format(&b, argc, argv) != REDLOCK_OK)
         return REDLOCK_ENOMEM;
     if (s->out_len + b.len > s->out_cap) {
+        /* Not realloc: the old buffer may hold AUTH's bytes, wiped here. */
         size_t cap = (s->out_len + b.len) * 2;
-        char *p = realloc(s->out, cap);
+        char *p = malloc(cap);
         if (!p) {
-            rl_bytes_free(&b);
+            rl_bytes_wipe(&b);
             return REDLOCK_ENOMEM;
         }
+        if (s->out_len)
+            memcpy(p, s->out, s->out_len);
+        rl_wipe(s->out, s->out_cap);
+        free(s->out);
         s->out = p;
         s->out_cap = cap;
     }
     memcpy(s->out + s->out_len, b.p, b.len);
     s->out_len += b.len;
-    rl_bytes_free(&b);
+    rl_bytes_wipe(&b);   /* AUTH's, maybe: a subscriber's commands are few */
     return REDLOCK_OK;
 }
 
@@ -67,6 +72,7 @@ void rl_sub_free(rl_sub *s)
     if (s->event)
         freeReplyObject(s->event);
     redisReaderFree(s->reader);
+    rl_wipe(s->out, s->out_cap);
     free(s->out);
     free(s);
 }
@@ -89,6 +95,7 @@ void rl_sub_wrote(rl_sub *s, size_t n)
         n = s->out_len;
     memmove(s->out, s->out + n, s->out_len - n);
     s->out_len -= n;
+    rl_wipe(s->out + s->out_len, n);   /* what was written may have been AUTH's */
 }
 
 /* Whether element i of the array r is a string. */

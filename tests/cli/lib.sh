@@ -110,3 +110,12 @@ run() {
   status=0
   "$@" || status=$?
 }
+
+# expect STATUS ARGS...: runs ARGS, appends their output to $log (which
+# the test searches for secrets at its end), and checks their status.
+expect() {
+  local expected=$1
+  shift
+  run "$@" >> "$log" 2>&1
+  expect_eq "$expected" "$status" "status of: $*"
+}

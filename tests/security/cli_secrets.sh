@@ -66,6 +66,20 @@ expect fail "${tool[@]}" --nodes "unix://:$encoded@relative.sock" job -- true
 expect fail "${tool[@]}" --nodes "$with_password,$with_password" job -- true
 expect fail env REDLOCK_NODES="redis://:$encoded@[::1" "${tool[@]}" job -- true
 expect fail "${tool[@]}" --nodes "$nodes" -o "key_prefix" job -- true
+# A refused password option is named, its value never shown.
+expect fail "${tool[@]}" --nodes "$nodes" -o "sentinel_password=$password$(head -c 4100 /dev/zero | tr '\0' 'p')" job -- true
+expect fail "${tool[@]}" --nodes "$nodes" -o "password=$password" job -- true
+expect fail "${tool[@]}" --nodes "$nodes" -o "tls_password=$password" job -- true
+grep -q "cannot set option sentinel_password (its value is not shown)" "$log" ||
+  fail "the refused sentinel_password is not named: $(tail -3 "$log")"
+# The sentinels' password from the environment and a file, refused or unused.
+printf '%s\n' "$password" > "$work/sentinel-password"
+expect ok env REDLOCK_SENTINEL_PASSWORD="$password" "${tool[@]}" --verbose --nodes "$two" job -- true
+expect ok "${tool[@]}" --verbose --nodes "$two" --sentinel-password-file "$work/sentinel-password" \
+  job -- true
+expect fail env REDLOCK_SENTINEL_PASSWORD="$password$(head -c 4100 /dev/zero | tr '\0' 'p')" \
+  "${tool[@]}" --nodes "$two" job -- true
+expect fail "${tool[@]}" --nodes "$two" --sentinel-password-file "$work/empty" job -- true
 
 # Succeeding, verbosely, with the password from the environment, a file, the URIs.
 expect ok "${tool[@]}" --verbose --nodes "$two" job -- true

@@ -100,4 +100,35 @@ t.test("no event nor health shows a password or a whole token", function()
   refused:close()
 end)
 
+t.test("a URI error shows nothing before the last @", function()
+  local c, err = redlock.new({ "redis://:Xy@SecretTail/9@host/x" })
+  t.eq(c, nil, "refused")
+  t.eq(err.name, "inval", "inval")
+  local message = tostring(err)
+  t.ok(not message:find("Xy", 1, true) and not message:find("Secret", 1, true),
+       "the credentials in: " .. message)
+  t.ok(message:find("'redis://***@host/x': db must be a number", 1, true), "named: " .. message)
+end)
+
+t.test("events escape a name's control bytes", function()
+  local uris = {}
+  for i, uri in ipairs(nodes.uris) do
+    uris[i] = uri:gsub("redis://", "redis://:" .. ENCODED:gsub("%%", "%%%%") .. "@")
+  end
+  local lines = {}
+  local c = assert(redlock.new(uris, { log_level = "debug", log = function(_, event, message)
+    lines[#lines + 1] = event .. " " .. message
+  end }))
+  local lock = c:get_lock("job\n[error] lost\27[31m\127")
+  assert(lock:try_lock(0, 10000))
+  assert(lock:unlock())
+  c:close()
+  local acquired = false
+  for _, line in ipairs(lines) do
+    t.ok(not line:find("[%c\127]"), "a control byte in: " .. line)
+    acquired = acquired or line:find("resource=job\\n[error] lost\\x1b[31m\\x7f", 1, true)
+  end
+  t.ok(acquired, "no acquired event with the name escaped: " .. table.concat(lines, " | "))
+end)
+
 t.run(nodes.stop)

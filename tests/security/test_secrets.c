@@ -5,6 +5,10 @@
  * key (ACL), and extend or unlock failing after the nodes went away. Nor in
  * any event (redlock_ctx_set_log) at any level, nor the health text, which
  * show no whole token either, through a session that goes through them all.
+ * A URI's error shows nothing of what precedes its last '@' (a password with
+ * an unescaped '@', '/', '?' or '#'), redlock_ctx_get_option never reads a
+ * password back, and an event's control bytes (a resource name's newline)
+ * come escaped.
  * (tests/c/test_connect.c covers a wrong password and a wrong ACL user.)
  */
 #include "helpers.h"
@@ -91,7 +95,7 @@ static void malformed_uris_hide_the_password(void **state)
         {"redis://:", "@bad host"},
         {"redis://:", "%zz@127.0.0.1"},
         {"redis://user:", "%@127.0.0.1"},
-        {"redis://", "@127.0.0.1"},
+        {"redis://", "@127.0.0.1:0"},
         {"unix://:", "@relative.sock"},
         {"unix://:", "@/tmp/x.sock?db=x"},
         {"unix://:", "@/tmp/x.sock?password=1"},
@@ -306,6 +310,108 @@ static void events_hide_the_password_and_every_token(void **state)
     nodes_free(ns);
 }
 
+/* A password holding '@', '/', '?' or '#' unescaped: the credentials end at
+ * the last '@', and an error shows "***@" and what follows it, nothing else. */
+static void uri_errors_show_nothing_before_the_last_at(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *uri, *shown;   /* shown NULL: accepted */
+    } cases[] = {
+        {"redis://:Xy@SecretTail/9@host/x", "'redis://***@host/x': db must be a number"},
+        {"redis://:Xy@SecretTail/9@host:0", "'redis://***@host:0': port must be"},
+        {"redis://:Xy@SecretTail/9@host", NULL},
+        {"redis://us:Xy@SecretTail@host:70000", "'redis://***@host:70000'"},
+        {"rediss://:Xy@Secret?Tail@host/x", "'rediss://***@host/x'"},
+        {"redis-cluster://:Xy@SecretTail/9@h1,h2/1", "'redis-cluster://***@h1,h2/1'"},
+        {"redis-sentinel://:Xy@Secret#Tail@h:1?sentinelMasterId=m", NULL},
+        {"redis-sentinel://:Xy@Secret?Tail@h:1#m", NULL},
+        {"redis-sentinel://:Xy@Secret#Tail@h:0?sentinelMasterId=m", "'redis-sentinel://***@h:0"},
+        {"redis-sentinel://:Xy?SecretTail@h", "'redis-sentinel://***@h': no host"},
+        {"redis://:Xy%zzSecretTail@host", "'redis://***@host': bad %-escape"},
+        {"unix://:Xy@/Secret@Tail.sock?db=x", "'unix://***@Tail.sock?db=x'"},
+        {"unix://:Xy/SecretTail@/s.sock", "'unix://***@/s.sock': the socket path"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *uris[] = {cases[i].uri};
+        redlock_ctx *ctx = NULL;
+        int rc = redlock_ctx_new(&ctx, uris, 1);
+        if (cases[i].shown == NULL) {
+            if (rc != REDLOCK_OK)
+                fail_msg("%s refused: %s", cases[i].uri, redlock_errmsg());
+            redlock_ctx_free(ctx);
+            continue;
+        }
+        const char *msg = redlock_errmsg();
+        if (rc != REDLOCK_EINVAL)
+            fail_msg("%s gave %d: %s", cases[i].uri, rc, msg);
+        if (strstr(msg, "Xy") || strstr(msg, "Secret") || strstr(msg, "us:"))
+            fail_msg("%s: the message shows the credentials: %s", cases[i].uri, msg);
+        if (!strstr(msg, cases[i].shown))
+            fail_msg("%s: the message does not name it as %s: %s", cases[i].uri, cases[i].shown,
+                     msg);
+    }
+    /* A control byte in a URI is shown escaped. */
+    const char *uris[] = {"redis://ho\nst\x01:1"};
+    redlock_ctx *ctx = NULL;
+    assert_fails(redlock_ctx_new(&ctx, uris, 1), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "'redis://ho\\nst\\x01:1'"));
+}
+
+/* sentinel_password is written, never read back; other strings are. */
+static void get_option_never_reads_a_password(void **state)
+{
+    (void)state;
+    const char *uris[] = {"redis://127.0.0.1:7001"};
+    redlock_ctx *ctx = NULL;
+    assert_rc(redlock_ctx_new(&ctx, uris, 1), REDLOCK_OK);
+    assert_rc(redlock_ctx_set_option(ctx, "sentinel_password", PASSWORD), REDLOCK_OK);
+    assert_rc(redlock_ctx_set_option(ctx, "sentinel_user", "watcher"), REDLOCK_OK);
+    char buf[256] = "untouched";
+    assert_fails(redlock_ctx_get_option(ctx, "sentinel_password", buf, sizeof buf),
+                 REDLOCK_EINVAL);
+    assert_string_equal(buf, "untouched");
+    assert_non_null(strstr(redlock_errmsg(), "never read back"));
+    assert_hidden("get_option");
+    assert_rc(redlock_ctx_get_option(ctx, "sentinel_user", buf, sizeof buf), REDLOCK_OK);
+    assert_string_equal(buf, "watcher");
+    redlock_ctx_free(ctx);
+}
+
+/* A resource name with a newline and other control bytes cannot forge a
+ * line: every event's message comes with them escaped. */
+static void events_escape_control_bytes(void **state)
+{
+    (void)state;
+    nodes *ns = nodes_start(1, NULL);
+    assert_non_null(ns);
+    char uri[64];
+    snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", nodes_port(ns, 0));
+    const char *uris[] = {uri};
+    redlock_ctx *ctx = NULL;
+    assert_rc(redlock_ctx_new(&ctx, uris, 1), REDLOCK_OK);
+    events *ev = events_new();
+    events_record(ev, ctx, REDLOCK_LOG_DEBUG);
+    redlock_handle *h = NULL;
+    const char *name = "job\n[error] lost resource=x\r\t\x01\x1b[31m\x7f";
+    assert_rc(redlock_lock(&h, ctx, name, 10000, 0), REDLOCK_OK);
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+    assert_true(events_count(ev, "acquired", "job\\n[error] lost resource=x\\r\\t\\x01\\x1b[31m\\x7f")
+                == 1);
+    assert_true(events_count(ev, "released", "job\\n[error] lost") == 1);
+    char line[1200];
+    size_t n = 0;
+    for (; events_line(ev, n, line, sizeof line); n++)
+        for (const char *p = line; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                fail_msg("an event holds the control byte 0x%02x: %s", (unsigned char)*p, line);
+    assert_true(n >= 2);
+    redlock_ctx_free(ctx);
+    events_free(ev);
+    nodes_free(ns);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +419,9 @@ int main(void)
         cmocka_unit_test(unreachable_nodes_hide_the_password),
         cmocka_unit_test(refusals_and_silences_hide_the_password),
         cmocka_unit_test(events_hide_the_password_and_every_token),
+        cmocka_unit_test(uri_errors_show_nothing_before_the_last_at),
+        cmocka_unit_test(get_option_never_reads_a_password),
+        cmocka_unit_test(events_escape_control_bytes),
     };
     return cmocka_run_group_tests_name("secrets", tests, NULL, NULL);
 }

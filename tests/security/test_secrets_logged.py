@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import redlock
+import redlock.asyncio
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
@@ -103,3 +104,37 @@ def test_no_event_nor_health_shows_a_password_or_a_token(nodes: Path) -> None:
     for secret in SECRETS + tokens:
         assert secret not in health, health
     assert "auth_refused" in health
+
+
+def test_a_uri_error_shows_nothing_before_the_last_at() -> None:
+    with pytest.raises(redlock.InvalidArgument) as refused:
+        redlock.Redlock(["redis://:Xy@SecretTail/9@host/x"])
+    message = str(refused.value)
+    assert "Xy" not in message and "Secret" not in message, message
+    assert "'redis://***@host/x': db must be a number" in message, message
+    with pytest.raises(redlock.InvalidArgument) as refused:
+        redlock.asyncio.Redlock(["rediss://u:Xy@Secret?Tail@host:0"])
+    assert "Secret" not in str(refused.value) and "***@host:0" in str(refused.value)
+
+
+def test_events_escape_a_names_control_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "nodes"
+    subprocess.run([str(NODES_SCRIPT), "start", str(path), "1"], check=True,
+                   stdout=subprocess.DEVNULL)
+    logger = logging.getLogger("redlock")
+    handler = Everything()
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with redlock.Redlock((path / "uris").read_text().split()) as client:
+            lock = client.get_lock("job\n[error] lost\x1b[31m\x7f")
+            assert lock.try_lock(lease=10.0)
+            lock.unlock()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        subprocess.run([str(NODES_SCRIPT), "stop", str(path)], check=True)
+    acquired = [line for line in handler.lines if " acquired " in line]
+    assert acquired and "resource=job\\n[error] lost\\x1b[31m\\x7f" in acquired[0], acquired
+    for line in handler.lines:
+        assert not any(ord(c) < 0x20 or ord(c) == 0x7F for c in line), line

@@ -112,10 +112,24 @@ _logger = logging.getLogger("redlock")
 _logger.addHandler(logging.NullHandler())
 
 
+#: Control bytes (below 0x20, and 0x7f) as the C library escapes them in
+#: its events: \n, \r, \t, else \xNN.
+_CONTROLS = {c: (f"\\x{c:02x}" if c not in (9, 10, 13) else {9: "\\t", 10: "\\n", 13: "\\r"}[c])
+             for c in [*range(0x20), 0x7F]}
+
+
+def _escape(text: str) -> str:
+    """text with its control bytes escaped: one line of a log, always."""
+    return text.translate(_CONTROLS)
+
+
 def _log(level: int, event: str, message: str) -> None:
     """Called by redlock.capi with each event of a client, on whichever
     thread emitted it: hands it to the "redlock" logger. The record's message
-    is "event message"; ``record.redlock_event`` is the event's name."""
+    is "event message"; ``record.redlock_event`` is the event's name. The C
+    library escapes control bytes already; what reaches the logger is
+    escaped here too, so that no record spans two lines."""
+    event, message = _escape(event), _escape(message)
     _logger.log(level, "%s %s", event, message, extra={"redlock_event": event})
 
 

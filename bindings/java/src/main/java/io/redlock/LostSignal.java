@@ -120,8 +120,9 @@ final class LostSignal {
                 run = watchId == hold ? tell() : List.of();
             }
             if (!run.isEmpty()) {
-                LOG.log(System.Logger.Level.DEBUG, "{0} lost (status {1}): {2}", lock, status,
-                        message);
+                LOG.log(System.Logger.Level.DEBUG, "{0} lost (status {1}): {2}",
+                        NativeClient.escape(String.valueOf(lock)), status,
+                        NativeClient.escape(String.valueOf(message)));
             }
             runAll(run);
         });
@@ -170,7 +171,8 @@ final class LostSignal {
     }
 
     private void logThrown(Throwable t) {
-        LOG.log(System.Logger.Level.WARNING, "an onLost listener of " + lock + " threw", t);
+        LOG.log(System.Logger.Level.WARNING,
+                "an onLost listener of " + NativeClient.escape(String.valueOf(lock)) + " threw", t);
     }
 
     private static ThreadPoolExecutor notifier() {

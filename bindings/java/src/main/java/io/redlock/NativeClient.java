@@ -120,11 +120,35 @@ final class NativeClient {
                     break;
                 }
             }
-            LOGGER.log(mapped, new String(event, StandardCharsets.UTF_8) + " "
-                    + new String(message, StandardCharsets.UTF_8));
+            LOGGER.log(mapped, escape(new String(event, StandardCharsets.UTF_8)) + " "
+                    + escape(new String(message, StandardCharsets.UTF_8)));
         } catch (Throwable ignored) {
             // A failing backend must not stop the library's thread.
         }
+    }
+
+    /**
+     * text with its control characters (below 0x20, and 0x7f) escaped as the C library escapes
+     * them in its events: \n, \r, \t, else \xNN. The library's messages come escaped already;
+     * what the binding logs is escaped here too, so that a record is always one line.
+     */
+    static String escape(String text) {
+        StringBuilder out = null;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c >= 0x20 && c != 0x7f) {
+                if (out != null) {
+                    out.append(c);
+                }
+                continue;
+            }
+            if (out == null) {
+                out = new StringBuilder(text.length() + 8).append(text, 0, i);
+            }
+            out.append(c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t"
+                    : String.format("\\x%02x", (int) c));
+        }
+        return out == null ? text : out.toString();
     }
 
     /** What the client knows of each node (redlock_ctx_health), one entry per node. */

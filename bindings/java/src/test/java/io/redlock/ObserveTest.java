@@ -91,6 +91,23 @@ class ObserveTest extends FiveNodes {
     }
 
     @Test
+    void aNamesControlCharactersAreEscaped() throws Exception {
+        try (Redlock client = Redlock.create(nodes.uris(), Map.of("key_prefix", "observe:"))) {
+            RLock lock = client.getLock("job\n[error] lost\u001b[31m\u007f");
+            assertTrue(lock.tryLock(0, 10, TimeUnit.SECONDS));
+            lock.unlock();
+        }
+        List<String> acquired = captured.messages(Level.FINE, "acquired");
+        assertEquals(1, acquired.size(), captured.all().toString());
+        assertTrue(acquired.get(0).contains("resource=job\\n[error] lost\\x1b[31m\\x7f"),
+                acquired.get(0));
+        for (String message : captured.all()) {
+            assertFalse(message.chars().anyMatch(c -> c < 0x20 || c == 0x7f), message);
+        }
+        assertEquals("a\\nb\\x01\\x7f\\tc", NativeClient.escape("a\nb\u0001\u007f\tc"));
+    }
+
+    @Test
     void healthAndPingSeeAStoppedNode() throws Exception {
         try (Redlock client = Redlock.create(nodes.uris(), Map.of("key_prefix", "observe:"))) {
             assertEquals("unknown", client.health().get(0).state());

@@ -85,6 +85,12 @@ class RedlockTest extends FiveNodes {
                 () -> Redlock.create("http://127.0.0.1"));
         assertCode(RedlockNativeConstants.REDLOCK_EINVAL, InvalidArgumentException.class,
                 () -> Redlock.create("rediss://127.0.0.1:0"));
+        InvalidArgumentException leaked = assertThrows(InvalidArgumentException.class,
+                () -> Redlock.create("redis://:Xy@SecretTail/9@host/x"));
+        assertFalse(leaked.getMessage().contains("Xy"), leaked.getMessage());
+        assertFalse(leaked.getMessage().contains("Secret"), leaked.getMessage());
+        assertTrue(leaked.getMessage().contains("'redis://***@host/x': db must be a number"),
+                leaked.getMessage());
         assertThrows(IllegalArgumentException.class, () -> Redlock.create("redis://127.0.0.1\0"));
         assertThrows(IllegalArgumentException.class,
                 () -> Redlock.create(uris, Map.of("key_prefix", "a\0b")));
