@@ -128,6 +128,14 @@ public final class RLock implements Lock, AutoCloseable {
     /** A wait "as long as it takes": the library saturates it. */
     private static final long FOREVER_MS = Long.MAX_VALUE / 4;
 
+    /**
+     * The lease that means "kept" in every method that takes one to acquire ({@code lock},
+     * {@code tryLock}, {@code lockAsync}, {@code tryLockAsync}), as in Redisson and in
+     * {@link Redlock#withLock}: the lock is renewed until unlocked, as by the methods that
+     * take no lease.
+     */
+    public static final long KEPT = -1;
+
     /** The lease argument of the methods that take none: the lock is kept. */
     private static final long KEEP = 0;
 
@@ -153,12 +161,13 @@ public final class RLock implements Lock, AutoCloseable {
     }
 
     /**
-     * Waits until acquired, with the given lease (not renewed). Not interruptible: an interrupt
+     * Waits until acquired, with the given lease (not renewed; {@link #KEPT}: kept until
+     * unlocked). Not interruptible: an interrupt
      * does not end the wait, and the thread's interrupt status is set again once the lock is
      * held.
      */
     public void lock(long leaseTime, TimeUnit unit) {
-        lockUninterruptibly(leaseMs(leaseTime, unit));
+        lockUninterruptibly(acquireLeaseMs(leaseTime, unit));
     }
 
     /** Waits until acquired or interrupted, and keeps the lock until unlocked. */
@@ -167,9 +176,9 @@ public final class RLock implements Lock, AutoCloseable {
         lockInterruptiblyMs(KEEP);
     }
 
-    /** Waits until acquired or interrupted, with the given lease (not renewed). */
+    /** Waits until acquired or interrupted, with the given lease ({@link #KEPT}: kept). */
     void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
-        lockInterruptiblyMs(leaseMs(leaseTime, unit));
+        lockInterruptiblyMs(acquireLeaseMs(leaseTime, unit));
     }
 
     private void lockInterruptiblyMs(long lease) throws InterruptedException {
@@ -204,11 +213,11 @@ public final class RLock implements Lock, AutoCloseable {
 
     /**
      * Tries until acquired or waitTime has passed (0: one attempt), with a lease of leaseTime
-     * (not renewed); false when not acquired.
+     * (not renewed; {@link #KEPT}: kept until unlocked); false when not acquired.
      */
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
             throws InterruptedException {
-        long leaseMs = leaseMs(leaseTime, unit);
+        long leaseMs = acquireLeaseMs(leaseTime, unit);
         if (waitTime < 0) {
             throw new IllegalArgumentException("waitTime must not be negative, got " + waitTime);
         }
@@ -467,7 +476,8 @@ public final class RLock implements Lock, AutoCloseable {
 
     /** {@link #lock(long, TimeUnit)} asynchronously, for the owner threadId. */
     public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit, long threadId) {
-        return acquireAsync(FOREVER_MS, leaseMs(leaseTime, unit), threadId).thenApply(ok -> null);
+        return acquireAsync(FOREVER_MS, acquireLeaseMs(leaseTime, unit), threadId)
+                .thenApply(ok -> null);
     }
 
     /** {@link #tryLock()} asynchronously: one attempt; true when acquired. */
@@ -494,7 +504,7 @@ public final class RLock implements Lock, AutoCloseable {
     /** {@link #tryLock(long, long, TimeUnit)} asynchronously, for the owner threadId. */
     public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
             long threadId) {
-        long leaseMs = leaseMs(leaseTime, unit);
+        long leaseMs = acquireLeaseMs(leaseTime, unit);
         if (waitTime < 0) {
             throw new IllegalArgumentException("waitTime must not be negative, got " + waitTime);
         }
@@ -629,6 +639,14 @@ public final class RLock implements Lock, AutoCloseable {
                 : state.mode == RedlockNativeConstants.REDLOCK_READ ? "read"
                 : state.mode == RedlockNativeConstants.REDLOCK_WRITE ? "write" : "";
         return "RLock" + Arrays.toString(names) + (kind.isEmpty() ? "" : " (" + kind + ")");
+    }
+
+    /**
+     * The lock's name: the resource name given to {@code getLock} (and the other getters), or
+     * for a multi-lock its names joined by commas.
+     */
+    public String getName() {
+        return String.join(",", names);
     }
 
     /** The resource names. */
@@ -775,6 +793,12 @@ public final class RLock implements Lock, AutoCloseable {
     @SuppressWarnings("deprecation") // Thread.threadId() is Java 19; getId() is the same id
     private static long currentThreadId() {
         return Thread.currentThread().getId();
+    }
+
+    /** An acquiring method's lease: {@link #KEPT} keeps the lock, else as leaseMs. */
+    private static long acquireLeaseMs(long leaseTime, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        return leaseTime == KEPT ? KEEP : leaseMs(leaseTime, unit);
     }
 
     private static long leaseMs(long leaseTime, TimeUnit unit) {

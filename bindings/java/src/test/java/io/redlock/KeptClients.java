@@ -24,6 +24,19 @@ abstract class KeptClients extends TwoClients {
     }
 
     /**
+     * One attempt of rival: whether it took the lock. Too few answers in time (NoQuorum: the
+     * clients' node deadline is short, and a busy machine misses it now and then) is not taking
+     * it either.
+     */
+    private static boolean rivalTakes(RLock rival) throws Exception {
+        try {
+            return rival.tryLock(0, 10, TimeUnit.SECONDS);
+        } catch (NoQuorumException slow) {
+            return false;
+        }
+    }
+
+    /**
      * For forMs: rival (another client) is refused again and again, and lock stays held, with
      * some validity left but never more than the watchdog lease, and not lost.
      */
@@ -32,7 +45,7 @@ abstract class KeptClients extends TwoClients {
         long start = System.nanoTime();
         int checks = 0;
         while (elapsedMs(start) < forMs) {
-            assertFalse(rival.tryLock(0, 10, TimeUnit.SECONDS),
+            assertFalse(rivalTakes(rival),
                     "another client took a kept lock after " + elapsedMs(start) + " ms");
             long validity = lock.remainingValidity(TimeUnit.MILLISECONDS);
             assertTrue(validity > 0 && validity <= leaseMs,

@@ -77,6 +77,31 @@ class KeptLockTest extends KeptClients {
     }
 
     @Test
+    void aLeaseOfMinusOneKeepsInEveryAcquiringMethod() throws Exception {
+        RLock lock = client.getLock(name);
+        assertEquals(-1, RLock.KEPT);
+        assertTrue(lock.tryLock(0, RLock.KEPT, TimeUnit.SECONDS));
+        assertKeptThenReleased(lock, name);
+        lock.lock(RLock.KEPT, TimeUnit.MILLISECONDS);
+        assertKeptThenReleased(lock, name);
+        lock.lockAsync(-1, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
+        assertKeptThenReleased(lock, name);
+        assertTrue(lock.tryLockAsync(1, -1, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+        assertKeptThenReleased(lock, name);
+        // Any other value below 1 ms is still refused.
+        assertThrows(IllegalArgumentException.class, () -> lock.tryLock(0, -2, TimeUnit.SECONDS));
+        assertThrows(IllegalArgumentException.class, () -> lock.extend(-1, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aLockIsNamedByItsResources() {
+        assertEquals(name, client.getLock(name).getName());
+        assertEquals(name + "-a," + name + "-b",
+                client.getMultiLock(name + "-a", name + "-b").getName());
+        assertEquals(name, client.getFairLock(name).getName());
+    }
+
+    @Test
     void aMultiLockIsKeptWhole() throws Exception {
         RLock lock = client.getMultiLock(name + "-a", name + "-b");
         lock.lock();
