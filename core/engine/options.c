@@ -93,7 +93,7 @@ static int parse_int(const option *opt, const char *value, int64_t *out)
     if (errno == ERANGE || v < opt->min || v > opt->max)
         return rl_fail(REDLOCK_EINVAL, "option %s: must be from %lld to %lld", name,
                        (long long)opt->min, (long long)opt->max);
-    *out = v;
+    __atomic_store(out, &v, __ATOMIC_RELAXED);
     return REDLOCK_OK;
 }
 
@@ -110,7 +110,7 @@ static int parse_fraction(const option *opt, const char *value, double *out)
     if (v < (double)opt->min || v >= (double)opt->max)
         return rl_fail(REDLOCK_EINVAL, "option %s: must be at least %lld and below %lld", name,
                        (long long)opt->min, (long long)opt->max);
-    *out = v;
+    __atomic_store(out, &v, __ATOMIC_RELAXED);
     return REDLOCK_OK;
 }
 
@@ -132,24 +132,25 @@ static int set_string(rl_options *o, const option *opt, const char *value)
     return REDLOCK_OK;
 }
 
-/* The field's own width: the compile-time checks above make v fit it. */
+/* The field's own width: the compile-time checks above make v fit it. The
+ * numbers are atomic (options.h), written and read as such. */
 static void store_int(const option *opt, void *field, int64_t v)
 {
     if (opt->kind == BOOL)
-        *(bool *)field = v != 0;
+        __atomic_store_n((bool *)field, v != 0, __ATOMIC_RELAXED);
     else if (opt->size == sizeof(int))
-        *(int *)field = (int)v;
+        __atomic_store_n((int *)field, (int)v, __ATOMIC_RELAXED);
     else
-        *(int64_t *)field = v;
+        __atomic_store_n((int64_t *)field, v, __ATOMIC_RELAXED);
 }
 
 static int64_t load_int(const option *opt, const void *field)
 {
     if (opt->kind == BOOL)
-        return *(const bool *)field;
+        return __atomic_load_n((const bool *)field, __ATOMIC_RELAXED);
     if (opt->size == sizeof(int))
-        return *(const int *)field;
-    return *(const int64_t *)field;
+        return __atomic_load_n((const int *)field, __ATOMIC_RELAXED);
+    return __atomic_load_n((const int64_t *)field, __ATOMIC_RELAXED);
 }
 
 /* A default that max_lease_ms would make invalid follows it: unless it was
@@ -254,14 +255,17 @@ int rl_options_get(const rl_options *o, const char *name, char *buf, size_t bufl
     case BOOL:
         snprintf(number, sizeof number, "%lld", (long long)load_int(opt, field));
         break;
-    case FRACTION:
+    case FRACTION: {
         /* The shortest text that reads back as the same number. */
+        double v;
+        __atomic_load((const double *)field, &v, __ATOMIC_RELAXED);
         for (int digits = 1; digits <= 17; digits++) {
-            snprintf(number, sizeof number, "%.*g", digits, *(const double *)field);
-            if (strtod(number, NULL) == *(const double *)field)
+            snprintf(number, sizeof number, "%.*g", digits, v);
+            if (strtod(number, NULL) == v)
                 break;
         }
         break;
+    }
     case STRING:
         text = *(char *const *)field;
         break;

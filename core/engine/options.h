@@ -9,30 +9,35 @@
 
 #include "redlock.h"
 
+/* The numbers are atomic: a client's own threads (its service thread, its
+ * keeper) go on reading them after a call returned, while
+ * redlock_ctx_set_option may change one. The texts (key_prefix, the TLS
+ * files, the sentinels' credentials) must not change once calls run
+ * (abi/redlock.h). */
 typedef struct rl_options {
-    int64_t node_timeout_ms;
-    int64_t connect_timeout_ms;
-    int64_t retry_delay_ms;
-    int64_t retry_jitter_ms;
-    double drift_factor;
+    _Atomic int64_t node_timeout_ms;
+    _Atomic int64_t connect_timeout_ms;
+    _Atomic int64_t retry_delay_ms;
+    _Atomic int64_t retry_jitter_ms;
+    _Atomic double drift_factor;
     char *key_prefix;
     size_t key_prefix_len;
-    int pool_size;
-    bool restart_guard;
-    bool fencing;
-    int64_t max_lease_ms;
+    _Atomic int pool_size;
+    _Atomic bool restart_guard;
+    _Atomic bool fencing;
+    _Atomic int64_t max_lease_ms;
     char *sentinel_user;        /* redis-sentinel:// nodes' sentinels: "" when unset */
     char *sentinel_password;
-    int64_t sentinel_poll_ms;
-    int64_t watchdog_lease_ms;  /* unless set, its default capped by max_lease_ms */
-    bool watchdog_lease_set;
-    int64_t unavailable_timeout_ms;
+    _Atomic int64_t sentinel_poll_ms;
+    _Atomic int64_t watchdog_lease_ms;  /* unless set, its default capped by max_lease_ms */
+    _Atomic bool watchdog_lease_set;
+    _Atomic int64_t unavailable_timeout_ms;
     char *tls_ca_file;          /* the TLS options: "" when unset */
     char *tls_ca_dir;
     char *tls_cert_file;
     char *tls_key_file;
     char *tls_server_name;
-    bool tls_verify;
+    _Atomic bool tls_verify;
 } rl_options;
 
 /* One line of the table, as its text, for documentation and tests: kind is
