@@ -38,7 +38,8 @@ static int value_done(rl_bound *b)
     return RL_BOUND_DONE;
 }
 
-static int bad(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int bad(char *why, size_t whylen, const char *fmt, ...)
 {
     va_list ap;
