@@ -406,8 +406,9 @@ void rl_node_guarded(rl_node *node, int64_t left_ms, int64_t now)
         return;
     pthread_mutex_lock(&node->mu);
     bool news = node->guarded_until < now;
-    if (node->guarded_until < now + left_ms)
-        node->guarded_until = now + left_ms;
+    int64_t until = rl_add_sat(now, left_ms);   /* left_ms is the node's answer */
+    if (node->guarded_until < until)
+        node->guarded_until = until;
     pthread_mutex_unlock(&node->mu);
     const rl_client *ctx = node->ctx;
     if (news && rl_logging(&ctx->log, REDLOCK_LOG_WARN))
@@ -697,9 +698,9 @@ int64_t rl_node_guard_left(rl_node *node, int64_t now)
     pthread_mutex_lock(&node->mu);
     int64_t since = node->restarted_at, until = node->guarded_until;
     pthread_mutex_unlock(&node->mu);
-    if (since != INT64_MIN && since + guard > until)
-        until = since + guard;
-    int64_t left = until == INT64_MIN ? 0 : until - now;
+    if (since != INT64_MIN && rl_add_sat(since, guard) > until)
+        until = rl_add_sat(since, guard);
+    int64_t left = until == INT64_MIN ? 0 : rl_sub_sat(until, now);
     return left > 0 ? left : 0;
 }
 
