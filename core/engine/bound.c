@@ -56,7 +56,8 @@ static int line_done(rl_bound *b, char *why, size_t whylen)
     b->type = 0;
     if (type == '+' || type == '-')
         return value_done(b);
-    if (b->digits == 0 || b->over || (!b->neg && b->num > (uint64_t)INT64_MAX))
+    if (b->digits == 0 || b->over || (!b->neg && b->num > (uint64_t)INT64_MAX)
+        || (b->neg && b->num == 0))
         return bad(why, whylen, "a bad reply: %s that is not a 64-bit number (%s)",
                    type == ':' ? "an integer" : "a length", b->lim.what);
     if (type == ':')
@@ -104,7 +105,9 @@ static int line_byte(rl_bound *b, char c, char *why, size_t whylen)
         b->neg = true;
         return RL_BOUND_MORE;
     }
-    if (c < '0' || c > '9' || b->digits == NUMBER_DIGITS)
+    /* Written as Redis writes numbers (and hiredis reads them): no leading
+     * zero, no "-0". */
+    if (c < '0' || c > '9' || b->digits == NUMBER_DIGITS || (b->digits == 1 && b->num == 0))
         return bad(why, whylen, "a bad reply: %s that is not a 64-bit number (%s)",
                    b->type == ':' ? "an integer" : "a length", b->lim.what);
     b->digits++;
