@@ -202,18 +202,21 @@ bool rl_io_flush(rl_conn *c, int64_t now)
     return true;
 }
 
-/* Until when a drain may read: the earliest deadline of the replies the
- * connection owes (a node deadline from now when none has one yet), and no
- * earlier than READ_MIN_MS from now. */
-static int64_t read_until(const rl_conn *c, int64_t now)
+/* Until when a drain that began at `since` may read: the deadline of the
+ * oldest reply owed that has one (a node deadline from then when none
+ * has), and no earlier than READ_MIN_MS from then. Asked only of a socket
+ * that stays full. */
+static int64_t read_until(const rl_conn *c, int64_t since)
 {
-    int64_t until = now + c->ctx->opt.node_timeout_ms;
+    int64_t until = since + c->ctx->opt.node_timeout_ms;
     for (size_t i = 0; i < rl_conn_owed(c); i++) {
         const rl_entry *e = rl_conn_entry((rl_conn *)c, i);
-        if (e->deadline > 0 && e->deadline < until)
-            until = e->deadline;
+        if (e->deadline > 0) {
+            until = e->deadline < until ? e->deadline : until;
+            break;
+        }
     }
-    return until > now + READ_MIN_MS ? until : now + READ_MIN_MS;
+    return until > since + READ_MIN_MS ? until : since + READ_MIN_MS;
 }
 
 /* Reads what arrived; false when the connection ended or broke. A TLS
@@ -224,7 +227,7 @@ static int64_t read_until(const rl_conn *c, int64_t now)
 static bool drain(rl_conn *c, int64_t now)
 {
     char buf[READ_CHUNK];
-    int64_t until = read_until(c, now);
+    int64_t since = now, until = INT64_MIN;
     for (unsigned reads = 1;; reads++) {
         int code;
         char why[160];
@@ -239,7 +242,11 @@ static bool drain(rl_conn *c, int64_t now)
             return false;
         if (!c->io_data && (size_t)r < sizeof buf)
             return true;
-        if (reads % CLOCK_READS == 0 && (now = rl_now_ms()) >= until)
+        if (reads % CLOCK_READS != 0)
+            continue;
+        if (until == INT64_MIN)
+            until = read_until(c, since);
+        if ((now = rl_now_ms()) >= until)
             return true;
     }
 }
