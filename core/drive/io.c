@@ -21,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "driver.h"
 #include "engine.h"
 #include "io.h"
@@ -28,6 +29,10 @@
 #include "pool.h"
 
 #define READ_CHUNK 16384
+/* While a socket stays full, the clock is read every this many reads. */
+#define CLOCK_READS 8
+/* However late the replies owed, a drain may read this long. */
+#define READ_MIN_MS 10
 
 /* ---- sockets ---- */
 
@@ -197,13 +202,33 @@ bool rl_io_flush(rl_conn *c, int64_t now)
     return true;
 }
 
+/* Until when a drain that began at `since` may read: the deadline of the
+ * oldest reply owed that has one (a node deadline from then when none
+ * has), and no earlier than READ_MIN_MS from then. Asked only of a socket
+ * that stays full. */
+static int64_t read_until(const rl_conn *c, int64_t since)
+{
+    int64_t until = since + c->ctx->opt.node_timeout_ms;
+    for (size_t i = 0; i < rl_conn_owed(c); i++) {
+        const rl_entry *e = rl_conn_entry((rl_conn *)c, i);
+        if (e->deadline > 0) {
+            until = e->deadline < until ? e->deadline : until;
+            break;
+        }
+    }
+    return until > since + READ_MIN_MS ? until : since + READ_MIN_MS;
+}
+
 /* Reads what arrived; false when the connection ended or broke. A TLS
  * session is read until it would block: what it holds already does not
- * make its socket readable. */
+ * make its socket readable. A node that keeps the socket full (a stream
+ * with no end) is read no longer than read_until says: the clock is read
+ * as the reads go on, and the driver's loop then finds the deadline gone. */
 static bool drain(rl_conn *c, int64_t now)
 {
     char buf[READ_CHUNK];
-    for (;;) {
+    int64_t since = now, until = INT64_MIN;
+    for (unsigned reads = 1;; reads++) {
         int code;
         char why[160];
         ssize_t r = rl_sock_recv((int)c->io, c->io_data, buf, sizeof buf, &code, why, sizeof why);
@@ -216,6 +241,12 @@ static bool drain(rl_conn *c, int64_t now)
         if (!rl_engine_received(c, buf, (size_t)r, now))
             return false;
         if (!c->io_data && (size_t)r < sizeof buf)
+            return true;
+        if (reads % CLOCK_READS != 0)
+            continue;
+        if (until == INT64_MIN)
+            until = read_until(c, since);
+        if ((now = rl_now_ms()) >= until)
             return true;
     }
 }

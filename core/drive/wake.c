@@ -27,6 +27,9 @@
 #include "wake.h"
 #include "worker.h"
 
+/* The most reads of one subscriber's socket in one turn (4 KB each). */
+#define SUB_READS 64
+
 /* A waiter is registered with waiters.h under its address. */
 struct rl_waiter {
     int fd;                 /* an eventfd: readable once told to try again */
@@ -274,8 +277,10 @@ static void service(rl_client *ctx, struct rl_waker *w, size_t i, short revents,
     }
     if (!s->tls && !(revents & (POLLIN | POLLHUP | POLLERR)))
         return;
+    /* A node that keeps the socket full is read again on the next turn,
+     * after the other subscribers: this loop has an end. */
     char buf[4096];
-    for (;;) {
+    for (int reads = 0; reads < SUB_READS; reads++) {
         ssize_t got = rl_sock_recv(s->fd, s->tls, buf, sizeof buf, &code, why, sizeof why);
         if (got == 0)
             return;

@@ -29,5 +29,17 @@ void rl_wipe(void *p, size_t n);
 void rl_free_secret(char *s);
 /* rl_escape_controls and rl_has_controls: control bytes escaped. */
 #include "escape.h"
+/* a + b and a - b held to int64_t's range: for numbers a node answered,
+ * which may be anything a 64-bit integer holds. */
+static inline int64_t rl_add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t rl_sub_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
 
 #endif /* RL_BASE_H */

@@ -530,7 +530,7 @@ static void classify_permits(const redisReply *r, rl_result *out)
         rl_result_from_bad_reply(out, r);
         return;
     }
-    long long free_here = r->element[0]->integer - r->element[1]->integer;
+    int64_t free_here = rl_sub_sat(r->element[0]->integer, r->element[1]->integer);
     out->vote = RL_VOTE_YES;
     out->free = free_here > 0 ? free_here : 0;
 }

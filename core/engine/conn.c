@@ -8,6 +8,7 @@
 #include <hiredis/hiredis.h>
 
 #include "client.h"
+#include "cmd.h"
 #include "conn.h"
 #include "node.h"
 #include "proto.h"
@@ -427,10 +428,58 @@ bool rl_conn_poolable(const rl_conn *c)
         && !c->to.sentinel && rl_node_current(&c->ctx->nodes[c->node], c->to.gen);
 }
 
+rl_reply_limits rl_conn_limits(const rl_entry *e)
+{
+    static const char *const what[] = {
+        [RL_ENTRY_AUTH] = "AUTH", [RL_ENTRY_SELECT] = "SELECT", [RL_ENTRY_ROLE] = "ROLE",
+        [RL_ENTRY_EPOCH] = "SENTINEL MASTER", [RL_ENTRY_SENTINEL] = "SENTINEL GET-MASTER-ADDR",
+        [RL_ENTRY_SLOTS] = "CLUSTER SLOTS", [RL_ENTRY_ASKING] = "ASKING",
+        [RL_ENTRY_SCRIPT] = "SCRIPT LOAD", [RL_ENTRY_INFO] = "INFO",
+        [RL_ENTRY_GUARD] = "the guard script", [RL_ENTRY_CMD] = "a command of a lock",
+    };
+    if (!e)
+        return (rl_reply_limits){ RL_REPLY_SMALL_BYTES, RL_REPLY_SMALL_ELEMS,
+                                  "a reply nobody asked for" };
+    switch ((rl_entry_kind)e->kind) {
+    case RL_ENTRY_SLOTS:
+        return (rl_reply_limits){ RL_REPLY_SLOTS_BYTES, RL_REPLY_SLOTS_ELEMS, what[e->kind] };
+    case RL_ENTRY_ROLE:
+    case RL_ENTRY_EPOCH:
+    case RL_ENTRY_SENTINEL:
+    case RL_ENTRY_INFO:
+        return (rl_reply_limits){ RL_REPLY_INFO_BYTES, RL_REPLY_INFO_ELEMS, what[e->kind] };
+    case RL_ENTRY_CMD: {
+        /* A command of many keys answers for each of them. */
+        uint64_t keys = e->cmd && e->cmd->kind != RL_CMD_PING && e->cmd->keys
+                      ? e->cmd->keys->n : 0;
+        return (rl_reply_limits){ RL_REPLY_CMD_BYTES + keys * RL_REPLY_CMD_KEY_BYTES,
+                                  RL_REPLY_CMD_ELEMS + keys * RL_REPLY_CMD_KEY_ELEMS,
+                                  what[e->kind] };
+    }
+    default:
+        return (rl_reply_limits){ RL_REPLY_SMALL_BYTES, RL_REPLY_SMALL_ELEMS, what[e->kind] };
+    }
+}
+
 void rl_conn_feed(rl_conn *c, const char *buf, size_t len)
 {
     if (c->state == RL_CONN_BROKEN)
         return;
+    /* Reply by reply, each against the bounds of what it answers: the
+     * entry it will pop (replies scanned but not yet read are ahead). */
+    for (size_t at = 0, used; at < len; at += used) {
+        if (rl_bound_idle(&c->bound)) {
+            uint64_t k = c->scanned - c->popped;
+            c->bound.lim = rl_conn_limits(k < c->q_len ? rl_conn_entry(c, (size_t)k) : NULL);
+        }
+        char why[sizeof c->why];
+        int r = rl_bound_scan(&c->bound, buf + at, len - at, &used, why, sizeof why);
+        if (r == RL_BOUND_BAD) {
+            rl_conn_break(c, REDLOCK_EREDIS, "%s", why);
+            return;
+        }
+        c->scanned += r == RL_BOUND_DONE;
+    }
     if (redisReaderFeed(c->reader, buf, len) != REDIS_OK)
         rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
 }

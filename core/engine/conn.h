@@ -37,6 +37,7 @@
 #define RL_CONN_H
 
 #include "base.h"
+#include "bound.h"
 #include "node.h"
 
 struct redisReply;
@@ -128,6 +129,8 @@ typedef struct redlock_conn {
     bool capped;                /* counted in its node's connections (client.h) */
 
     struct redisReader *reader;
+    rl_bound bound;             /* what is received, scanned before the reader has it */
+    uint64_t scanned;           /* replies scanned whole (counted as popped is) */
     rl_entry *q;                /* the replies expected, oldest first (a ring) */
     size_t q_head, q_len, q_cap;
 
@@ -197,8 +200,12 @@ bool rl_conn_sending(const rl_conn *c);
  * replaced. */
 bool rl_conn_poolable(const rl_conn *c);
 
-/* Feeds bytes read from the socket. */
+/* Feeds bytes read from the socket, each reply checked against its bounds
+ * first (bound.h): one past them breaks the connection before the reader
+ * has any of it. */
 void rl_conn_feed(rl_conn *c, const char *buf, size_t len);
+/* The bounds of the reply to entry e (NULL: a reply nobody asked for). */
+rl_reply_limits rl_conn_limits(const rl_entry *e);
 /* The next reply to a command of an operation: 1 with *reply (free it with
  * freeReplyObject) and *entry (the caller owns its reference on the cmd);
  * 0 when none is complete yet; -1 when the connection broke (see why).

@@ -125,9 +125,10 @@ static void settle(rl_conn *c, int64_t now)
         rl_op_conn_lost(c->op, c, now);
 }
 
-bool rl_engine_received(rl_conn *c, const char *buf, size_t len, int64_t now)
+/* Hands out every complete reply the connection has read; false when it
+ * broke. */
+static bool hand_out(rl_conn *c, int64_t now)
 {
-    rl_conn_feed(c, buf, len);
     redisReply *reply;
     rl_entry e;
     int r;
@@ -150,6 +151,22 @@ bool rl_engine_received(rl_conn *c, const char *buf, size_t len, int64_t now)
         settle(c, now);
         return false;
     }
+    return true;
+}
+
+bool rl_engine_received(rl_conn *c, const char *buf, size_t len, int64_t now)
+{
+    /* A piece at a time, its replies read before the next: the reader holds
+     * at most a piece beside the reply in progress (bound.h), however much
+     * a driver hands over at once. */
+    do {
+        size_t n = len < RL_REPLY_FEED_MAX ? len : RL_REPLY_FEED_MAX;
+        rl_conn_feed(c, buf, n);
+        if (!hand_out(c, now))
+            return false;
+        buf += n;
+        len -= n;
+    } while (len > 0);
     return true;
 }
 

@@ -762,9 +762,9 @@ int64_t rl_node_guard_left(rl_node *node, int64_t now)
     pthread_mutex_lock(&node->mu);
     int64_t since = node->restarted_at, until = node->guarded_until;
     pthread_mutex_unlock(&node->mu);
-    if (since != INT64_MIN && since + guard > until)
-        until = since + guard;
-    int64_t left = until == INT64_MIN ? 0 : until - now;
+    if (since != INT64_MIN && rl_add_sat(since, guard) > until)
+        until = rl_add_sat(since, guard);
+    int64_t left = until == INT64_MIN ? 0 : rl_sub_sat(until, now);
     return left > 0 ? left : 0;
 }
 

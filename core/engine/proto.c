@@ -126,6 +126,8 @@ void rl_result_from_bad_reply(rl_result *r, const redisReply *reply)
         int len = shown_len(reply->str);
         rl_result_fail(r, rl_reply_error_code(reply->str), "%.*s", len < 150 ? len : 150,
                        reply->str);
+        if (r->why[0] == '\0')   /* a node's error reply with no text */
+            snprintf(r->why, sizeof r->why, "an error reply with no text");
     } else {
         rl_result_fail(r, REDLOCK_EREDIS, "unexpected reply of type %d", reply->type);
     }

@@ -7,6 +7,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "bound.h"
 #include "proto.h"
 #include "sub.h"
 
@@ -14,6 +15,7 @@ struct redlock_sub {
     char *out;          /* bytes to write */
     size_t out_len, out_cap;
     redisReader *reader;
+    rl_bound bound;     /* what is received, scanned before the reader has it */
     bool authing;       /* AUTH's reply is the next one */
     bool broken;        /* the stream was not Redis protocol */
     redisReply *event;  /* the reply of the last event read, or NULL */
@@ -134,9 +136,26 @@ static int meaning(rl_sub *s, const redisReply *r)
     return RL_SUB_NONE;
 }
 
+/* Whether bytes keep within the bounds of a subscriber's replies (bound.h):
+ * a channel's name and a release's note, each small. */
+static bool within_bounds(rl_sub *s, const char *bytes, size_t len)
+{
+    char why[160];
+    for (size_t at = 0, used; at < len; at += used) {
+        if (rl_bound_idle(&s->bound))
+            s->bound.lim = (rl_reply_limits){ RL_REPLY_SMALL_BYTES, RL_REPLY_SMALL_ELEMS,
+                                              "a subscriber's message" };
+        if (rl_bound_scan(&s->bound, bytes + at, len - at, &used, why, sizeof why)
+            == RL_BOUND_BAD)
+            return false;
+    }
+    return true;
+}
+
 int rl_sub_received(rl_sub *s, const char *bytes, size_t len)
 {
-    if (s->broken || redisReaderFeed(s->reader, bytes, len) != REDIS_OK) {
+    if (s->broken || !within_bounds(s, bytes, len)
+        || redisReaderFeed(s->reader, bytes, len) != REDIS_OK) {
         s->broken = true;
         return REDLOCK_EREDIS;
     }

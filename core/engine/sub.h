@@ -46,7 +46,8 @@ size_t rl_sub_output(const rl_sub *s, const char **bytes);
 void rl_sub_wrote(rl_sub *s, size_t n);
 
 /* Bytes read from the node, kept until their events are read. REDLOCK_OK,
- * or REDLOCK_EREDIS when the stream is broken already. */
+ * or REDLOCK_EREDIS when the stream is broken: already, or by these bytes
+ * (not Redis protocol, or a message past its bounds: bound.h). */
 int rl_sub_received(rl_sub *s, const char *bytes, size_t len);
 /* The next event of the bytes received (an rl_sub_event), RL_SUB_NONE when
  * no further one is complete, or REDLOCK_EREDIS when the stream is not

@@ -212,8 +212,17 @@ static void a_subscriber_hears_confirmations_messages_and_refusals(void **state)
     hears(s, "*3\r\n$11\r\nunsubscribe\r\n$4\r\nlock\r\n:0\r\n", "");
     hears(s, "-NOPERM this user has no permissions to access one of the channels\r\n",
           "3  NOPERM this user has no permissions to access one of the channels");
-    hears(s, "?junk\r\n", "-10  ");
+    /* What is not Redis protocol, or goes past a message's bounds, is
+     * refused as it arrives (bound.h). */
+    assert_int_equal(rl_sub_received(s, "?junk\r\n", 7), REDLOCK_EREDIS);
     assert_int_equal(rl_sub_next(s), REDLOCK_EREDIS);
+    rl_sub_free(s);
+    s = rl_sub_new(&addr);
+    assert_int_equal(rl_sub_received(s, "$2000000000\r\n", 13), REDLOCK_EREDIS);
+    assert_int_equal(rl_sub_next(s), REDLOCK_EREDIS);
+    rl_sub_free(s);
+    s = rl_sub_new(&addr);
+    assert_int_equal(rl_sub_received(s, "*2147483647\r\n", 13), REDLOCK_EREDIS);
     assert_int_equal(rl_sub_received(s, "+OK\r\n", 5), REDLOCK_EREDIS);
     rl_sub_free(s);
 }
