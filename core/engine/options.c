@@ -82,34 +82,28 @@ static int unknown(const char *name)
 /* A whole decimal number in [min, max], nothing before or after it. */
 static int parse_int(const option *opt, const char *value, int64_t *out)
 {
-    const char *name = opt->info.name;
     char *end;
     errno = 0;
-    if (value[0] < '0' || value[0] > '9')
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a whole number", name, value);
-    long long v = strtoll(value, &end, 10);
-    if (*end != '\0')
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a whole number", name, value);
-    if (errno == ERANGE || v < opt->min || v > opt->max)
-        return rl_fail(REDLOCK_EINVAL, "option %s: must be from %lld to %lld", name,
-                       (long long)opt->min, (long long)opt->max);
-    __atomic_store(out, &v, __ATOMIC_RELAXED);
+    long long v = value[0] >= '0' && value[0] <= '9' ? strtoll(value, &end, 10) : 0;
+    if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno == ERANGE || v < opt->min
+        || v > opt->max)
+        return rl_fail(REDLOCK_EINVAL, "option %s: must be a whole number from %lld to %lld, "
+                       "not '%.40s'", opt->info.name, (long long)opt->min, (long long)opt->max,
+                       value);
+    *out = v;
     return REDLOCK_OK;
 }
 
 /* A decimal in [min, max); "nan" and "inf" are refused. */
 static int parse_fraction(const option *opt, const char *value, double *out)
 {
-    const char *name = opt->info.name;
     char *end;
-    if (!((value[0] >= '0' && value[0] <= '9') || value[0] == '.'))
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a number", name, value);
-    double v = strtod(value, &end);
-    if (*end != '\0' || !isfinite(v))
-        return rl_fail(REDLOCK_EINVAL, "option %s: '%.40s' is not a number", name, value);
-    if (v < (double)opt->min || v >= (double)opt->max)
-        return rl_fail(REDLOCK_EINVAL, "option %s: must be at least %lld and below %lld", name,
-                       (long long)opt->min, (long long)opt->max);
+    bool digits = (value[0] >= '0' && value[0] <= '9') || value[0] == '.';
+    double v = digits ? strtod(value, &end) : 0;
+    if (!digits || *end != '\0' || !isfinite(v) || v < (double)opt->min || v >= (double)opt->max)
+        return rl_fail(REDLOCK_EINVAL, "option %s: must be a number from %lld and below %lld, "
+                       "not '%.40s'", opt->info.name, (long long)opt->min, (long long)opt->max,
+                       value);
     __atomic_store(out, &v, __ATOMIC_RELAXED);
     return REDLOCK_OK;
 }

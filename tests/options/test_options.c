@@ -53,14 +53,14 @@ static void whole_numbers_keep_their_bounds(void **state)
         assert_string_equal(get(&o, info->name), info->max);
         snprintf(text, sizeof text, "%lld", max + 1);
         assert_int_equal(rl_options_set(&o, info->name, text), REDLOCK_EINVAL);
-        assert_non_null(strstr(redlock_errmsg(), "must be from"));
+        assert_non_null(strstr(redlock_errmsg(), "must be a whole number from"));
         if (min > 0) {
             snprintf(text, sizeof text, "%lld", min - 1);
             assert_int_equal(rl_options_set(&o, info->name, text), REDLOCK_EINVAL);
         }
         assert_int_equal(rl_options_set(&o, info->name, "-1"), REDLOCK_EINVAL);
         assert_int_equal(rl_options_set(&o, info->name, "12abc"), REDLOCK_EINVAL);
-        assert_non_null(strstr(redlock_errmsg(), "not a whole number"));
+        assert_non_null(strstr(redlock_errmsg(), ", not '12abc'"));
         assert_string_equal(get(&o, info->name), info->max);
     }
     rl_options_free(&o);
@@ -87,7 +87,7 @@ static void values_reach_their_fields(void **state)
     assert_false(o.restart_guard);
     assert_int_equal(o.retry_jitter_ms, 3600000);
     assert_int_equal(rl_options_set(&o, "restart_guard", "2"), REDLOCK_EINVAL);
-    assert_non_null(strstr(redlock_errmsg(), "option restart_guard: must be from 0 to 1"));
+    assert_non_null(strstr(redlock_errmsg(), "option restart_guard: must be a whole number from 0 to 1, not '2'"));
     assert_false(o.restart_guard);
     rl_options_free(&o);
 }
@@ -104,6 +104,13 @@ static void drift_factor_is_a_fraction_below_one(void **state)
     assert_int_equal(rl_options_set(&o, "drift_factor", "0"), REDLOCK_OK);
     assert_int_equal(rl_options_set(&o, "drift_factor", "0.999"), REDLOCK_OK);
     assert_string_equal(get(&o, "drift_factor"), "0.999");
+    assert_int_equal(rl_options_set(&o, "drift_factor", "-0.1"), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(),
+                           "option drift_factor: must be a number from 0 and below 1, not '-0.1'"));
+    /* A negative whole number says the rule too, not only that it is none. */
+    assert_int_equal(rl_options_set(&o, "node_timeout_ms", "-5"), REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_errmsg(), "option node_timeout_ms: must be a whole number from "));
+    assert_non_null(strstr(redlock_errmsg(), ", not '-5'"));
     assert_int_equal(rl_options_set(&o, "drift_factor", "0"), REDLOCK_OK);
     const char *bad[] = { "1", "1.5", "-0.1", "abc", "nan", "inf", "0.1x", "", " 0.1" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
