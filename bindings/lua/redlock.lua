@@ -2251,12 +2251,19 @@ function Client:get_multi_lock(names)
   if #names == 0 then
     argerror(1, "get_multi_lock", "no resource names")
   end
-  local copy = {}
+  local copy, seen = {}, {}
   for i, name in ipairs(names) do
     if type(name) ~= "string" or name == "" then
       argerror(1, "get_multi_lock", ("name %d: non-empty string expected, got %s"):format(
         i, type(name) == "string" and "empty string" or type(name)))
     end
+    -- A resource named twice would be one key counted twice: refused here,
+    -- where the mistake is made, not at the first try_lock.
+    if seen[name] then
+      argerror(1, "get_multi_lock", ("name %d: %q is listed twice (as name %d)"):format(
+        i, name, seen[name]))
+    end
+    seen[name] = i
     copy[i] = name
   end
   return new_lock(self._ctx, copy)

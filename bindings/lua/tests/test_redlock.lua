@@ -309,6 +309,8 @@ t.test("bad arguments raise Lua errors", function()
   t.raises("bad argument #1 to 'get_multi_lock' (no resource names)", c.get_multi_lock, c, {})
   t.raises("name 2: non-empty string expected, got boolean",
            c.get_multi_lock, c, { "a", true })
+  t.raises('bad argument #1 to \'get_multi_lock\' (name 3: "a" is listed twice (as name 1))',
+           c.get_multi_lock, c, { "a", "b", "a" })
   t.raises("bad argument #1 to 'try_lock' (number expected, got boolean)", lock.try_lock, lock,
            true)
   t.raises("bad argument #1 to 'try_lock' (whole number of milliseconds", lock.try_lock, lock, -1, 100)
