@@ -234,7 +234,15 @@ def _names(*names: Any) -> Tuple[str, ...]:
     """The resources of get_lock() or get_multi_lock(), checked."""
     if not names:
         raise TypeError("get_multi_lock() needs at least one name")
-    return tuple(_check_name(name) for name in names)
+    checked = tuple(_check_name(name) for name in names)
+    first = {}
+    for i, name in enumerate(checked, 1):
+        if name in first:
+            # One key counted twice: refused where the mistake is made.
+            raise InvalidArgument(capi.REDLOCK_EINVAL,
+                                  f"name {i}: {name!r} is listed twice (as name {first[name]})")
+        first[name] = i
+    return checked
 
 
 class _ClientFront:

@@ -156,8 +156,9 @@ def test_bad_name(client, name):
 
 
 def test_multi_lock_needs_distinct_names(client):
-    with pytest.raises(redlock.InvalidArgument, match="twice"):
-        client.get_multi_lock("a", "a").try_lock()
+    # Refused where the mistake is made, not at the first try_lock.
+    with pytest.raises(redlock.InvalidArgument, match=r"name 3: 'a' is listed twice \(as name 1\)"):
+        client.get_multi_lock("a", "b", "a")
     with pytest.raises(TypeError):
         client.get_multi_lock()
 
