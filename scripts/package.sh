@@ -15,9 +15,13 @@
 #                                  files, the tool and its man page
 #
 # Everything native is compiled by zig (cmake/zig.cmake) for glibc 2.17 or
-# musl, with hiredis built for each target from Debian's source
-# (scripts/package/sysroot.sh) and linked in, its symbols hidden: nothing
-# needs more than libc. Needs what scripts/setup.sh installs.
+# musl, with hiredis 1.4.1 built for each target (scripts/package/sysroot.sh)
+# and linked in: nothing needs more than libc. hiredis' source is its
+# release tarball, outside this tree: REDLOCK_HIREDIS_TARBALL, by default
+# ../shared/third_party/hiredis-1.4.1.tar.gz from the tree's root; its
+# sha256 is pinned in scripts/package/lib.sh and checked before use. Each
+# artifact says which hiredis it carries (README.md, "From the artifacts").
+# Needs what scripts/setup.sh installs.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 export REDLOCK_SRC=$src
@@ -34,6 +38,8 @@ export REDLOCK_VERSION
 python3 -c 'import ziglang, build, scikit_build_core, auditwheel, abi3audit' 2>/dev/null ||
   { echo "package: zig, build, scikit-build-core, auditwheel or abi3audit is missing: run scripts/setup.sh" >&2
     exit 1; }
+
+hiredis_tarball >/dev/null
 
 rm -rf "$REDLOCK_WORK"
 mkdir -p "$REDLOCK_WORK/tmp" "$REDLOCK_DIST"

@@ -11,7 +11,6 @@ packages=(
   libcmocka-dev abigail-tools valgrind           # C tests, ABI check, memcheck
   clang libclang-rt-14-dev                       # sanitizers and fuzzing with clang
   qemu-user-static libc6-arm64-cross             # the aarch64 artifacts, run under emulation
-  dpkg-dev                                       # dpkg-source: hiredis' source for the artifacts
   groff-base                                     # the check of the tool's man page
   lua5.4 liblua5.4-dev luarocks                  # Lua 5.4 binding
   luajit2 libluajit2-5.1-dev                     # LuaJIT binding (OpenResty's branch,

@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>   /* HIREDIS_MAJOR, ... for --version: nothing is called */
+
 #include "hygiene.h"
 #include "redlock.h"
 
@@ -165,7 +167,7 @@ static const char usage_head[] =
     "                               on stderr, and the library's events (acquired,\n"
     "                               node_down, no_quorum, ...); never a whole token\n"
     "  -h, --help                   print this help and exit\n"
-    "  -V, --version                print the version and exit\n";
+    "  -V, --version                print the versions (tool, library, hiredis) and exit\n";
 
 static const char usage_tail[] =
     "\n"
@@ -606,8 +608,10 @@ static void parse_args(struct config *cfg, int argc, char **argv)
             print_usage();
             exit(EX_OK);
         case 'V':
-            printf("redlock %s (libredlock %s)\n", REDLOCK_VERSION_STRING,
-                   redlock_version_string());
+            /* hiredis: the headers the tool was built with, those of the
+             * library's build beside it (linked into the library). */
+            printf("redlock %s (libredlock %s, hiredis %d.%d.%d)\n", REDLOCK_VERSION_STRING,
+                   redlock_version_string(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
             exit(EX_OK);
         case ':':
             usage_error("option '%s' needs a value", argv[optind - 1]);

@@ -1,7 +1,9 @@
 /* ctx.c - the client of the public API: the engine's client and the
  * blocking driver beside it (driver.h), its options, its event hook; and the
- * library's version. */
+ * library's version, with the hiredis it was built with. */
 #include <stdlib.h>
+
+#include <hiredis/hiredis.h>
 
 #include "engine.h"
 #include "io.h"
@@ -74,6 +76,25 @@ int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min_level, void
     atomic_store(&ctx->client.log.fn, fn);
     return REDLOCK_OK;
 }
+
+/* The hiredis the library was built with, as a string that stays in every
+ * library and module holding this file (strings(1) finds it; the package
+ * checks do): "redlock built with hiredis 1.4.1". Nothing refers to it:
+ * retain keeps a linker's --gc-sections (zig's, by default) from dropping
+ * it. */
+#define RL_STR_(x) #x
+#define RL_STR(x) RL_STR_(x)
+#if defined(__has_attribute)
+#if __has_attribute(retain)
+#define RL_RETAIN __attribute__((retain))
+#endif
+#endif
+#ifndef RL_RETAIN
+#define RL_RETAIN
+#endif
+__attribute__((used)) RL_RETAIN static const char rl_hiredis_built_with[] =
+    "redlock built with hiredis " RL_STR(HIREDIS_MAJOR) "." RL_STR(HIREDIS_MINOR) "."
+    RL_STR(HIREDIS_PATCH);
 
 const char *redlock_version_string(void)
 {

@@ -222,7 +222,7 @@ static rl_conn *make(rl_client *ctx, size_t node, const rl_target *to)
     c->ask_server = -1;
     c->gate = GATE_OPEN;
     c->to = *to;
-    if (!(c->reader = redisReaderCreate()) || !queue_handshake(c)) {
+    if (!(c->reader = rl_reader_new()) || !queue_handshake(c)) {
         c->q_len = 0;   /* handshake entries hold no references */
         rl_conn_free(c);
         return NULL;

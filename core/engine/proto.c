@@ -8,6 +8,28 @@
 
 #include "proto.h"
 
+/* hiredis 1.x caps what its reader accepts (0.14, a system's hiredis, has
+ * no maxelements): an array header of more elements than maxelements is a
+ * protocol error before hiredis allocates its element pointers (8 bytes
+ * each; its default allows 2^32 - 1), and a reader whose buffer is empty
+ * frees it when it holds more than maxbuf (a large reply's buffer is not
+ * kept). 1M elements is above any array a command's reply holds (CLUSTER
+ * SLOTS, a multi-lock's reply of many keys); 64 kB is a few replies. */
+#define RL_READER_MAX_ELEMENTS (1024 * 1024)
+#define RL_READER_MAX_BUF (64 * 1024)
+
+redisReader *rl_reader_new(void)
+{
+    redisReader *r = redisReaderCreate();
+#if HIREDIS_MAJOR >= 1
+    if (r) {
+        r->maxelements = RL_READER_MAX_ELEMENTS;
+        r->maxbuf = RL_READER_MAX_BUF;
+    }
+#endif
+    return r;
+}
+
 int rl_bytes_format(rl_bytes *out, int argc, const char **argv)
 {
     return rl_bytes_format_len(out, argc, argv, NULL);

@@ -8,6 +8,7 @@
 
 #include "base.h"
 
+struct redisReader;
 struct redisReply;
 
 /* A formatted command, owned (free with rl_bytes_free). */
@@ -28,6 +29,11 @@ void rl_bytes_wipe(rl_bytes *b);
  * snprintf's "%lld" writes it, without its cost on the hot path; returns
  * out. */
 char *rl_decimal(char out[24], long long v);
+
+/* A hiredis reader for a connection's replies, with the caps that hiredis
+ * 1.x has set (see proto.c); NULL when out of memory. Free it with
+ * redisReaderFree. */
+struct redisReader *rl_reader_new(void);
 
 /* What one node said, reduced to what the quorum rule needs. */
 typedef enum rl_vote {

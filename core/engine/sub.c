@@ -51,7 +51,7 @@ static int append(rl_sub *s, int argc, const char **argv)
 rl_sub *rl_sub_new(const rl_node_addr *a)
 {
     rl_sub *s = calloc(1, sizeof *s);
-    if (!s || !(s->reader = redisReaderCreate())) {
+    if (!s || !(s->reader = rl_reader_new())) {
         free(s);
         return NULL;
     }

@@ -3,7 +3,8 @@
 # every target (bindings/java's CMake build, through cmake/zig.cmake, hiredis
 # linked in, without debug information), then one Maven package of them all, each as
 # native/<platform>/libredlock_jni.so (linux-x86_64, linux-aarch64-musl, ...,
-# as NativeLoader.java looks them up), with hiredis' license.
+# as NativeLoader.java looks them up), with hiredis' license and notice, and
+# its version in the manifest (Hiredis-Version).
 set -euo pipefail
 . "$REDLOCK_SRC/scripts/package/lib.sh"
 
@@ -43,10 +44,15 @@ for target in $REDLOCK_GLIBC_TARGETS $REDLOCK_MUSL_TARGETS; do
 done
 [ -f "$natives/licenses/LICENSE.hiredis" ] ||
   { echo "package: hiredis' license is missing from the JNI builds" >&2; exit 1; }
+# Which hiredis the libraries carry: a notice beside its license
+# (META-INF/NOTICE.hiredis), and the manifest's Hiredis-Version.
+cp "$(sysroot "${REDLOCK_GLIBC_TARGETS%% *}")/share/licenses/hiredis/NOTICE" \
+   "$natives/licenses/NOTICE.hiredis"
 
 step "jar (Maven)" maven.log \
   mvn --batch-mode --no-transfer-progress -f "$REDLOCK_SRC/bindings/java/pom.xml" package \
     -DskipTests -Dredlock.cmake.skip=true -Dredlock.native.dir="$natives" \
+    -Dredlock.hiredis.version="$REDLOCK_HIREDIS_VERSION" \
     -Dredlock.target.dir="$REDLOCK_WORK/maven"
 jar=$REDLOCK_WORK/maven/redlock-$REDLOCK_VERSION.jar
 # Every native went in.

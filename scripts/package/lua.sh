@@ -5,7 +5,8 @@
 # alone, hence a folder per ABI. Each is the module built by zig for the
 # target (bindings/lua as a project of its own) and redlock.lua, in the
 # layout `luarocks pack` gives (rock_manifest, the rockspec, lib/, lua/,
-# doc/), with the project's and hiredis' licenses.
+# doc/), with the project's and hiredis' licenses; the rockspec's
+# description names the hiredis inside, as doc/hiredis-NOTICE does.
 set -euo pipefail
 . "$REDLOCK_SRC/scripts/package/lib.sh"
 rockspec=$REDLOCK_SRC/bindings/lua/redlock-$REDLOCK_VERSION-1.rockspec
@@ -33,7 +34,20 @@ for target in $REDLOCK_GLIBC_TARGETS; do
     mkdir -p "$stage/doc" "$REDLOCK_DIST/lua-$lua"
     cp "$REDLOCK_SRC/bindings/lua/README.md" "$REDLOCK_SRC/LICENSE" "$stage/doc/"
     cp "$(sysroot "$target")/share/licenses/hiredis/COPYING" "$stage/doc/hiredis-COPYING"
-    cp "$rockspec" "$stage/"
+    cp "$(sysroot "$target")/share/licenses/hiredis/NOTICE" "$stage/doc/hiredis-NOTICE"
+    # The rock's rockspec says which hiredis its module carries, at the end
+    # of its description (luarocks show prints it).
+    python3 - "$rockspec" "$stage/${rockspec##*/}" "$REDLOCK_HIREDIS_VERSION" <<'PY'
+import sys
+source, dest, version = sys.argv[1:]
+text = open(source).read()
+end = "  ]],\n  labels"
+if text.count(end) != 1:
+    sys.exit("package: no end of description.detailed in " + source)
+note = ("\n    This binary rock's module has hiredis %s linked in (BSD-3-Clause:\n"
+        "    doc/hiredis-COPYING, doc/hiredis-NOTICE).\n" % version)
+open(dest, "w").write(text.replace(end, note + end))
+PY
     python3 "$REDLOCK_SRC/scripts/package/pack_rock.py" "$stage" \
       "$REDLOCK_DIST/lua-$lua/redlock-$REDLOCK_VERSION-1.linux-$(arch "$target").rock"
   done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --help documents every option of the tool, the durations, the environment
-# variables and every exit status; --version prints both versions.
+# variables and every exit status; --version prints the versions (tool, library, hiredis).
 . "$(dirname "$0")/lib.sh"
 source_file="$(dirname "$0")/../../tools/redlock.c"
 
@@ -37,6 +37,7 @@ sed -n '/^Example/,$p' "$work/help" > "$work/example"
 
 run "$REDLOCK_BIN" --version > "$work/version"
 expect_eq 0 "$status" "status of --version"
-grep -Eq '^redlock [0-9]+\.[0-9]+\.[0-9]+ \(libredlock [0-9]+\.[0-9]+\.[0-9]+\)$' "$work/version" ||
+grep -Eq '^redlock [0-9]+\.[0-9]+\.[0-9]+ \(libredlock [0-9]+\.[0-9]+\.[0-9]+, hiredis [0-9]+\.[0-9]+\.[0-9]+\)$' \
+  "$work/version" ||
   fail "unexpected --version output: $(cat "$work/version")"
 echo "ok"

@@ -34,3 +34,33 @@ needs_root() {
 start_nodes() {
   mapfile -t nodes < <("$src/scripts/redis-nodes.sh" start "$tmp/nodes" "${1:-3}")
 }
+
+# The hiredis the artifacts embed, as scripts/package/lib.sh pins it
+# (REDLOCK_HIREDIS_VERSION, REDLOCK_HIREDIS_TARBALL).
+hiredis_pin() {
+  (REDLOCK_SRC=$src; . "$src/scripts/package/lib.sh"; echo "$REDLOCK_HIREDIS_VERSION"; hiredis_tarball)
+}
+mapfile -t _pin < <(hiredis_pin)
+hiredis_version=${_pin[0]:-}
+hiredis_tarball=${_pin[1]:-}
+
+# built_with_hiredis FILE: FILE (a library, a module or a program with the
+# core in it) was built with the pinned hiredis: it holds the core's
+# "redlock built with hiredis X.Y.Z" (core/api/ctx.c) for that version.
+built_with_hiredis() {
+  [ -n "$hiredis_version" ] || fail "no hiredis pinned in scripts/package/lib.sh"
+  local found
+  found=$(strings -a "$1" | grep -o 'redlock built with hiredis [0-9.]*' | sort -u | xargs)
+  [ "$found" = "redlock built with hiredis $hiredis_version" ] ||
+    fail "${1#"$tmp"/} is not built with hiredis $hiredis_version: ${found:-no such string}"
+}
+
+# hiredis_license FILE: FILE is hiredis' COPYING (BSD-3-Clause) from the
+# pinned release's tarball, byte for byte.
+hiredis_license() {
+  [ -f "$hiredis_tarball" ] || fail "no hiredis tarball to compare ${1#"$tmp"/} with"
+  cmp -s "$1" <(tar -xzOf "$hiredis_tarball" "hiredis-$hiredis_version/COPYING") ||
+    fail "${1#"$tmp"/} is not hiredis $hiredis_version's COPYING"
+  grep -q 'Redistribution and use in source and binary forms' "$1" ||
+    fail "${1#"$tmp"/} is no BSD license"
+}

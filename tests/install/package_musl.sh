@@ -3,7 +3,8 @@
 # as the wheels' and the jar's musl natives are: zig, hiredis linked in),
 # and a static musl program of it that takes locks: natively, and under
 # qemu-user for aarch64. Static, it cannot load OpenSSL: a rediss:// node is
-# refused with an error that names the library looked for.
+# refused with an error that names the library looked for. The library is
+# built with the pinned hiredis (1.4.1).
 . "$(dirname "$0")/lib.sh"
 export REDLOCK_SRC=$src REDLOCK_WORK=$tmp
 . "$src/scripts/package/lib.sh"
@@ -18,6 +19,7 @@ for target in x86_64-linux-musl aarch64-linux-musl; do
   "$zig" cc -target "$target" -static -std=c99 -Wall -Werror -I"$src/abi" \
     -o "$tmp/take-$target" "$here/take_lock.c" "$tmp/build-$target/core/libredlock.a"
   [[ $(file "$tmp/take-$target") == *"statically linked"* ]] || fail "take-$target is not static"
+  built_with_hiredis "$tmp/take-$target"
   run=()
   [ "${target%%-*}" = "$(uname -m)" ] || run=("$(command -v "qemu-${target%%-*}-static")")
   "${run[@]}" "$tmp/take-$target" --no-tls "package-$target" "${nodes[@]}"

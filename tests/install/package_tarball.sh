@@ -3,7 +3,8 @@
 # where no libhiredis (nor OpenSSL) can be loaded: its tool takes a lock,
 # and programs built against it with pkg-config (shared and static) and
 # CMake's find_package (shared and static) take locks; a rediss:// node is
-# refused with an error that names the TLS library looked for.
+# refused with an error that names the TLS library looked for; the tool's
+# --version names the hiredis inside (1.4.1).
 . "$(dirname "$0")/lib.sh"
 . "$here/tarball.sh"
 unpack_tarball x86_64
@@ -32,6 +33,10 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   echo "not root: libhiredis and OpenSSL stay loadable; the TLS refusal is not checked"
 fi
+# The tool says which hiredis the library carries: the pinned one.
+version=$("${run[@]}" "$prefix/bin/redlock" --version)
+[[ $version == *", hiredis $hiredis_version)" ]] || fail "the tool's --version: $version"
+echo "$version"
 "${run[@]}" "$prefix/bin/redlock" --nodes "$csv" -n package-tarball -- true ||
   fail "the tarball's tool cannot take a lock"
 "${run[@]}" "$tmp/take-shared" "${no_tls[@]}" package-tarball-shared "${nodes[@]}"

@@ -2,7 +2,8 @@
 # package_tarball_aarch64.sh SRC DIST - the aarch64 C tarball under
 # qemu-user (the loader and glibc of Debian's libc6-arm64-cross): its tool
 # takes a lock, and a program built against it by zig (shared, and static
-# with libredlock.a) takes locks, on nodes of this machine.
+# with libredlock.a) takes locks, on nodes of this machine; its --version
+# names the hiredis inside (1.4.1).
 . "$(dirname "$0")/lib.sh"
 . "$here/tarball.sh"
 qemu=$(command -v qemu-aarch64-static) || fail "qemu-aarch64-static is missing: run scripts/setup.sh"
@@ -13,8 +14,10 @@ unpack_tarball aarch64
 aarch64() {
   QEMU_LD_PREFIX=/usr/aarch64-linux-gnu "$qemu" "$@"
 }
+# --version: the tarball's version, and the pinned hiredis (1.4.1) inside.
+v=$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/redlock.pc")
 [ "$(aarch64 "$prefix/bin/redlock" --version | head -n 1)" = \
-  "redlock $(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/redlock.pc") (libredlock $(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/redlock.pc"))" ] ||
+  "redlock $v (libredlock $v, hiredis $hiredis_version)" ] ||
   fail "the aarch64 tool's --version: $(aarch64 "$prefix/bin/redlock" --version)"
 start_nodes
 csv=$(IFS=,; echo "${nodes[*]}")
