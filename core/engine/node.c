@@ -466,18 +466,16 @@ void rl_node_guard_stale(rl_node *node, int64_t now)
     if (node->guarded_until > now
         && (node->guard_asked_at == INT64_MIN || now - node->guard_asked_at >= RL_GUARD_REREAD_MS)) {
         node->guard_asked_at = now;
-        node->guard_reread = true;
+        atomic_store(&node->guard_reread, true);
     }
     pthread_mutex_unlock(&node->mu);
 }
 
 bool rl_node_take_reread(rl_node *node)
 {
-    pthread_mutex_lock(&node->mu);
-    bool due = node->guard_reread;
-    node->guard_reread = false;
-    pthread_mutex_unlock(&node->mu);
-    return due;
+    /* On every command sent: a load, and no lock, when none is due. */
+    return atomic_load_explicit(&node->guard_reread, memory_order_relaxed)
+        && atomic_exchange(&node->guard_reread, false);
 }
 
 int64_t rl_node_connect_wait(rl_node *node, int64_t now)

@@ -51,6 +51,9 @@ typedef struct rl_node {
     const struct rl_client *ctx;   /* whose events its changes are */
     /* Health: counters and the round trip without the lock, the rest under it. */
     _Atomic int state;               /* rl_node_state */
+    /* The next command on one of its connections reads the guard again first
+     * (rl_node_guard_stale): atomic, as every command sent looks at it. */
+    _Atomic bool guard_reread;
     _Atomic uint64_t commands, failures, timeouts;
     _Atomic int64_t rtt_us;          /* an average of round trips, in microseconds; -1 none */
     pthread_mutex_t mu;      /* guards every field below */
@@ -66,7 +69,6 @@ typedef struct rl_node {
     int64_t guarded_until;   /* its guard script said so (any client's first sight); INT64_MIN none */
     int64_t guard_seen_at;   /* when this client first read the guard now running; INT64_MIN none */
     int64_t guard_asked_at;  /* when a refused vote last asked to read it again; INT64_MIN never */
-    bool guard_reread;       /* the next command on one of its connections reads it again first */
     /* A Sentinel node's master: the addresses named so far (never freed
      * while the client lives, so targets stay valid), the one now (-1: ask
      * a sentinel), the sentinel to ask next, and the generation, which
