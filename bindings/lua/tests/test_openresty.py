@@ -510,8 +510,11 @@ function app.events()
   local lock = c:get_lock("evented")
   assert(lock:try_lock(0, 10000))
   assert(lock:unlock())
+  -- A lock and its release return once a quorum answered, so a node may not
+  -- have answered yet; the health is read after the ping, which waits for all.
+  local answered = c:ping()
   local health = c:health()
-  ngx.say(c:ping(), " ", #health, " ", health[1].state, " ", c:health()[1].commands)
+  ngx.say(answered, " ", #health, " ", health[1].state, " ", health[1].commands)
   for _, line in ipairs(seen) do
     ngx.say(line)
   end
