@@ -37,7 +37,7 @@ typedef struct rl_client {
      * not keep up with it: node_busy, redlock_ctx_health). */
     struct rl_node_conns {
         _Atomic int open;
-        _Atomic int paused;          /* held by locks pausing between attempts (op.c) */
+        _Atomic int paused;          /* held by locks pausing between attempts (round.c) */
         _Atomic int64_t busy_until;
     } conns[REDLOCK_MAX_NODES];
 } rl_client;

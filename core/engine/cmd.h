@@ -87,7 +87,7 @@ typedef struct rl_cmd {
     struct redlock_op *op;              /* waits for its replies, or NULL */
     _Atomic bool undo;             /* acquire: its lock was given up */
     struct rl_cmd *parent;         /* acquire of one slot's keys of a lock whose keys span
-                                    * slots (op.c): given up with it (referenced) */
+                                    * slots (round.c): given up with it (referenced) */
     char (*tokens)[RL_TOKEN_LEN + 1];   /* extend many: each key's token (owned) */
     int64_t *leases;               /* extend many: each key's lease in ms (owned) */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */

@@ -25,43 +25,9 @@
 #include <stdatomic.h>
 
 #include "cmd.h"
+#include "handle.h"
 
 struct rl_client;
-
-/* An acquired lock. Its owner's thread and, while a driver renews it, the
- * driver's thread both use it: what both touch is atomic. */
-struct redlock_handle {
-    struct rl_client *ctx;
-    rl_keys *keys;
-    char token[RL_TOKEN_LEN + 1];
-    _Atomic int64_t expires_at;   /* the driver's ms at which validity reaches 0 */
-    _Atomic int64_t lease_ms;     /* of the last acquire or extend: renewals use it */
-    _Atomic bool held;            /* acquired, and not since lost or released */
-    _Atomic bool lost;            /* its renewal failed for good, or came too late */
-    _Atomic bool released;        /* unlock was called */
-    _Atomic bool ran_out;         /* unlock found it lost or its validity run out */
-    _Atomic int reentries;        /* holds counted by redlock_handle_reenter (hold.c) */
-    rl_cmd *acquired_by;          /* the acquire that made it: undone where late */
-    int64_t *fences;              /* fencing: the fence of each key; else NULL */
-    char waiter[RL_TOKEN_LEN + 1];   /* a fair lock: the id it waited under (its release
-                                      * takes that waiter's place out of every queue) */
-    /* The nodes (bit i: node i) its acquire never reached: refused there
-     * unsent (the node silent, or its connection unusable), so that no
-     * node of these can hold its token. Its release skips them: a stalled
-     * node costs an unlock nothing. Not for a fair lock (its waiter may be
-     * queued there by an earlier attempt), nor for a multi-lock taken part
-     * by part on a Cluster node. */
-    uint64_t unreached;
-    /* On a client with a Cluster node, a multi-lock whose names hash to
-     * several slots: its keys sorted by slot, and the keys of each slot
-     * (n_parts of them, in that order), which a Cluster node takes one
-     * command at a time (op.c); 0 and NULL otherwise. */
-    size_t n_parts;
-    rl_keys **parts;
-    /* The driver's, as rl_conn's io_data is (the engine never reads it):
-     * the blocking driver's record of its renewal, while it is watched. */
-    void *_Atomic driver_data;
-};
 
 typedef struct redlock_op rl_op;
 
@@ -255,8 +221,5 @@ void rl_op_conn_connected(rl_op *op, rl_conn *c, int64_t now);
  * from now (conn.h). */
 void rl_op_conn_wrote(rl_op *op, rl_conn *c, int64_t now);
 void rl_op_conn_lost(rl_op *op, rl_conn *c, int64_t now);
-
-/* Frees a handle and its keys (no I/O). */
-void rl_handle_free(redlock_handle *h);
 
 #endif /* RL_OP_H */

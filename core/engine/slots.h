@@ -3,7 +3,7 @@
  * the slot of a key (CRC16 and hash tags), the map of the 16384 slots to
  * shards read from a CLUSTER SLOTS or CLUSTER SHARDS reply, the -MOVED and
  * -ASK redirections and what a MOVED changes in the map. (A lock whose keys
- * span slots is split by slot in op.c.)
+ * span slots is split by slot in handle.c.)
  *
  * Functions that can fail return REDLOCK_OK or a REDLOCK_E* code with the
  * calling thread's message set (rl_fail).
