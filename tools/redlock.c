@@ -217,7 +217,8 @@ static const char usage_tail[] =
     "down, slow, guarded: restarted and not counted yet, auth_refused,\n"
     "permission_denied: its ACL refused a command), its round trip, run_id and\n"
     "Redis version or its last error, then whether a quorum answers: for a\n"
-    "container probe or a cron alert (0 or 69).\n"
+    "container probe or a cron alert (0, 69, or 77 when a quorum refuses the\n"
+    "credentials).\n"
     "\n"
     "Exit status:\n"
     "  the status of COMMAND, or 128+N when a signal N killed it; otherwise:\n"
@@ -940,8 +941,36 @@ static void print_node(char *line)
     putchar('\n');
 }
 
+/* The exit status for a failure of the nodes, the same for a lock and for
+ * --check. */
+static int failure_status(int rc)
+{
+    switch (rc) {
+    case REDLOCK_ENOQUORUM:
+    case REDLOCK_EEXPIRED:
+    case REDLOCK_EREDIS:
+        return EX_UNAVAILABLE;
+    case REDLOCK_EAUTH:
+    case REDLOCK_ENOPERM:   /* shares 77 with refused credentials: see the help's exit status */
+    case REDLOCK_ETLS:
+        return EX_NOPERM;
+    case REDLOCK_EINVAL:
+        return EX_USAGE;
+    default:
+        return EX_SOFTWARE;
+    }
+}
+
+/* The exit status for a failure to take the lock. */
+static int acquire_failure_status(int rc, const struct config *cfg)
+{
+    return rc == REDLOCK_ELOCKED ? cfg->conflict_exit : failure_status(rc);
+}
+
 /* --check: pings every node, prints each one's health and whether a quorum
- * answers. EX_OK when it does, EX_UNAVAILABLE when not. */
+ * answers. EX_OK when it does; else as a lock that failed for the same
+ * reason: EX_NOPERM when a quorum refused the credentials (or a command, or
+ * TLS), EX_UNAVAILABLE when too few answer. */
 static int check_nodes(redlock_ctx *ctx)
 {
     size_t size = (size_t)REDLOCK_MAX_NODES * REDLOCK_HEALTH_LINE_MAX, n = 0;
@@ -965,28 +994,7 @@ static int check_nodes(redlock_ctx *ctx)
         printf("%s: %d of %zu nodes answer, %zu needed\n", rc == REDLOCK_OK ? "healthy"
                : "not healthy", answered, n, n / 2 + 1);
     free(text);
-    return rc == REDLOCK_OK ? EX_OK : EX_UNAVAILABLE;
-}
-
-/* The exit status for a failure to take the lock. */
-static int acquire_failure_status(int rc, const struct config *cfg)
-{
-    switch (rc) {
-    case REDLOCK_ELOCKED:
-        return cfg->conflict_exit;
-    case REDLOCK_ENOQUORUM:
-    case REDLOCK_EEXPIRED:
-    case REDLOCK_EREDIS:
-        return EX_UNAVAILABLE;
-    case REDLOCK_EAUTH:
-    case REDLOCK_ENOPERM:   /* shares 77 with refused credentials: see the help's exit status */
-    case REDLOCK_ETLS:
-        return EX_NOPERM;
-    case REDLOCK_EINVAL:
-        return EX_USAGE;
-    default:
-        return EX_SOFTWARE;
-    }
+    return rc == REDLOCK_OK ? EX_OK : failure_status(rc);
 }
 
 /* ---- Signals: the handler writes the signal number to a self-pipe. ---- */

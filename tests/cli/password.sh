@@ -22,6 +22,9 @@ expect 0 env REDLOCK_PASSWORD="$password" "$REDLOCK_BIN" --verbose --nodes "$NOD
 expect 77 env REDLOCK_PASSWORD="wrong-$password" "$REDLOCK_BIN" --verbose --nodes "$NODES" job -- true
 expect 0 redlock --verbose --nodes "$NODES" --password-file "$work/password" job -- true
 expect 77 redlock --verbose --nodes "$NODES" --password-file "$work/wrong-password" job -- true
+# --check exits as a lock would: 77 for credentials a quorum refuses.
+expect 0 redlock --nodes "$NODES" --password-file "$work/password" --check
+expect 77 redlock --nodes "$NODES" --password-file "$work/wrong-password" --check
 # --password-file wins over REDLOCK_PASSWORD.
 expect 0 env REDLOCK_PASSWORD="wrong-$password" \
   "$REDLOCK_BIN" --nodes "$NODES" --password-file "$work/password" job -- true
