@@ -23,6 +23,12 @@
 set -euo pipefail
 
 server=${REDIS_SERVER:-redis-server}
+# DEBUG is allowed by an option from Redis 7.0 on (and on Valkey); Redis 6.2
+# has no such option, and allows it.
+debug_option=(--enable-debug-command yes)
+case $("$server" --version 2>/dev/null) in
+  "Redis server v="[0-6].*) debug_option=() ;;
+esac
 
 usage() {
   sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -83,7 +89,7 @@ start_node() {
   "$server" "${listen[@]}" --bind 127.0.0.1 --unixsocket "$ndir/redis.sock" \
     --unixsocketperm 700 --dir "$ndir" --save "" --appendonly no \
     --daemonize no --logfile "$ndir/redis.log" --protected-mode no \
-    --enable-debug-command yes >/dev/null 2>&1 &
+    "${debug_option[@]}" >/dev/null 2>&1 &
   local pid=$!
   echo "$pid" > "$ndir/pid"
   echo "$port" > "$ndir/port"

