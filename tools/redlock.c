@@ -9,8 +9,8 @@
  * Its options follow flock(1)'s where they mean the same: -n (one attempt),
  * -w (how long to wait), -E (status when held) and -c (a shell string);
  * without -n or -w it waits until the lock is free or the nodes stop
- * answering. The tool takes the lock, runs COMMAND in a child process, extends the lock
- * every third of its ttl while the child runs, forwards SIGINT, SIGTERM and
+ * answering. The tool takes the lock, runs COMMAND in a child process, has the
+ * library keep it while the child runs (redlock_handle_watch), forwards SIGINT, SIGTERM and
  * SIGHUP to it, and releases the lock when it exits. If the lock is lost
  * meanwhile, the child is sent SIGTERM and the tool exits with EX_IOERR.
  * Signals reach the main loop through a self-pipe watched by poll().
@@ -23,6 +23,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -32,7 +33,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sysexits.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>   /* HIREDIS_MAJOR, ... for --version: nothing is called */
@@ -90,7 +90,6 @@ struct run {
     bool child_done;
     int child_status; /* from waitpid, once child_done */
     bool lost;
-    int64_t next_extend_ms;
 };
 
 /* --help: usage_head, the library's options, then usage_tail. */
@@ -318,14 +317,6 @@ static char *xstrdup(const char *s)
     size_t len = strlen(s) + 1;
 
     return memcpy(xmalloc(len), s, len);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -806,6 +797,16 @@ static void print_event(void *data, int level, const char *event, const char *me
             rl_escape_controls(escaped[1], sizeof escaped[1], message));
 }
 
+/* The library's events: all of them with -v; else only a failed renewal of
+ * the lock (data: its name), which is retried while validity lasts. */
+static void on_event(void *data, int level, const char *event, const char *message)
+{
+    if (verbosity == VERBOSE)
+        print_event(NULL, level, event, message);
+    if (strcmp(event, "renewal_failed") == 0)
+        say("cannot extend '%s': %s", (const char *)data, message);
+}
+
 /* The client's lease of a kept lock (watchdog_lease_ms). */
 static int64_t kept_lease_ms(redlock_ctx *ctx)
 {
@@ -863,8 +864,10 @@ static int open_ctx(redlock_ctx **out, const struct config *cfg)
             return rc == REDLOCK_ENOMEM ? EX_SOFTWARE : EX_USAGE;
         }
     }
-    if (verbosity == VERBOSE)
-        redlock_ctx_set_log(*out, print_event, REDLOCK_LOG_DEBUG, NULL);
+    if (verbosity != QUIET)
+        redlock_ctx_set_log(*out, on_event,
+                            verbosity == VERBOSE ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_WARN,
+                            (void *)cfg->name);
     return EX_OK;
 }
 
@@ -1213,8 +1216,8 @@ static void forward_signals(struct run *run)
 
     while ((n = read(signal_pipe[0], signals, sizeof signals)) > 0) {
         for (ssize_t i = 0; i < n; i++) {
-            if (signals[i] == SIGCHLD || run->child_done)
-                continue;
+            if (signals[i] == 0 || signals[i] == SIGCHLD || run->child_done)
+                continue;   /* 0: the lock was lost (on_lost) */
             if (verbosity == VERBOSE)
                 say("forwarding SIG%s to '%s'", signal_name(signals[i]), run->cfg->command[0]);
             kill(run->child, signals[i]);
@@ -1222,68 +1225,60 @@ static void forward_signals(struct run *run)
     }
 }
 
-/* Plans the next extension: every third of the ttl, sooner if the lock's
- * validity is short (slow nodes), so that it never runs out in between. */
-static void schedule_extend(struct run *run, int64_t validity)
-{
-    int64_t delay = run->cfg->ttl_ms / 3;
+/* The lost lock, as the library's thread tells it (redlock_handle_watch):
+ * its status and message, for the main loop, which a byte 0 in the
+ * self-pipe wakes (no signal is numbered 0). */
+static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
+static int lost_status;   /* REDLOCK_OK until the lock is lost */
+static char lost_message[512];
 
-    if (delay > validity / 2)
-        delay = validity / 2;
-    run->next_extend_ms = now_ms() + delay;
+static void on_lost(void *data, redlock_handle *lock, int status, const char *message)
+{
+    unsigned char wake = 0;
+    ssize_t written;
+
+    (void)data;
+    (void)lock;
+    pthread_mutex_lock(&lost_mu);
+    lost_status = status;
+    snprintf(lost_message, sizeof lost_message, "%s", message ? message : "");
+    pthread_mutex_unlock(&lost_mu);
+    written = write(signal_pipe[1], &wake, 1);
+    (void)written; /* a full pipe already has wake-ups pending */
 }
 
-/* Extends the lock; on failure retries sooner while validity lasts. */
-static void extend_lock(struct run *run)
+/* The lock was lost (on_lost): the command is stopped. */
+static void stop_lost(struct run *run)
 {
-    const struct config *cfg = run->cfg;
-    int rc = redlock_extend(run->lock, cfg->ttl_ms);
-    int64_t validity = redlock_handle_validity_ms(run->lock);
-    int64_t retry_ms;
+    int status;
+    char message[sizeof lost_message];
 
-    if (rc == REDLOCK_OK) {
-        if (verbosity == VERBOSE)
-            say("extended '%s' (valid for %" PRId64 " ms)", cfg->name, validity);
-        schedule_extend(run, validity);
+    pthread_mutex_lock(&lost_mu);
+    status = lost_status;
+    snprintf(message, sizeof message, "%s", lost_message);
+    pthread_mutex_unlock(&lost_mu);
+    if (status == REDLOCK_OK || run->lost)
         return;
-    }
-    if (rc == REDLOCK_ENOTHELD || validity <= 0) {
-        say_failure("lost the lock on", cfg->name, rc);
-        say("stopping '%s' with SIGTERM", cfg->command[0]);
-        run->lost = true;
-        kill(run->child, SIGTERM);
+    run->lost = true;
+    say("lost the lock on '%s': %s%s%s", run->cfg->name, redlock_strerror(status),
+        *message ? ": " : "", message);
+    if (run->child_done)
         return;
-    }
-    retry_ms = cfg->ttl_ms / 10;
-    if (retry_ms < 10)
-        retry_ms = 10;
-    if (retry_ms > validity)
-        retry_ms = validity;
-    say_failure("cannot extend", cfg->name, rc);
-    say("retrying in %" PRId64 " ms; the lock stays valid for %" PRId64 " ms", retry_ms,
-        validity);
-    run->next_extend_ms = now_ms() + retry_ms;
+    say("stopping '%s' with SIGTERM", run->cfg->command[0]);
+    kill(run->child, SIGTERM);
 }
 
-/* Waits for the child, keeping the lock extended until it exits or is lost. */
+/* Waits for the child, while the library keeps the lock (redlock_handle_watch)
+ * until the child exits or the lock is lost. */
 static void supervise(struct run *run)
 {
     struct pollfd pfd = {.fd = signal_pipe[0], .events = POLLIN};
 
-    schedule_extend(run, redlock_handle_validity_ms(run->lock));
     while (!run->child_done) {
-        int timeout = -1;
-
-        if (!run->lost) {
-            int64_t left = run->next_extend_ms - now_ms();
-
-            timeout = left < 0 ? 0 : (int)left;
-        }
-        if (poll(&pfd, 1, timeout) > 0)
+        if (poll(&pfd, 1, -1) > 0)
             forward_signals(run);
         reap_child(run);
-        if (!run->child_done && !run->lost && now_ms() >= run->next_extend_ms)
-            extend_lock(run);
+        stop_lost(run);
     }
 }
 
@@ -1329,6 +1324,15 @@ static int run_locked(redlock_handle *lock, const struct config *cfg)
         say("cannot prepare the command: %s", strerror(errno));
         redlock_unlock(lock);
         return EX_SOFTWARE;
+    }
+    /* The library keeps it, by its rule for kept locks: extended to its
+     * lease every third of it, again after a failed extension while
+     * validity lasts, lost when a quorum says so or validity runs out. */
+    int rc = redlock_handle_watch(lock, on_lost, NULL);
+    if (rc != REDLOCK_OK) {
+        say_failure("cannot keep", cfg->name, rc);
+        redlock_unlock(lock);
+        return rc == REDLOCK_ENOTHELD ? EXIT_LOST : EX_SOFTWARE;
     }
     if (!start_command(&run)) {
         redlock_unlock(lock);
