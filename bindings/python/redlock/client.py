@@ -84,7 +84,6 @@ class _Gate:
         self._cond = threading.Condition(threading.Lock())
         self._calls = 0
         self.closing = False
-        self._freed = False
         self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
 
     def enter(self, what: str) -> Any:
@@ -95,15 +94,6 @@ class _Gate:
                 raise ClientClosed(what)
             self._calls += 1
         return self._ctx
-
-    def enter_own(self) -> bool:
-        """The client's own call (a release, a read of a handle): it may run
-        while the client closes, until the ctx is freed; False after."""
-        with self._cond:
-            if self._freed:
-                return False
-            self._calls += 1
-        return True
 
     def leave(self) -> None:
         with self._cond:
@@ -129,8 +119,6 @@ class _Gate:
                 self._cond.wait(0.05)
 
     def free(self) -> None:
-        with self._cond:
-            self._freed = True
         if self._finalizer.detach() is not None:
             capi.redlock_ctx_free(self._ctx)
             capi.redlock_py_closing(self._ctx, 0)
@@ -306,21 +294,11 @@ class Redlock(_ClientFront):
         return self._ctx
 
     def _with_ctx(self, call: Callable[..., Any], *args: Any) -> Any:
-        ctx = self._gate.enter(getattr(call, "__name__", "call"))
+        ctx = self._gate.enter("")
         try:
             return call(ctx, *args)
         finally:
             self._gate.leave()
-
-    def _own(self, call: Callable[..., Any], *args: Any, default: Any = None) -> Any:
-        """call(*args) as the client's own call: default once the ctx is freed."""
-        gate = self._gate
-        if not gate.enter_own():
-            return default
-        try:
-            return call(*args)
-        finally:
-            gate.leave()
 
 
 class _Held:

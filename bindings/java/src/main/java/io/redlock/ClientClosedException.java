@@ -10,7 +10,9 @@ package io.redlock;
 public class ClientClosedException extends IllegalStateException {
     private static final long serialVersionUID = 1L;
 
+    /** what: the call refused ("unlock", ...), or null. */
     public ClientClosedException(String what) {
-        super(what + ": the Redlock client is closed");
+        super(what == null ? "the Redlock client is closed"
+                : what + ": the Redlock client is closed");
     }
 }

@@ -788,7 +788,7 @@ final class NativeClient {
         return CLOSING.contains(address);
     }
 
-    /** ClientClosedException, naming what, once close() began. */
+    /** ClientClosedException, naming what (or null), once close() began. */
     void checkOpen(String what) {
         if (closed) {
             throw new ClientClosedException(what);
@@ -797,12 +797,12 @@ final class NativeClient {
 
     /** Takes the read lock for a call that needs the ctx; the caller unlocks it. */
     private Lock openForCall() {
-        checkOpen("call");
+        checkOpen(null);
         Lock read = closing.readLock();
         read.lock();
         if (ctx == null || closed) {
             read.unlock();
-            throw new ClientClosedException("call");
+            throw new ClientClosedException(null);
         }
         return read;
     }
