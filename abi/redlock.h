@@ -184,7 +184,10 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  */
 REDLOCK_API int redlock_ctx_set_option(redlock_ctx *ctx, const char *name, const char *value);
 
-/* Closes every connection and frees the client. NULL is a no-op. */
+/* Closes every connection and frees the client. NULL is a no-op. It is the
+ * last call on ctx (see Threads): unlock and free its handles first; the
+ * bindings' close does so, and refuses every call after it (docs/locks.md,
+ * "A closed client"). */
 REDLOCK_API void redlock_ctx_free(redlock_ctx *ctx);
 
 /*
@@ -375,8 +378,10 @@ REDLOCK_API int redlock_handle_lost(const redlock_handle *h);
  * Counts one more hold of h by its holder. REDLOCK_OK when h is held with
  * validity left; REDLOCK_ENOTHELD (nothing counted) when it was released or
  * is lost (redlock_handle_lost: its lease ran out, its renewal failed): the
- * holder then learns it, unlocks (REDLOCK_ENOTHELD) and may acquire anew.
- * REDLOCK_EINVAL for NULL. No I/O: the nodes are not contacted.
+ * holder's acquisition is then not a reentry but a new one (the bindings'
+ * rule: it starts afresh, and a success replaces h, whose unlock would fail
+ * with REDLOCK_ENOTHELD). REDLOCK_EINVAL for NULL. No I/O: the nodes are not
+ * contacted.
  */
 REDLOCK_API int redlock_handle_reenter(redlock_handle *h);
 

@@ -108,13 +108,28 @@ static void redlock_java_free_cstrings(char **strings, size_t n)
 static jclass redlock_java_thread_class;      /* a global reference */
 static jmethodID redlock_java_current_thread; /* static Thread currentThread() */
 static jmethodID redlock_java_is_interrupted; /* boolean isInterrupted() */
+static jclass redlock_java_native_client;     /* a global reference */
+static jmethodID redlock_java_is_closing;     /* static boolean isClosing(long) */
+
+/* A wait's JNIEnv, and its ctx: the wait ends too once NativeClient.close()
+ * began on that ctx (NativeClient.isClosing), so that close never waits for
+ * a wait without end. */
+struct redlock_java_wait {
+    JNIEnv *jenv;
+    redlock_ctx *ctx;
+};
 
 static int redlock_java_interrupted(void *data)
 {
-    JNIEnv *jenv = (JNIEnv *)data;
+    const struct redlock_java_wait *wait = data;
+    JNIEnv *jenv = wait->jenv;
     /* A pending exception forbids calling Java; it will be thrown anyway,
      * so end the wait. */
     if ((*jenv)->ExceptionCheck(jenv))
+        return 1;
+    jboolean closing = (*jenv)->CallStaticBooleanMethod(
+        jenv, redlock_java_native_client, redlock_java_is_closing, (jlong)(intptr_t)wait->ctx);
+    if (closing == JNI_TRUE || (*jenv)->ExceptionCheck(jenv))
         return 1;
     jobject self = (*jenv)->CallStaticObjectMethod(jenv, redlock_java_thread_class,
                                                    redlock_java_current_thread);
@@ -297,7 +312,6 @@ JNIEXPORT void JNICALL Java_io_redlock_internal_RedlockNativeJNI_unlockAsync(
  * only hands the news to another thread: it takes no lock that a thread
  * waiting in the library (an unlock or a free, which wait for this
  * callback) might hold. Ids are at most 2^31 on 32-bit platforms. */
-static jclass redlock_java_native_client;     /* a global reference */
 static jmethodID redlock_java_lost;           /* static void lost(long, int, byte[]) */
 
 static void redlock_java_handle_lost(void *data, redlock_handle *handle, int status,
@@ -411,7 +425,9 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
                                                    "(JI[B)V");
     redlock_java_log = (*jenv)->GetStaticMethodID(jenv, redlock_java_native_client, "log",
                                                   "(I[B[B)V");
-    if (redlock_java_lost == NULL || redlock_java_log == NULL)
+    redlock_java_is_closing = (*jenv)->GetStaticMethodID(jenv, redlock_java_native_client,
+                                                         "isClosing", "(J)Z");
+    if (redlock_java_lost == NULL || redlock_java_log == NULL || redlock_java_is_closing == NULL)
         return JNI_ERR;
     return JNI_VERSION_1_8;
 }
@@ -526,7 +542,8 @@ static const char *redlock_java_get_option(const redlock_ctx *ctx, const char *n
  * Thread.interrupt() end the wait (REDLOCK_ECANCELED). */
 %define REDLOCK_INTERRUPTIBLE(FUNC)
 %exception FUNC {
-    redlock_set_interrupt_check(redlock_java_interrupted, jenv);
+    struct redlock_java_wait wait = { jenv, arg2 };
+    redlock_set_interrupt_check(redlock_java_interrupted, &wait);
     $action
     redlock_set_interrupt_check(NULL, NULL);
 }

@@ -65,16 +65,48 @@ static void redlock_py_raise(int code)
  * pending signal handlers, as Python does between bytecodes, so that Ctrl-C
  * ends a long wait. A handler that raises (KeyboardInterrupt) cancels the
  * call; its exception stays set and is raised when the call returns. */
+static PyObject *redlock_py_closing_ctxs;
+
 static int redlock_py_interrupt(void *data)
 {
   PyGILState_STATE gil;
   int stop;
 
-  (void)data;
   gil = PyGILState_Ensure();
   stop = PyErr_CheckSignals() != 0;
+  if (!stop && redlock_py_closing_ctxs != NULL) {
+    PyObject *key = PyLong_FromVoidPtr(data);
+    stop = key != NULL && PySet_Contains(redlock_py_closing_ctxs, key) == 1;
+    Py_XDECREF(key);
+    PyErr_Clear();
+  }
   PyGILState_Release(gil);
   return stop;
+}
+
+/* Marks ctx's client closing (1) or forgets it (0, once the ctx is freed):
+ * while marked, its waits for a lock end at the interrupt check's next look
+ * (REDLOCK_ECANCELED, within 100 ms), so that close() never waits for a
+ * wait without end. The set of addresses is read and written under the GIL. */
+static void redlock_py_closing(redlock_ctx *ctx, int closing)
+{
+  PyGILState_STATE gil = PyGILState_Ensure(); /* the wrapper released it */
+  PyObject *key;
+
+  if (redlock_py_closing_ctxs == NULL) {
+    redlock_py_closing_ctxs = PySet_New(NULL);
+  }
+  key = redlock_py_closing_ctxs != NULL ? PyLong_FromVoidPtr(ctx) : NULL;
+  if (key != NULL) {
+    if (closing) {
+      PySet_Add(redlock_py_closing_ctxs, key);
+    } else {
+      PySet_Discard(redlock_py_closing_ctxs, key);
+    }
+    Py_DECREF(key);
+  }
+  PyErr_Clear();
+  PyGILState_Release(gil);
 }
 
 /* The UTF-8 text of a str, or NULL with TypeError or ValueError set. The
@@ -103,10 +135,10 @@ static const char *redlock_py_text(PyObject *obj, const char *what)
 %}
 
 /* Waits for a lock (plain, multi, read-write or fair) or a permit run with the
- * interrupt check above. */
+ * interrupt check above, given their ctx (the second argument of each). */
 %define REDLOCK_PY_INTERRUPTIBLE(function)
 %exception function {
-  redlock_set_interrupt_check(redlock_py_interrupt, NULL);
+  redlock_set_interrupt_check(redlock_py_interrupt, (void *)arg2);
   $action
   redlock_set_interrupt_check(NULL, NULL);
 }
@@ -116,6 +148,7 @@ REDLOCK_PY_INTERRUPTIBLE(redlock_lock_multi)
 REDLOCK_PY_INTERRUPTIBLE(redlock_lock_rw)
 REDLOCK_PY_INTERRUPTIBLE(redlock_acquire_permit)
 REDLOCK_PY_INTERRUPTIBLE(redlock_lock_fair)
+void redlock_py_closing(redlock_ctx *ctx, int closing);
 
 /* Every function returning a status: raise on failure, else return None. A
  * wait cancelled by a signal handler raises what the handler raised. */

@@ -7,8 +7,8 @@
 --     local client = assert(redlock.new({ "redis://10.0.0.1", "redis://10.0.0.2",
 --                                          "redis://10.0.0.3" }, { key_prefix = "app:" }))
 --     local lock = client:get_lock("orders:42")
---     local ok, err = lock:try_lock(1000, 10000)   -- wait up to 1 s, hold for 10 s
---     if ok then ... lock:unlock() elseif err.name == "locked" then ... end
+--     local ok, err, code = lock:try_lock(1000, 10000)   -- wait up to 1 s, hold for 10 s
+--     if ok then ... lock:unlock() elseif code == "locked" then ... end
 --
 -- With no lease, try_lock keeps the lock: the library renews it until
 -- unlock, and lock:lost() and lock:on_lost(fn) tell when it was lost (see
@@ -18,8 +18,8 @@
 --   * Reentry keeps the first terms: taking a lock again through the Lock
 --     object that holds it counts a hold (lock:hold_count()) and changes
 --     neither the keys' TTL nor the renewal; each hold needs its unlock, the
---     last one releases. Taking again a hold that was lost returns nil and a
---     "notheld" error.
+--     last one releases. Taking again after the hold was lost starts afresh
+--     (a new acquisition; lost() and unlock() tell the loss until then).
 --   * lock:lost() is true whenever the keys can have expired while held: a
 --     kept lock whose renewal failed, or any lock whose validity ran out
 --     before its unlock.
@@ -29,9 +29,10 @@
 --     of their times to live (the C library's redlock_inspect_multi).
 --
 -- Times are whole milliseconds. Failures the caller must expect return
--- `nil, err`, err being a table { code = <C status>, name = "locked" |
--- "noquorum" | "notheld" | ..., message = <description and node detail> }
--- whose tostring() is "name: message". Misuse (wrong types, negative times,
+-- `nil, err, code`: err a string that starts with the code's word
+-- ("locked: the resource is held by someone else (lock 'x': 0 of 5 nodes
+-- agreed, ...)"), code that word alone ("locked", "noquorum", "notheld",
+-- ...), as in every cosocket library. Misuse (wrong types, negative times,
 -- a closed client) raises a Lua error instead.
 --
 -- A lock collected while held is not released: the nodes are not contacted
@@ -66,20 +67,31 @@ for key, value in pairs(core) do
   end
 end
 
-local Error = {}
-Error.__tostring = function(err) return err.name .. ": " .. err.message end
-Error.__concat = function(a, b) return tostring(a) .. tostring(b) end
+-- An error is a string, as in every cosocket library: the code's word
+-- ("locked", "noquorum", "notheld": error_names), ": ", the description and
+-- the C library's detail (which nodes, and why). Every failure returns nil,
+-- the error and the code's word: the word needs no parsing.
 
 -- The error for status `code`, with the C library's detail for this thread's
--- last failure unless `detail` is given.
+-- last failure unless `detail` is given; and the code's word.
 local function make_error(code, detail)
   detail = detail or core.redlock_errmsg()
-  local message = core.redlock_strerror(code)
+  local name = error_names[code] or "unknown"
+  local message = name .. ": " .. core.redlock_strerror(code)
   if detail ~= "" then
     message = message .. " (" .. detail .. ")"
   end
-  return setmetatable({ code = code, name = error_names[code] or "unknown", message = message },
-                      Error)
+  return message, name
+end
+
+-- The code's word of an error of ours ("locked" of "locked: ...").
+local function code_of(err)
+  return type(err) == "string" and err:match("^(%l+): ") or nil
+end
+
+-- What a call that failed returns: nil, the error and the code's word.
+local function fail(err)
+  return nil, err, code_of(err)
 end
 
 ---------------------------------------------------------------------------
@@ -294,6 +306,7 @@ local function drop_handle(state)
     end
     state.handle = nil
     state.ctx.handles = state.ctx.handles - 1
+    state.ctx.held[state] = nil
     release_ctx(state.ctx)
   end
 end
@@ -1223,7 +1236,7 @@ local function count_call(ctx, what, call, make, index, ...)
     rc, count = call(ctx.ptr, ...)
     drain_events(ctx)
   elseif blocking == false then
-    return nil, no_cosockets_error(what)
+    return fail(no_cosockets_error(what))
   else
     local args = pack(ctx.ptr, ...)
     args.n = args.n + 1
@@ -1233,7 +1246,7 @@ local function count_call(ctx, what, call, make, index, ...)
     count = answer and answer[index]
   end
   if rc ~= core.REDLOCK_OK then
-    return nil, err or make_error(rc)
+    return fail(err or make_error(rc))
   end
   return math.floor(count)
 end
@@ -1280,8 +1293,7 @@ end
 local WATCH_WAIT = 1    -- the keeper looks at its locks at least this often (s)
 
 local function lost_error(code, detail)
-  return setmetatable({ code = code, name = error_names[code] or "unknown",
-                        message = "the kept lock was lost: " .. detail }, Error)
+  return (error_names[code] or "unknown") .. ": the kept lock was lost: " .. detail
 end
 
 local function keeper_of(ctx)
@@ -1345,7 +1357,8 @@ local function tell(hold)
   hold.told = true
   local fn = hold.lock._state.on_lost
   if fn then
-    local ok, problem = xpcall(function() fn(hold.lock, hold.err) end, debug.traceback)
+    local ok, problem = xpcall(function() fn(hold.lock, hold.err, code_of(hold.err)) end,
+                               debug.traceback)
     if not ok then
       report("an on_lost callback", problem)
     end
@@ -1403,7 +1416,8 @@ end
 local function extend_kept(ctx, hold, lease_ms)
   wait_idle(hold)
   if not hold.kept then
-    return core.REDLOCK_ENOTHELD, make_error(core.REDLOCK_ENOTHELD, hold.err and hold.err.message
+    return core.REDLOCK_ENOTHELD, make_error(core.REDLOCK_ENOTHELD, hold.detail
+                                             and "the kept lock was lost: " .. hold.detail
                                              or "the lock was released")
   end
   local busy = semaphore.new()
@@ -1439,7 +1453,8 @@ local function extend_kept(ctx, hold, lease_ms)
   post_all(busy)
   ctx.drv.keeper.sem:post(1)
   if hold.lost then
-    return core.REDLOCK_ENOTHELD, make_error(core.REDLOCK_ENOTHELD, hold.err.message)
+    return core.REDLOCK_ENOTHELD, make_error(core.REDLOCK_ENOTHELD,
+                                             "the kept lock was lost: " .. hold.detail)
   elseif status ~= core.REDLOCK_OK then
     return status, make_error(status, message)
   end
@@ -1570,7 +1585,7 @@ end
 -- A worker that exits keeps no new lock: nothing would renew it.
 local function start_keeping(ctx, hold)
   if ngx.worker.exiting() then
-    return nil, "process exiting"
+    return fail("process exiting")
   end
   local k = keeper_of(ctx)
   k.holds[hold] = true
@@ -1581,7 +1596,7 @@ local function start_keeping(ctx, hold)
   local ok, err = ngx.timer.at(0, keep_loop, ctx)
   if not ok then
     k.holds[hold] = nil
-    return nil, err
+    return fail(err)
   end
   k.running = true
   return true
@@ -1618,7 +1633,7 @@ local function keep_lock(lock, state, lease_ms, blocking)
   if problem then
     hold.kept = false
     handle_call(ctx, "unlock", handle)
-    return nil, problem
+    return fail(problem)
   end
   state.hold = hold
   return true
@@ -1671,19 +1686,14 @@ local function validity_of(state)
 end
 
 -- Taking again the lock that state holds (reentry): counts a hold and keeps
--- the first terms (the C library's redlock_handle_reenter). true, or nil
--- and the error: "notheld" when the hold was lost.
+-- the first terms (the C library's redlock_handle_reenter). true, or false
+-- when the hold was lost: the caller then acquires afresh.
 local function reenter(state)
   local hold = state.hold
   if hold and check_hold(hold) then
-    return nil, make_error(core.REDLOCK_ENOTHELD, "acquiring again: the kept lock was lost: "
-                           .. hold.detail)
+    return false
   end
-  local rc = core.redlock_handle_reenter(state.handle)
-  if rc ~= core.REDLOCK_OK then
-    return nil, make_error(rc)
-  end
-  return true
+  return core.redlock_handle_reenter(state.handle) == core.REDLOCK_OK
 end
 
 -- Checks try_lock's and try_acquire's wait_ms (nil: 0, one attempt) and
@@ -1702,26 +1712,33 @@ local function take(self, fname, wait_ms, lease_ms)
   local kept = lease_ms == nil
   local state = self._state
   if state.ctx.closed then
-    error(fname .. ": the client is closed", 3)
+    error(fname .. ": the Redlock client is closed", 3)
   end
   poll_lost(state.ctx)
-  if state.handle then
-    return reenter(state)
+  -- A hold that was lost stays (lost() and unlock() tell it) until a new
+  -- acquisition, which starts afresh, replaces it.
+  if state.handle and reenter(state) then
+    return true
   end
-  state.hold = nil
-  state.was_lost = false
   local lease = kept and state.ctx.watchdog_lease or lease_ms
   local rc, handle, err = acquire(state.ctx, self, lease, wait_ms)
   if rc ~= core.REDLOCK_OK then
-    return nil, err or make_error(rc)
+    return fail(err or make_error(rc))
   end
+  if state.handle then
+    stop_keeping(state)
+    drop_handle(state)
+  end
+  state.hold = nil
+  state.was_lost = false
   state.handle = handle
   state.ctx.handles = state.ctx.handles + 1
+  state.ctx.held[state] = true
   if kept then
     local ok, keep_err = keep_lock(self, state, lease, blocking_allowed())
     if not ok then
       drop_handle(state)
-      return nil, keep_err
+      return fail(keep_err)
     end
   end
   return true
@@ -1774,16 +1791,19 @@ end
 function Lock:unlock()
   check_self(self, Lock, "unlock")
   local state = self._state
+  if state.ctx.closed then
+    error("unlock: the Redlock client is closed", 2)
+  end
   poll_lost(state.ctx)
   if not state.handle then
-    return nil, make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired")
+    return fail(make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired"))
   end
   local _, left = core.redlock_handle_leave(state.handle)
   if left and left > 0 then
     return true
   end
   if blocking_allowed() == false then
-    return nil, no_cosockets_error("unlock")
+    return fail(no_cosockets_error("unlock"))
   end
   local hold = state.hold
   if hold then
@@ -1800,10 +1820,10 @@ function Lock:unlock()
   state.was_lost = core.redlock_handle_lost(handle) == 1
   drop_handle(state)
   if hold and hold.lost then
-    return nil, make_error(core.REDLOCK_ENOTHELD, "the kept lock had been lost before unlock: "
-                           .. hold.detail)
+    return fail(make_error(core.REDLOCK_ENOTHELD, "the kept lock had been lost before unlock: "
+                           .. hold.detail))
   elseif err then
-    return nil, err
+    return fail(err)
   end
   return true
 end
@@ -1815,14 +1835,17 @@ function Lock:extend(lease_ms)
   check_self(self, Lock, "extend")
   check_lease(1, "extend", lease_ms)
   local state = self._state
+  if state.ctx.closed then
+    error("extend: the Redlock client is closed", 2)
+  end
   poll_lost(state.ctx)
   local handle = state.handle
   if not handle then
-    return nil, make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired")
+    return fail(make_error(core.REDLOCK_ENOTHELD, "this lock is not acquired"))
   end
   local hold = state.hold
   if hold and check_hold(hold) then
-    return nil, make_error(core.REDLOCK_ENOTHELD, hold.err.message)
+    return fail(make_error(core.REDLOCK_ENOTHELD, "the kept lock was lost: " .. hold.detail))
   end
   local _, err
   if hold and hold.kept and not hold.watch and blocking_allowed() == nil then
@@ -1831,7 +1854,7 @@ function Lock:extend(lease_ms)
     _, err = handle_call(state.ctx, "extend", handle, lease_ms)
   end
   if err then
-    return nil, err
+    return fail(err)
   end
   return true
 end
@@ -1884,7 +1907,7 @@ end
 local function inspect(self, what)
   local state = self._state
   if state.ctx.closed then
-    error(what .. ": the client is closed", 3)
+    error(what .. ": the Redlock client is closed", 3)
   end
   poll_lost(state.ctx)
   local ctx = state.ctx
@@ -1893,7 +1916,7 @@ local function inspect(self, what)
     local rc, locked, ttl = core.redlock_inspect_multi(ctx.ptr, self._names)
     drain_events(ctx)
     if rc ~= core.REDLOCK_OK then
-      return nil, make_error(rc)
+      return fail(make_error(rc))
     end
     return locked == 1 and math.floor(ttl) or -2
   end
@@ -1901,7 +1924,7 @@ local function inspect(self, what)
   for _, name in ipairs(self._names) do
     local rc, err, locked, ttl = query_call(ctx, name, false, what)
     if rc ~= core.REDLOCK_OK then
-      return nil, err
+      return fail(err)
     end
     answer = core.redlock_inspect_merge(answer, locked and ttl or -2)
   end
@@ -1913,13 +1936,13 @@ end
 local function each_resource(self, force, what, fn)
   local state = self._state
   if state.ctx.closed then
-    error(what .. ": the client is closed", 3)
+    error(what .. ": the Redlock client is closed", 3)
   end
   poll_lost(state.ctx)
   for _, name in ipairs(self._names) do
     local rc, err, locked, ttl, deleted = query_call(state.ctx, name, force, what)
     if rc ~= core.REDLOCK_OK then
-      return nil, err
+      return fail(err)
     end
     fn(locked, ttl, deleted)
   end
@@ -1934,7 +1957,7 @@ function Lock:is_locked()
   check_self(self, Lock, "is_locked")
   local ttl, err = inspect(self, "is_locked")
   if not ttl then
-    return nil, err
+    return fail(err)
   end
   return ttl ~= -2
 end
@@ -1961,7 +1984,7 @@ function Lock:force_unlock()
     deleted = deleted + n
   end)
   if not ok then
-    return nil, err
+    return fail(err)
   end
   return deleted > 0
 end
@@ -2087,16 +2110,18 @@ function redlock.new(nodes, options)
 
   local rc, ptr = core.redlock_ctx_new(nodes)
   if rc ~= core.REDLOCK_OK then
-    return nil, make_error(rc)
+    return fail(make_error(rc))
   end
   -- kept: outside nginx, the kept locks whose loss poll_lost looks for
   -- (weak: a lock collected while kept stops being renewed).
+  -- held: the states of the locks holding a handle, which close() releases.
   local ctx = { ptr = ptr, handles = 0, closed = false,
+                held = setmetatable({}, { __mode = "k" }),
                 kept = not ngx and setmetatable({}, { __mode = "k" }) or nil }
   local function failed(code)
     local err = make_error(code)
     core.redlock_ctx_free(ptr)
-    return nil, err
+    return fail(err)
   end
   for name, text in pairs(texts) do
     rc = core.redlock_ctx_set_option(ptr, name, text)
@@ -2121,7 +2146,7 @@ end
 
 local function check_open(self, fname)
   if self._ctx.closed then
-    error(fname .. ": the client is closed", 3)
+    error(fname .. ": the Redlock client is closed", 3)
   end
   poll_lost(self._ctx)
 end
@@ -2135,7 +2160,7 @@ function Client:get_option(name)
   end
   local rc, value = core.redlock_ctx_get_option(self._ctx.ptr, name)
   if rc ~= core.REDLOCK_OK then
-    return nil, make_error(rc)
+    return fail(make_error(rc))
   end
   return value
 end
@@ -2159,7 +2184,7 @@ function Client:health()
   check_open(self, "health")
   local text = core.redlock_swig_health(self._ctx.ptr)
   if not text then
-    return nil, make_error(core.REDLOCK_ENOMEM, "out of memory")
+    return fail(make_error(core.REDLOCK_ENOMEM, "out of memory"))
   end
   local nodes = {}
   for line in text:gmatch("[^\n]+") do
@@ -2283,7 +2308,7 @@ end
 local function run_holding(lock, fname, lease_ms, fn, ...)
   local ok, err = take(lock, fname, MAX_MS, lease_ms)
   if not ok then
-    return nil, err
+    return fail(err)
   end
   local results = pack(pcall(fn, ...))
   local released, unlock_err = Lock.unlock(lock)
@@ -2291,7 +2316,7 @@ local function run_holding(lock, fname, lease_ms, fn, ...)
     error(results[2], 0)
   end
   if not released then
-    return nil, unlock_err
+    return fail(unlock_err)
   end
   return unpack(results, 2, results.n)
 end
@@ -2365,7 +2390,7 @@ local function take_permit(self, fname, wait_ms, lease_ms)
   local permit = new_permit(self)
   local ok, err = take(permit, fname, wait_ms, lease_ms)
   if not ok then
-    return nil, err
+    return fail(err)
   end
   permit._id = core.redlock_handle_token(permit._state.handle)
   return permit
@@ -2410,15 +2435,34 @@ function Permit:id()
   return self._id
 end
 
---- Closes the client: no new locks can be made or taken. Locks still held
--- stay usable until they are unlocked or collected; the connections close
--- with the last of them. Kept locks: outside nginx the C thread renews them
--- still, until they are unlocked or collected; inside nginx their renewal
--- stops (they are lost, and told, when their validity runs out).
+--- Closes the client (docs/locks.md, "A closed client"): releases every
+-- lock still held through it, best effort (a node that does not answer
+-- keeps its key until the lease ends; inside nginx, from a phase without
+-- cosockets, the locks are left to expire), ends their renewal and closes
+-- the connections. Every later call on the client or its locks raises
+-- "<call>: the Redlock client is closed"; what is read without the nodes
+-- (lost(), validity_ms(), hold_count()) answers from what is left.
+-- Calling it again does nothing.
 function Client:close()
   check_self(self, Client, "close")
   local ctx = self._ctx
+  if ctx.closed then
+    return
+  end
   poll_lost(ctx)   -- and the events so far
+  local held = {}
+  for state in pairs(ctx.held) do
+    held[#held + 1] = state
+  end
+  for _, state in ipairs(held) do
+    if state.handle then
+      stop_keeping(state)
+      local handle = state.handle
+      handle_call(ctx, "unlock", handle)
+      state.was_lost = core.redlock_handle_lost(handle) == 1
+      drop_handle(state)
+    end
+  end
   ctx.closed = true
   if ctx.drv and ctx.drv.keeper then
     ctx.drv.keeper.sem:post(1)

@@ -1,3 +1,4 @@
+import io.redlock.ClientClosedException;
 import io.redlock.LockNotHeldException;
 import io.redlock.RLock;
 import io.redlock.RPermitExpirableSemaphore;
@@ -82,6 +83,16 @@ public class Contender {
         }
     }
 
+    /** "closed" when call throws ClientClosedException, else "open". */
+    private static String closed(Runnable call) {
+        try {
+            call.run();
+            return "open";
+        } catch (ClientClosedException e) {
+            return "closed";
+        }
+    }
+
     private static void rules(String[] nodes, String base) throws Exception {
         try (Redlock c = Redlock.create(List.of(nodes), Map.of("watchdog_lease_ms", "900"));
                 Redlock other = Redlock.create(nodes)) {
@@ -90,11 +101,18 @@ public class Contender {
             boolean again = kept.tryLock(1000, 150, TimeUnit.MILLISECONDS);
             int holds = kept.getHoldCount();
             long ttl = kept.remainTimeToLive();
+            RLock keptLease = c.getLock(base + ":kept-lease");
+            if (!keptLease.tryLock(0, RLock.KEPT, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("not acquired");
+            }
             Thread.sleep(1200);
             System.out.printf("reentry-kept again=%s holds=%d ttl_kept=%s held=%s lost=%s"
                     + " unlock=%s,%s%n", yes(again), holds, yes(ttl > 150),
                     yes(kept.remainingValidity(TimeUnit.MILLISECONDS) > 0), yes(kept.isLost()),
                     word(kept::unlock), word(kept::unlock));
+            System.out.printf("kept-lease held=%s lost=%s unlock=%s%n",
+                    yes(keptLease.remainingValidity(TimeUnit.MILLISECONDS) > 0),
+                    yes(keptLease.isLost()), word(keptLease::unlock));
 
             RLock leased = c.getLock(base + ":leased");
             if (!leased.tryLock(0, 300, TimeUnit.MILLISECONDS)) {
@@ -105,10 +123,20 @@ public class Contender {
             ttl = leased.remainTimeToLive();
             Thread.sleep(450);
             boolean lost = leased.isLost();
-            String third = word(leased::tryLock);
-            System.out.printf("reentry-lease again=%s holds=%d ttl_first=%s lost=%s reenter=%s"
-                    + " unlock=%s,%s%n", yes(again), holds, yes(ttl <= 300), yes(lost), third,
+            System.out.printf("reentry-lease again=%s holds=%d ttl_first=%s lost=%s"
+                    + " unlock=%s,%s%n", yes(again), holds, yes(ttl <= 300), yes(lost),
                     word(leased::unlock), word(leased::unlock));
+
+            RLock fresh = c.getLock(base + ":afresh");
+            if (!fresh.tryLock(0, 300, TimeUnit.MILLISECONDS)
+                    || !fresh.tryLock(0, 300, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("not acquired");
+            }
+            Thread.sleep(450);
+            lost = fresh.isLost();
+            String afresh = fresh.tryLock() ? "ok" : "locked";
+            System.out.printf("afresh lost=%s again=%s holds=%d lost=%s unlock=%s%n", yes(lost),
+                    afresh, fresh.getHoldCount(), yes(fresh.isLost()), word(fresh::unlock));
 
             RLock holder = other.getLock(base + ":wait");
             if (!holder.tryLock(0, 400, TimeUnit.MILLISECONDS)) {
@@ -137,6 +165,17 @@ public class Contender {
                     yes(multi.isLocked()), yes(left > 7000 && left <= 8000));
             b.unlock();
             d.unlock();
+
+            Redlock closing = Redlock.create(nodes);
+            RLock held = closing.getLock(base + ":closed");
+            if (!held.tryLock(0, 10, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("not acquired");
+            }
+            closing.close();
+            boolean released = !other.getLock(base + ":closed").isLocked();
+            System.out.printf("closed released=%s get=%s try=%s unlock=%s%n", yes(released),
+                    closed(() -> closing.getLock("x")), closed(held::tryLock),
+                    closed(held::unlock));
         }
     }
 }

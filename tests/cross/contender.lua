@@ -30,9 +30,24 @@ end
 
 local function yes(cond) return cond and "yes" or "no" end
 
--- ok and err of a call as one word: "ok", or the error's name.
-local function word(ok, err)
-  return ok and "ok" or err.name
+-- ok, err and code of a call as one word: "ok", or the error's code word,
+-- which err (a string) starts with.
+local function word(ok, err, code)
+  if ok then
+    return "ok"
+  end
+  assert(type(err) == "string" and err:sub(1, #code + 2) == code .. ": ", tostring(err))
+  return code
+end
+
+-- "closed" when fn(...) raises the closed client's error, else "open".
+local function closed(fn, ...)
+  local ok, problem = pcall(fn, ...)
+  if ok then
+    return "open"
+  end
+  assert(tostring(problem):find("the Redlock client is closed", 1, true), tostring(problem))
+  return "closed"
 end
 
 if mode == "rules" then
@@ -47,10 +62,14 @@ if mode == "rules" then
   local again = kept:try_lock(1000, 150)
   local holds = kept:hold_count()
   local ttl = kept:remain_time_to_live()
+  local kept_lease = c:get_lock(base .. ":kept-lease")
+  assert(kept_lease:try_lock(0, nil))
   sleep_ms(1200)
   print(("reentry-kept again=%s holds=%d ttl_kept=%s held=%s lost=%s unlock=%s,%s"):format(
     yes(again), holds, yes(ttl > 150), yes(kept:validity_ms() > 0),
     yes(kept:lost()), word(kept:unlock()), word(kept:unlock())))
+  print(("kept-lease held=%s lost=%s unlock=%s"):format(yes(kept_lease:validity_ms() > 0),
+    yes(kept_lease:lost()), word(kept_lease:unlock())))
 
   -- Reentry of a lease with no lease: not renewed, lost once it ran out.
   local leased = c:get_lock(base .. ":leased")
@@ -60,10 +79,18 @@ if mode == "rules" then
   ttl = leased:remain_time_to_live()
   sleep_ms(450)
   local lost = leased:lost()
-  local third = word(leased:try_lock())
-  print(("reentry-lease again=%s holds=%d ttl_first=%s lost=%s reenter=%s unlock=%s,%s"):format(
-    yes(again), holds, yes(ttl <= 300), yes(lost), third,
-    word(leased:unlock()), word(leased:unlock())))
+  print(("reentry-lease again=%s holds=%d ttl_first=%s lost=%s unlock=%s,%s"):format(
+    yes(again), holds, yes(ttl <= 300), yes(lost), word(leased:unlock()),
+    word(leased:unlock())))
+
+  -- Acquiring again after a loss starts afresh.
+  local fresh = c:get_lock(base .. ":afresh")
+  assert(fresh:try_lock(0, 300) and fresh:try_lock(0, 300))
+  sleep_ms(450)
+  lost = fresh:lost()
+  local afresh = word(fresh:try_lock())
+  print(("afresh lost=%s again=%s holds=%d lost=%s unlock=%s"):format(yes(lost), afresh,
+    fresh:hold_count(), yes(fresh:lost()), word(fresh:unlock())))
 
   -- The default wait: try_lock() once, lock() until acquired.
   local holder = other:get_lock(base .. ":wait")
@@ -88,6 +115,16 @@ if mode == "rules" then
     yes(not free), yes(multi:is_locked()), yes(left > 7000 and left <= 8000)))
   b:unlock()
   d:unlock()
+
+  -- close() releases what is held; every later call raises.
+  local closing = assert(redlock.new(split(nodes_csv)))
+  local held = closing:get_lock(base .. ":closed")
+  assert(held:try_lock(0, 10000))
+  closing:close()
+  local released = not other:get_lock(base .. ":closed"):is_locked()
+  print(("closed released=%s get=%s try=%s unlock=%s"):format(yes(released),
+    closed(closing.get_lock, closing, "x"), closed(held.try_lock, held),
+    closed(held.unlock, held)))
   os.exit(0)
 end
 
@@ -95,9 +132,9 @@ local client = assert(redlock.new(split(nodes_csv)))
 local names = split(names_csv)
 kind = kind or "plain"
 local permits = tonumber(kind:match("^permits=(%d+)$"))
-local lock, ok, err
+local lock, ok, err, code
 if permits then
-  lock, err = client:get_semaphore(names[1], permits):try_acquire(0, 30000)
+  lock, err, code = client:get_semaphore(names[1], permits):try_acquire(0, 30000)
   ok = lock ~= nil
 elseif kind == "read" or kind == "write" then
   local rw = client:get_read_write_lock(names[1])
@@ -108,15 +145,15 @@ else
   lock = #names == 1 and client:get_lock(names[1]) or client:get_multi_lock(names)
 end
 if not permits then
-  ok, err = lock:try_lock(0, 30000)
+  ok, err, code = lock:try_lock(0, 30000)
 end
 if not ok then
-  print(err.name == "locked" and "refused" or ("error: " .. tostring(err)))
+  print(code == "locked" and "refused" or ("error: " .. err))
   os.exit(0)
 end
 print("acquired")
 io.stdout:flush()
 if mode == "hold" then io.read("l") end
 local released, uerr = lock:unlock()
-print(released and "released" or ("error: " .. tostring(uerr)))
+print(released and "released" or ("error: " .. uerr))
 client:close()

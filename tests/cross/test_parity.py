@@ -170,13 +170,20 @@ RULES = [
     # Reentry keeps the first terms: a kept lock taken again with a short lease
     # keeps its keys' lease and its renewal, and is released in time.
     "reentry-kept again=yes holds=2 ttl_kept=yes held=yes lost=no unlock=ok,ok",
+    # The lease that means "kept" (Java RLock.KEPT, -1; Python None; Lua nil)
+    # keeps the lock: renewed past its lease.
+    "kept-lease held=yes lost=no unlock=ok",
     # A lease taken again with no lease is not renewed: lost once it ran out;
-    # taking it again says so; only the last unlock reports the loss.
-    "reentry-lease again=yes holds=2 ttl_first=yes lost=yes reenter=notheld unlock=ok,notheld",
+    # only the last unlock reports the loss.
+    "reentry-lease again=yes holds=2 ttl_first=yes lost=yes unlock=ok,notheld",
+    # Acquiring again after a loss starts afresh: a new acquisition, held once.
+    "afresh lost=yes again=ok holds=1 lost=no unlock=ok",
     # try_lock() with no wait makes one attempt; lock() waits until acquired.
     "wait try=locked once=yes lock=ok waited=yes",
     # A multi-lock is locked when any resource is, for the longest.
     "multi free=yes locked=yes longest=yes",
+    # close() releases what is held; every later call raises the closed error.
+    "closed released=yes get=closed try=closed unlock=closed",
 ]
 
 
@@ -192,6 +199,22 @@ def _yes(cond: bool) -> str:
     return "yes" if cond else "no"
 
 
+def _closed(call) -> str:
+    try:
+        call()
+    except redlock.ClientClosed:
+        return "closed"
+    return "open"
+
+
+async def _aclosed(call) -> str:
+    try:
+        await call()
+    except redlock.ClientClosed:
+        return "closed"
+    return "open"
+
+
 def python_rules(nodes: List[str], base: str) -> List[str]:
     import time
     lines = []
@@ -201,11 +224,15 @@ def python_rules(nodes: List[str], base: str) -> List[str]:
         again = kept.try_lock(wait=1.0, lease=0.15)
         holds = kept.get_hold_count()
         ttl = kept.remain_time_to_live()
+        kept_lease = c.get_lock(base + ":kept-lease")
+        assert kept_lease.try_lock(lease=None)
         time.sleep(1.2)
         lines.append(f"reentry-kept again={_yes(again)} holds={holds} "
                      f"ttl_kept={_yes(ttl is not None and ttl > 0.15)} "
                      f"held={_yes(kept.lock.validity > 0)} lost={_yes(kept.lock.lost)} "
                      f"unlock={_word(kept.release)},{_word(kept.release)}")
+        lines.append(f"kept-lease held={_yes(kept_lease.validity > 0)} "
+                     f"lost={_yes(kept_lease.lost)} unlock={_word(kept_lease.unlock)}")
 
         leased = c.get_rlock(base + ":leased")
         assert leased.try_lock(lease=0.3)
@@ -214,10 +241,17 @@ def python_rules(nodes: List[str], base: str) -> List[str]:
         ttl = leased.remain_time_to_live()
         time.sleep(0.45)
         lost = leased.lock.lost
-        third = _word(leased.try_lock)
         lines.append(f"reentry-lease again={_yes(again)} holds={holds} "
                      f"ttl_first={_yes(ttl is not None and ttl <= 0.3)} lost={_yes(lost)} "
-                     f"reenter={third} unlock={_word(leased.release)},{_word(leased.release)}")
+                     f"unlock={_word(leased.release)},{_word(leased.release)}")
+
+        fresh = c.get_rlock(base + ":afresh")
+        assert fresh.try_lock(lease=0.3) and fresh.try_lock(lease=0.3)
+        time.sleep(0.45)
+        lost = fresh.lock.lost
+        again = "ok" if fresh.try_lock() else "locked"
+        lines.append(f"afresh lost={_yes(lost)} again={again} holds={fresh.get_hold_count()} "
+                     f"lost={_yes(fresh.lock.lost)} unlock={_word(fresh.release)}")
 
         holder = other.get_lock(base + ":wait")
         assert holder.try_lock(lease=0.4)
@@ -238,6 +272,15 @@ def python_rules(nodes: List[str], base: str) -> List[str]:
                      f"longest={_yes(left is not None and 7.0 < left <= 8.0)}")
         b.unlock()
         d.unlock()
+
+        closing = redlock.Redlock(nodes)
+        held = closing.get_lock(base + ":closed")
+        assert held.try_lock(lease=10.0)
+        closing.close()
+        released = not other.get_lock(base + ":closed").locked()
+        lines.append(f"closed released={_yes(released)} "
+                     f"get={_closed(lambda: closing.get_lock('x'))} "
+                     f"try={_closed(held.try_lock)} unlock={_closed(held.unlock)}")
     return lines
 
 
@@ -252,12 +295,16 @@ async def asyncio_rules(nodes: List[str], base: str) -> List[str]:
         again = await kept.try_lock(wait=1.0, lease=0.15)
         holds = kept.get_hold_count()
         ttl = await kept.remain_time_to_live()
+        kept_lease = c.get_lock(base + ":kept-lease")
+        assert await kept_lease.try_lock(lease=None)
         await asyncio.sleep(1.2)
         first = await _aword(kept.release())
         lines.append(f"reentry-kept again={_yes(again)} holds={holds} "
                      f"ttl_kept={_yes(ttl is not None and ttl > 0.15)} "
                      f"held={_yes(kept.lock.validity > 0)} lost={_yes(kept.lock.lost)} "
                      f"unlock={first},{await _aword(kept.release())}")
+        lines.append(f"kept-lease held={_yes(kept_lease.validity > 0)} "
+                     f"lost={_yes(kept_lease.lost)} unlock={await _aword(kept_lease.unlock())}")
 
         leased = c.get_rlock(base + ":leased")
         assert await leased.try_lock(lease=0.3)
@@ -266,11 +313,18 @@ async def asyncio_rules(nodes: List[str], base: str) -> List[str]:
         ttl = await leased.remain_time_to_live()
         await asyncio.sleep(0.45)
         lost = leased.lock.lost
-        third = await _aword(leased.try_lock())
         first = await _aword(leased.release())
         lines.append(f"reentry-lease again={_yes(again)} holds={holds} "
                      f"ttl_first={_yes(ttl is not None and ttl <= 0.3)} lost={_yes(lost)} "
-                     f"reenter={third} unlock={first},{await _aword(leased.release())}")
+                     f"unlock={first},{await _aword(leased.release())}")
+
+        fresh = c.get_rlock(base + ":afresh")
+        assert await fresh.try_lock(lease=0.3) and await fresh.try_lock(lease=0.3)
+        await asyncio.sleep(0.45)
+        lost = fresh.lock.lost
+        again = "ok" if await fresh.try_lock() else "locked"
+        lines.append(f"afresh lost={_yes(lost)} again={again} holds={fresh.get_hold_count()} "
+                     f"lost={_yes(fresh.lock.lost)} unlock={await _aword(fresh.release())}")
 
         holder = other.get_lock(base + ":wait")
         assert await holder.try_lock(lease=0.4)
@@ -291,6 +345,16 @@ async def asyncio_rules(nodes: List[str], base: str) -> List[str]:
                      f"longest={_yes(left is not None and 7.0 < left <= 8.0)}")
         await b.unlock()
         await d.unlock()
+
+        closing = redlock.asyncio.Redlock(nodes)
+        held = closing.get_lock(base + ":closed")
+        assert await held.try_lock(lease=10.0)
+        await closing.close()
+        released = not await other.get_lock(base + ":closed").locked()
+        lines.append(f"closed released={_yes(released)} "
+                     f"get={await _aclosed(lambda: closing.get_lock('x'))} "
+                     f"try={await _aclosed(held.try_lock)} "
+                     f"unlock={await _aclosed(held.unlock)}")
     return lines
 
 

@@ -103,10 +103,10 @@ function app.op()
     lock = client:get_lock(resource)
   end
   local asked = now_ns()
-  local ok, err = lock:try_lock(tonumber(args.wait), tonumber(args.lease))
+  local ok, _, code = lock:try_lock(tonumber(args.wait), tonumber(args.lease))
   if not ok then
     fields[#fields + 1] = ('"start_ns": %s, "end_ns": %s, "validity_ms": 0, "ok": false, '
-      .. '"result": "%s"'):format(asked, now_ns(), CODES[err.name] or "error")
+      .. '"result": "%s"'):format(asked, now_ns(), CODES[code] or "error")
   else
     local start = now_ns()
     local validity = lock:validity_ms()
@@ -118,11 +118,11 @@ function app.op()
       local fence = lock:fence()
       fields[#fields + 1] = ('"fence": %s'):format(fence and ("%d"):format(fence) or "null")
     end
-    local released, unlock_err = lock:unlock()
+    local released, _, unlock_code = lock:unlock()
     fields[#fields + 1] = ('"start_ns": %s, "end_ns": %s, "validity_ms": %d, "%s": %s, '
       .. '"ok": true, "result": "ok", "unlock": "%s"'):format(start, finish, validity,
       reader and "read" or "wrote", tostring(done),
-      released and "ok" or (CODES[unlock_err.name] or "error"))
+      released and "ok" or (CODES[unlock_code] or "error"))
   end
   ngx.say("{" .. table.concat(fields, ", ") .. "}")
 end

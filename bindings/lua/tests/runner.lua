@@ -125,13 +125,14 @@ function runner.raises(pattern, fn, ...)
   return err
 end
 
---- Asserts the results are nil, err with err.name == name; returns err.
-function runner.fails(name, ok, err)
+--- Asserts the results are nil, err, code: err a string that starts with
+-- "name: ", code that name; returns err.
+function runner.fails(name, ok, err, code)
   if ok ~= nil then
     error(("expected nil, '%s' error; got %s"):format(name, tostring(ok)), 2)
   end
-  if type(err) ~= "table" or err.name ~= name then
-    error(("expected a '%s' error, got %s"):format(name, tostring(err)), 2)
+  if type(err) ~= "string" or err:sub(1, #name + 2) ~= name .. ": " or code ~= name then
+    error(("expected a '%s' error, got %s, %s"):format(name, tostring(err), tostring(code)), 2)
   end
   return err
 end

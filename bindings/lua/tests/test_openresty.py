@@ -116,17 +116,17 @@ function app.rw()
     c:get_read_write_lock(name)
   local ra = a:read_lock():try_lock(0, 5000)
   local rb = b:read_lock():try_lock(0, 5000)
-  local wr, wr_err = w:write_lock():try_lock(0, 1000)
+  local wr, _, wr_code = w:write_lock():try_lock(0, 1000)
   ngx.say("readers ", tostring(ra), " ", tostring(rb), "; writer ", tostring(wr), " ",
-    wr_err and wr_err.name or "")
+    wr_code or "")
   assert(a:read_lock():unlock())
   assert(b:read_lock():unlock())
   local wa = w:write_lock():try_lock(0, 5000)
-  local rr, rr_err = a:read_lock():try_lock(0, 1000)
+  local rr, _, rr_code = a:read_lock():try_lock(0, 1000)
   local down = w:read_lock():try_lock(0, 5000)
   assert(w:write_lock():unlock())
   local joined = a:read_lock():try_lock(0, 5000)
-  ngx.say("writer ", tostring(wa), "; reader ", tostring(rr), " ", rr_err and rr_err.name or "",
+  ngx.say("writer ", tostring(wa), "; reader ", tostring(rr), " ", rr_code or "",
     "; downgrade ", tostring(down), "; joined ", tostring(joined))
   assert(w:read_lock():unlock())
   assert(a:read_lock():unlock())
@@ -142,12 +142,12 @@ function app.sem()
   local sem = c:get_semaphore(name, 2)
   local free = sem:available_permits()
   local one, two = sem:try_acquire(0, 5000), sem:try_acquire(0, 5000)
-  local third, third_err = sem:try_acquire(0, 1000)
+  local third, _, third_code = sem:try_acquire(0, 1000)
   ngx.say("available ", free, "; taken ", tostring(one ~= nil), " ", tostring(two ~= nil),
-    "; third ", tostring(third), " ", third_err and third_err.name or "", "; available ",
+    "; third ", tostring(third), " ", third_code or "", "; available ",
     sem:available_permits())
-  local other, other_err = c:get_semaphore(name, 3):try_acquire(0, 1000)
-  ngx.say("three permits ", tostring(other), " ", other_err and other_err.name or "")
+  local other, _, other_code = c:get_semaphore(name, 3):try_acquire(0, 1000)
+  ngx.say("three permits ", tostring(other), " ", other_code or "")
   assert(one:release())
   local after = sem:available_permits()
   local again = sem:try_acquire(0, 5000)
@@ -170,9 +170,9 @@ function app.sem()
   local kept = get_keeping():get_semaphore(name .. "-kept", 1)
   local permit = assert(kept:try_acquire(0))
   ngx.sleep(2.5 * KEPT_LEASE_MS / 1000)
-  local rival, rival_err = c:get_semaphore(name .. "-kept", 1):try_acquire(0, 1000)
+  local rival, _, rival_code = c:get_semaphore(name .. "-kept", 1):try_acquire(0, 1000)
   ngx.say("kept lost ", tostring(permit:lost()), " valid ", tostring(permit:validity_ms() > 0),
-    "; rival ", tostring(rival), " ", rival_err and rival_err.name or "")
+    "; rival ", tostring(rival), " ", rival_code or "")
   assert(permit:release())
   ngx.say("released ", kept:available_permits())
 end
@@ -185,17 +185,17 @@ function app.fair()
   local name = "fair-" .. ngx.var.request_id
   local fair = other:get_fair_lock(name)
   local taken = fair:try_lock(0, 5000)
-  local plain, plain_err = c:get_lock(name):try_lock(0, 1000)
-  local rival, rival_err = c:get_fair_lock(name):try_lock(0, 1000)
+  local plain, _, plain_code = c:get_lock(name):try_lock(0, 1000)
+  local rival, _, rival_code = c:get_fair_lock(name):try_lock(0, 1000)
   ngx.say("fair ", tostring(taken), " fence ", tostring(fair:fence()), "; plain ",
-    tostring(plain), " ", plain_err and plain_err.name or "", "; fair ", tostring(rival), " ",
-    rival_err and rival_err.name or "", "; locked ", tostring(c:get_lock(name):is_locked()))
+    tostring(plain), " ", plain_code or "", "; fair ", tostring(rival), " ",
+    rival_code or "", "; locked ", tostring(c:get_lock(name):is_locked()))
   assert(fair:unlock())
   local lock = c:get_lock(name)
   assert(lock:try_lock(0, 5000))
-  local refused, refused_err = fair:try_lock(0, 1000)
+  local refused, _, refused_code = fair:try_lock(0, 1000)
   assert(lock:unlock())
-  ngx.say("plain held: fair ", tostring(refused), " ", refused_err and refused_err.name or "")
+  ngx.say("plain held: fair ", tostring(refused), " ", refused_code or "")
   local inside = fair:with_lock(5000, function(word)
     return word .. " " .. tostring(c:get_lock(name):try_lock(0, 1000))
   end, "fair")
@@ -211,9 +211,9 @@ function app.fair()
   local kept = get_keeping():get_fair_lock(name .. "-kept")
   assert(kept:try_lock(0))
   ngx.sleep(2.5 * KEPT_LEASE_MS / 1000)
-  local late, late_err = c:get_fair_lock(name .. "-kept"):try_lock(0, 1000)
+  local late, _, late_code = c:get_fair_lock(name .. "-kept"):try_lock(0, 1000)
   ngx.say("kept lost ", tostring(kept:lost()), " valid ", tostring(kept:validity_ms() > 0),
-    "; rival ", tostring(late), " ", late_err and late_err.name or "")
+    "; rival ", tostring(late), " ", late_code or "")
   assert(kept:unlock())
   ngx.say("released ", tostring(kept:is_locked()))
   other:close()
@@ -254,8 +254,8 @@ function app.multi()
   end
   ngx.say("held ", lock:token())
   local other = get_client():get_lock("m2")
-  local taken, other_err = other:try_lock(0, 1000)
-  ngx.say("m2 alone: ", tostring(taken), " ", other_err and other_err.name or "")
+  local taken, _, other_code = other:try_lock(0, 1000)
+  ngx.say("m2 alone: ", tostring(taken), " ", other_code or "")
   assert(lock:extend(20000))
   ngx.say("validity ", lock:validity_ms() > 19000)
   assert(lock:unlock())
@@ -275,8 +275,8 @@ function app.inspect()
   ngx.say("locked ", tostring(other:is_locked()), " ", tostring(left > 8000 and left <= 10000))
   ngx.say("forced ", tostring(other:force_unlock()), " ", tostring(other:is_locked()), " ",
           other:remain_time_to_live())
-  local ok, err = holder:unlock()
-  ngx.say("holder ", tostring(ok), " ", err and err.name or "")
+  local ok, _, code = holder:unlock()
+  ngx.say("holder ", tostring(ok), " ", code or "")
   client:close()
 end
 
@@ -287,17 +287,29 @@ function app.rules()
   local c = new_client({ watchdog_lease_ms = KEPT_LEASE_MS })
   local other = new_client({})
   local function yes(cond) return cond and "yes" or "no" end
-  local function word(ok, err) return ok and "ok" or err.name end
+  local function word(ok, err, code)
+    assert(ok or type(err) == "string" and err:sub(1, #code + 2) == code .. ": ")
+    return ok and "ok" or code
+  end
+  local function closed(fn, ...)
+    local ok, problem = pcall(fn, ...)
+    return not ok and tostring(problem):find("the Redlock client is closed", 1, true)
+      and "closed" or "open"
+  end
 
   local kept = c:get_lock(base .. ":kept")
   assert(kept:lock())
   local again = kept:try_lock(1000, 150)
   local holds = kept:hold_count()
   local ttl = kept:remain_time_to_live()
+  local kept_lease = c:get_lock(base .. ":kept-lease")
+  assert(kept_lease:try_lock(0, nil))
   ngx.sleep(1.2)
   ngx.say(("reentry-kept again=%s holds=%d ttl_kept=%s held=%s lost=%s unlock=%s,%s"):format(
     yes(again), holds, yes(ttl > 150), yes(kept:validity_ms() > 0), yes(kept:lost()),
     word(kept:unlock()), word(kept:unlock())))
+  ngx.say(("kept-lease held=%s lost=%s unlock=%s"):format(yes(kept_lease:validity_ms() > 0),
+    yes(kept_lease:lost()), word(kept_lease:unlock())))
 
   local leased = c:get_lock(base .. ":leased")
   assert(leased:try_lock(0, 300))
@@ -306,10 +318,17 @@ function app.rules()
   ttl = leased:remain_time_to_live()
   ngx.sleep(0.45)
   local lost = leased:lost()
-  local third = word(leased:try_lock())
-  ngx.say(("reentry-lease again=%s holds=%d ttl_first=%s lost=%s reenter=%s unlock=%s,%s"):format(
-    yes(again), holds, yes(ttl <= 300), yes(lost), third, word(leased:unlock()),
+  ngx.say(("reentry-lease again=%s holds=%d ttl_first=%s lost=%s unlock=%s,%s"):format(
+    yes(again), holds, yes(ttl <= 300), yes(lost), word(leased:unlock()),
     word(leased:unlock())))
+
+  local fresh = c:get_lock(base .. ":afresh")
+  assert(fresh:try_lock(0, 300) and fresh:try_lock(0, 300))
+  ngx.sleep(0.45)
+  lost = fresh:lost()
+  local afresh = word(fresh:try_lock())
+  ngx.say(("afresh lost=%s again=%s holds=%d lost=%s unlock=%s"):format(yes(lost), afresh,
+    fresh:hold_count(), yes(fresh:lost()), word(fresh:unlock())))
 
   local holder = other:get_lock(base .. ":wait")
   assert(holder:try_lock(0, 400))
@@ -332,7 +351,30 @@ function app.rules()
                                                         yes(left > 7000 and left <= 8000)))
   b:unlock()
   d:unlock()
+
+  local closing = new_client({})
+  local held = closing:get_lock(base .. ":closed")
+  assert(held:try_lock(0, 10000))
+  closing:close()
+  local released = not other:get_lock(base .. ":closed"):is_locked()
+  ngx.say(("closed released=%s get=%s try=%s unlock=%s"):format(yes(released),
+    closed(closing.get_lock, closing, "x"), closed(held.try_lock, held),
+    closed(held.unlock, held)))
   c:close()
+  other:close()
+end
+
+-- A refusal printed as OpenResty code prints errors: err is a string that
+-- starts with its code's word, the code's word the third value.
+function app.refused()
+  local name = "refused-" .. ngx.var.request_id
+  local holder = get_client():get_lock(name)
+  assert(holder:try_lock(0, 5000))
+  local other = new_client({})
+  local ok, err, code = other:get_lock(name):try_lock(0, 1000)
+  ngx.say("failed: ", err)
+  ngx.say(tostring(ok), " ", code)
+  assert(holder:unlock())
   other:close()
 end
 
@@ -356,9 +398,9 @@ local kept = {}
 -- A kept lock whose on_lost records, in the shared dict, when and where it ran.
 local function kept_lock(name)
   local lock = get_keeping():get_lock(name)
-  lock:on_lost(function(l, err)
+  lock:on_lost(function(l, _, code)
     state:set("lost_at:" .. name, now_ms())
-    state:set("lost_how:" .. name, ("%s %s %s"):format(err.name, ngx.get_phase(),
+    state:set("lost_how:" .. name, ("%s %s %s"):format(code, ngx.get_phase(),
                                                        tostring(l == lock)))
   end)
   return lock
@@ -372,8 +414,8 @@ function app.hold()
   local lease = lock:validity_ms()
   ngx.sleep(tonumber(ngx.var.arg_ms) / 1000)
   local left, lost = lock:validity_ms(), lock:lost()
-  local ok, err = lock:unlock()
-  ngx.say(lease, " ", left, " ", tostring(lost), " ", tostring(ok), " ", err and err.name or "")
+  local ok, _, code = lock:unlock()
+  ngx.say(lease, " ", left, " ", tostring(lost), " ", tostring(ok), " ", code or "")
 end
 
 -- Takes a kept lock and keeps it after this request ends.
@@ -409,8 +451,8 @@ function app.release()
     busy = lock._state.hold.busy ~= nil
   end
   local started = now_ms()
-  local ok, err = lock:unlock()
-  ngx.say(tostring(ok), " ", err and err.name or "-", " ", tostring(busy), " ",
+  local ok, _, code = lock:unlock()
+  ngx.say(tostring(ok), " ", code or "-", " ", tostring(busy), " ",
           now_ms() - started, " ", tostring(lock._state.hold.busy == nil))
 end
 
@@ -457,9 +499,9 @@ end
 function app.try()
   local name = ngx.var.arg_name
   local lock = get_client():get_lock(name)
-  local ok, err = lock:try_lock(0, 1000)
+  local ok, _, code = lock:try_lock(0, 1000)
   if not ok then
-    ngx.say(err.name)
+    ngx.say(code)
     return
   end
   state:add("taken_at:" .. name, now_ms())
@@ -558,7 +600,7 @@ function app.tls()
     ngx.say("locked ", lock:token())
     assert(lock:unlock())
   else
-    ngx.say(err.name, " ", err.message)
+    ngx.say(err)   -- "tls: ...": the code's word first
   end
   client:close()
 end
@@ -620,6 +662,7 @@ http {{
     location = /lost {{ content_by_lua_block {{ require("app").lost() }} }}
     location = /many {{ content_by_lua_block {{ require("app").many() }} }}
     location = /try {{ content_by_lua_block {{ require("app").try() }} }}
+    location = /refused {{ content_by_lua_block {{ require("app").refused() }} }}
     location = /hold_then_release {{ content_by_lua_block {{ require("app").hold_then_release() }} }}
     location = /wait_for_release {{ content_by_lua_block {{ require("app").wait_for_release() }} }}
     location = /timers {{ content_by_lua_block {{ require("app").timers() }} }}
@@ -830,6 +873,14 @@ def answer(nginx_factory, path):
     return body.splitlines()
 
 
+def test_an_error_is_a_string_that_starts_with_its_code(nginx_factory):
+    failed, outcome = answer(nginx_factory, "/refused")
+    assert failed.startswith("failed: locked: the resource is held by someone else (lock '"), \
+        failed
+    assert "nodes agreed" in failed, failed
+    assert outcome == "nil locked"
+
+
 def test_a_location_takes_read_and_write_locks(nginx_factory):
     assert answer(nginx_factory, "/rw") == [
         "readers true true; writer nil locked",
@@ -874,10 +925,12 @@ def test_the_rules_hold_inside_nginx_as_in_every_language(nginx_factory):
     # The lines tests/cross/test_parity.py expects of every language.
     assert answer(nginx_factory, "/rules?run=1") == [
         "reentry-kept again=yes holds=2 ttl_kept=yes held=yes lost=no unlock=ok,ok",
-        "reentry-lease again=yes holds=2 ttl_first=yes lost=yes reenter=notheld "
-        "unlock=ok,notheld",
+        "kept-lease held=yes lost=no unlock=ok",
+        "reentry-lease again=yes holds=2 ttl_first=yes lost=yes unlock=ok,notheld",
+        "afresh lost=yes again=ok holds=1 lost=no unlock=ok",
         "wait try=locked once=yes lock=ok waited=yes",
         "multi free=yes locked=yes longest=yes",
+        "closed released=yes get=closed try=closed unlock=closed",
     ]
 
 
@@ -1256,21 +1309,21 @@ def test_rediss_nodes_over_cosockets_with_nginx_trust(nginx_factory, tls_dir):
     # The certificates are for localhost (and 127.0.0.1, which nginx does not check).
     assert attempt("nodes=valid&name=localhost").startswith("locked ")
     refused = attempt("nodes=valid")
-    assert refused.startswith("tls ") and "tls_server_name" in refused, refused
+    assert refused.startswith("tls: ") and "tls_server_name" in refused, refused
     # The reason is in the message, or, when lua-nginx-module 0.10.23 takes a
     # handshake done in one step for a success (see redlock.lua), in nginx's log.
     mismatch = attempt("nodes=valid&name=not-this-node.example")
-    assert mismatch.startswith("tls ") and "certificate check failed" in mismatch, mismatch
+    assert mismatch.startswith("tls: ") and "certificate check failed" in mismatch, mismatch
     assert all(f"127.0.0.1:{port}" in mismatch for port in ports["valid"]), mismatch
     assert "hostname mismatch" in mismatch or \
         'certificate does not match host "not-this-node.example"' in nginx.log(), mismatch
     expired = attempt("nodes=expired&name=localhost")
-    assert expired.startswith("tls ") and "certificate check failed" in expired, expired
+    assert expired.startswith("tls: ") and "certificate check failed" in expired, expired
     assert f"127.0.0.1:{ports['expired'][0]}" in expired
     assert "certificate has expired" in expired or \
         "(10: certificate has expired)" in nginx.log(), expired
     assert attempt("nodes=valid&name=anything.example&verify=0").startswith("locked ")
-    assert attempt("nodes=mutual&name=localhost").startswith("tls ")
+    assert attempt("nodes=mutual&name=localhost").startswith("tls: ")
     assert attempt("nodes=mutual&name=localhost&cert=1").startswith("locked ")
     # The pooled TLS connections serve the next request.
     for _ in range(5):

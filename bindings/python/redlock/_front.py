@@ -8,8 +8,9 @@ The rules (docs/locks.md; abi/redlock.h says them for C):
 
 - Reentry keeps the first terms: an RLock acquired again by its owner
   (thread, or task) counts a hold (redlock_handle_reenter) and changes
-  neither the keys' TTL nor the renewal; acquiring again a hold that was
-  lost raises LockNotHeld.
+  neither the keys' TTL nor the renewal; acquiring again after the hold
+  was lost starts afresh (a new acquisition; ``lost`` tells the loss until
+  it succeeds).
 - ``lost`` is true whenever the keys can have expired while held: a kept
   lock whose renewal failed, and a lock with a lease whose validity ran out
   before it was released (redlock_handle_lost).
@@ -260,9 +261,14 @@ class _ClientFront:
         """The C client, or ValueError once the client is closed."""
         raise NotImplementedError
 
+    def _with_ctx(self, call: Callable[..., Any], *args: Any) -> Any:
+        """call(ctx, *args) on the C client; ClientClosed once the client is
+        closed. A client shared by threads makes it wait for close (Redlock)."""
+        return call(self._context(), *args)
+
     def get_option(self, name: str) -> str:
         """The current value of a library option, as text (as set)."""
-        return capi.redlock_ctx_get_option(self._context(), name)
+        return self._with_ctx(capi.redlock_ctx_get_option, name)
 
     def health(self) -> List[Dict[str, Any]]:
         """What the client knows of each node, in the order of ``nodes``:
@@ -277,7 +283,7 @@ class _ClientFront:
         connection goes: a Sentinel group's master as its sentinels last
         named it, None before). No I/O: it is what the calls so far have
         seen (ping() refreshes it)."""
-        return _health(self._context())
+        return self._with_ctx(_health)
 
 
 L = TypeVar("L", bound="_LockFront")
@@ -345,6 +351,12 @@ class _LockFront:
 
     def _current_handle(self) -> Any:
         raise NotImplementedError
+
+    def _on_handle(self, call: Callable[..., Any], *args: Any, default: Any = None) -> Any:
+        """call(handle, *args) on the current acquisition's C handle, which
+        no free meets meanwhile; default when there is none."""
+        handle = self._current_handle()
+        return default if handle is None else call(handle, *args)
 
     def _lost_now(self) -> Optional[LockError]:
         raise NotImplementedError
@@ -480,6 +492,12 @@ class _PermitFront(_LockFront):
                 f"{state}>")
 
 
+def _reenter(handle: Any) -> bool:
+    """Counts one more hold of handle (LockNotHeld when it is lost)."""
+    capi.redlock_handle_reenter(handle)
+    return True
+
+
 class _Reentrant(Generic[L]):
     """What the RLock objects of one name share: the lock, the owner (a
     thread's ident, or a task) and the reentry rule. The count of holds is
@@ -494,17 +512,16 @@ class _Reentrant(Generic[L]):
 
     def reenter(self, owner: object) -> bool:
         """True when owner holds the lock and one more hold was counted;
-        False when owner does not hold it (then acquire it). Raises
-        LockNotHeld when owner's hold was lost (its lease ran out, its renewal
-        failed): release it (which raises too), then acquire anew."""
+        False when it must be acquired: owner does not hold it, or owner's
+        hold was lost (its lease ran out, its renewal failed). A new
+        acquisition after a loss starts afresh (docs/locks.md): the lost
+        hold stays, lost, until the new one replaces it."""
         if self.owner is None or self.owner != owner:
             return False
-        handle = self.lock._current_handle()
-        if handle is None:
-            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock was released when its client "
-                              "closed")
-        capi.redlock_handle_reenter(handle)
-        return True
+        try:
+            return bool(self.lock._on_handle(_reenter, default=False))
+        except LockNotHeld:
+            return False
 
     def first(self, owner: object) -> None:
         """owner has just acquired the lock."""
@@ -516,8 +533,7 @@ class _Reentrant(Generic[L]):
         hold it."""
         if self.owner is None or self.owner != owner:
             raise RuntimeError("cannot release un-acquired lock")
-        handle = self.lock._current_handle()
-        left = capi.redlock_handle_leave(handle) if handle is not None else 0
+        left = self.lock._on_handle(capi.redlock_handle_leave, default=0)
         if left:
             return False
         self.owner = None
@@ -527,5 +543,4 @@ class _Reentrant(Generic[L]):
         """How many times owner holds it (0: not at all)."""
         if self.owner is None or self.owner != owner:
             return 0
-        handle = self.lock._current_handle()
-        return 0 if handle is None else capi.redlock_handle_holds(handle)
+        return self.lock._on_handle(capi.redlock_handle_holds, default=0)

@@ -82,8 +82,8 @@ from ._front import (
     _time_to_live,
     _wait_ms,
 )
-from .errors import (InvalidArgument, LockError, LockExpired, LockNotAcquired, LockNotHeld,
-                     error_for)
+from .errors import (ClientClosed, InvalidArgument, LockError, LockExpired, LockNotAcquired,
+                     LockNotHeld, error_for)
 
 __all__ = ["DEFAULT_LEASE", "Lock", "Permit", "ReadWriteLock", "Redlock", "RLock", "Semaphore"]
 
@@ -1099,7 +1099,7 @@ class Redlock(_ClientFront):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError("the Redlock client is closed")
+            raise ClientClosed()
 
     def _context(self) -> Any:
         self._check_open()
@@ -1158,6 +1158,7 @@ class Lock(_LockFront):
     async def unlock(self) -> None:
         """Releases the lock on the nodes. Raises LockNotHeld when it was not
         held, or had expired or been lost. A cancelled unlock still releases."""
+        self._client._check_open()
         driver = self._client._drive() if self._handle is not None else None
         self._was_lost = self.lost
         handle, self._handle = self._handle, None
@@ -1191,6 +1192,7 @@ class Lock(_LockFront):
         """Renews the lease to ``lease`` seconds from now. Raises LockNotHeld
         when the lock has expired, was lost or released."""
         lease_ms = _lease_ms(lease)
+        self._client._check_open()
         if self._handle is None:
             raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
         op = capi.redlock_op_extend(self._handle, lease_ms, _now())
@@ -1454,8 +1456,10 @@ class RLock:
     the lock on the nodes (kept until released when no lease is given);
     later ones by the same task only count a hold and keep the first terms
     (the keys' TTL and the renewal are not changed), and the last release
-    unlocks it on the nodes. Acquiring again a hold that was lost (its lease
-    ran out, its renewal failed) raises LockNotHeld."""
+    unlocks it on the nodes. Acquiring again after the hold was lost (its
+    lease ran out, its renewal failed) starts afresh: a new acquisition,
+    whose holds count from 1; until it succeeds, ``lock.lost`` and the
+    release (LockNotHeld) tell the loss."""
 
     def __init__(self, shared: _Reentrant[Lock]) -> None:
         self._shared = shared

@@ -4,8 +4,8 @@ The rules every language follows (docs/locks.md):
 
 - Reentry keeps the first terms: an RLock acquired again by the thread
   holding it counts a hold; the keys' TTL and the renewal stay as the first
-  acquisition made them. Acquiring again a hold that was lost raises
-  LockNotHeld.
+  acquisition made them. Acquiring again after the hold was lost starts
+  afresh: a new acquisition, whose holds count from 1.
 - ``lock.lost`` is True whenever the keys can have expired while held: a
   kept lock whose renewal failed, or a lock with a lease whose validity ran
   out before it was released.
@@ -53,7 +53,8 @@ from ._front import (  # noqa: F401 - re-exported for the modules that import th
     _wait_ms,
     _check_name,
 )
-from .errors import InvalidArgument, LockError, LockNotAcquired, LockNotHeld, error_for
+from .errors import (Cancelled, ClientClosed, InvalidArgument, LockError, LockNotAcquired,
+                     LockNotHeld, error_for)
 
 # Kept locks by id, for the C library's report of a lost one (_lost): an id
 # crosses into C, never a Python object.
@@ -69,6 +70,60 @@ def _lost(ident: int, status: int, message: str) -> None:
         held.lose(error_for(status, message))
 
 
+class _Gate:
+    """The calls in flight on one C client, and its closing (docs/locks.md,
+    "A closed client"). Every call that gives C the client's ctx or one of
+    its handles runs between enter() and leave(); close() refuses new calls
+    at once, ends the waits under way (redlock_py_closing: at the interrupt
+    check's next look), waits for the calls in flight, and frees the ctx
+    only then: no call ever reaches a freed ctx or handle, whichever thread
+    makes it."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+        self._cond = threading.Condition(threading.Lock())
+        self._calls = 0
+        self.closing = False
+        self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
+
+    def enter(self, what: str) -> Any:
+        """A caller's call: the ctx, counted in flight; ClientClosed (naming
+        what) once close() began."""
+        with self._cond:
+            if self.closing:
+                raise ClientClosed(what)
+            self._calls += 1
+        return self._ctx
+
+    def leave(self) -> None:
+        with self._cond:
+            self._calls -= 1
+            if self._calls == 0:
+                self._cond.notify_all()
+
+    def begin_close(self) -> bool:
+        """Refuses new calls and ends the waits under way; False when
+        close() began before."""
+        with self._cond:
+            if self.closing:
+                return False
+            self.closing = True
+        if self._finalizer.alive:
+            capi.redlock_py_closing(self._ctx, 1)
+        return True
+
+    def drain(self, live: Set[_Held]) -> None:
+        """Waits until no call is in flight and nothing is in live."""
+        with self._cond:
+            while self._calls or live:
+                self._cond.wait(0.05)
+
+    def free(self) -> None:
+        if self._finalizer.detach() is not None:
+            capi.redlock_ctx_free(self._ctx)
+            capi.redlock_py_closing(self._ctx, 0)
+
+
 class Redlock(_ClientFront):
     """A client for N independent Redis masters.
 
@@ -82,8 +137,10 @@ class Redlock(_ClientFront):
 
     A client may be shared by threads. ``close()`` (or leaving a ``with``
     block) releases, best effort, every lock still held through the client and
-    closes its connections; it must not run while other threads use the
-    client. A client that is collected is closed the same way.
+    closes its connections; any thread may call it while others use the
+    client: their waits end and every call after it raises ClientClosed
+    (docs/locks.md, "A closed client"). A client that is collected is closed
+    the same way.
     """
 
     def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
@@ -93,7 +150,7 @@ class Redlock(_ClientFront):
         # The state get_rlock() objects of one name share, while any is alive.
         self._rlocks: weakref.WeakValueDictionary[str, _Shared] = weakref.WeakValueDictionary()
         self._rlocks_mutex = threading.Lock()
-        self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
+        self._gate = _Gate(ctx)
 
     def get_lock(self, name: str) -> Lock:
         """A lock on one resource (not acquired yet)."""
@@ -208,14 +265,22 @@ class Redlock(_ClientFront):
         deadline): the number of nodes that answered and count towards a
         quorum. Raises NoQuorum (or AuthError) when fewer than a quorum do;
         health() then says which nodes failed and why."""
-        return capi.redlock_ctx_ping(self._context())
+        return self._with_ctx(capi.redlock_ctx_ping)
 
     def close(self) -> None:
-        """Releases the locks still held (best effort) and closes the
-        connections. Calling it again does nothing."""
+        """Releases the locks still held (best effort: a node that does not
+        answer keeps its key until the lease ends), ends their renewal and
+        closes the connections. Calls under way in other threads end first:
+        a wait for a lock ends with ClientClosed. Every call after it raises
+        ClientClosed. Calling it again does nothing."""
+        gate = self._gate
+        if not gate.begin_close():
+            return
+        gate.drain(set())
         for held in list(self._live):
             held.discard()
-        self._finalizer()
+        gate.drain(self._live)  # and the releases that others began
+        gate.free()
 
     def __enter__(self) -> Redlock:
         return self
@@ -224,19 +289,30 @@ class Redlock(_ClientFront):
         self.close()
 
     def _context(self) -> Any:
-        if not self._finalizer.alive:
-            raise ValueError("the Redlock client is closed")
+        if self._gate.closing:
+            raise ClientClosed()
         return self._ctx
+
+    def _with_ctx(self, call: Callable[..., Any], *args: Any) -> Any:
+        ctx = self._gate.enter("")
+        try:
+            return call(ctx, *args)
+        finally:
+            self._gate.leave()
 
 
 class _Held:
     """One C handle of an acquired lock, freed exactly once: by release(), by
-    discard(), or, when the Lock owning it is collected, by its finalizer
-    (which releases the lock first, best effort)."""
+    discard() (close() discards them all), or, when the Lock owning it is
+    collected, by its finalizer (which releases the lock first, best effort).
+    The free waits for the C calls on the handle under way (use()) and
+    none starts after it began: none reaches a freed handle."""
 
     def __init__(self, owner: Lock, client: Redlock, handle: Any) -> None:
         self.client = client
         self.handle = handle
+        self._users = threading.Condition(threading.Lock())
+        self._in_use = 0
         self._owner = weakref.ref(owner)
         self._id = 0  # in _kept while kept
         self._lost_error: Optional[LockError] = None
@@ -244,11 +320,27 @@ class _Held:
         self._finalizer = weakref.finalize(owner, self._free, True)
         client._live.add(self)
 
+    def use(self, call: Callable[..., Any], *args: Any, default: Any = None) -> Any:
+        """call(handle, *args), or default once the handle is freed (or
+        its free began)."""
+        with self._users:
+            handle = self.handle
+            if handle is None:
+                return default
+            self._in_use += 1
+        try:
+            return call(handle, *args)
+        finally:
+            with self._users:
+                self._in_use -= 1
+                if self._in_use == 0:
+                    self._users.notify_all()
+
     def keep(self) -> None:
         """Has the client's thread renew the lock until it is released."""
         self._id = next(_kept_ids)
         _kept[self._id] = self
-        capi.redlock_py_watch(self.handle, self._id)
+        self.use(capi.redlock_py_watch, self._id)
 
     def lose(self, error: LockError) -> None:
         """The C library's report that this kept lock was lost."""
@@ -258,10 +350,10 @@ class _Held:
             owner._tell_lost(error)
 
     def lost(self) -> bool:
-        handle = self.handle
-        if handle is None:
-            return self._was_lost
-        return self._lost_error is not None or capi.redlock_handle_lost(handle) == 1
+        if self._lost_error is not None:
+            return True
+        return self.use(lambda handle: capi.redlock_handle_lost(handle) == 1,
+                        default=self._was_lost)
 
     def kept(self) -> bool:
         return self._id != 0
@@ -271,9 +363,10 @@ class _Held:
 
     def release(self) -> None:
         """Unlocks on the nodes and frees the handle. LockNotHeld when the
-        lock had expired or been lost, or the handle was already freed."""
-        if self._finalizer.detach() is None:
-            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock was released when its client closed")
+        lock had expired or been lost; ClientClosed when the client was
+        closed (which released it)."""
+        if self.client._gate.closing or self._finalizer.detach() is None:
+            raise ClientClosed("unlock")
         self._free(False)
 
     def discard(self) -> None:
@@ -281,19 +374,33 @@ class _Held:
         self._finalizer()
 
     def extend(self, lease_ms: int) -> None:
-        if self.handle is None:
-            raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock was released when its client closed")
-        capi.redlock_extend(self.handle, lease_ms)
+        if self.client._gate.closing:
+            raise ClientClosed("extend")
+        if not self.use(lambda handle: capi.redlock_extend(handle, lease_ms) or True):
+            raise ClientClosed("extend")
 
     def validity_ms(self) -> int:
-        return 0 if self.handle is None else capi.redlock_handle_validity_ms(self.handle)
+        return self.use(capi.redlock_handle_validity_ms, default=0)
 
     def token(self) -> Optional[str]:
-        return None if self.handle is None else capi.redlock_handle_token(self.handle)
+        return self.use(capi.redlock_handle_token)
 
     def _free(self, quiet: bool) -> None:
-        handle = self.handle
-        self.client._live.discard(self)
+        try:
+            with self._users:
+                handle, self.handle = self.handle, None
+                if handle is not None:
+                    # What lost() says from here on (the release may find more).
+                    self._was_lost = capi.redlock_handle_lost(handle) == 1
+                while self._in_use:
+                    self._users.wait()
+            if handle is not None:
+                self._unlock_and_free(handle, quiet)
+        finally:
+            self.client._live.discard(self)
+            _kept.pop(self._id, None)
+
+    def _unlock_and_free(self, handle: Any, quiet: bool) -> None:
         try:
             capi.redlock_unlock(handle)
         except LockError:
@@ -302,9 +409,7 @@ class _Held:
         finally:
             # Once unlocked, the C library reports no loss any more.
             self._was_lost = capi.redlock_handle_lost(handle) == 1
-            self.handle = None
             capi.redlock_handle_free(handle)
-            _kept.pop(self._id, None)
 
 
 class Lock(_LockFront):
@@ -379,6 +484,8 @@ class Lock(_LockFront):
         """Releases the lock on the nodes. Raises LockNotHeld when it was not
         held, or had expired or been lost (the critical section may not have
         been exclusive); it is not held afterwards either way."""
+        if self._client._gate.closing:
+            raise ClientClosed("unlock")
         with self._mutex:
             held, self._held = self._held, None
         if held is None:
@@ -391,6 +498,8 @@ class Lock(_LockFront):
         """Renews the lease to ``lease`` seconds from now. Raises LockNotHeld
         when the lock has expired, was lost or released."""
         lease_ms = _lease_ms(lease)
+        if self._client._gate.closing:
+            raise ClientClosed("extend")
         with self._mutex:
             if self._held is None:
                 raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
@@ -438,8 +547,7 @@ class Lock(_LockFront):
         multi-lock is locked when any of its resources is (the C library's
         rule, redlock_inspect_multi). Raises NoQuorum when too few nodes
         answer to tell. is_held() is this object's own hold."""
-        ctx = self._client._context()
-        return bool(capi.redlock_inspect_multi(ctx, self._names)[0])
+        return bool(self._client._with_ctx(capi.redlock_inspect_multi, self._names)[0])
 
     def remain_time_to_live(self) -> Optional[float]:
         """Seconds for which a quorum of the nodes still has the lock,
@@ -447,8 +555,8 @@ class Lock(_LockFront):
         holds it, math.inf when its key has no expiry. For a multi-lock, the
         longest of its locked resources' (redlock_inspect_multi). Raises
         NoQuorum when too few nodes answer to tell."""
-        ctx = self._client._context()
-        return _time_to_live(capi.redlock_inspect_multi(ctx, self._names)[1])
+        return _time_to_live(self._client._with_ctx(capi.redlock_inspect_multi,
+                                                    self._names)[1])
 
     def force_unlock(self) -> bool:
         """Deletes the lock on every node whatever its token, and wakes the
@@ -457,8 +565,8 @@ class Lock(_LockFront):
         the lock while another takes it. True when a lock was deleted on
         some node. Raises NoQuorum when too few nodes answered to be sure it
         is gone."""
-        ctx = self._client._context()
-        return sum(capi.redlock_force_unlock(ctx, name) for name in self._names) > 0
+        return sum(self._client._with_ctx(capi.redlock_force_unlock, name)
+                   for name in self._names) > 0
 
     def __enter__(self) -> Lock:
         self.acquire()
@@ -477,12 +585,16 @@ class Lock(_LockFront):
     def fences(self) -> Dict[str, int]:
         """The fence of each resource of the current acquisition, by name;
         empty when not held or taken without fencing."""
-        with self._mutex:  # the handle is freed by a release under it
-            return {} if self._held is None else _fences(self._held.handle, self._names)
+        return self._on_handle(_fences, self._names, default={})
 
     def _current_handle(self) -> Any:
         with self._mutex:
             return None if self._held is None else self._held.handle
+
+    def _on_handle(self, call: Callable[..., Any], *args: Any, default: Any = None) -> Any:
+        with self._mutex:
+            held = self._held
+        return default if held is None else held.use(call, *args, default=default)
 
     def _lost_now(self) -> Optional[LockError]:
         held = self._held
@@ -501,9 +613,19 @@ class Lock(_LockFront):
         succeeds), or raises the error of the last attempt; keeps the lock
         when asked. Signal handlers run during the wait: Ctrl-C raises
         KeyboardInterrupt, and the attempt under way is released."""
-        ctx = self._client._context()
-        wait = _FOREVER_MS if wait_ms is None else wait_ms
-        self._hold(self._lock_call(ctx, lease_ms, wait), keep)
+        gate = self._client._gate
+        ctx = gate.enter("acquire")
+        try:
+            wait = _FOREVER_MS if wait_ms is None else wait_ms
+            try:
+                handle = self._lock_call(ctx, lease_ms, wait)
+            except Cancelled:
+                if gate.closing:  # close() ended the wait
+                    raise ClientClosed("acquire") from None
+                raise
+            self._hold(handle, keep)
+        finally:
+            gate.leave()
 
     def _hold(self, handle: Any, keep: bool) -> None:
         held = _Held(self, self._client, handle)
@@ -642,8 +764,8 @@ class Semaphore(_SemaphoreFront):
         """How many permits could be taken now: the permits free on a
         permit's quorum of the nodes. For display: it may be stale as soon
         as it is given. NoQuorum when too few nodes answered."""
-        return capi.redlock_permits_available(self._client._context(), self._name,
-                                              self._permits)
+        return self._client._with_ctx(capi.redlock_permits_available, self._name,
+                                      self._permits)
 
 
 class Permit(_PermitFront, Lock):
@@ -684,8 +806,11 @@ class RLock:
     takes the lock on the nodes (kept until released when no lease is
     given); later ones by the same thread only count a hold and keep the
     first terms (the keys' TTL and the renewal are not changed), and the last
-    release unlocks it on the nodes. Acquiring again a hold that was lost
-    (its lease ran out, its renewal failed) raises LockNotHeld."""
+    release unlocks it on the nodes. Acquiring again after the hold was
+    lost (its lease ran out, its renewal failed) starts afresh, as
+    Redisson's does: a new acquisition, whose holds count from 1 (the lost
+    hold's releases are forgotten); until it succeeds, ``lock.lost`` and the
+    release (LockNotHeld) tell the loss."""
 
     def __init__(self, shared: _Shared) -> None:
         self._shared = shared

@@ -83,6 +83,16 @@ class Cancelled(LockError):
     is raised instead)."""
 
 
+class ClientClosed(ValueError):
+    """A call on a client that is closed, or on a lock or permit of it
+    (docs/locks.md, "A closed client"): raised at once, whatever the call.
+    A ValueError, as Python's own closed files raise."""
+
+    def __init__(self, what: str = "") -> None:
+        super().__init__(f"{what}: the Redlock client is closed" if what
+                         else "the Redlock client is closed")
+
+
 # The one mapping from status codes to exceptions.
 ERRORS: Dict[int, Type[LockError]] = {
     capi.REDLOCK_ELOCKED: LockNotAcquired,

@@ -3,6 +3,7 @@
 import logging
 import math
 import re
+import threading
 import time
 
 import pytest
@@ -202,20 +203,72 @@ def test_closed_client(nodes, prefix):
     client = redlock.Redlock(nodes.uris, key_prefix=prefix)
     lock = client.get_lock("job")
     assert lock.try_lock()
+    leased = client.get_rlock("leased")
+    assert leased.try_lock(lease=30.0)
     client.close()
     client.close()
-    # close() released the lock it held.
+    # close() released the locks it held, kept or with a lease.
     assert on_every_node(nodes, "EXISTS", prefix + "job") == ["0"] * 5
-    assert not lock.is_held()
+    assert on_every_node(nodes, "EXISTS", prefix + "leased") == ["0"] * 5
+    # What is read without the nodes answers from what is left.
+    assert not lock.is_held() and not lock.lost and lock.validity == 0
     assert lock.token is None
-    with pytest.raises(redlock.LockNotHeld):
-        lock.unlock()
-    with pytest.raises(ValueError, match="closed"):
-        lock.try_lock()
-    with pytest.raises(ValueError, match="closed"):
-        lock.locked()  # it asks the nodes
-    with pytest.raises(ValueError, match="closed"):
-        client.get_lock("job")
+    # Every call raises ClientClosed (a ValueError), the same in every language.
+    for call in (lock.unlock, lock.try_lock, lock.locked, lambda: lock.extend(1.0),
+                 leased.release, lambda: client.get_lock("job"), client.ping,
+                 client.health, lambda: client.get_semaphore("s", 2)):
+        with pytest.raises(redlock.ClientClosed, match="closed"):
+            call()
+    assert issubclass(redlock.ClientClosed, ValueError)
+
+
+def test_close_while_other_threads_call(nodes, prefix):
+    """close() from one thread while others wait for a lock, take, read and
+    release locks of the same client: their calls end with ClientClosed (a
+    wait without end too, within a moment), never with a crash, and close()
+    releases what was held."""
+    for _ in range(10):
+        client = redlock.Redlock(nodes.uris, key_prefix=prefix)
+        holder = client.get_lock("held")
+        assert holder.try_lock(lease=30.0)
+        failures = []
+
+        def busy(i):
+            try:
+                while True:
+                    lock = client.get_lock(f"busy{i % 3}")
+                    if lock.try_lock(wait=0.2, lease=1.0):
+                        assert lock.validity > 0 and lock.token
+                        lock.unlock()
+                    lock.locked()
+            except redlock.ClientClosed:
+                pass
+            except BaseException as exc:  # noqa: B902 - reported below
+                failures.append(exc)
+
+        def wait_for_ever():
+            try:
+                client.get_lock("held").acquire()
+            except redlock.ClientClosed:
+                pass
+            except BaseException as exc:  # noqa: B902 - reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=busy, args=(i,)) for i in range(5)]
+        threads.append(threading.Thread(target=wait_for_ever))
+        for thread in threads:
+            thread.start()
+        time.sleep(0.05)
+        started = time.monotonic()
+        client.close()
+        assert time.monotonic() - started < 2.0
+        for thread in threads:
+            thread.join(5.0)
+            assert not thread.is_alive()
+        assert not failures, failures
+        with pytest.raises(redlock.ClientClosed):
+            holder.unlock()
+        assert on_every_node(nodes, "EXISTS", prefix + "held") == ["0"] * 5
 
 
 def test_raw_module_refuses_none_and_bad_arguments(nodes):

@@ -54,14 +54,28 @@ def test_a_lease_reentered_without_one_is_not_renewed_and_is_lost(nodes, prefix)
         assert pttl(nodes, prefix + "job") <= 400
         time.sleep(0.6)
         assert rlock.lock.lost and rlock.lock.validity <= 0
-        # Acquiring again a lost hold tells it, and counts nothing.
-        with pytest.raises(redlock.LockNotHeld):
-            rlock.acquire()
-        assert rlock.get_hold_count() == 2
+        # Acquiring again after the loss starts afresh: a new acquisition,
+        # held once (the lost hold's releases are forgotten, as Redisson's).
+        assert rlock.acquire() and rlock.get_hold_count() == 1
+        assert not rlock.lock.lost and rlock.lock.validity > 0
         rlock.release()
+        assert rlock.get_hold_count() == 0
+        with pytest.raises(RuntimeError):
+            rlock.release()
+
+
+def test_a_fresh_attempt_that_fails_leaves_the_loss_to_tell(nodes, prefix):
+    with redlock.Redlock(nodes.uris, key_prefix=prefix, **SHORT) as client, \
+            redlock.Redlock(nodes.uris, key_prefix=prefix) as other:
+        rlock = client.get_rlock("job")
+        assert rlock.try_lock(lease=0.3)
+        time.sleep(0.4)
+        taker = other.get_lock("job")
+        assert taker.try_lock(lease=5.0)
+        assert not rlock.try_lock()         # a new attempt, refused: held elsewhere
+        assert rlock.lock.lost               # the loss is still told
         with pytest.raises(redlock.LockNotHeld):
             rlock.release()
-        assert rlock.get_hold_count() == 0 and rlock.lock.lost
 
 
 @pytest.mark.asyncio
@@ -83,10 +97,11 @@ async def test_asyncio_reentry_keeps_the_first_terms(nodes, prefix):
         assert pttl(nodes, prefix + "leased") <= 400
         await asyncio.sleep(0.6)
         assert leased.lock.lost
-        with pytest.raises(redlock.LockNotHeld):
-            await leased.acquire()
+        # Acquiring again after the loss starts afresh.
+        assert await leased.acquire() and leased.get_hold_count() == 1
+        assert not leased.lock.lost
         await leased.release()
-        with pytest.raises(redlock.LockNotHeld):
+        with pytest.raises(RuntimeError):
             await leased.release()
 
 

@@ -72,7 +72,7 @@ final class LockState implements NativeClient.Watcher {
     /** A new hold by ownerId, taken through the RLock of via. */
     void take(NativeHandle acquired, long ownerId, LostSignal via) {
         if (handle != null) {
-            handle.free(); // the former owner's lease ran out before it unlocked
+            handle.free(); // a lost hold: its lease ran out (or renewal failed) before its unlock
         }
         endFollowers();
         handle = acquired;
@@ -104,11 +104,20 @@ final class LockState implements NativeClient.Watcher {
 
     /**
      * Acquiring again by the owner (reentry): counts one more hold and keeps the first terms (the
-     * keys' TTL and the renewal are not changed); LockNotHeldException when the hold was lost.
+     * keys' TTL and the renewal are not changed), true; false, counting nothing, when the hold
+     * was lost: the owner then acquires afresh, and take() replaces the lost hold.
      */
-    void reenter(LostSignal via) {
-        handle.reenter();
+    boolean reenter(LostSignal via) {
+        if (handle.isLost()) {
+            return false;
+        }
+        try {
+            handle.reenter();
+        } catch (LockNotHeldException lost) {
+            return false; // its lease ran out just now
+        }
         follow(via);
+        return true;
     }
 
     /** Gives back one hold; true when it was the last (the caller then unlocks the handle). */

@@ -30,9 +30,11 @@ import java.util.function.Supplier;
  * The native client (a redlock_ctx) and the native handles made from it.
  *
  * <p>Calls run under the read side of a read-write lock, so any number of threads call at once
- * (the ctx is thread-safe). {@link #close()} takes the write side: it waits for the calls in
- * progress, then frees every handle still alive and the ctx last, as the ABI requires. It is
- * the Cleaner action of {@link Redlock}, so it must not refer to it.
+ * (the ctx is thread-safe). {@link #close()} refuses new calls at once
+ * ({@link ClientClosedException}), ends the waits for a lock under way (the native interrupt
+ * check asks {@link #isClosing}), takes the write side (so waits for the calls in progress),
+ * releases every lock still held, best effort, and frees the handles and the ctx last, as the
+ * ABI requires. It is the Cleaner action of {@link Redlock}, so it must not refer to it.
  *
  * <p>Kept locks: a handle acquired with a {@link Watcher} is watched (redlock_handle_watch): the
  * library renews it on the client's thread, and tells its loss through {@link #lost} with the
@@ -51,6 +53,9 @@ final class NativeClient {
     private static final Map<Long, WeakReference<Watcher>> WATCHES = new ConcurrentHashMap<>();
     private static final AtomicLong WATCH_IDS = new AtomicLong();
 
+    /** The ctxs (their addresses) whose close() began: their waits end (see isClosing). */
+    private static final Set<Long> CLOSING = ConcurrentHashMap.newKeySet();
+
     /** {@link #timeToLive} of a lock nobody holds, as Redis's PTTL of a missing key. */
     static final long NOT_LOCKED = -2;
     /** {@link #timeToLive} of a key without expiry, as Redis's PTTL. */
@@ -68,9 +73,12 @@ final class NativeClient {
     private final Map<SWIGTYPE_p_redlock_handle, Integer> busy = new HashMap<>();
     private final Set<SWIGTYPE_p_redlock_handle> doomed = new HashSet<>();
     private SWIGTYPE_p_redlock_ctx ctx; // null once closed; written under the write lock
+    private final long ctxAddress;
+    private volatile boolean closed; // close() began: every call is refused
 
     NativeClient(String[] nodes, Map<String, String> options) {
         ctx = RedlockNative.redlock_ctx_new(nodes);
+        ctxAddress = RedlockNativeJNI.pointer(ctx);
         try {
             for (Map.Entry<String, String> option : options.entrySet()) {
                 RedlockNative.redlock_ctx_set_option(ctx, option.getKey(), option.getValue());
@@ -87,18 +95,27 @@ final class NativeClient {
         }
     }
 
-    /** The library's levels (REDLOCK_LOG_*) and System.Logger's, from the least. */
+    /**
+     * The library's levels (REDLOCK_LOG_*) and System.Logger's, from the least. Its info events
+     * (a node back, a forced unlock, a Cluster slot moved) are routine: DEBUG, as its debug
+     * ones, so that java.util.logging's default (INFO and above, on stderr) shows only what
+     * needs attention: WARNING (nodes failing, renewals failing) and ERROR (a lost lock,
+     * refused credentials).
+     */
     private static final int[] LEVELS = {
-        RedlockNativeConstants.REDLOCK_LOG_DEBUG, RedlockNativeConstants.REDLOCK_LOG_INFO,
-        RedlockNativeConstants.REDLOCK_LOG_WARN, RedlockNativeConstants.REDLOCK_LOG_ERROR,
+        RedlockNativeConstants.REDLOCK_LOG_INFO, RedlockNativeConstants.REDLOCK_LOG_WARN,
+        RedlockNativeConstants.REDLOCK_LOG_ERROR,
     };
     private static final Level[] LOGGER_LEVELS = {
-        Level.DEBUG, Level.INFO, Level.WARNING, Level.ERROR,
+        Level.DEBUG, Level.WARNING, Level.ERROR,
     };
 
     /** The least of the library's levels that LOGGER takes now; 0 when it takes none. */
     private static int leastLevel() {
-        for (int i = 0; i < LEVELS.length; i++) {
+        if (LOGGER.isLoggable(Level.DEBUG)) {
+            return RedlockNativeConstants.REDLOCK_LOG_DEBUG;
+        }
+        for (int i = 1; i < LEVELS.length; i++) {
             if (LOGGER.isLoggable(LOGGER_LEVELS[i])) {
                 return LEVELS[i];
             }
@@ -254,7 +271,13 @@ final class NativeClient {
             Supplier<SWIGTYPE_p_redlock_handle> call) {
         Lock read = openForCall();
         try {
-            SWIGTYPE_p_redlock_handle ptr = call.get();
+            SWIGTYPE_p_redlock_handle ptr;
+            try {
+                ptr = call.get();
+            } catch (CancelledException cancelled) {
+                checkOpen("lock"); // close() ended the wait
+                throw cancelled;
+            }
             long watchId = 0;
             if (keep != null) {
                 try {
@@ -628,7 +651,7 @@ final class NativeClient {
     /**
      * Acquiring the lock of ptr again by its holder (redlock_handle_reenter): counts one more
      * hold, changes neither the keys' TTL nor the renewal. LockNotHeldException when it was
-     * lost (its lease ran out, its renewal failed) or released; IllegalStateException once the
+     * lost (its lease ran out, its renewal failed) or released; ClientClosedException once the
      * client is closed.
      */
     void reenter(SWIGTYPE_p_redlock_handle ptr) {
@@ -710,8 +733,14 @@ final class NativeClient {
         }
     }
 
-    /** Frees the handles still alive (their locks are left to expire), then the ctx. */
+    /**
+     * Refuses new calls, ends the waits under way and waits for the other calls in progress,
+     * then releases the locks still held (best effort: a node that does not answer keeps its key
+     * until the lease ends) and frees their handles, then the ctx.
+     */
     void close() {
+        closed = true;
+        CLOSING.add(ctxAddress);
         Lock write = closing.writeLock();
         write.lock();
         try {
@@ -730,6 +759,11 @@ final class NativeClient {
                 }
             }
             for (SWIGTYPE_p_redlock_handle ptr : idle) {
+                try {
+                    RedlockNative.redlock_unlock(ptr); // ends a kept lock's renewal first
+                } catch (RedlockException notHeld) {
+                    // Expired or lost already: nothing to release.
+                }
                 freeNative(ptr);
             }
             // Waits for the asynchronous calls under way (waiting locks are cancelled); the
@@ -741,17 +775,34 @@ final class NativeClient {
             }
             handles.clear();
         } finally {
+            CLOSING.remove(ctxAddress);
             write.unlock();
+        }
+    }
+
+    /**
+     * Whether close() began on the ctx at address: the native interrupt check of a wait for a
+     * lock asks it (JNI calls it by name), so that the wait ends (REDLOCK_ECANCELED).
+     */
+    static boolean isClosing(long address) {
+        return CLOSING.contains(address);
+    }
+
+    /** ClientClosedException, naming what (or null), once close() began. */
+    void checkOpen(String what) {
+        if (closed) {
+            throw new ClientClosedException(what);
         }
     }
 
     /** Takes the read lock for a call that needs the ctx; the caller unlocks it. */
     private Lock openForCall() {
+        checkOpen(null);
         Lock read = closing.readLock();
         read.lock();
-        if (ctx == null) {
+        if (ctx == null || closed) {
             read.unlock();
-            throw new IllegalStateException("the Redlock client is closed");
+            throw new ClientClosedException(null);
         }
         return read;
     }

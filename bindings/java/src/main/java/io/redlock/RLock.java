@@ -63,9 +63,12 @@ import java.util.concurrent.locks.Lock;
  * TTL is not changed and a kept lock goes on being renewed as before, a lock with a lease stays
  * unrenewed. So no lease is ever left without its renewal, nor a renewal on a shorter lease
  * (Redisson instead renews to the new lease, which can leave a kept lock on a TTL shorter than
- * its renewal's period). To change the lease, call {@link #extend}. Acquiring again a hold that
- * was lost (its lease ran out, its renewal failed) throws {@link LockNotHeldException} and
- * counts nothing; its unlocks then tell the loss too. As in Redisson, the holds are per client, name and
+ * its renewal's period). To change the lease, call {@link #extend}. <b>Acquiring again after the
+ * hold was lost</b> (its lease ran out, its renewal failed) starts afresh, as in Redisson and as
+ * {@link Lock} expects: a new acquisition, whose holds count from 1 (the lost hold's unlocks are
+ * forgotten: one more throws IllegalMonitorStateException). Until a new acquisition succeeds
+ * the loss stays observable: {@link #isLost()} is true, the listeners were told, and
+ * {@link #unlock()} throws {@link LockNotHeldException}. As in Redisson, the holds are per client, name and
  * owner: the RLocks that {@link Redlock#getLock} gives for one name share them, so a thread
  * holding the lock through one acquires it again at once through another, and the last unlock,
  * through any of them, releases it on the nodes; the other threads of the client wait for it
@@ -238,6 +241,7 @@ public final class RLock implements Lock, AutoCloseable {
 
     /** {@link #unlock()} for the owner ownerId (a permit's, released from any thread). */
     void unlock(long ownerId) {
+        client.nativeClient().checkOpen("unlock");
         synchronized (state) {
             state.checkOwner("unlock", ownerId, this);
             if (!state.leave()) {
@@ -265,6 +269,7 @@ public final class RLock implements Lock, AutoCloseable {
     /** {@link #extend(long, TimeUnit)} for the owner ownerId. */
     void extend(long leaseTime, TimeUnit unit, long ownerId) {
         long leaseMs = leaseMs(leaseTime, unit);
+        client.nativeClient().checkOpen("extend");
         synchronized (state) {
             state.checkOwner("extend", ownerId, this);
             state.handle.extend(leaseMs);
@@ -574,13 +579,12 @@ public final class RLock implements Lock, AutoCloseable {
      */
     private CompletableFuture<Boolean> acquireAsync(long waitMs, long lease, long ownerId) {
         synchronized (state) {
-            if (state.owner == ownerId && ownerId != 0) {
-                try {
-                    state.reenter(lostSignal);
-                } catch (RedlockException lost) {
-                    return CompletableFuture.failedFuture(lost);
+            try {
+                if (state.owner == ownerId && ownerId != 0 && state.reenter(lostSignal)) {
+                    return CompletableFuture.completedFuture(true);
                 }
-                return CompletableFuture.completedFuture(true);
+            } catch (RuntimeException closed) {
+                return CompletableFuture.failedFuture(closed);
             }
         }
         return startAsync(lease, waitMs, ownerId)
@@ -762,16 +766,13 @@ public final class RLock implements Lock, AutoCloseable {
 
     /**
      * Acquiring again by the owner: counts the hold and keeps the first terms (the lease asked for
-     * is not used: the keys' TTL and the renewal stay as the first acquisition made them).
-     * Throws LockNotHeldException when the hold was lost.
+     * is not used: the keys' TTL and the renewal stay as the first acquisition made them). False
+     * when the caller must acquire: it is not the owner, or its hold was lost (a new acquisition
+     * then starts afresh; the lost hold stays until one succeeds).
      */
     private boolean reenter() {
         synchronized (state) {
-            if (state.owner != currentThreadId()) {
-                return false;
-            }
-            state.reenter(lostSignal);
-            return true;
+            return state.owner == currentThreadId() && state.reenter(lostSignal);
         }
     }
 

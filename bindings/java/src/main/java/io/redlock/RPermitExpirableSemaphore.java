@@ -242,7 +242,7 @@ public final class RPermitExpirableSemaphore {
     private String give(RLock permit) {
         String id = permit.token();
         if (id == null) {
-            throw new IllegalStateException("the Redlock client is closed");
+            throw new ClientClosedException("acquire");
         }
         held.put(id, permit);
         return id;

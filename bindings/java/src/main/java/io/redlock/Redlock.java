@@ -59,10 +59,13 @@ import java.util.function.Function;
  * for a lost lock. The levels sent are those the logger takes when the client is made.
  *
  * <p>A client is thread-safe: any number of threads may use it and its locks at once.
- * {@link #close()} waits for the calls in progress, then frees the native client; locks still
- * held are not released but left to expire at the end of their lease, and every later call
- * throws IllegalStateException. A client that becomes unreachable without being closed is
- * closed by a {@link Cleaner}.
+ * {@link #close()}, from any thread, ends the waits for a lock under way and waits for the other
+ * calls in progress, releases every lock still held (best effort: a node that does not answer
+ * keeps its key until the lease ends), ends their renewal and frees the native client; every
+ * later call, on the client or its locks, throws {@link ClientClosedException} at once (the
+ * rule of every language: docs/locks.md, "A closed client"). A client that becomes unreachable
+ * without being closed is closed by a {@link Cleaner} (its locks, unreachable too, are left to
+ * expire).
  */
 public final class Redlock implements AutoCloseable {
     /** Frees native memory whose Java owner became unreachable. */
@@ -136,6 +139,7 @@ public final class Redlock implements AutoCloseable {
      * it as many times, through any of them (see {@link RLock}).
      */
     public RLock getLock(String name) {
+        nativeClient.checkOpen("getLock");
         return new RLock(this, sharedState(shared, checkName(name),
                 n -> new LockState(new String[] {n})));
     }
@@ -149,6 +153,7 @@ public final class Redlock implements AutoCloseable {
      * other waits for itself, as for any other holder. It has no fence.
      */
     public RLock getFairLock(String name) {
+        nativeClient.checkOpen("getFairLock");
         return new RLock(this, sharedState(sharedFair, checkName(name), LockState::fair));
     }
 
@@ -160,6 +165,7 @@ public final class Redlock implements AutoCloseable {
      * {@code getMultiLock("a", "b")} waits for itself, as for any other holder of "a").
      */
     public RLock getMultiLock(String... names) {
+        nativeClient.checkOpen("getMultiLock");
         Objects.requireNonNull(names, "names");
         if (names.length == 0) {
             throw new IllegalArgumentException("at least one name is needed");
@@ -178,6 +184,7 @@ public final class Redlock implements AutoCloseable {
      * {@link RReadWriteLock}).
      */
     public RReadWriteLock getReadWriteLock(String name) {
+        nativeClient.checkOpen("getReadWriteLock");
         return new RReadWriteLock(this, checkName(name));
     }
 
@@ -188,6 +195,7 @@ public final class Redlock implements AutoCloseable {
      * InvalidArgumentException for a number out of range, as the library's.
      */
     public RPermitExpirableSemaphore getPermitExpirableSemaphore(String name, int permits) {
+        nativeClient.checkOpen("getPermitExpirableSemaphore");
         return new RPermitExpirableSemaphore(this, checkName(name), permits);
     }
 
@@ -226,8 +234,9 @@ public final class Redlock implements AutoCloseable {
     }
 
     /**
-     * Closes the connections and frees the native client. Locks still held are left to expire.
-     * Closing twice does nothing.
+     * Releases the locks still held (best effort), ends their renewal, closes the connections
+     * and frees the native client; waits for a lock under way in other threads end with
+     * {@link ClientClosedException}, and so does every later call. Closing twice does nothing.
      */
     @Override
     public void close() {

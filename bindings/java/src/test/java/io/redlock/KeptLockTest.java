@@ -128,6 +128,12 @@ class KeptLockTest extends KeptClients {
         }
     }
 
+    /** awaitExpiry, and then the keys' own expiry on the nodes (the validity counts drift). */
+    private static void awaitGone(RLock lock) throws Exception {
+        awaitExpiry(lock, 3 * LEASE_MS);
+        Thread.sleep(100);
+    }
+
     /**
      * A hold with an explicit lease: not renewed; once it ran out while held it is lost (its keys
      * can have expired), with no listener told (no renewal failed).
@@ -217,7 +223,7 @@ class KeptLockTest extends KeptClients {
      * Regression: lock(lease) then tryLock() in the same thread. Reentry once reset the keys to
      * the watchdog lease with nothing renewing them, and the lock expired while isLost() stayed
      * false. Reentry keeps the first terms: the lease is not renewed, and once it runs out the
-     * hold is lost and acquiring it again says so.
+     * hold is lost; its unlocks say so, and acquiring again after it starts afresh.
      */
     @Test
     void aReentryWithoutALeaseLeavesALeaseUnrenewedAndItsLossTold() throws Exception {
@@ -230,11 +236,52 @@ class KeptLockTest extends KeptClients {
         assertTrue(lock.remainingValidity(TimeUnit.MILLISECONDS) <= LEASE_MS / 2);
         awaitExpiry(lock, 3 * LEASE_MS);
         assertTrue(lock.isLost(), "a lease that ran out while held is lost");
-        assertThrows(LockNotHeldException.class, lock::tryLock, "acquiring a lost hold again");
-        assertThrows(LockNotHeldException.class, lock::lock);
         lock.unlock(); // one of the two holds
         assertThrows(LockNotHeldException.class, lock::unlock);
         assertEquals(0, lock.getHoldCount());
+        assertTrue(lock.isLost(), "told until the next acquisition");
+    }
+
+    /**
+     * A new acquisition after a lost hold starts afresh, as Redisson's and the Lock contract
+     * expect: tryLock(), lock() and a fresh getLock of the name all acquire anew (the lost holds'
+     * unlocks are forgotten); until then isLost() and unlock() tell the loss.
+     */
+    @Test
+    void anAcquisitionAfterALossStartsAfresh() throws Exception {
+        RLock lock = client.getLock(name);
+        assertTrue(lock.tryLock(0, LEASE_MS / 2, TimeUnit.MILLISECONDS));
+        assertTrue(lock.tryLock(0, LEASE_MS / 2, TimeUnit.MILLISECONDS)); // two holds
+        awaitGone(lock);
+        assertTrue(lock.isLost());
+        assertTrue(lock.tryLock(), "a new acquisition");
+        assertFalse(lock.isLost());
+        assertEquals(1, lock.getHoldCount());
+        lock.unlock();
+        assertThrows(IllegalMonitorStateException.class, lock::unlock);
+
+        lock.lock(LEASE_MS / 2, TimeUnit.MILLISECONDS);
+        awaitGone(lock);
+        lock.lock(); // kept, this time
+        assertTrue(lock.isHeldByCurrentThread() && !lock.isLost());
+        lock.unlock();
+
+        assertTrue(lock.tryLock(0, LEASE_MS / 2, TimeUnit.MILLISECONDS));
+        awaitGone(lock);
+        RLock fresh = client.getLock(name);
+        assertTrue(fresh.tryLock(), "through a fresh RLock of the name");
+        assertFalse(lock.isLost());
+        fresh.unlock();
+
+        // A new attempt that fails leaves the lost hold, and its loss, as they were.
+        assertTrue(lock.tryLock(0, LEASE_MS / 2, TimeUnit.MILLISECONDS));
+        awaitGone(lock);
+        RLock rival = other.getLock(name);
+        assertTrue(rival.tryLock(0, 10, TimeUnit.SECONDS));
+        assertFalse(lock.tryLock(), "held by the rival");
+        assertTrue(lock.isLost());
+        assertThrows(LockNotHeldException.class, lock::unlock);
+        rival.unlock();
     }
 
     @Test
@@ -681,7 +728,7 @@ class KeptLockTest extends KeptClients {
         assertTrue(acquiredAfter <= LEASE_MS + 500, "acquired " + acquiredAfter
                 + " ms after close");
         assertFalse(lock.isHeldByCurrentThread());
-        assertThrows(IllegalStateException.class, lock::isLocked, "the nodes are not asked");
+        assertThrows(ClientClosedException.class, lock::isLocked, "the nodes are not asked");
         rival.unlock();
     }
 

@@ -43,6 +43,11 @@ class ObserveTest extends FiveNodes {
                     .collect(Collectors.toList());
         }
 
+        synchronized List<String> atLevel(Level level) {
+            return records.stream().filter(r -> r.getLevel().equals(level))
+                    .map(LogRecord::getMessage).collect(Collectors.toList());
+        }
+
         synchronized List<String> all() {
             return records.stream().map(LogRecord::getMessage).collect(Collectors.toList());
         }
@@ -135,8 +140,10 @@ class ObserveTest extends FiveNodes {
             assertEquals(4, client.ping());   // back, but under the restart guard
             NodeHealth back = client.health().get(0);
             assertEquals("guarded", back.state(), back.toString());
-            List<String> told = captured.messages(Level.INFO, "node_back");
+            // Routine: DEBUG (java.util.logging's FINE), below its default INFO.
+            List<String> told = captured.messages(Level.FINE, "node_back");
             assertEquals(1, told.size(), captured.all().toString());
+            assertEquals(List.of(), captured.atLevel(Level.INFO), captured.all().toString());
             assertTrue(told.get(0).contains(" was=down "), told.get(0));
             assertEquals(1, captured.messages(Level.WARNING, "node_restarted").size(),
                     captured.all().toString());

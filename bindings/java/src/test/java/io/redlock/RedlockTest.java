@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.redlock.internal.RedlockNativeConstants;
 import java.lang.reflect.Field;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -136,20 +138,79 @@ class RedlockTest extends FiveNodes {
     }
 
     @Test
-    void closeFreesTheClientAndLeavesLocksToExpire() throws Exception {
+    void closeReleasesWhatIsHeldAndRefusesEveryCall() throws Exception {
         Redlock client = Redlock.create(nodes.uris(), Map.of());
         RLock lock = client.getLock("closed");
         assertTrue(lock.tryLock(0, 20, TimeUnit.SECONDS));
+        RLock kept = client.getLock("closed-kept");
+        kept.lock();
         client.close();
         client.close();
 
+        assertEquals("-2", nodes.cli(1, "PTTL", "closed"), "released by close");
+        assertEquals("-2", nodes.cli(1, "PTTL", "closed-kept"), "released by close");
         assertFalse(lock.isHeldByCurrentThread());
-        assertThrows(IllegalStateException.class, lock::tryLock);
-        assertThrows(IllegalStateException.class, lock::unlock);
-        assertThrows(IllegalStateException.class, () -> client.getLock("other").tryLock());
-        long ttl = Long.parseLong(nodes.cli(1, "PTTL", "closed"));
-        assertTrue(ttl > 10_000, "the lock is left to expire, pttl " + ttl);
-        nodes.cli(1, "DEL", "closed");
+        assertThrows(ClientClosedException.class, lock::tryLock);
+        assertThrows(ClientClosedException.class, lock::unlock);
+        assertThrows(ClientClosedException.class, kept::unlock);
+        assertThrows(ClientClosedException.class, () -> lock.extend(1, TimeUnit.SECONDS));
+        assertThrows(ClientClosedException.class, lock::isLocked);
+        assertThrows(ClientClosedException.class, () -> client.getLock("other"));
+        assertThrows(ClientClosedException.class, () -> client.getReadWriteLock("other"));
+        assertThrows(ClientClosedException.class, client::ping);
+        assertThrows(IllegalStateException.class, client::health, "an IllegalStateException");
+    }
+
+    @Test
+    void closeWhileOtherThreadsCall() throws Exception {
+        for (int round = 0; round < 5; round++) {
+            Redlock client = Redlock.create(nodes.uris(), Map.of());
+            RLock held = client.getLock("race-held");
+            assertTrue(held.tryLock(0, 30, TimeUnit.SECONDS));
+            List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                String name = "race-" + (i % 2);
+                threads.add(new Thread(() -> {
+                    try {
+                        while (true) {
+                            RLock lock = client.getLock(name);
+                            if (lock.tryLock(200, 1000, TimeUnit.MILLISECONDS)) {
+                                lock.remainingValidity(TimeUnit.MILLISECONDS);
+                                lock.unlock();
+                            }
+                            lock.isLocked();
+                        }
+                    } catch (ClientClosedException closed) {
+                        // the end
+                    } catch (Throwable t) {
+                        failures.add(t);
+                    }
+                }));
+            }
+            threads.add(new Thread(() -> {
+                try {
+                    client.getLock("race-held").lock(); // a wait without end
+                    failures.add(new AssertionError("acquired a held lock"));
+                } catch (ClientClosedException closed) {
+                    // the end
+                } catch (Throwable t) {
+                    failures.add(t);
+                }
+            }));
+            threads.forEach(Thread::start);
+            Thread.sleep(100);
+            long started = System.nanoTime();
+            client.close();
+            long tookMs = (System.nanoTime() - started) / 1_000_000;
+            assertTrue(tookMs < 2000, "close took " + tookMs + " ms");
+            for (Thread thread : threads) {
+                thread.join(5000);
+                assertFalse(thread.isAlive());
+            }
+            assertEquals(List.of(), failures);
+            assertEquals("-2", nodes.cli(1, "PTTL", "race-held"), "released by close");
+        }
     }
 
     @Test
