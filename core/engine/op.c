@@ -104,7 +104,8 @@ struct redlock_op {
     int64_t ticket;
     rl_keys *channel;
     int64_t *got;         /* fenced lock: each node's counters, node by node */
-    bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
+    bool saw_noscript;    /* a node had lost its scripts, or its library: this round
+                           * waits for all */
     bool was_held;        /* unlock: the lock as it was when unlock began */
     int64_t old_expires_at;
     rl_verdict answer;    /* inspect, force: what the nodes said */
@@ -707,7 +708,7 @@ static void send_on(rl_op *op, size_t i, int64_t now)
     }
     int rc = s->ask_server >= 0 ? rl_conn_asking(s->conn) : REDLOCK_OK;
     if (rc == REDLOCK_OK)
-        rc = rl_cmd_send(cmd_of(op, i), s->conn, false);
+        rc = rl_cmd_send(cmd_of(op, i), s->conn);
     if (rc != REDLOCK_OK) {
         s->state = SLOT_DONE;
         rl_result_fail(&op->results[i], rc, "%s", rc == REDLOCK_ENOMEM ? "out of memory"
@@ -912,13 +913,13 @@ static void undo_attempt(rl_op *op, int64_t now)
                 rl_owed_add(op->ctx, i, op->parts[g], op->h->token, true, now);
             rl_cmd *part = rl_cmd_new(RL_CMD_RELEASE, op->parts[s->part], op->h->token, 0);
             bool queued = s->sent && s->conn && part
-                        && rl_cmd_send(part, s->conn, false) == REDLOCK_OK;
+                        && rl_cmd_send(part, s->conn) == REDLOCK_OK;
             if ((s->sent && !queued) || s->maybe_ran)
                 rl_owed_add(op->ctx, i, op->parts[s->part], op->h->token, false, now);
             rl_cmd_unref(part);
             continue;
         }
-        bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn, false) == REDLOCK_OK;
+        bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn) == REDLOCK_OK;
         if ((s->sent && !queued) || s->maybe_ran)
             rl_owed_add(op->ctx, i, op->h->keys, op->h->token, false, now);
     }
@@ -1961,7 +1962,7 @@ rl_conn *rl_op_take_conn(rl_op *op)
 
 /* ---- connection events ---- */
 
-static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
+static void reply_many(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
                        int64_t now);
 
 /* A chained node answered for its current part (r): it goes on to the next
@@ -2008,17 +2009,19 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         rl_cmd_late_reply(e, c, reply, now);
         return;
     }
-    if (rl_reply_is_noscript(reply) && e->form != RL_FORM_EVAL) {
-        /* The node lost its scripts (SCRIPT FLUSH, a failover): the script
-         * itself follows on the same connection, a new entry of the stream. */
-        if (rl_cmd_send(cmd, c, true) == REDLOCK_OK) {
+    if (rl_cmd_unrun(c, e->form, reply)) {
+        /* Not run for the way it was sent: the node lost its scripts (SCRIPT
+         * FLUSH, a failover), or has no library to call, or its ACL allows
+         * the other way only. It follows again on the same connection, in
+         * the way that runs, a new entry of the stream. */
+        if (rl_cmd_send_again(cmd, c, e->form, reply) == REDLOCK_OK) {
             op->saw_noscript = true;
             queued(op, i, now);
             return;
         }
     }
     if (op->kind == OP_EXTEND_MANY) {
-        reply_many(op, i, e, reply, now);
+        reply_many(op, c, e, reply, now);
         return;
     }
     rl_result r;
@@ -2036,6 +2039,7 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         return;
     }
     rl_cmd_classify(cmd, e->form, reply, &r);
+    rl_cmd_refused_both(c, e->form, &r);
     if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials, an ACL's NOPERM... */
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     else if (!e->late)
@@ -2293,9 +2297,10 @@ bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
 
 /* A node's reply to the renewal: its answer for each key, or a failure of
  * the whole command. */
-static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
+static void reply_many(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
                        int64_t now)
 {
+    size_t i = c->node;
     size_t n_keys = op->first_key[op->n_many], at = 0;
     for (size_t g = 0; chained(op, i) && g < op->slots[i].part; g++)
         at += op->parts[g]->n;   /* a chained node answers for its part's keys */
@@ -2306,6 +2311,7 @@ static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply 
         if (!e->late)
             rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
     } else {
+        rl_cmd_refused_both(c, e->form, &r);
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     }
     if (chained(op, i) && next_part(op, i, &r, now))
