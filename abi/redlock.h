@@ -133,6 +133,12 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         its guard says it was promoted or restarted with data) does not count
  *         towards a quorum until max_lease_ms has passed (a Sentinel group:
  *         max_lease_ms + sentinel_poll_ms); 0: off
+ *     load_functions (default "0"; 0 or 1)
+ *         1: a node without this version's function library (Redis 7.0+) gets
+ *         it loaded by this client, when its ACL allows FUNCTION LOAD; 0: the
+ *         library is an administrator's to load (redlock --load-functions).
+ *         Either way the scripts are called as functions where the library is,
+ *         and sent as scripts elsewhere
  *     max_lease_ms (default "60000"; 1 to 2147483647)
  *         the longest lease any client of these nodes uses: a longer lease (or
  *         watchdog_lease_ms) is refused, and a node that may have lost keys
@@ -568,6 +574,9 @@ REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min
  *   last_error   the last failure seen, "" for none
  *   conns        the connections the client has open to it now (at most
  *                pool_size + 2: pooled, in use, connecting)
+ *   scripts      how it runs the library's scripts, as the last connection
+ *                to it found: functions (FCALL of the function library),
+ *                eval (EVALSHA and EVAL) or unknown (not asked yet)
  * Values are percent-encoded where they hold a space, '%', a control
  * character or a byte beyond ASCII (so the text is ASCII and every field
  * splits at its first '='). New fields may be

@@ -73,6 +73,7 @@ struct config {
     int permits;     /* --permits N: a permit of NAME's semaphore of N; 0: a lock */
     bool fair;       /* --fair: NAME's fair lock (waiters served in arrival order) */
     bool check;      /* --check: no lock; the nodes' health */
+    bool load;       /* --load-functions: no lock; the function library on every node */
     const char *password_file;
     const char *sentinel_password_file;
     int conflict_exit;
@@ -97,6 +98,7 @@ static const char usage_head[] =
     "Usage: redlock [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
     "       redlock [OPTIONS] NAME -c STRING\n"
     "       redlock [OPTIONS] --check\n"
+    "       redlock [OPTIONS] --load-functions\n"
     "\n"
     "Run COMMAND while holding the distributed lock NAME, taken on a majority of\n"
     "independent Redis masters (the Redlock algorithm): flock(1) across machines,\n"
@@ -160,6 +162,10 @@ static const char usage_head[] =
     "      --check                  take no lock: ask every node, print a line per\n"
     "                               node (state, round trip, run_id, version) and\n"
     "                               exit 0 when a quorum answers, 69 when not\n"
+    "      --load-functions         take no lock: load this version's function\n"
+    "                               library on every node that lacks it (Redis 7.0+;\n"
+    "                               with credentials allowed FUNCTION LOAD), print\n"
+    "                               what each did, exit 0 when every node has it\n"
     "  -q, --quiet                  print no messages, usage errors aside\n"
     "  -v, --verbose                print the owner (the token's first 8\n"
     "                               characters), validity, extensions and release\n"
@@ -219,11 +225,21 @@ static const char usage_tail[] =
     "container probe or a cron alert (0, 69, or 77 when a quorum refuses the\n"
     "credentials).\n"
     "\n"
+    "Function library: the library's scripts run as Redis functions (FCALL) on\n"
+    "the nodes that hold its library, so that a lock client's ACL needs +fcall\n"
+    "and no +eval (docs/guarantees.md). redlock --load-functions, run once with\n"
+    "an administrator's credentials, loads it on every node and says per node\n"
+    "\"loaded\" or \"already loaded\"; running it again changes nothing. Each\n"
+    "version of the library has a name of its own (redlock_v and a digest of its\n"
+    "scripts), loaded beside the older ones, which clients of older versions go\n"
+    "on calling: delete one (FUNCTION DELETE) once none of them runs.\n"
+    "\n"
     "Exit status:\n"
     "  the status of COMMAND, or 128+N when a signal N killed it; otherwise:\n"
     "  64   usage error: bad option, duration, node URI or password file\n"
     "  69   no quorum: too few nodes reachable or answering in time, or they\n"
-    "       answered with errors (--check: too few answer)\n"
+    "       answered with errors (--check: too few answer; --load-functions: a\n"
+    "       node did not answer, or cannot hold functions)\n"
     "  70   other error\n"
     "  74   the lock was lost while COMMAND ran (COMMAND got SIGTERM if it\n"
     "       was still running)\n"
@@ -231,9 +247,10 @@ static const char usage_tail[] =
     "       with -n, or when -w ran out (see -E)\n"
     "  77   permission denied: a node refused the credentials, or its ACL\n"
     "       does not allow a command or key the tool uses (NOPERM: the message\n"
-    "       names the node and what it refused), or TLS failed (its handshake\n"
-    "       or the check of a node's certificate). One status for the three,\n"
-    "       as sysexits.h has one for permission denied; the message says which\n"
+    "       names the node and what it refused; --load-functions: a node refused\n"
+    "       FUNCTION LOAD), or TLS failed (its handshake or the check of a\n"
+    "       node's certificate). One status for the three, as sysexits.h has\n"
+    "       one for permission denied; the message says which\n"
     "  126  COMMAND cannot be executed\n"
     "  127  COMMAND not found\n"
     "\n"
@@ -478,6 +495,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         OPT_SENTINEL_PASSWORD_FILE,
         OPT_FENCING,
         OPT_CHECK,
+        OPT_LOAD_FUNCTIONS,
         OPT_PERMITS,
         OPT_FAIR,
     };
@@ -504,6 +522,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
         {"sentinel-password-file", required_argument, NULL, OPT_SENTINEL_PASSWORD_FILE},
         {"check", no_argument, NULL, OPT_CHECK},
+        {"load-functions", no_argument, NULL, OPT_LOAD_FUNCTIONS},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -587,6 +606,9 @@ static void parse_args(struct config *cfg, int argc, char **argv)
         case OPT_CHECK:
             cfg->check = true;
             break;
+        case OPT_LOAD_FUNCTIONS:
+            cfg->load = true;
+            break;
         case 'E':
             cfg->conflict_exit = exit_code_arg(optarg);
             break;
@@ -620,9 +642,12 @@ static void parse_args(struct config *cfg, int argc, char **argv)
     if (cfg->fair && (cfg->shared || cfg->permits > 0))
         usage_error("--fair goes with neither --shared nor --permits: the fair lock is "
                     "exclusive");
-    if (cfg->check) {
+    if (cfg->check && cfg->load)
+        usage_error("--check and --load-functions do not go together");
+    if (cfg->check || cfg->load) {
         if (optind < argc)
-            usage_error("--check takes no NAME or COMMAND; unexpected '%s'", argv[optind]);
+            usage_error("%s takes no NAME or COMMAND; unexpected '%s'",
+                        cfg->check ? "--check" : "--load-functions", argv[optind]);
         return;
     }
     if (optind >= argc)
@@ -902,13 +927,11 @@ static const char *health_field(char **fields, size_t n, const char *key)
     return "";
 }
 
-/* Prints one node's line of the health check. */
-static void print_node(char *line)
+/* Splits a line of redlock_ctx_health into its fields (up to 32, values
+ * decoded in place); how many. */
+static size_t split_health(char *line, char *fields[32])
 {
-    char *fields[32];
     size_t n = 0;
-    const char *state, *error, *rtt;
-    bool answers;
 
     for (char *f = strtok(line, " "); f != NULL && n < 32; f = strtok(NULL, " ")) {
         char *eq = strchr(f, '=');
@@ -917,6 +940,17 @@ static void print_node(char *line)
             unescape(eq + 1);
         fields[n++] = f;
     }
+    return n;
+}
+
+/* Prints one node's line of the health check. */
+static void print_node(char *line)
+{
+    char *fields[32];
+    size_t n = split_health(line, fields);
+    const char *state, *error, *rtt;
+    bool answers;
+
     state = health_field(fields, n, "state");
     error = health_field(fields, n, "last_error");
     rtt = health_field(fields, n, "rtt_ms");
@@ -998,6 +1032,87 @@ static int check_nodes(redlock_ctx *ctx)
                : "not healthy", answered, n, n / 2 + 1);
     free(text);
     return rc == REDLOCK_OK ? EX_OK : failure_status(rc);
+}
+
+/* --load-functions: the nodes where the library's event functions_loaded
+ * said it was loaded now, one "node=LABEL " after another. */
+struct loads {
+    char text[8192];
+};
+
+static void note_load(void *data, int level, const char *event, const char *message)
+{
+    struct loads *loads = data;
+    size_t used = strlen(loads->text), len = strcspn(message, " ");
+
+    if (strcmp(event, "functions_loaded") == 0 && used + len + 2 < sizeof loads->text) {
+        memcpy(loads->text + used, message, len);
+        memcpy(loads->text + used + len, " ", 2);
+    }
+    if (verbosity == VERBOSE)
+        print_event(NULL, level, event, message);
+}
+
+/* --load-functions: asks every node with the option load_functions on (a
+ * node without this version's library gets it loaded), then prints per
+ * node what it did. The load goes on a connection's handshake, behind its
+ * probe, and its answer is read by the next command there: a few pings
+ * read it. EX_OK when every node has the library; EX_NOPERM when a node
+ * refused FUNCTION LOAD; EX_UNAVAILABLE otherwise. */
+static int load_functions(redlock_ctx *ctx)
+{
+    size_t size = (size_t)REDLOCK_MAX_NODES * REDLOCK_HEALTH_LINE_MAX;
+    char *text = xmalloc(size);
+    struct loads loads = { .text = "" };
+    int answered = 0, status = EX_OK;
+
+    if (redlock_ctx_set_option(ctx, "load_functions", "1") != REDLOCK_OK
+        || redlock_ctx_set_log(ctx, note_load, REDLOCK_LOG_DEBUG, &loads) != REDLOCK_OK) {
+        say("cannot set up the client: %s", redlock_errmsg());
+        free(text);
+        return EX_SOFTWARE;
+    }
+    for (int i = 0; i < 3; i++)
+        redlock_ctx_ping(ctx, &answered);
+    redlock_ctx_set_log(ctx, NULL, REDLOCK_LOG_DEBUG, NULL);
+    if (redlock_ctx_health(ctx, text, size) != REDLOCK_OK) {
+        say("cannot read the nodes' health: %s", redlock_errmsg());
+        free(text);
+        return EX_SOFTWARE;
+    }
+    for (char *line = text, *end; *line; line = end + 1) {
+        char *fields[32], mark[REDLOCK_HEALTH_LINE_MAX];
+        end = strchr(line, '\n');
+        *end = '\0';
+        size_t n = split_health(line, fields);
+        const char *node = health_field(fields, n, "node");
+        const char *way = health_field(fields, n, "scripts");
+        const char *error = health_field(fields, n, "last_error");
+        const char *what = "already loaded";
+
+        snprintf(mark, sizeof mark, "node=%s ", node);
+        if (strcmp(way, "functions") == 0 && strstr(loads.text, mark)) {
+            what = "loaded";
+        } else if (strcmp(way, "functions") != 0) {
+            what = "not loaded";
+            if (strstr(error, "FUNCTION LOAD refused"))
+                status = EX_NOPERM;
+            else if (status == EX_OK)
+                status = EX_UNAVAILABLE;
+        }
+        /* A Cluster's masters each hold their own functions: this run
+         * reached some of them. */
+        const char *note = strcmp(health_field(fields, n, "kind"), "cluster") == 0
+                         ? " (on the Cluster masters it reached; each needs it)" : "";
+        if (verbosity != QUIET && strcmp(what, "not loaded") == 0)
+            printf("%s: not loaded (%s)%s\n", node, *error ? error
+                   : strcmp(way, "eval") == 0 ? "it cannot call functions: a server before "
+                     "Redis 7.0, or an ACL without +fcall" : "no answer", note);
+        else if (verbosity != QUIET)
+            printf("%s: %s%s\n", node, what, note);
+    }
+    free(text);
+    return status;
 }
 
 /* ---- Signals: the handler writes the signal number to a self-pipe. ---- */
@@ -1431,7 +1546,8 @@ int main(int argc, char **argv)
     if (status == EX_OK && cfg.ttl_ms == TTL_UNSET)
         cfg.ttl_ms = kept_lease_ms(ctx);
     if (status == EX_OK)
-        status = cfg.check ? check_nodes(ctx) : acquire_and_run(ctx, &cfg);
+        status = cfg.check ? check_nodes(ctx)
+               : cfg.load ? load_functions(ctx) : acquire_and_run(ctx, &cfg);
     redlock_ctx_free(ctx);
     free_config(&cfg);
     if (wait_interrupted_by != 0)

@@ -36,6 +36,16 @@ static void encode(char *out, size_t max, const char *s)
     out[n] = '\0';
 }
 
+/* How the node runs the scripts, as the last connection to ask found. */
+static const char *scripts_way_name(rl_node *node)
+{
+    switch (atomic_load(&node->scripts_way)) {
+    case RL_SCRIPTS_FUNCTIONS: return "functions";
+    case RL_SCRIPTS_EVAL:      return "eval";
+    default:                   return "unknown";
+    }
+}
+
 /* One node's line, into line (REDLOCK_HEALTH_LINE_MAX bytes); its length. */
 static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *line)
 {
@@ -72,7 +82,7 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     int w = snprintf(line, REDLOCK_HEALTH_LINE_MAX,
                      "node=%s state=%s for_ms=%lld retry_in_ms=%lld guard_ms=%lld rtt_ms=%s "
                      "commands=%llu failures=%llu timeouts=%llu run_id=%s version=%s "
-                     "kind=%s server=%s last_error=%s conns=%d\n",
+                     "kind=%s server=%s last_error=%s conns=%d scripts=%s\n",
                      label, name, (long long)(since == INT64_MIN ? 0 : now - since),
                      (long long)retry_in, (long long)(state == RL_NODE_UP ? guard : 0), rtt,
                      (unsigned long long)atomic_load(&node->commands),
@@ -80,7 +90,7 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
                      (unsigned long long)atomic_load(&node->timeouts), run_id, version,
                      node->addr.kind == RL_NODE_SENTINEL ? "sentinel"
                      : node->addr.kind == RL_NODE_CLUSTER ? "cluster" : "master", server, error,
-                     rl_conn_count(ctx, node->index));
+                     rl_conn_count(ctx, node->index), scripts_way_name(node));
     return w < 0 ? 0 : (size_t)w;
 }
 

@@ -196,6 +196,15 @@ static const rl_script *script_of(const rl_cmd *cmd)
     }
 }
 
+/* The start of a script's call in form: EVAL and its text, EVALSHA and its
+ * digest, or FCALL and its function. */
+static void script_head(const char **argv, rl_form form, const rl_script *script)
+{
+    argv[0] = form == RL_FORM_EVAL ? "EVAL" : form == RL_FORM_FCALL ? "FCALL" : "EVALSHA";
+    argv[1] = form == RL_FORM_EVAL ? script->body
+            : form == RL_FORM_FCALL ? script->fn : script->sha1;
+}
+
 /* Formats a renewal of many locks: EVALSHA/EVAL script n key... then each
  * key's token and lease. */
 static int format_many(const rl_cmd *cmd, rl_form form, const rl_script *script, rl_bytes *out)
@@ -210,8 +219,7 @@ static int format_many(const rl_cmd *cmd, rl_form form, const rl_script *script,
     }
     char numkeys[24];
     rl_decimal(numkeys, (long long)n);
-    argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
-    argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
+    script_head(argv, form, script);
     argv[2] = numkeys;
     memcpy(argv + 3, cmd->keys->k, n * sizeof *argv);
     for (size_t i = 0; i < n; i++) {
@@ -258,11 +266,8 @@ static int format_beside(const rl_cmd *cmd, rl_form form, bool cluster, const rl
     char *beside_key = beside(cmd->keys->k[0], cluster, suffix, &blen);
     if (!beside_key)
         return REDLOCK_ENOMEM;
-    const char *argv[12] = {
-        form == RL_FORM_EVAL ? "EVAL" : "EVALSHA",
-        form == RL_FORM_EVAL ? script->body : script->sha1,
-        "2", cmd->keys->k[0], beside_key,
-    };
+    const char *argv[12] = { NULL, NULL, "2", cmd->keys->k[0], beside_key };
+    script_head(argv, form, script);
     size_t lens[12];
     int argc = 5 + n_args;
     for (int i = 0; i < n_args; i++)
@@ -379,8 +384,7 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         return REDLOCK_ENOMEM;
     }
     rl_decimal(numkeys, (long long)n);
-    argv[0] = form == RL_FORM_EVAL ? "EVAL" : "EVALSHA";
-    argv[1] = form == RL_FORM_EVAL ? script->body : script->sha1;
+    script_head(argv, form, script);
     argv[2] = numkeys;
     memcpy(argv + 3, cmd->keys->k, n * sizeof *argv);
     size_t at = 3 + n;
@@ -444,19 +448,41 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
     return rc;
 }
 
-int rl_cmd_send_script(rl_cmd *cmd, rl_conn *c)
+bool rl_cmd_unrun(const rl_conn *c, int form, const redisReply *reply)
 {
-    return send_form(cmd, c, RL_FORM_EVAL, false);
+    if (reply->type != REDIS_REPLY_ERROR)
+        return false;
+    if (form == RL_FORM_FCALL)
+        return rl_reply_no_function(reply);
+    if (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA)
+        return false;
+    /* An ACL without +eval or +evalsha (the one for the library) refuses
+     * the command itself, before any script runs: NOPERM and its name. */
+    return rl_reply_is_noscript(reply)
+        || (rl_conn_calls_functions(c) && strncmp(reply->str, "NOPERM", 6) == 0
+            && (strstr(reply->str, "'eval") || strstr(reply->str, "'evalsha")));
 }
 
-int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval)
+int rl_cmd_send_again(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply)
+{
+    if (form == RL_FORM_FCALL)
+        rl_conn_no_functions(c, reply->str);
+    /* The function when the node has the library; else the script itself:
+     * the connection may not have loaded it (SCRIPT LOAD). No cached bytes:
+     * its operation may have moved on, on another thread. */
+    return send_form(cmd, c, rl_conn_calls_functions(c) ? RL_FORM_FCALL : RL_FORM_EVAL, false);
+}
+
+int rl_cmd_send(rl_cmd *cmd, rl_conn *c)
 {
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
              || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
-    if (eval || rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1 || rw(cmd)
-        || sem(cmd) || fair(cmd)
-        || !rl_node_has_set_nx_get(&c->ctx->nodes[c->node]))
-        return send_form(cmd, c, eval || rare ? RL_FORM_EVAL : RL_FORM_EVALSHA, cmd->cacheable);
+    if (rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1 || rw(cmd) || sem(cmd)
+        || fair(cmd) || !rl_node_has_set_nx_get(&c->ctx->nodes[c->node])) {
+        rl_form form = cmd->kind != RL_CMD_PING && rl_conn_calls_functions(c) ? RL_FORM_FCALL
+                     : rare ? RL_FORM_EVAL : RL_FORM_EVALSHA;
+        return send_form(cmd, c, form, cmd->cacheable);
+    }
     int rc = send_form(cmd, c, RL_FORM_SET, cmd->cacheable);
     if (rc != REDLOCK_OK || !cmd->fenced)
         return rc;
@@ -607,13 +633,25 @@ static void name_calls(const rl_cmd *cmd, char *why, size_t len)
     snprintf(why + used, len - used, ")");
 }
 
+void rl_cmd_refused_both(const rl_conn *c, int form, rl_result *r)
+{
+    if (r->vote != RL_VOTE_FAILED || r->code != REDLOCK_ENOPERM
+        || (!c->fcall_refused && !c->no_library)
+        || (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA))
+        return;
+    size_t used = strlen(r->why);
+    snprintf(r->why + used, sizeof r->why - used, "%s", c->fcall_refused
+             ? "; and FCALL: no permissions to run the 'fcall' command"
+             : "; and no function library here (redlock --load-functions)");
+}
+
 static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out);
 
 void rl_cmd_classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result *out)
 {
     classify(cmd, form, r, out);
     if (out->vote == RL_VOTE_FAILED && out->code == REDLOCK_ENOPERM
-        && (form == RL_FORM_EVAL || form == RL_FORM_EVALSHA)
+        && (form == RL_FORM_EVAL || form == RL_FORM_EVALSHA || form == RL_FORM_FCALL)
         && strstr(out->why, "run this command"))
         name_calls(cmd, out->why, sizeof out->why);
 }

@@ -39,6 +39,8 @@ typedef enum rl_form {
     RL_FORM_EVAL,       /* the command's script in full (after NOSCRIPT) */
     RL_FORM_COUNT,      /* a fenced acquire of one key on Redis 7.0+: INCR of its counter,
                          * queued right behind its SET (an entry of its own) */
+    RL_FORM_FCALL,      /* the command's function in the library (scripts.h), when the
+                         * connection calls it (rl_conn_calls_functions) */
     RL_FORMS
 } rl_form;
 
@@ -105,12 +107,17 @@ bool rl_keys_same(const rl_keys *a, const rl_keys *b);
 
 /* Queues cmd on c, in the form the node takes (an acquire of one key on
  * Redis 7.0 and later: SET NX GET, and when fenced the INCR of its counter
- * behind it; EVALSHA otherwise); `eval` forces the full script.
- * REDLOCK_OK, or a code when it could not be queued. */
-int rl_cmd_send(rl_cmd *cmd, rl_conn *c, bool eval);
+ * behind it; FCALL when the connection calls the library; EVALSHA
+ * otherwise, or EVAL for the rare commands). REDLOCK_OK, or a code when it
+ * could not be queued. */
+int rl_cmd_send(rl_cmd *cmd, rl_conn *c);
 
 /* What a reply to cmd (sent in `form`) says. */
 void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply, rl_result *out);
+/* A script refused by the ACL (EVAL or EVALSHA) on a connection whose FCALL
+ * was refused too, or that found no library: r says so (naming 'fcall', or
+ * the missing library), the way the ACL for the library needs. */
+void rl_cmd_refused_both(const rl_conn *c, int form, rl_result *r);
 /* A fenced acquire's yes (classified so): its counters, one per key, into out. */
 void rl_cmd_fences(const rl_cmd *cmd, const struct redisReply *reply, int64_t *out);
 /* A fenced acquire of one key sent as SET and INCR (RL_FORM_SET, then
@@ -140,9 +147,17 @@ bool rl_cmd_many_votes(const rl_cmd *cmd, const struct redisReply *reply, signed
 #define RL_CMD_US_PER_KEY 20
 int64_t rl_cmd_work_ms(const rl_cmd *cmd);
 
-/* Queues cmd again as its full script (EVAL, after NOSCRIPT), with no cached
- * bytes: its operation may have moved on, on another thread. */
-int rl_cmd_send_script(rl_cmd *cmd, rl_conn *c);
+/* Whether a reply to cmd sent in form on c says that it did not run for the
+ * way it was sent alone: NOSCRIPT (the node lost its scripts); of FCALL, no
+ * such function (no library of this version there), no FCALL (before Redis
+ * 7.0) or an ACL without +fcall; of EVAL or EVALSHA, an ACL without them
+ * while the connection calls the library. Such a command is sent again,
+ * once per change of way, by rl_cmd_send_again. */
+bool rl_cmd_unrun(const rl_conn *c, int form, const struct redisReply *reply);
+/* Queues cmd again after such a reply, a new entry of the stream: as the
+ * function when the connection calls the library (after a refused FCALL it
+ * no longer does), else as the full script (EVAL). REDLOCK_OK or a code. */
+int rl_cmd_send_again(rl_cmd *cmd, rl_conn *c, int form, const struct redisReply *reply);
 
 /* The resource names of keys (key_prefix removed), comma-separated, cut
  * short with ",+N more" to fit len: what an event (log.h) shows of them. */

@@ -70,14 +70,16 @@ static bool append_bytes(rl_conn *c, const char *bytes, size_t len)
     return true;
 }
 
-/* Queues one command of the handshake. */
-static bool send_own(rl_conn *c, rl_entry_kind kind, int argc, const char **argv)
+/* Queues one command of the handshake, sent in form (a guard's). */
+static bool send_entry(rl_conn *c, rl_entry_kind kind, rl_form form, int argc,
+                       const char **argv)
 {
     rl_bytes b;
     if (rl_bytes_format(&b, argc, argv) != REDLOCK_OK)
         return false;
     bool ok = append_bytes(c, b.p, b.len)
-        && push_entry(c, (rl_entry){ .kind = (uint8_t)kind, .end = c->queued });
+        && push_entry(c, (rl_entry){ .kind = (uint8_t)kind, .form = (uint8_t)form,
+                                     .end = c->queued });
     if (kind == RL_ENTRY_AUTH) {
         c->secret_end = c->queued;
         rl_bytes_wipe(&b);
@@ -85,6 +87,11 @@ static bool send_own(rl_conn *c, rl_entry_kind kind, int argc, const char **argv
         rl_bytes_free(&b);
     }
     return ok;
+}
+
+static bool send_own(rl_conn *c, rl_entry_kind kind, int argc, const char **argv)
+{
+    return send_entry(c, kind, RL_FORM_EVAL, argc, argv);
 }
 
 /* AUTH [user] password, when there is a password. */
@@ -140,8 +147,9 @@ static bool guard_key(rl_conn *c, char *key, size_t len)
 }
 
 /* The guard script (scripts/guard.lua) on this connection's server, as
- * kind: *keyed is false when the server serves no slot (no guard). */
-static bool queue_guard(rl_conn *c, rl_entry_kind kind, bool *keyed)
+ * kind, in form (FCALL of its function, or EVAL): *keyed is false when the
+ * server serves no slot (no guard). */
+static bool queue_guard(rl_conn *c, rl_entry_kind kind, rl_form form, bool *keyed)
 {
     rl_node *node = &c->ctx->nodes[c->node];
     char key[RL_GUARD_KEY_MAX], lease[24], epoch[24];
@@ -150,8 +158,46 @@ static bool queue_guard(rl_conn *c, rl_entry_kind kind, bool *keyed)
         return true;
     snprintf(lease, sizeof lease, "%lld", (long long)rl_node_guard_ms(node));
     snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
-    const char *guard[6] = { "EVAL", rl_script_guard.body, "1", key, lease, epoch };
-    return send_own(c, kind, 6, guard);
+    bool fcall = form == RL_FORM_FCALL;
+    const char *guard[6] = { fcall ? "FCALL" : "EVAL",
+                             fcall ? rl_script_guard.fn : rl_script_guard.body, "1", key, lease,
+                             epoch };
+    if (!send_entry(c, kind, form, 6, guard))
+        return false;
+    if (kind == RL_ENTRY_GUARD) {
+        c->guards_owed++;
+        c->guard_forms |= (uint8_t)(1u << form);
+    }
+    return true;
+}
+
+/* The handshake's guard, the way the node's last probe said (both ways
+ * when none has answered yet: the guard is idempotent, a second run reads
+ * its own record, and so its answer comes before any command's whichever
+ * way this connection takes). */
+static bool queue_guards(rl_conn *c, bool *keyed)
+{
+    int way = atomic_load(&c->ctx->nodes[c->node].scripts_way);
+    if (!queue_guard(c, RL_ENTRY_GUARD,
+                     way == RL_SCRIPTS_FUNCTIONS ? RL_FORM_FCALL : RL_FORM_EVAL, keyed))
+        return false;
+    return !*keyed || way != RL_SCRIPTS_UNKNOWN
+        || queue_guard(c, RL_ENTRY_GUARD, RL_FORM_FCALL, keyed);
+}
+
+bool rl_conn_calls_functions(const rl_conn *c)
+{
+    int way = c->scripts_way != RL_SCRIPTS_UNKNOWN
+            ? c->scripts_way : atomic_load(&c->ctx->nodes[c->node].scripts_way);
+    return way == RL_SCRIPTS_FUNCTIONS;
+}
+
+void rl_conn_no_functions(rl_conn *c, const char *why)
+{
+    c->fcall_refused |= rl_reply_error_code(why) == REDLOCK_ENOPERM;
+    c->no_library |= strncmp(why, "ERR Function not found", 22) == 0;
+    c->scripts_way = RL_SCRIPTS_EVAL;
+    atomic_store(&c->ctx->nodes[c->node].scripts_way, RL_SCRIPTS_EVAL);
 }
 
 /* AUTH and SELECT first (and ROLE, on a Sentinel node's master), and
@@ -182,7 +228,18 @@ static bool queue_handshake(rl_conn *c)
             return false;
     }
     c->gate = c->q_len > 0 ? c->queued : GATE_OPEN;
-    for (int i = 0; !c->to.census && i < RL_N_SCRIPTS; i++) {
+    /* May the library be called? Not asked of a server known to predate
+     * functions (Redis 7.0). */
+    int version = rl_node_version(node);
+    if (version > 0 && version < 700) {
+        c->scripts_way = RL_SCRIPTS_EVAL;
+    } else {
+        const char *probe[3] = { "FCALL", rl_library_probe, "0" };
+        if (!send_own(c, RL_ENTRY_PROBE, 3, probe))
+            return false;
+    }
+    bool loads = atomic_load(&node->scripts_way) != RL_SCRIPTS_FUNCTIONS;
+    for (int i = 0; !c->to.census && loads && i < RL_N_SCRIPTS; i++) {
         const char *argv[3] = { "SCRIPT", "LOAD", rl_scripts[i]->body };
         if (!send_own(c, RL_ENTRY_SCRIPT, 3, argv))
             return false;
@@ -193,7 +250,7 @@ static bool queue_handshake(rl_conn *c)
     if (!c->ctx->opt.restart_guard)
         return true;
     bool keyed = false;
-    if (!queue_guard(c, RL_ENTRY_GUARD, &keyed))
+    if (!queue_guards(c, &keyed))
         return false;
     if (!keyed) {
         rl_node_guard_read(node, c->to.server);   /* it serves no slot: nothing to guard */
@@ -303,7 +360,8 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
      * record deleted or corrected then holds the node back no longer. */
     bool keyed;
     if (!c->to.sentinel && !c->to.census && rl_node_take_reread(&c->ctx->nodes[c->node])
-        && !queue_guard(c, RL_ENTRY_REGUARD, &keyed))
+        && !queue_guard(c, RL_ENTRY_REGUARD,
+                        rl_conn_calls_functions(c) ? RL_FORM_FCALL : RL_FORM_EVAL, &keyed))
         return REDLOCK_ENOMEM;
     if (!append_bytes(c, bytes, len))
         return REDLOCK_ENOMEM;
@@ -434,8 +492,10 @@ rl_reply_limits rl_conn_limits(const rl_entry *e)
         [RL_ENTRY_AUTH] = "AUTH", [RL_ENTRY_SELECT] = "SELECT", [RL_ENTRY_ROLE] = "ROLE",
         [RL_ENTRY_EPOCH] = "SENTINEL MASTER", [RL_ENTRY_SENTINEL] = "SENTINEL GET-MASTER-ADDR",
         [RL_ENTRY_SLOTS] = "CLUSTER SLOTS", [RL_ENTRY_ASKING] = "ASKING",
-        [RL_ENTRY_SCRIPT] = "SCRIPT LOAD", [RL_ENTRY_INFO] = "INFO",
-        [RL_ENTRY_GUARD] = "the guard script", [RL_ENTRY_CMD] = "a command of a lock",
+        [RL_ENTRY_PROBE] = "the library's probe", [RL_ENTRY_SCRIPT] = "SCRIPT LOAD",
+        [RL_ENTRY_INFO] = "INFO", [RL_ENTRY_GUARD] = "the guard script",
+        [RL_ENTRY_REGUARD] = "the guard script", [RL_ENTRY_LOAD] = "FUNCTION LOAD",
+        [RL_ENTRY_CMD] = "a command of a lock",
     };
     if (!e)
         return (rl_reply_limits){ RL_REPLY_SMALL_BYTES, RL_REPLY_SMALL_ELEMS,
@@ -582,10 +642,83 @@ static void role_reply(rl_conn *c, const redisReply *reply, int64_t now)
     redirect(c, "%s is %s now: asking the sentinels again", server, role);
 }
 
-/* A reply of the handshake: REDLOCK_OK, or breaks the connection. */
-static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *reply, int64_t now)
+/* The library's probe: the library's name when its functions may be
+ * called. Otherwise the scripts go as EVALSHA and EVAL; and with the option
+ * load_functions, a library not there is loaded (never replaced: a library
+ * of this name holds these very functions). */
+static void probe_reply(rl_conn *c, const redisReply *reply)
 {
     rl_node *node = &c->ctx->nodes[c->node];
+    bool callable = reply->type == REDIS_REPLY_STRING && strcmp(reply->str, rl_library_name) == 0;
+    if (callable) {
+        c->scripts_way = RL_SCRIPTS_FUNCTIONS;
+        atomic_store(&node->scripts_way, RL_SCRIPTS_FUNCTIONS);
+    } else {
+        rl_conn_no_functions(c, reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+    }
+    if (callable || c->to.census || !atomic_load(&c->ctx->opt.load_functions)
+        || atomic_load(&node->load_refused) || reply->type != REDIS_REPLY_ERROR
+        || strncmp(reply->str, "ERR Function not found", 22) != 0)
+        return;
+    const char *argv[3] = { "FUNCTION", "LOAD", rl_library };
+    if (!send_own(c, RL_ENTRY_LOAD, 3, argv))
+        rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
+}
+
+/* FUNCTION LOAD's answer: the library's name, or that it is there already
+ * (another client loaded it meanwhile). A refusal is told once. */
+static void load_reply(rl_conn *c, const redisReply *reply, int64_t now)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    bool there = reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "already exists");
+    if (reply->type == REDIS_REPLY_STRING || there) {
+        c->no_library = false;
+        c->scripts_way = RL_SCRIPTS_FUNCTIONS;
+        atomic_store(&node->scripts_way, RL_SCRIPTS_FUNCTIONS);
+        if (!there)
+            RL_LOG(c->ctx, REDLOCK_LOG_INFO, "functions_loaded", "node=%s library=%s",
+                   node->addr.label, rl_library_name);
+        return;
+    }
+    atomic_store(&node->load_refused, true);
+    char why[160];
+    snprintf(why, sizeof why, "FUNCTION LOAD refused: %.120s",
+             reply->type == REDIS_REPLY_ERROR ? reply->str : "not the library's name");
+    rl_node_failed(node, RL_NODE_KEEP, why, now);
+}
+
+/* A guard of the handshake answered (e, its entry): false when its answer
+ * is not told, as it went a way that does not run here while the other
+ * way was or is now sent too (it reads the guard in its place). */
+static bool guard_told(rl_conn *c, const rl_entry *e, const redisReply *reply)
+{
+    c->guards_owed--;
+    if (reply->type != REDIS_REPLY_ERROR)
+        return true;
+    rl_form form = (rl_form)e->form, other = form == RL_FORM_FCALL ? RL_FORM_EVAL : RL_FORM_FCALL;
+    bool both = c->guard_forms & (1u << other);
+    bool fcall = rl_conn_calls_functions(c);
+    /* Both went (the node's way was not known): the one of the other way
+     * than this connection's says nothing. */
+    if (both)
+        return fcall == (form == RL_FORM_FCALL);
+    if (!rl_cmd_unrun(c, form, reply))
+        return true;
+    if (form == RL_FORM_FCALL)
+        rl_conn_no_functions(c, reply->str);
+    bool keyed;
+    if (!queue_guard(c, RL_ENTRY_GUARD, other, &keyed)) {
+        rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
+        return false;
+    }
+    return !keyed;
+}
+
+/* A reply of the handshake: REDLOCK_OK, or breaks the connection. */
+static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *reply, int64_t now)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    rl_entry_kind kind = (rl_entry_kind)e->kind;
     if (kind == RL_ENTRY_SENTINEL) {
         sentinel_reply(c, reply);
         return;
@@ -612,6 +745,19 @@ static void handshake_reply(rl_conn *c, rl_entry_kind kind, const redisReply *re
             rl_node_guard_reread(node, reply->integer, now);
         return;
     }
+    if (kind == RL_ENTRY_PROBE) {
+        probe_reply(c, reply);
+        return;
+    }
+    if (kind == RL_ENTRY_LOAD) {
+        load_reply(c, reply, now);
+        return;
+    }
+    /* SCRIPT LOAD's refusal says nothing when the library is called. */
+    if (kind == RL_ENTRY_SCRIPT && c->scripts_way == RL_SCRIPTS_FUNCTIONS)
+        return;
+    if (kind == RL_ENTRY_GUARD && !guard_told(c, e, reply))
+        return;   /* another guard tells */
     if (reply->type == REDIS_REPLY_ERROR) {
         if (kind == RL_ENTRY_AUTH || kind == RL_ENTRY_SELECT) {
             int code = rl_reply_error_code(reply->str);
@@ -721,7 +867,7 @@ int rl_conn_next(rl_conn *c, redisReply **reply, rl_entry *entry, int64_t now)
         rl_entry e = pop_entry(c);
         c->heard_at = now;
         if (e.kind != RL_ENTRY_CMD) {
-            handshake_reply(c, (rl_entry_kind)e.kind, r, now);
+            handshake_reply(c, &e, r, now);
             freeReplyObject(r);
             continue;
         }

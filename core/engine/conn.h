@@ -9,10 +9,19 @@
  *     read pops the oldest. A reply is credited to the entry it pops, and to
  *     nothing else: an entry never moves, and a command sent again (EVAL
  *     after NOSCRIPT) is a new entry at the tail.
- *   - The handshake of a new connection (AUTH, SELECT, SCRIPT LOAD, INFO)
- *     is the stream's own. Nothing queued behind AUTH or SELECT is written
- *     before their replies say OK; an error from either breaks the
- *     connection, so what was held back never runs.
+ *   - The handshake of a new connection (AUTH, SELECT, the library's probe,
+ *     SCRIPT LOAD, INFO, the guard) is the stream's own. Nothing queued
+ *     behind AUTH or SELECT is written before their replies say OK; an
+ *     error from either breaks the connection, so what was held back never
+ *     runs.
+ *   - Scripts go as FCALL of the library's functions or as EVALSHA/EVAL
+ *     (scripts.h): the way the handshake's probe found for this connection,
+ *     and until it answers the way the node's last probe found. The guard
+ *     of the handshake goes that way, or both ways while no probe of the
+ *     node has answered, so that its answer precedes every command's. A
+ *     command refused for its way alone (rl_cmd_unrun: no library there,
+ *     an ACL that allows the other way) is sent again the other way, a new
+ *     entry at the tail.
  *   - The entry of a command records how many bytes had been queued when it
  *     ended: once that many are written it may have run, before that it
  *     certainly has not. When a connection breaks, rl_conn_pop_lost hands out
@@ -66,16 +75,18 @@ typedef enum rl_entry_kind {
     RL_ENTRY_SLOTS,       /* a Cluster's seed asked for the slot map: the connection ends */
     /* Not held back: */
     RL_ENTRY_ASKING,      /* ASKING, right before a command a -ASK sent here */
+    RL_ENTRY_PROBE,       /* handshake: FCALL of the library's probe (may it be called?) */
     RL_ENTRY_SCRIPT,      /* handshake: SCRIPT LOAD; an error only means NOSCRIPT later */
     RL_ENTRY_INFO,        /* handshake: the node's run_id and version */
     RL_ENTRY_GUARD,       /* handshake: the guard script (may the node have lost keys?) */
     RL_ENTRY_REGUARD,     /* the guard script again, before a command (rl_node_guard_stale) */
+    RL_ENTRY_LOAD,        /* FUNCTION LOAD of the library (the option load_functions) */
     RL_ENTRY_CMD          /* a command of an operation: see cmd */
 } rl_entry_kind;
 
 typedef struct rl_entry {
     uint8_t kind;         /* rl_entry_kind */
-    uint8_t form;         /* RL_ENTRY_CMD: how it was sent (cmd.h's rl_form) */
+    uint8_t form;         /* RL_ENTRY_CMD, RL_ENTRY_GUARD: how it was sent (cmd.h's rl_form) */
     bool covered;         /* an acquire with a release of its token behind it */
     bool late;            /* its deadline passed without its reply: counted once (node.h) */
     bool fresh;           /* queued while connecting: its round trip is not measured */
@@ -108,6 +119,12 @@ typedef struct redlock_conn {
     int ask_server;             /* redirected by -ASK: the master to try (masters index) */
     rl_conn_state state;
     bool info_refused;          /* its handshake's INFO was (an ACL without +info) */
+    int8_t scripts_way;         /* node.h's rl_scripts_way, as its probe answered (unknown
+                                 * before: then the node's) */
+    bool fcall_refused;         /* its ACL refused FCALL (NOPERM) */
+    bool no_library;            /* its probe found no library of this version */
+    uint8_t guards_owed;        /* guard scripts of its handshake still unanswered */
+    uint8_t guard_forms;        /* the forms its guard went in (bits of 1 << rl_form) */
     int code;                   /* RL_CONN_BROKEN: the REDLOCK_E* that describes why */
     char why[160];              /* RL_CONN_BROKEN: printable reason */
     unsigned uses;              /* operations it has served (0: new) */
@@ -161,6 +178,14 @@ void rl_conn_break(rl_conn *c, int code, const char *fmt, ...) __attribute__((fo
 /* Queues a command: its bytes, and its entry, which keeps the reference on
  * cmd that the caller gives it (on success only). */
 int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, int form);
+
+/* Whether commands on c call the library's functions (FCALL): as its probe
+ * answered, or before that as the node's last probe did. */
+bool rl_conn_calls_functions(const rl_conn *c);
+/* An FCALL on c was refused (no function of that name, no FCALL, an ACL
+ * without +fcall: why): c and its node's next connections send the scripts
+ * (EVALSHA, EVAL) until a probe finds the library callable. */
+void rl_conn_no_functions(rl_conn *c, const char *why);
 
 /* Queues ASKING: the command queued next goes to a slot this Cluster
  * master is importing (-ASK). REDLOCK_OK or a code. */

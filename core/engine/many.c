@@ -26,7 +26,7 @@
  * its expiry moved, or held no more. The operation ends when every lock is
  * decided; its status is REDLOCK_OK, each lock's is rl_op_many_status. */
 
-static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
+static void reply_many(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
                        int64_t now);
 static void decide_many(rl_op *op, bool final, int64_t now);
 
@@ -185,9 +185,10 @@ bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
 
 /* A node's reply to the renewal: its answer for each key, or a failure of
  * the whole command. */
-static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
+static void reply_many(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
                        int64_t now)
 {
+    size_t i = c->node;
     size_t n_keys = op->first_key[op->n_many], at = 0;
     for (size_t g = 0; rl_round_chained(op, i) && g < op->slots[i].part; g++)
         at += op->parts[g]->n;   /* a chained node answers for its part's keys */
@@ -198,6 +199,7 @@ static void reply_many(rl_op *op, size_t i, const rl_entry *e, const redisReply 
         if (!e->late)
             rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
     } else {
+        rl_cmd_refused_both(c, e->form, &r);
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     }
     if (rl_round_chained(op, i) && rl_round_next_part(op, i, &r, now))

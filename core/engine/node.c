@@ -28,6 +28,8 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
     rl_slot_map_init(&node->map);
     atomic_init(&node->state, RL_NODE_UNKNOWN);
     atomic_init(&node->rtt_us, -1);
+    atomic_init(&node->scripts_way, RL_SCRIPTS_UNKNOWN);
+    atomic_init(&node->load_refused, false);
     node->state_since = INT64_MIN;
     pthread_mutex_init(&node->mu, NULL);
     return REDLOCK_OK;
@@ -774,10 +776,15 @@ int rl_node_same_as(rl_node *node)
     return same;
 }
 
-bool rl_node_has_set_nx_get(rl_node *node)
+int rl_node_version(rl_node *node)
 {
     pthread_mutex_lock(&node->mu);
-    bool yes = node->version >= 700;
+    int version = node->version;
     pthread_mutex_unlock(&node->mu);
-    return yes;
+    return version;
+}
+
+bool rl_node_has_set_nx_get(rl_node *node)
+{
+    return rl_node_version(node) >= 700;
 }

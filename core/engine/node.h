@@ -45,6 +45,15 @@ typedef struct rl_target {
     uint64_t gen;    /* the node's generation it was chosen in */
 } rl_target;
 
+/* How a node runs the scripts (scripts.h), as the last connection to probe
+ * it found (conn.h): its health's scripts= field. */
+typedef enum rl_scripts_way {
+    RL_SCRIPTS_UNKNOWN,     /* no connection has asked yet */
+    RL_SCRIPTS_FUNCTIONS,   /* FCALL of the library's functions */
+    RL_SCRIPTS_EVAL         /* EVALSHA and EVAL: no library of this version there, no
+                             * functions (before Redis 7.0), or an ACL without +fcall */
+} rl_scripts_way;
+
 typedef struct rl_node {
     rl_node_addr addr;
     size_t index;
@@ -54,6 +63,11 @@ typedef struct rl_node {
     /* The next command on one of its connections reads the guard again first
      * (rl_node_guard_stale): atomic, as every command sent looks at it. */
     _Atomic bool guard_reread;
+    /* rl_scripts_way: how its next connections send the scripts until their
+     * own probe answers; and whether its ACL refused FUNCTION LOAD (the
+     * option load_functions tries no more). */
+    _Atomic int scripts_way;
+    _Atomic bool load_refused;
     _Atomic uint64_t commands, failures, timeouts;
     _Atomic int64_t rtt_us;          /* an average of round trips, in microseconds; -1 none */
     pthread_mutex_t mu;      /* guards every field below */
@@ -228,6 +242,8 @@ int64_t rl_node_guard_ms(const rl_node *node);
 int64_t rl_node_guard_left(rl_node *node, int64_t now);
 /* The index of an earlier node that is the same server, or -1. */
 int rl_node_same_as(rl_node *node);
+/* Its redis_version as its last INFO said (major * 100 + minor; 0 unknown). */
+int rl_node_version(rl_node *node);
 /* Whether the node is known to run Redis 7.0 or later (SET with NX and GET). */
 bool rl_node_has_set_nx_get(rl_node *node);
 

@@ -826,17 +826,19 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         rl_cmd_late_reply(e, c, reply, now);
         return;
     }
-    if (rl_reply_is_noscript(reply) && e->form != RL_FORM_EVAL) {
-        /* The node lost its scripts (SCRIPT FLUSH, a failover): the script
-         * itself follows on the same connection, a new entry of the stream. */
-        if (rl_cmd_send(cmd, c, true) == REDLOCK_OK) {
+    if (rl_cmd_unrun(c, e->form, reply)) {
+        /* Not run for the way it was sent: the node lost its scripts (SCRIPT
+         * FLUSH, a failover), or has no library to call, or its ACL allows
+         * the other way only. It follows again on the same connection, in
+         * the way that runs, a new entry of the stream. */
+        if (rl_cmd_send_again(cmd, c, e->form, reply) == REDLOCK_OK) {
             op->saw_noscript = true;
             rl_round_queued(op, i, now);
             return;
         }
     }
     if (op->reply_each) {   /* extend many: an answer per key (many.c) */
-        op->reply_each(op, i, e, reply, now);
+        op->reply_each(op, c, e, reply, now);
         return;
     }
     rl_result r;
@@ -854,6 +856,7 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         return;
     }
     rl_cmd_classify(cmd, e->form, reply, &r);
+    rl_cmd_refused_both(c, e->form, &r);
     if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials, an ACL's NOPERM... */
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     else if (!e->late)

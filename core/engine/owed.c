@@ -73,7 +73,7 @@ void rl_owed_list_free(rl_owed_list *l)
 static void release_on(rl_cmd *cmd, rl_conn *c, int64_t now)
 {
     rl_cmd *rel = rl_cmd_new(RL_CMD_RELEASE, cmd->keys, cmd->token, 0);
-    if (!rel || rl_cmd_send(rel, c, false) != REDLOCK_OK)
+    if (!rel || rl_cmd_send(rel, c) != REDLOCK_OK)
         rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, false, now);
     rl_cmd_unref(rel);
 }
@@ -81,10 +81,11 @@ static void release_on(rl_cmd *cmd, rl_conn *c, int64_t now)
 void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, int64_t now)
 {
     rl_cmd *cmd = e->cmd;
-    if (rl_reply_is_noscript(reply)) {
-        /* The node lost its scripts. An acquire or extend did not run; a
-         * release must, so the script itself follows, on this connection. */
-        if (cmd->kind == RL_CMD_RELEASE && rl_cmd_send_script(cmd, c) != REDLOCK_OK)
+    if (rl_cmd_unrun(c, e->form, reply)) {
+        /* Not run for the way it was sent (the node lost its scripts, has no
+         * library...). An acquire or extend did not run; a release must, so
+         * it follows again in a way that runs, on this connection. */
+        if (cmd->kind == RL_CMD_RELEASE && rl_cmd_send_again(cmd, c, e->form, reply) != REDLOCK_OK)
             rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, false, now);
         return;
     }
@@ -183,7 +184,7 @@ void rl_owed_send(rl_client *ctx, rl_conn *c, int64_t now)
     while (mine) {
         rl_owed *o = mine;
         mine = o->next;
-        if (o->node == c->node && o->until > now && rl_cmd_send(o->cmd, c, false) != REDLOCK_OK)
+        if (o->node == c->node && o->until > now && rl_cmd_send(o->cmd, c) != REDLOCK_OK)
             rl_owed_add(ctx, o->node, o->cmd->keys, o->cmd->token, true, now);   /* it was due */
         rl_cmd_unref(o->cmd);
         free(o);

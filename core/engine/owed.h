@@ -1,8 +1,10 @@
 /*
  * owed.h - what a command leaves owed once its operation has moved on, and
  * the releases the client owes the nodes. Afterwards the rules are:
- *   - release: must take effect. NOSCRIPT (the node lost its scripts) sends
- *     it again as EVAL on the same connection, behind whatever is queued; a
+ *   - release: must take effect. A reply that says it did not run for the
+ *     way it was sent (NOSCRIPT: the node lost its scripts; a refused FCALL:
+ *     no library there; rl_cmd_unrun) sends it again in a way that runs on
+ *     the same connection, behind whatever is queued; a
  *     connection lost before its reply makes it owed to that node: it goes
  *     out on the next connection to the node.
  *   - acquire: when its lock was given up (cmd->undo: the lock was released
@@ -10,7 +12,7 @@
  *     connection, and a loss after it was written makes a release owed to
  *     the node; unless a release of its token was queued behind it on the
  *     same connection (the entry is covered), which undoes it in order.
- *     NOSCRIPT means it never ran. A fenced acquire of one key may be two
+ *     Such a reply (NOSCRIPT...) means it never ran. A fenced acquire of one key may be two
  *     entries, its SET and the INCR of its counter (RL_FORM_COUNT): the rules
  *     go by the SET's reply, and a late INCR's reply means nothing.
  *   - extend: nothing; the handle already assumes the shorter lease.

@@ -132,13 +132,17 @@ void rl_result_fail(rl_result *r, int code, const char *fmt, ...)
 
 /* How much of an error reply to show: all of it, but for the " script:
  * <sha1>, on @user_script:N." that Redis appends to an error raised inside a
- * script (which script it was, the message around it says). */
+ * script, or " script: <function>, on @user_function:N." inside a function
+ * (which script it was, the message around it says). */
 static int shown_len(const char *err)
 {
     const char *cut = NULL;
-    for (const char *p = strstr(err, " script: "); p; p = strstr(p + 1, " script: "))
-        if (strspn(p + 9, "0123456789abcdef") == 40)
+    for (const char *p = strstr(err, " script: "); p; p = strstr(p + 1, " script: ")) {
+        size_t name = strcspn(p + 9, ", ");
+        if (strspn(p + 9, "0123456789abcdef") == 40
+            || strncmp(p + 9 + name, ", on @user_function:", 20) == 0)
             cut = p;
+    }
     return cut ? (int)(cut - err) : (int)strlen(err);
 }
 
@@ -182,4 +186,14 @@ bool rl_reply_readonly(const char *err)
 bool rl_reply_is_noscript(const redisReply *reply)
 {
     return reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
+bool rl_reply_no_function(const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ERROR)
+        return false;
+    const char *e = reply->str;
+    return strncmp(e, "ERR Function not found", 22) == 0
+        || strncmp(e, "ERR unknown command", 19) == 0
+        || (strncmp(e, "NOPERM", 6) == 0 && strstr(e, "'fcall'"));
 }

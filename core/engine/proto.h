@@ -75,4 +75,9 @@ bool rl_reply_readonly(const char *err);
 /* An error reply NOSCRIPT: the node does not have the script (EVALSHA). */
 bool rl_reply_is_noscript(const struct redisReply *reply);
 
+/* An error reply to FCALL that says it did not run: no such function (the
+ * library of this version is not there), no such command (before Redis
+ * 7.0), or an ACL without +fcall. */
+bool rl_reply_no_function(const struct redisReply *reply);
+
 #endif /* RL_PROTO_H */

@@ -371,7 +371,7 @@ void rl_round_send_on(rl_op *op, size_t i, int64_t now)
     }
     int rc = s->ask_server >= 0 ? rl_conn_asking(s->conn) : REDLOCK_OK;
     if (rc == REDLOCK_OK)
-        rc = rl_cmd_send(rl_round_cmd_of(op, i), s->conn, false);
+        rc = rl_cmd_send(rl_round_cmd_of(op, i), s->conn);
     if (rc != REDLOCK_OK) {
         s->state = SLOT_DONE;
         rl_result_fail(&op->results[i], rc, "%s", rc == REDLOCK_ENOMEM ? "out of memory"
@@ -567,13 +567,13 @@ void rl_round_undo_attempt(rl_op *op, int64_t now)
                 rl_owed_add(op->ctx, i, op->parts[g], op->h->token, true, now);
             rl_cmd *part = rl_cmd_new(RL_CMD_RELEASE, op->parts[s->part], op->h->token, 0);
             bool queued = s->sent && s->conn && part
-                        && rl_cmd_send(part, s->conn, false) == REDLOCK_OK;
+                        && rl_cmd_send(part, s->conn) == REDLOCK_OK;
             if ((s->sent && !queued) || s->maybe_ran)
                 rl_owed_add(op->ctx, i, op->parts[s->part], op->h->token, false, now);
             rl_cmd_unref(part);
             continue;
         }
-        bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn, false) == REDLOCK_OK;
+        bool queued = s->sent && s->conn && rel && rl_cmd_send(rel, s->conn) == REDLOCK_OK;
         if ((s->sent && !queued) || s->maybe_ran)
             rl_owed_add(op->ctx, i, op->h->keys, op->h->token, false, now);
     }

@@ -109,7 +109,8 @@ struct redlock_op {
     int64_t ticket;
     rl_keys *channel;
     int64_t *got;         /* fenced lock: each node's counters, node by node */
-    bool saw_noscript;    /* a node had lost its scripts: this round waits for all */
+    bool saw_noscript;    /* a node had lost its scripts, or its library: this round
+                           * waits for all */
     bool was_held;        /* unlock: the lock as it was when unlock began */
     int64_t old_expires_at;
     rl_verdict answer;    /* inspect, force: what the nodes said */
@@ -145,7 +146,7 @@ struct redlock_op {
     /* Steps of its kind's own, or NULL: extend many decides each lock of
      * the batch, and reads a node's answer per key (many.c). */
     void (*decide_each)(rl_op *op, bool final, int64_t now);
-    void (*reply_each)(rl_op *op, size_t i, const rl_entry *e, const redisReply *reply,
+    void (*reply_each)(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
                        int64_t now);
 };
 

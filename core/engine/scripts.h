@@ -1,11 +1,17 @@
-/* scripts.h - the Lua scripts (core/engine/scripts/, one .lua file each) and their SHA1 digests,
- * generated into scripts.c by CMake from one source. */
+/* scripts.h - the Lua scripts (core/engine/scripts/, one .lua file each), their SHA1 digests
+ * and the function library of them all, generated into scripts.c by CMake from one source
+ * (cmake/redlock_scripts.cmake). A script is sent in one of three ways: FCALL of its function
+ * when the node has the library (Redis 7.0+, loaded by an administrator or a client allowed
+ * to: conn.h), else EVALSHA of its digest, or EVAL in full. */
 #ifndef RL_SCRIPTS_H
 #define RL_SCRIPTS_H
+
+#include <stddef.h>
 
 typedef struct rl_script {
     const char *body;
     const char *sha1;
+    const char *fn;       /* its function in the library: redlock_v<version>_<script> */
 } rl_script;
 
 extern const rl_script rl_script_acquire;   /* SET NX PX on all KEYS or none; fencing: and INCR */
@@ -34,7 +40,19 @@ extern const rl_script rl_script_fair;
 /* Sent in full once on each new connection (its handshake). */
 extern const rl_script rl_script_guard;     /* may this server have lost keys? */
 
-/* The scripts loaded on every connection (SCRIPT LOAD in its handshake). */
+/* Every script (a file added to core/engine/scripts is one more), in the order of their names. */
+extern const rl_script *const rl_script_all[];
+extern const size_t rl_script_count;
+
+/* The function library of every script: FUNCTION LOAD's text, its name (redlock_v and the
+ * start of the text's SHA1: another version is another library, beside it on the server), and
+ * its function that answers the name (a client's probe: is the library there, may I call it). */
+extern const char rl_library[];
+extern const char rl_library_name[];
+extern const char rl_library_probe[];
+
+/* The scripts loaded on every connection that does not call the library (SCRIPT LOAD in its
+ * handshake). */
 #define RL_N_SCRIPTS 3
 extern const rl_script *const rl_scripts[RL_N_SCRIPTS];
 

@@ -575,8 +575,10 @@ def bulk(text):
 
 def replies(names, node, vote=b":1\r\n"):
     """What a Redis 6.2 node answers to them (vote: to the lock's command;
-    the EVAL right after INFO is the guard script's: a fresh server, 0)."""
+    the EVAL right after INFO is the guard script's: a fresh server, 0; it
+    knows no FCALL, the library's probe and the guard's other way)."""
     answer = {"SCRIPT": bulk(b"0" * 40), "EVALSHA": vote, "EVAL": vote,
+              "FCALL": b"-ERR unknown command 'FCALL', with args beginning with: \r\n",
               "INFO": bulk(b"redis_version:6.2.0\r\nrun_id:%040x\r\n" % (node + 1))}
     return b"".join(b":0\r\n" if name == "EVAL" and i > 0 and names[i - 1] == "INFO"
                     else answer[name] for i, name in enumerate(names))
@@ -649,7 +651,9 @@ def test_drive_says_connect_write_wait_tail_and_done(lib):
     assert what == WAIT | WRITE and at == t + 51
     for node, c in enumerate(conns[:2]):
         names = commands(take_output(lib, c))
-        assert names[-3:] == ["INFO", "EVAL", "EVALSHA"], names
+        # The library's probe first; the guard both ways, as no probe has
+        # answered yet; then the lock's command.
+        assert names[0] == "FCALL" and names[-4:] == ["INFO", "EVAL", "FCALL", "EVALSHA"], names
         assert lib.redlock_conn_received(c, replies(names, node), len(replies(names, node)),
                                          t + 2) == OK
     # Decided at two of three; node 2 still connecting: the tail runs to its deadline.

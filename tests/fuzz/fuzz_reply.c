@@ -76,7 +76,7 @@ static void feed_conn(int kind, size_t cut, const char *p, size_t len)
     rl_keys *keys = keys_of(1, RL_LOCK_PLAIN);
     rl_cmd *cmd = rl_cmd_new(RL_CMD_ACQUIRE, keys, "0123456789abcdef0123456789abcdef", 30000);
     CHECK(cmd != NULL);
-    rl_cmd_send(cmd, c, false);   /* its entries take references of their own */
+    rl_cmd_send(cmd, c);   /* its entries take references of their own */
     rl_cmd_unref(cmd);
     rl_keys_unref(keys);
     const char *out;

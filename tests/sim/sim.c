@@ -10,7 +10,9 @@
  * (after longer than any lease) without it, fail over to a replica that lags
  * (up to 300 ms of writes lost, keys deleted then back; in the simulations
  * without fencing) while about half the clients forget the node as a client
- * that first meets it then would, SCRIPT FLUSH, slow links. Every
+ * that first meets it then would, SCRIPT FLUSH (with the function library
+ * taken away or loaded in turn: every other node starts with it, and every
+ * other client loads it where it lacks it), slow links. Every
  * clock runs at its own rate: each client's (its timeouts and validity) and
  * each node's (its keys' expiry), any two differing by less than the drift
  * allowance (drift_factor, each within half of it of the global clock, at
@@ -1289,8 +1291,12 @@ static void fault(world *w)
         break;
     }
     case 3:
+        /* And its function library goes, or an administrator loads it, in
+         * turn: scripts go both ways, and either way may fail them. */
         simnode_flush_scripts(nd->sn);
-        trace(w, "fault: n%d SCRIPT FLUSH", n);
+        simnode_functions(nd->sn, !simnode_has_functions(nd->sn));
+        trace(w, "fault: n%d SCRIPT FLUSH, FUNCTION %s", n,
+              simnode_has_functions(nd->sn) ? "LOAD" : "FLUSH");
         break;
     case 4:
         if (nd->extra_delay)   /* what it carries still comes that late */
@@ -1485,6 +1491,8 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
     char buf[MAX_NODES][32];
     for (int i = 0; i < w->n_nodes; i++) {
         w->nodes[i].sn = simnode_new(next_u64(&w->rnd));
+        /* Every other node starts with the function library. */
+        simnode_functions(w->nodes[i].sn, i % 2 == 0);
         w->nodes[i].rate = clock_rate(&w->rnd, spread);
         w->nodes[i].base = between(&w->rnd, 0, 1000000);
         w->nodes[i].failed_over_at = INT64_MIN;
@@ -1520,6 +1528,8 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         rl_options_set(&cl->ctx->opt, "drift_factor", drift);
         rl_options_set(&cl->ctx->opt, "fencing", w->fencing ? "1" : "0");
         rl_options_set(&cl->ctx->opt, "restart_guard", m->no_guard ? "0" : "1");
+        /* Every other client loads the library where it lacks it. */
+        rl_options_set(&cl->ctx->opt, "load_functions", k % 2 ? "1" : "0");
         schedule(w, between(&w->rnd, 0, 20), EV_NEXT, cl, 0, 0, NULL, 0);
     }
     schedule(w, between(&w->rnd, 0, 200), EV_FAULT, NULL, 0, 0, NULL, 0);

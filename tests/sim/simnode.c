@@ -48,11 +48,12 @@ struct simnode {
     size_t n_undos, cap_undos;
     char run_id[41];
     lua_State *lua;
-    script scripts[RL_N_SCRIPTS + 8];   /* the loaded ones and the rare ones below */
+    script scripts[32];   /* the scripts compiled (each of rl_script_all at most once) */
     size_t n_scripts;
     int64_t now;          /* of the command running */
     bool promoted;        /* a replica that took the master's place (INFO's master_replid2) */
     bool hostile_guard;   /* simnode_hostile_guard */
+    bool library;         /* it holds the function library (simnode_functions) */
     uint64_t hostile_seq; /* which arbitrary answer comes next */
 };
 
@@ -225,18 +226,13 @@ static void clear_keys(simnode *n, bool keep_counters)
 
 /* ---- scripts ---- */
 
-static const rl_script *known_by_body(const char *body)
+/* The project's script of that body (EVAL, SCRIPT LOAD), or of that
+ * function's name (FCALL, fn); NULL for any other. */
+static const rl_script *known_script(const char *body, bool fn)
 {
-    static const rl_script *const rare[] = { &rl_script_inspect, &rl_script_force,
-                                             &rl_script_fence, &rl_script_guard,
-                                             &rl_script_rw, &rl_script_sem,
-                                             &rl_script_fair };
-    for (int i = 0; i < RL_N_SCRIPTS; i++)
-        if (strcmp(rl_scripts[i]->body, body) == 0)
-            return rl_scripts[i];
-    for (size_t i = 0; i < sizeof rare / sizeof *rare; i++)
-        if (strcmp(rare[i]->body, body) == 0)
-            return rare[i];
+    for (size_t i = 0; i < rl_script_count; i++)
+        if (strcmp(fn ? rl_script_all[i]->fn : rl_script_all[i]->body, body) == 0)
+            return rl_script_all[i];
     return NULL;
 }
 
@@ -250,15 +246,14 @@ static script *cached(simnode *n, const char *sha)
 
 /* Compiles and caches a known script; NULL for a body the simulation does
  * not know (only the project's scripts are ever sent). */
-static script *load(simnode *n, const char *body)
+static script *load(simnode *n, const rl_script *known)
 {
-    const rl_script *known = known_by_body(body);
     if (!known)
         return NULL;
     script *s = cached(n, known->sha1);
     if (s)
         return s;
-    if (luaL_loadbuffer(n->lua, body, strlen(body), "script") != LUA_OK) {
+    if (luaL_loadbuffer(n->lua, known->body, strlen(known->body), "script") != LUA_OK) {
         lua_pop(n->lua, 1);
         return NULL;
     }
@@ -292,11 +287,24 @@ void simnode_hostile_guard(simnode *n, bool on)
     n->hostile_guard = on;
 }
 
+/* The compiled scripts are the cache of SCRIPT LOAD and EVAL; FCALL
+ * compiles its function's script there too, so a SCRIPT FLUSH makes no
+ * function fail (its next call compiles it again). */
 void simnode_flush_scripts(simnode *n)
 {
     for (size_t i = 0; i < n->n_scripts; i++)
         luaL_unref(n->lua, LUA_REGISTRYINDEX, n->scripts[i].ref);
     n->n_scripts = 0;
+}
+
+void simnode_functions(simnode *n, bool loaded)
+{
+    n->library = loaded;
+}
+
+bool simnode_has_functions(const simnode *n)
+{
+    return n->library;
 }
 
 static sval run(simnode *n, int argc, char **argv, const size_t *lens);
@@ -545,12 +553,18 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
             return v_str(V_ERR, "NOSCRIPT No matching script. Please use EVAL.");
         return eval(n, s, argc - 1, argv + 1, lens + 1);
     }
-    if (is(c, "EVAL") && argc >= 3) {
-        script *s = load(n, argv[1]);
+    if (is(c, "FCALL") && argc >= 3 && n->library && strcmp(argv[1], rl_library_probe) == 0)
+        return v_str(V_BULK, rl_library_name);
+    if ((is(c, "EVAL") || is(c, "FCALL")) && argc >= 3) {
+        bool fcall = is(c, "FCALL");
+        const rl_script *known = known_script(argv[1], fcall);
+        if (fcall && (!n->library || !known))
+            return v_str(V_ERR, "ERR Function not found");
+        script *s = load(n, known);
         if (!s)
             return v_str(V_ERR, "ERR the simulation knows only the project's scripts");
         sval v = eval(n, s, argc - 1, argv + 1, lens + 1);
-        if (n->hostile_guard && v.t == V_INT && strcmp(argv[1], rl_script_guard.body) == 0) {
+        if (n->hostile_guard && v.t == V_INT && known == &rl_script_guard) {
             /* Anything, but never a shorter guard than the script's (a node
              * that lies the other way loses keys it said it kept: no lock
              * algorithm holds against that). */
@@ -562,8 +576,16 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         }
         return v;
     }
+    if (is(c, "FUNCTION") && argc == 3 && is(argv[1], "LOAD")) {
+        if (strcmp(argv[2], rl_library) != 0)
+            return v_str(V_ERR, "ERR the simulation knows only the project's library");
+        if (n->library)
+            return v_str(V_ERR, "ERR Library already exists");
+        n->library = true;
+        return v_str(V_BULK, rl_library_name);
+    }
     if (is(c, "SCRIPT") && argc == 3 && is(argv[1], "LOAD")) {
-        script *s = load(n, argv[2]);
+        script *s = load(n, known_script(argv[2], false));
         return s ? v_str(V_BULK, s->sha) : v_str(V_ERR, "ERR unknown script");
     }
     if (is(c, "SCRIPT") && argc == 2 && is(argv[1], "FLUSH")) {
@@ -670,6 +692,7 @@ void simnode_restart(simnode *n, simnode_data data, uint64_t seed)
 {
     if (data != SIMNODE_KEEP)
         clear_keys(n, data == SIMNODE_KEEP_COUNTERS);
+    n->library = n->library && data == SIMNODE_KEEP;   /* kept with the data */
     simnode_flush_scripts(n);
     new_run_id(n, seed);
 }

@@ -2,7 +2,7 @@
  * simnode.h - a simulated Redis node for the deterministic simulation: an
  * in-memory keyspace that expires keys on the simulated clock, the commands
  * the library sends (SET with NX GET PX, EVAL, EVALSHA, SCRIPT LOAD and
- * FLUSH, INFO, PING, and INCR) and the project's real Lua scripts, run by an embedded
+ * FLUSH, FCALL and FUNCTION LOAD of the function library, INFO, PING, and INCR) and the project's real Lua scripts, run by an embedded
  * Lua 5.4 with a redis.call for the commands the scripts use.
  */
 #ifndef SIM_NODE_H
@@ -32,7 +32,8 @@ void simnode_free(simnode *n);
 typedef enum simnode_data { SIMNODE_KEEP, SIMNODE_KEEP_COUNTERS, SIMNODE_LOSE } simnode_data;
 
 /* A restart: a new run_id, and the keyspace as data says. Scripts are
- * always forgotten, as by a real restart. */
+ * always forgotten, as by a real restart; the function library is kept
+ * with all the data only. */
 void simnode_restart(simnode *n, simnode_data data, uint64_t seed);
 /* A failover: a replica takes the node's place, a new run_id, with the
  * keyspace as it was lag_ms before down_at (the node's clock when it went
@@ -42,6 +43,11 @@ void simnode_restart(simnode *n, simnode_data data, uint64_t seed);
  * owed any more). */
 void simnode_failover(simnode *n, int64_t lag_ms, int64_t down_at, uint64_t seed);
 void simnode_flush_scripts(simnode *n);
+/* Whether it holds the function library (scripts.h): FCALL of its functions
+ * runs the scripts as EVAL does; without it FCALL finds no function, and
+ * FUNCTION LOAD puts it there. A restart that loses the data loses it. */
+void simnode_functions(simnode *n, bool loaded);
+bool simnode_has_functions(const simnode *n);
 /* A neighbour with write access forges the guard's record (scripts/guard.lua):
  * the record there with its end pushed far ahead (up to INT64_MAX), or one
  * that does not read as a record. Never a shorter guard: that would take a

@@ -132,10 +132,12 @@ static void a_connection_learns_the_map_then_goes_to_each_slots_master(void **st
     assert_int_equal(rl_conn_send(c, "x", 1, rl_cmd_ref(cmd), RL_FORM_EVAL), REDLOCK_OK);
     char moved[64];
     snprintf(moved, sizeof moved, "-MOVED %d 10.0.0.1:7000\r\n", slot);
-    /* Replies of the handshake (SCRIPT LOADs, INFO, guard), then it. */
+    /* Replies of the handshake (the library's probe: not there; SCRIPT
+     * LOADs, INFO, the guard both ways, as no probe had answered), then it. */
+    answer(c, "-ERR Function not found\r\n", 22);
     for (int i = 0; i < RL_N_SCRIPTS; i++)
         answer(c, "$1\r\nx\r\n", 22);
-    answer(c, "$10\r\nrun_id:abc\r\n:0\r\n", 22);
+    answer(c, "$10\r\nrun_id:abc\r\n:0\r\n-ERR Function not found\r\n", 22);
     answer(c, moved, 23);
     assert_int_equal(c->state, RL_CONN_BROKEN);
     assert_true(c->redirected);
@@ -210,7 +212,11 @@ static void handshake(rl_conn *c, int64_t now, char *sent, size_t room)
             answer(c, "$10\r\nrun_id:abc\r\n", now);
             break;
         case RL_ENTRY_GUARD:
-            answer(c, ":0\r\n", now);
+            answer(c, rl_conn_entry(c, 0)->form == RL_FORM_FCALL
+                      ? "-ERR Function not found\r\n" : ":0\r\n", now);
+            break;
+        case RL_ENTRY_PROBE:
+            answer(c, "-ERR Function not found\r\n", now);
             break;
         default:
             answer(c, "+OK\r\n", now);
@@ -398,8 +404,8 @@ static void a_part_refused_releases_the_parts_taken(void **state)
     rl_client_free(ctx);
 }
 
-/* A census connection of op's: its handshake (AUTH, INFO, the guard, and
- * no command behind them) answered, the guard saying `guard`; it ends
+/* A census connection of op's: its handshake (AUTH, the library's probe,
+ * INFO, the guard, and no command behind them) answered, the guard saying `guard`; it ends
  * redirected. Returns the master it went to. */
 static const char *census(rl_op *op, int64_t now, const char *guard)
 {
@@ -416,6 +422,7 @@ static const char *census(rl_op *op, int64_t now, const char *guard)
     assert_null(memmem(bytes, len, "$3\r\nSET\r\n", 9));   /* the command waits behind the gate */
     rl_conn_wrote(c, len, now);
     answer(c, "+OK\r\n", now);
+    answer(c, "-ERR Function not found\r\n", now);   /* the library's probe */
     answer(c, "$10\r\nrun_id:abc\r\n", now);
     bytes = out(c, &len);
     assert_null(memmem(bytes, len, "$3\r\nSET\r\n", 9));   /* still not */

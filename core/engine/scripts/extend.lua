@@ -2,6 +2,7 @@
 -- ARGV[1]. Returns 1 when extended, 0 when any key is not ours; a key of
 -- another type is an error. Keys go to MGET in chunks, so unpack() stays
 -- within Lua's stack.
+-- function flags: allow-oom (it deletes or expires keys, and frees memory)
 local n, chunk = #KEYS, 1000
 if n == 1 then
   -- One key, the common case, in the fewest calls.

@@ -2,6 +2,7 @@
 -- when it holds the token ARGV[2i-1]. Returns one integer per key: 1
 -- extended, 0 not ours (absent, or another token), -1 a key of another type.
 -- Keys go to MGET in chunks, so unpack() stays within Lua's stack.
+-- function flags: allow-oom (it deletes or expires keys, and frees memory)
 local n, chunk = #KEYS, 500
 local out = {}
 for first = 1, n, chunk do

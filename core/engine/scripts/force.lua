@@ -5,6 +5,7 @@
 -- (32 hex digits: a plain, fair or write lock) or a read lock's list of
 -- readers. Anything else (a typo's data, a key of another type) is an error
 -- that says what was found, without its value, and is left alone.
+-- function flags: allow-oom (it deletes or expires keys, and frees memory)
 local value = redis.call('get', KEYS[1])
 if not value then
   return 0

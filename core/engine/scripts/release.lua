@@ -10,6 +10,7 @@
 -- a Cluster node (ARGV[2] 'c': a PUBLISH reaches the subscribers of every
 -- node there, not only of this one), when pattern subscribers listen, and
 -- when the counts cannot be read.
+-- function flags: allow-oom (it deletes or expires keys, and frees memory)
 local n, chunk, deleted = #KEYS, 1000, 0
 if n == 1 then
   -- One key, the common case, in the fewest calls.
