@@ -44,6 +44,13 @@ def failures():
     logger.setLevel(old)
 
 
+def refused(failures) -> list:
+    """The failures other than a node deadline missed: a renewal a slow
+    machine made late is retried, and the locks' validity (on_time) and loss
+    say whether that mattered."""
+    return [text for text in failures.records if "no answer within" not in text]
+
+
 def on_time(locks) -> bool:
     """Whether every lock was renewed on time: each is due a third of the
     lease after its last renewal, so its validity stays above half the lease
@@ -68,7 +75,7 @@ def test_sync_client_keeps_thousands_of_locks(nodes, prefix, failures):
             time.sleep(0.25)
             assert not any(lock.lost for lock in locks), failures.records[:3]
             assert on_time(locks)
-        assert failures.records == []
+        assert refused(failures) == []
         # 5 nodes: refused by two, a lock holds; refused by three, it is lost.
         refuse(nodes, prefix, "k7", 2)
         refuse(nodes, prefix, "k8", 3)
@@ -76,7 +83,7 @@ def test_sync_client_keeps_thousands_of_locks(nodes, prefix, failures):
         lost = [i for i, lock in enumerate(locks) if lock.lost]
         assert lost == [8]
         assert locks[7].validity > 0
-        assert all("renewal_failed" not in text for text in failures.records)
+        assert all("renewal_failed" not in text for text in refused(failures))
         for i, lock in enumerate(locks):
             if i == 8:
                 with pytest.raises(redlock.LockNotHeld):
@@ -100,14 +107,14 @@ async def test_asyncio_client_keeps_thousands_of_locks(nodes, prefix, failures):
             await asyncio.sleep(0.25)
             assert not any(lock.lost for lock in locks), failures.records[:3]
             assert on_time(locks)
-        assert failures.records == []
+        assert refused(failures) == []
         refuse(nodes, prefix, "k7", 2)
         refuse(nodes, prefix, "k8", 3)
         await asyncio.sleep(2 * KEPT_MS / 3000 + 0.2)
         assert [i for i, lock in enumerate(locks) if lock.lost] == [8]
         assert lost_told == ["k8"]
         assert locks[7].validity > 0
-        assert all("renewal_failed" not in text for text in failures.records)
+        assert all("renewal_failed" not in text for text in refused(failures))
         for i, lock in enumerate(locks):
             if i == 8:
                 with pytest.raises(redlock.LockNotHeld):
