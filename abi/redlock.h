@@ -133,6 +133,12 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         its guard says it was promoted or restarted with data) does not count
  *         towards a quorum until max_lease_ms has passed (a Sentinel group:
  *         max_lease_ms + sentinel_poll_ms); 0: off
+ *     restart_records (default "0"; 0 or 1)
+ *         1 (with restart_guard): each node records the group's servers (key
+ *         redlock:members), so that a server restarted without its data is held
+ *         back for max_lease_ms even by a client that never met it
+ *         (docs/topology.md); every node must answer before a fresh group's
+ *         first lock; 0: off
  *     load_functions (default "0"; 0 or 1)
  *         1: a node without this version's function library (Redis 7.0+) gets
  *         it loaded by this client, when its ACL allows FUNCTION LOAD; 0: the

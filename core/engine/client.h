@@ -15,6 +15,7 @@
 
 struct rl_node;
 struct rl_owed_list;
+struct rl_records;
 
 /* The source of random bytes: tokens and retry jitter. 0 on success. */
 typedef int (*rl_random_fn)(void *data, void *buf, size_t n);
@@ -28,6 +29,7 @@ typedef struct rl_client {
     void *random_data;
 
     struct rl_owed_list *owed;      /* releases owed (owed.h) */
+    struct rl_records *records;     /* what the nodes record of each other (records.h) */
 
     /* The event hook (redlock_ctx_set_log, log.h): fn NULL is off. */
     rl_log log;

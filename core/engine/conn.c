@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "node.h"
+#include "records.h"
 #include "proto.h"
 #include "scripts.h"
 
@@ -171,6 +172,17 @@ static bool queue_guard(rl_conn *c, rl_entry_kind kind, rl_form form, bool *keye
     return true;
 }
 
+/* The record of the group on this connection's server (records.h): GET in
+ * the handshake, APPEND of what rl_records_owed says before a command. */
+static bool queue_records(rl_conn *c, rl_entry_kind kind, const char *ids)
+{
+    const rl_options *o = &c->ctx->opt;
+    char key[RL_GUARD_KEY_MAX];
+    snprintf(key, sizeof key, "%.*s%s", (int)o->key_prefix_len, o->key_prefix, RL_RECORDS_KEY);
+    const char *argv[3] = { kind == RL_ENTRY_RECORDS ? "GET" : "APPEND", key, ids };
+    return send_own(c, kind, kind == RL_ENTRY_RECORDS ? 2 : 3, argv);
+}
+
 /* The handshake's guard, the way the node's last probe said (both ways
  * when none has answered yet: the guard is idempotent, a second run reads
  * its own record, and so its answer comes before any command's whichever
@@ -251,6 +263,9 @@ static bool queue_handshake(rl_conn *c)
         return true;
     bool keyed = false;
     if (!queue_guards(c, &keyed))
+        return false;
+    if (!c->to.census && rl_records_kept(c->ctx, c->node)
+        && !queue_records(c, RL_ENTRY_RECORDS, NULL))
         return false;
     if (!keyed) {
         rl_node_guard_read(node, c->to.server);   /* it serves no slot: nothing to guard */
@@ -362,6 +377,12 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
     if (!c->to.sentinel && !c->to.census && rl_node_take_reread(&c->ctx->nodes[c->node])
         && !queue_guard(c, RL_ENTRY_REGUARD,
                         rl_conn_calls_functions(c) ? RL_FORM_FCALL : RL_FORM_EVAL, &keyed))
+        return REDLOCK_ENOMEM;
+    /* Run_ids the node's record lacks go before the command (records.h). */
+    char ids[RL_RECORDS_OWED_MAX];
+    if (!c->to.sentinel && !c->to.census && rl_records_kept(c->ctx, c->node)
+        && rl_records_owed(c->ctx, c->node, c->heard_at, ids, sizeof ids) > 0
+        && !queue_records(c, RL_ENTRY_RECORD, ids))
         return REDLOCK_ENOMEM;
     if (!append_bytes(c, bytes, len))
         return REDLOCK_ENOMEM;
@@ -495,6 +516,7 @@ rl_reply_limits rl_conn_limits(const rl_entry *e)
         [RL_ENTRY_PROBE] = "the library's probe", [RL_ENTRY_SCRIPT] = "SCRIPT LOAD",
         [RL_ENTRY_INFO] = "INFO", [RL_ENTRY_GUARD] = "the guard script",
         [RL_ENTRY_REGUARD] = "the guard script", [RL_ENTRY_LOAD] = "FUNCTION LOAD",
+        [RL_ENTRY_RECORDS] = "GET of the group's record", [RL_ENTRY_RECORD] = "APPEND to it",
         [RL_ENTRY_CMD] = "a command of a lock",
     };
     if (!e)
@@ -507,6 +529,7 @@ rl_reply_limits rl_conn_limits(const rl_entry *e)
     case RL_ENTRY_EPOCH:
     case RL_ENTRY_SENTINEL:
     case RL_ENTRY_INFO:
+    case RL_ENTRY_RECORDS:
         return (rl_reply_limits){ RL_REPLY_INFO_BYTES, RL_REPLY_INFO_ELEMS, what[e->kind] };
     case RL_ENTRY_CMD: {
         /* A command of many keys answers for each of them. */
@@ -714,6 +737,25 @@ static bool guard_told(rl_conn *c, const rl_entry *e, const redisReply *reply)
     return !keyed;
 }
 
+/* The record's GET or APPEND answered. A refusal (an ACL without them, or
+ * the key of another type) leaves the node out of the records, and its
+ * health says why. */
+static void records_reply(rl_conn *c, rl_entry_kind kind, const redisReply *reply, int64_t now)
+{
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char why[160];
+        snprintf(why, sizeof why, "%s refused (a restart without data is not caught "
+                 "through it): %.80s", kind == RL_ENTRY_RECORDS ? "GET" : "APPEND", reply->str);
+        rl_records_refused(c->ctx, c->node);
+        rl_node_failed(&c->ctx->nodes[c->node], RL_NODE_KEEP, why, now);
+    } else if (kind == RL_ENTRY_RECORD) {
+        rl_records_added(c->ctx, c->node);
+    } else {
+        rl_records_read(c->ctx, c->node, reply->type == REDIS_REPLY_STRING ? reply->str : NULL,
+                        reply->type == REDIS_REPLY_STRING ? reply->len : 0);
+    }
+}
+
 /* A reply of the handshake: REDLOCK_OK, or breaks the connection. */
 static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *reply, int64_t now)
 {
@@ -747,6 +789,10 @@ static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *rep
     }
     if (kind == RL_ENTRY_PROBE) {
         probe_reply(c, reply);
+        return;
+    }
+    if (kind == RL_ENTRY_RECORDS || kind == RL_ENTRY_RECORD) {
+        records_reply(c, kind, reply, now);
         return;
     }
     if (kind == RL_ENTRY_LOAD) {

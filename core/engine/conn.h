@@ -81,6 +81,8 @@ typedef enum rl_entry_kind {
     RL_ENTRY_GUARD,       /* handshake: the guard script (may the node have lost keys?) */
     RL_ENTRY_REGUARD,     /* the guard script again, before a command (rl_node_guard_stale) */
     RL_ENTRY_LOAD,        /* FUNCTION LOAD of the library (the option load_functions) */
+    RL_ENTRY_RECORDS,     /* handshake: GET of the node's record of the group (records.h) */
+    RL_ENTRY_RECORD,      /* APPEND to it, before a command (rl_records_owed) */
     RL_ENTRY_CMD          /* a command of an operation: see cmd */
 } rl_entry_kind;
 

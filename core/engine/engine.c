@@ -10,6 +10,7 @@
 #include "node.h"
 #include "op.h"
 #include "owed.h"
+#include "records.h"
 
 int rl_client_init(rl_client *ctx, const char *const *node_uris, size_t n_nodes)
 {
@@ -18,7 +19,8 @@ int rl_client_init(rl_client *ctx, const char *const *node_uris, size_t n_nodes)
     if (n_nodes == 0 || n_nodes > REDLOCK_MAX_NODES)
         return rl_fail(REDLOCK_EINVAL, "n_nodes must be from 1 to %d, got %zu",
                        REDLOCK_MAX_NODES, n_nodes);
-    if (!(ctx->nodes = calloc(n_nodes, sizeof *ctx->nodes)) || !(ctx->owed = rl_owed_list_new()))
+    if (!(ctx->nodes = calloc(n_nodes, sizeof *ctx->nodes)) || !(ctx->owed = rl_owed_list_new())
+        || !(ctx->records = rl_records_new(n_nodes)))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     int rc = rl_options_init(&ctx->opt);
     for (size_t i = 0; rc == REDLOCK_OK && i < n_nodes; i++) {
@@ -45,6 +47,7 @@ int rl_client_init(rl_client *ctx, const char *const *node_uris, size_t n_nodes)
 void rl_client_destroy(rl_client *ctx)
 {
     rl_owed_list_free(ctx->owed);
+    rl_records_free(ctx->records);
     for (size_t i = 0; i < ctx->n_nodes; i++)
         rl_node_destroy(&ctx->nodes[i]);
     free(ctx->nodes);

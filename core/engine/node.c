@@ -18,6 +18,7 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
         return rc;
     node->index = index;
     node->restarted_at = INT64_MIN;
+    node->started_at = INT64_MIN;
     node->guarded_until = INT64_MIN;
     node->guard_seen_at = INT64_MIN;
     node->guard_asked_at = INT64_MIN;
@@ -662,6 +663,27 @@ int rl_info_version(const char *info, size_t len)
     return 0;
 }
 
+int64_t rl_info_uptime(const char *info, size_t len)
+{
+    static const char field[] = "uptime_in_seconds:";
+    const size_t flen = sizeof field - 1;
+    for (size_t i = 0; i + flen < len; i++) {
+        if ((i > 0 && info[i - 1] != '\n') || memcmp(info + i, field, flen) != 0)
+            continue;
+        int64_t secs = 0;
+        size_t j = i + flen;
+        if (!isdigit((unsigned char)info[j]))
+            return -1;
+        for (; j < len && isdigit((unsigned char)info[j]); j++) {
+            if (secs > (INT64_MAX / 1000 - 9) / 10)
+                return -1;
+            secs = secs * 10 + (info[j] - '0');
+        }
+        return secs;
+    }
+    return -1;
+}
+
 /* The run_id node j is known by, copied under its lock. */
 static void run_id_of(rl_node *node, char out[41])
 {
@@ -703,6 +725,7 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
     char run_id[41];
     int version = rl_info_version(info, len);
     bool have_id = rl_info_run_id(info, len, run_id) == 0;
+    int64_t uptime = rl_info_uptime(info, len);
     if (node->addr.kind == RL_NODE_CLUSTER) {
         cluster_saw_info(node, server, version, have_id ? run_id : NULL, now);
         return;
@@ -730,6 +753,9 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
             restarted = true;
         }
         memcpy(node->run_id, run_id, sizeof node->run_id);
+        /* Uptime counts whole seconds, rounded down: the start it gives is
+         * never earlier than the real one. */
+        node->started_at = uptime >= 0 ? now - uptime * 1000 : INT64_MIN;
         /* Of two names for one server, the later one in the list does not
          * count: the server votes once. */
         node->same_as = same_as >= 0 && (size_t)same_as < i ? same_as : -1;
@@ -746,6 +772,15 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
         rl_log_emit(&ctx->log, REDLOCK_LOG_WARN, "node_restarted", "node=%s run_id=%.8s guard_ms=%lld",
                     node->addr.label, run_id, (long long)guard);
     }
+}
+
+void rl_node_identity(rl_node *node, char run_id[41], int64_t *started_at)
+{
+    pthread_mutex_lock(&node->mu);
+    bool known = node->addr.kind != RL_NODE_CLUSTER;
+    memcpy(run_id, known ? node->run_id : "", known ? 41 : 1);
+    *started_at = known ? node->started_at : INT64_MIN;
+    pthread_mutex_unlock(&node->mu);
 }
 
 int64_t rl_node_guard_ms(const rl_node *node)

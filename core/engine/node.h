@@ -78,6 +78,8 @@ typedef struct rl_node {
     char tls_failure[160];   /* why the last connect failed, when TLS did ("" else) */
     char run_id[41];         /* the node's INFO run_id as last seen ("" before) */
     int64_t restarted_at;    /* when a new run_id was seen; INT64_MIN never */
+    int64_t started_at;      /* when the server started, by its INFO's uptime (no earlier
+                              * than it did); INT64_MIN unknown (records.h) */
     int version;             /* redis_version as major * 100 + minor; 0 unknown */
     int same_as;             /* index of an earlier node with the same run_id, or -1 */
     int64_t guarded_until;   /* its guard script said so (any client's first sight); INT64_MIN none */
@@ -247,9 +249,15 @@ int rl_node_version(rl_node *node);
 /* Whether the node is known to run Redis 7.0 or later (SET with NX and GET). */
 bool rl_node_has_set_nx_get(rl_node *node);
 
+/* Node i's server as its last INFO said: its run_id ("" unknown) and when it
+ * started (INT64_MIN unknown). A Cluster node's: none. */
+void rl_node_identity(rl_node *node, char run_id[41], int64_t *started_at);
+
 /* Finds "run_id:<40 hex>" in an INFO reply; 0 when found. */
 int rl_info_run_id(const char *info, size_t len, char out[41]);
 /* Finds "redis_version:X.Y" in an INFO reply: X * 100 + Y, or 0. */
 int rl_info_version(const char *info, size_t len);
+/* Finds "uptime_in_seconds:N" in an INFO reply: N, or -1. */
+int64_t rl_info_uptime(const char *info, size_t len);
 
 #endif /* RL_NODE_H */

@@ -644,7 +644,7 @@ void rl_op_step(rl_op *op, int64_t now)
     if (op->phase == PHASE_PAUSE) {
         if (now < op->wake_at)
             return;
-        int rc = rl_round_start(op, RL_CMD_ACQUIRE, now);
+        int rc = rl_round_start(op, op->kind == OP_PING ? RL_CMD_PING : RL_CMD_ACQUIRE, now);
         if (rc != REDLOCK_OK) {
             rl_round_finish(op, rc, "the operating system's random source failed", now);
             return;

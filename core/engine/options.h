@@ -24,6 +24,7 @@ typedef struct rl_options {
     size_t key_prefix_len;
     _Atomic int pool_size;
     _Atomic bool restart_guard;
+    _Atomic bool restart_records;
     _Atomic bool load_functions;
     _Atomic bool fencing;
     _Atomic int64_t max_lease_ms;

@@ -125,6 +125,7 @@ void rl_result_fail(rl_result *r, int code, const char *fmt, ...)
     r->vote = RL_VOTE_FAILED;
     r->code = code;
     r->guard_ms = 0;
+    r->records = false;
     va_start(ap, fmt);
     vsnprintf(r->why, sizeof r->why, fmt, ap);
     va_end(ap);

@@ -51,6 +51,8 @@ typedef struct rl_result {
     char why[160];     /* for RL_VOTE_FAILED: printable reason */
     int64_t guard_ms;  /* for RL_VOTE_FAILED: a yes the restart guard holds back, for this
                         * many ms more (rl_quorum_admit); 0 for any other failure */
+    bool records;      /* for RL_VOTE_FAILED: a yes that waits for the records (records.h):
+                        * counted as not answered yet, judged again as replies come (round.c) */
     uint64_t holder;   /* inspect, RL_VOTE_YES: a hash of the key's value (its token) */
     int64_t pttl;      /* inspect, RL_VOTE_YES: the key's PTTL in ms (-1: no expiry) */
     int64_t free;      /* a query of a semaphore's permits, RL_VOTE_YES: the free ones */

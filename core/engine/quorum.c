@@ -6,6 +6,7 @@
 #include "client.h"
 #include "node.h"
 #include "quorum.h"
+#include "records.h"
 
 size_t rl_quorum(size_t n_nodes)
 {
@@ -27,6 +28,29 @@ int64_t rl_drift_ms(int64_t ttl_ms, double drift_factor)
 int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor)
 {
     return ttl_ms - elapsed_ms - rl_drift_ms(ttl_ms, drift_factor);
+}
+
+/* A yes of a node the records (records.h) do not vouch for yet: waits for
+ * them (counted as no answer yet), or is held back until its server has run
+ * for the guard's length. */
+static void admit_recorded(rl_client *ctx, size_t node, rl_result *r, int64_t now)
+{
+    int64_t left;
+    switch (rl_records_standing(ctx, node, now, &left)) {
+    case RL_STANDING_COUNTS:
+        return;
+    case RL_STANDING_PENDING:
+        rl_result_fail(r, REDLOCK_ENOQUORUM, "its server is not yet in the others' records of "
+                       "the group; not counted before it is (restart_guard)");
+        r->records = true;
+        r->guard_ms = left;
+        return;
+    case RL_STANDING_HELD:
+        rl_result_fail(r, REDLOCK_ENOQUORUM, "new, where the others' records name a server gone: "
+                       "it may have lost its data; not counted for %lld ms more (restart_guard)", (long long)left);
+        r->guard_ms = left;
+        return;
+    }
 }
 
 void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, int64_t now)
@@ -57,7 +81,9 @@ void rl_quorum_admit(rl_client *ctx, size_t node, rl_verb verb, rl_result *r, in
                        "may have lost keys (restarted or failed over); not counted for %lld ms more (restart_guard)",
                        (long long)left);
         r->guard_ms = left;
+        return;
     }
+    admit_recorded(ctx, node, r, now);
 }
 
 int64_t rl_quorum_guard_wait(const rl_result *results, size_t n, size_t q, bool *only_guards)
@@ -95,7 +121,7 @@ static void count(tally *t, const rl_result *results, size_t n)
         switch (results[i].vote) {
         case RL_VOTE_YES:     t->yes++; break;
         case RL_VOTE_NO:      t->no++; break;
-        case RL_VOTE_FAILED:  t->failed++; break;
+        case RL_VOTE_FAILED:  results[i].records ? t->pending++ : t->failed++; break;
         case RL_VOTE_PENDING: t->pending++; break;
         }
     }

@@ -32,7 +32,8 @@ int64_t rl_validity_ms(int64_t ttl_ms, int64_t elapsed_ms, double drift_factor);
 /* Whether node's yes may count for verb: not for acquire (nor ping) from a
  * node that may have lost keys less than max_lease_ms ago (restarted, or a
  * replica promoted: the restart guard; an extend's yes counts, since the
- * node holds our token), nor, for acquire, extend and inspect, from a
+ * node holds our token), nor from one the records do not vouch for
+ * (records.h: then r->records, while they may yet), nor, for acquire, extend and inspect, from a
  * second name of a server already counted. Turns such a yes into a
  * failure that says why. */
 void rl_quorum_admit(struct rl_client *ctx, size_t node, rl_verb verb, rl_result *r,

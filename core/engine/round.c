@@ -621,6 +621,7 @@ static int start_fence(rl_op *op, int64_t now)
             continue;
         }
         s->state = SLOT_DONE;
+        r->records = false;   /* a yes left out of the fence stays out (rejudge) */
         if (behind[i])
             rl_result_fail(r, REDLOCK_ENOQUORUM, "connection lost before its fence was written");
         else if (r->vote == RL_VOTE_PENDING)
@@ -655,6 +656,32 @@ static uint64_t unreached(const rl_op *op)
             none |= UINT64_C(1) << i;
     }
     return none;
+}
+
+/* Whether the round, refused, had yes votes waiting for the records
+ * (records.h) and is the operation's first to: its replies read the
+ * records, and the additions they lacked go before the next round's
+ * commands, which then count those votes. So a fresh group's first lock
+ * (and ping) takes one more round, not a wait. */
+static bool settles(rl_op *op)
+{
+    if (op->settled)
+        return false;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++)
+        if (op->results[i].vote == RL_VOTE_FAILED && op->results[i].records)
+            return op->settled = true;
+    return false;
+}
+
+/* The next round starts at once (rl_op_step), whatever the wait. */
+static void pause_at_once(rl_op *op, int rc, int64_t now)
+{
+    op->phase = PHASE_PAUSE;
+    op->wake_at = now;
+    op->rc = rc;
+    for (size_t i = 0; i < op->ctx->n_nodes; i++)
+        op->slots[i].state = SLOT_IDLE;
+    let_go(op);
 }
 
 void rl_round_end(rl_op *op, const rl_verdict *v, int64_t now)
@@ -692,6 +719,10 @@ void rl_round_end(rl_op *op, const rl_verdict *v, int64_t now)
         if (h->keys->kind == RL_LOCK_FAIR && op->ticket == 0)
             op->ticket = ticket_of(op);
         rl_round_undo_attempt(op, now);
+        if (v->rc == REDLOCK_ENOQUORUM && settles(op)) {
+            pause_at_once(op, v->rc, now);
+            return;
+        }
         /* Nodes the restart guard holds back are not an outage: the guard's
          * end is known, and the wait goes on to it (guard_wait). */
         bool only_guards = false;
@@ -751,15 +782,57 @@ void rl_round_end(rl_op *op, const rl_verdict *v, int64_t now)
         h->held = false;
         rl_round_finish(op, v->rc, op->msg, now);
         return;
+    case OP_PING:
+        if (v->rc == REDLOCK_ENOQUORUM && settles(op)) {
+            pause_at_once(op, v->rc, now);
+            return;
+        }
+        /* fall through */
     case OP_INSPECT:
     case OP_FORCE:
-    case OP_PING:
         op->answer = *v;
         rl_round_finish(op, v->rc, op->msg, now);
         return;
     case OP_DELIVER:   /* decided by step_deliver, never by a verdict */
     case OP_EXTEND_MANY:   /* each lock decided by its decide_each */
         return;
+    }
+}
+
+/* Whether node i's yes (op->results[i]) counts: rl_quorum_admit's rules,
+ * and a Sentinel node's master must have been named lately. */
+static void judge(rl_op *op, size_t i, int64_t now)
+{
+    rl_quorum_admit(op->ctx, i, rl_round_verb(op), &op->results[i], now);
+    /* A Sentinel node's master that no sentinel named in the last
+     * sentinel_poll_ms before the round began: its yes does not count for a
+     * new lock (node.c). The next attempt asks the sentinels first. */
+    rl_verb verb = rl_round_verb(op);
+    if (op->results[i].vote == RL_VOTE_YES && (verb == RL_VERB_ACQUIRE || verb == RL_VERB_PING)
+        && !rl_node_confirmed(&op->ctx->nodes[i], op->round_start))
+        rl_result_fail(&op->results[i], REDLOCK_ENOQUORUM,
+                       "no sentinel has named its master in the last sentinel_poll_ms (%lld ms): "
+                       "not counted for a new lock until one does",
+                       (long long)op->ctx->opt.sentinel_poll_ms);
+}
+
+void rl_round_vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
+{
+    op->results[i] = *r;
+    judge(op, i, now);
+    op->slots[i].state = SLOT_DONE;
+    chain_ended(op, i, now);
+}
+
+/* The yes votes that wait for the records (records.h), judged again: the
+ * replies since may have read or added what they lacked. */
+static void rejudge(rl_op *op, int64_t now)
+{
+    for (size_t i = 0; i < op->ctx->n_nodes; i++) {
+        if (op->results[i].vote == RL_VOTE_FAILED && op->results[i].records) {
+            op->results[i].vote = RL_VOTE_YES;
+            judge(op, i, now);
+        }
     }
 }
 
@@ -787,6 +860,7 @@ void rl_round_try_decide(rl_op *op, int64_t now)
             && op->ctx->nodes[i].addr.kind == RL_NODE_SENTINEL)
             return;
     }
+    rejudge(op, now);
     if (op->decide_each) {   /* extend many: each lock on its own (many.c) */
         op->decide_each(op, final, now);
         return;
@@ -804,24 +878,6 @@ void rl_round_try_decide(rl_op *op, int64_t now)
         rl_quorum_decide(op->ctx, &round, op->what, &v, op->msg, sizeof op->msg);
     if (v.decided)
         rl_round_end(op, &v, now);
-}
-
-void rl_round_vote(rl_op *op, size_t i, const rl_result *r, int64_t now)
-{
-    op->results[i] = *r;
-    rl_quorum_admit(op->ctx, i, rl_round_verb(op), &op->results[i], now);
-    /* A Sentinel node's master that no sentinel named in the last
-     * sentinel_poll_ms before the round began: its yes does not count for a
-     * new lock (node.c). The next attempt asks the sentinels first. */
-    rl_verb verb = rl_round_verb(op);
-    if (op->results[i].vote == RL_VOTE_YES && (verb == RL_VERB_ACQUIRE || verb == RL_VERB_PING)
-        && !rl_node_confirmed(&op->ctx->nodes[i], op->round_start))
-        rl_result_fail(&op->results[i], REDLOCK_ENOQUORUM,
-                       "no sentinel has named its master in the last sentinel_poll_ms (%lld ms): "
-                       "not counted for a new lock until one does",
-                       (long long)op->ctx->opt.sentinel_poll_ms);
-    op->slots[i].state = SLOT_DONE;
-    chain_ended(op, i, now);
 }
 
 /* A chained node answered for its current part (r): it goes on to the next

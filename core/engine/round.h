@@ -62,7 +62,7 @@ typedef struct slot {
 
 typedef enum phase {
     PHASE_ROUND,          /* a command is out to the nodes */
-    PHASE_PAUSE,          /* between two acquire attempts */
+    PHASE_PAUSE,          /* between two acquire attempts (or ping rounds) */
     PHASE_DONE
 } phase;
 
@@ -96,6 +96,7 @@ struct redlock_op {
     int64_t round_start;
     int64_t started;      /* when the operation was made */
     unsigned attempts;    /* lock: acquire rounds started */
+    bool settled;         /* lock, ping: a round went again at once for the records (round.c) */
     int64_t wake_at;      /* pause: when the next attempt starts */
     phase phase;
     rl_cmd *cmd;          /* the current round's command */

@@ -129,3 +129,43 @@ def test_a_wait_outlasts_the_guard(nodes, make_client, crash):
     lock.unlock()
     # Well past the outage timeout, and taken at the guard's end.
     assert left / 1000 - 1.0 <= waited <= left / 1000 + 1.0, (left, waited)
+
+
+def records_case(nodes, make_client, crash, records):
+    """The holder's lock on all five nodes, then three of them restart
+    without their data: a client that never met them tries the same lock."""
+    options = dict(restart_records=records, max_lease_ms=int(LEASE * 1000))
+    holder = make_client(nodes.uris, **options).get_lock("crash")
+    assert holder.try_lock(lease=LEASE)   # a fresh group: at once, all nodes answering
+    assert nodes.holders("crash", holder.token) == [0, 1, 2, 3, 4]
+    for i in (2, 3, 4):
+        crash(i)
+    return holder, make_client(nodes.uris, **options)
+
+
+def test_without_records_a_late_client_gets_in(nodes, make_client, crash):
+    holder, late = records_case(nodes, make_client, crash, "0")
+    intruder = late.get_lock("crash")
+    assert intruder.try_lock(lease=LEASE)
+    assert holder.validity > 0 and intruder.validity > 0   # two holders: what records prevent
+    assert nodes.holders("crash", intruder.token) == [2, 3, 4]
+
+
+def test_the_records_hold_a_late_client_back(nodes, make_client, crash):
+    """restart_records: the two nodes that kept their data record the
+    servers they knew; the three new ones replaced servers the records name,
+    so a client that never met them counts them only once they have run for
+    max_lease_ms, whatever the guard keys (gone with the data) would say."""
+    holder, late = records_case(nodes, make_client, crash, "1")
+    detail = expect_failure(late, "crash", redlock.LockError, lease=LEASE)
+    assert "may have lost its data" in detail, detail
+    held = re.search(r"not counted for (\d+) ms more \(restart_guard\)", detail)
+    assert held and 0 < int(held.group(1)) <= LEASE * 1000, detail
+    assert holder.validity > 0
+    assert nodes.holders("crash", holder.token) == [0, 1]
+    # A wait outlasts it: once the new servers have run for max_lease_ms,
+    # they count, and the holder's lease is over by then.
+    lock = late.get_lock("crash")
+    assert lock.try_lock(lease=LEASE, wait=LEASE + 3.0)
+    assert holder.validity <= 0
+    lock.unlock()

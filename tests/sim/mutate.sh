@@ -6,7 +6,8 @@
 # the engine to a scratch directory,
 # applies one patch at a time (a patch that does not apply exactly is an
 # error), builds the simulator against that engine, and runs it with a
-# fixed master seed and a budget of operations: the mutant must break an
+# fixed master seed and a budget of operations (and a mode of sim.c's, as
+# a fourth column): the mutant must break an
 # invariant within the budget, or the check fails. The engine as it is must
 # hold every invariant with the same seeds first (the control), so a
 # failure is the mutant's.
@@ -67,6 +68,7 @@ sem-one-more 1 6000
 fair-unordered 6 120000
 release-skips-unanswered 1 6000
 guard-uncapped 1 20000
+records-ignored 1 40000 --empty-restarts
 "
 
 cc=${CC:-cc}
@@ -95,32 +97,40 @@ compile "$work/base/engine" "$work/base" "$work"/base/engine/*.c "$scripts_c" \
 # shellcheck disable=SC2086
 $cc -o "$work/base/sim" "$work"/base/*.o $libs
 
-# Runs a simulator ($1) with seed $2 for $3 operations, its output in $4;
-# prints its verdict line and returns its status.
+# Runs a simulator ($1) with seed $2 for $3 operations, its output in $4, in
+# the mode $5 (a flag of sim.c's, or "-" for the default); returns its status.
 run() {
     status=0
-    "$1" --seed "$2" --ops "$3" >"$4" 2>&1 || status=$?
+    if [ "$5" = - ]; then
+        "$1" --seed "$2" --ops "$3" >"$4" 2>&1 || status=$?
+    else
+        "$1" --seed "$2" --ops "$3" "$5" >"$4" 2>&1 || status=$?
+    fi
     return $status
 }
 
-# The control: the engine as it is, with each master seed of the list for
-# the largest budget of that seed, two at a time.
-controls=$(printf '%s\n' "$list" | awk 'NF == 3 && $3 > most[$2] { most[$2] = $3 }
-    END { for (s in most) print s, most[s] }')
+# The control: the engine as it is, with each master seed and mode of the
+# list for the largest budget of that seed in that mode, two at a time.
+controls=$(printf '%s\n' "$list" | awk 'NF >= 3 { k = $2 " " (NF > 3 ? $4 : "-")
+        if ($3 > most[k]) most[k] = $3 }
+    END { for (k in most) { split(k, p, " "); print p[1], most[k], p[2] } }')
+# shellcheck disable=SC2016
 printf '%s\n' "$controls" | xargs -P 2 -L 1 sh -c '
-    "$0/base/sim" --seed "$1" --ops "$2" >"$0/control-$1.log" 2>&1 || true' "$work"
-for seed in $(printf '%s\n' "$controls" | awk '{ print $1 }' | sort -n); do
-    log=$work/control-$seed.log
+    if [ "$3" = - ]; then mode=; else mode=$3; fi
+    "$0/base/sim" --seed "$1" --ops "$2" $mode >"$0/control-$1$3.log" 2>&1 || true' "$work"
+printf '%s\n' "$controls" | sort -n | while read -r seed ops mode; do
+    log=$work/control-$seed$mode.log
     if ! grep -q 'every invariant held' "$log"; then
-        echo "mutate.sh: the engine as it is broke an invariant (the control, master seed $seed):" >&2
+        echo "mutate.sh: the engine as it is broke an invariant (the control, master seed $seed, mode $mode):" >&2
         grep 'FAILED' "$log" >&2 || tail -5 "$log" >&2
         exit 1
     fi
-    echo "control: $(grep 'operations in' "$log")"
-done
+    [ "$mode" = - ] && mode= || mode=" ($mode)"
+    echo "control: $(grep 'operations in' "$log")$mode"
+done || exit 1
 
 survived=0
-printf '%s\n' "$list" | while read -r name seed ops; do
+printf '%s\n' "$list" | while read -r name seed ops mode; do
     [ -n "$name" ] || continue
     if [ $# -gt 0 ]; then
         wanted=no
@@ -167,7 +177,7 @@ printf '%s\n' "$list" | while read -r name seed ops; do
     esac
     # shellcheck disable=SC2086
     $cc -o "$dir/sim" $objects $libs
-    if run "$dir/sim" "$seed" "$ops" "$dir/sim.log"; then
+    if run "$dir/sim" "$seed" "$ops" "$dir/sim.log" "${mode:--}"; then
         echo "SURVIVED $name: no invariant broken in $ops operations (seed $seed): $(sed -n 1p "$patch_file")"
         exit 3
     fi

@@ -80,8 +80,14 @@
  *               a hostile node's answer to the guard script said.
  *
  *   sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] [--trace]
- *       [--unsafe-restarts | --lose-counters [--no-restart-guard]
+ *       [--empty-restarts | --unsafe-restarts | --lose-counters [--no-restart-guard]
  *        | --beyond-drift] [--strict-wakes]
+ *
+ * --empty-restarts adds restarts without data, quick ones (no delay), while
+ * another node is up that kept its data for longer than any lease: the
+ * nodes' records of each other (records.h) catch them, and every invariant
+ * must hold. --unsafe-restarts lifts that condition (every node may lose its
+ * data at once, or the one node): the documented limit, expected to break.
  *
  * --beyond-drift makes the clocks differ by several times the allowance:
  * exclusion is expected to break (shown, exit 0 only if it did), which
@@ -211,6 +217,7 @@ typedef struct simnode_state {
     double rate;            /* its clock's speed against the global clock */
     int64_t base;           /* its clock at global 0 */
     int64_t failed_over_at; /* its last failover (global ms); INT64_MIN none */
+    int64_t emptied_at;     /* its last restart without data (global ms); INT64_MIN none */
 } simnode_state;
 
 typedef struct interval {
@@ -280,7 +287,9 @@ typedef struct world {
     long ops, ops_budget;
     bool healing;           /* no new faults, no new locks */
     bool quiet;             /* a fault-free phase: no new faults */
-    bool unsafe_restarts;   /* restarts without data and without delay */
+    bool unsafe_restarts;   /* restarts without data and without delay, of any node */
+    bool empty_restarts;    /* the same, while another node keeps its data (records.h) */
+    int64_t emptied_at;     /* the last restart without data (global ms); INT64_MIN none */
     bool fencing;           /* the clients take their locks with fencing */
     int64_t failed_over_at; /* the last failover (global ms); INT64_MIN none */
     bool strict_wakes;      /* a wake not asked for again is dropped */
@@ -996,7 +1005,7 @@ static void op_finished(world *w, client *cl)
         /* (A failover during the operation may have lost a yes already
          * counted: the replica never had it. Exclusion still must hold.) */
         if (holding(w, cl, cl->held->token) < q && !w->unsafe_restarts
-            && w->failed_over_at < cl->op_from)
+            && w->failed_over_at < cl->op_from && w->emptied_at < cl->op_from)
             fail(w, "outcomes", "c%d holds r%d but only %d nodes have its token", cl->id,
                  cl->res[0], holding(w, cl, cl->held->token));
         if (w->fencing && cl->held->fences)   /* a read lock has none */
@@ -1208,14 +1217,11 @@ static void next_action(world *w, client *cl)
 
 /* ---- faults ---- */
 
-/* The replica of nd takes its place, lag ms behind. About half the clients
- * forget what they knew of the node (its run_id), as a client that first
- * meets it now would: only the guard on the node itself holds them back. */
-static void failover(world *w, simnode_state *nd, int64_t lag)
+/* About half the clients forget what they knew of node n (its run_id), as a
+ * client that first meets it now would: only what the nodes keep (the guard
+ * on the node itself, the others' records) holds them back. */
+static void forget(world *w, int n)
 {
-    int n = (int)(nd - w->nodes);
-    simnode_failover(nd->sn, lag, nd->down_at, next_u64(&w->rnd));
-    w->failed_over_at = nd->failed_over_at = w->now;
     for (int k = 0; k < w->n_clients; k++) {
         if (!chance(&w->rnd, 0.5))
             continue;
@@ -1226,7 +1232,41 @@ static void failover(world *w, simnode_state *nd, int64_t lag)
         pthread_mutex_unlock(&node->mu);
         trace(w, "c%d forgets n%d", k, n);
     }
+}
+
+/* The replica of nd takes its place, lag ms behind. */
+static void failover(world *w, simnode_state *nd, int64_t lag)
+{
+    int n = (int)(nd - w->nodes);
+    simnode_failover(nd->sn, lag, nd->down_at, next_u64(&w->rnd));
+    w->failed_over_at = nd->failed_over_at = w->now;
+    forget(w, n);
     trace(w, "n%d failed over", n);
+}
+
+/* Whether a node other than n is up and has kept its data for longer than
+ * any lease: the nodes' records of each other (records.h) catch a restart
+ * without data as long as one node that recorded the server kept them. */
+static bool kept_by_another(const world *w, int n)
+{
+    for (int j = 0; j < w->n_nodes; j++)
+        if (j != n && !w->nodes[j].down
+            && (w->nodes[j].emptied_at == INT64_MIN || w->now - w->nodes[j].emptied_at > 3 * MAX_LEASE))
+            return true;
+    return false;
+}
+
+/* Node n goes down, and comes back in back ms, with its data or empty. */
+static void go_down(world *w, int n, int64_t back, bool keep)
+{
+    simnode_state *nd = &w->nodes[n];
+    nd->down = true;
+    nd->down_gen++;
+    for (size_t i = 0; i < w->n_conns; i++)
+        if (w->conns[i]->node == n)
+            cut(w, w->conns[i]);
+    schedule(w, w->now + back, EV_UP, nd, keep, nd->down_gen, NULL, 0);
+    trace(w, "fault: n%d down for %" PRId64 " ms, %s", n, back, keep ? "keeps data" : "empty");
 }
 
 static void fault(world *w)
@@ -1257,19 +1297,23 @@ static void fault(world *w)
             break;
         /* With --lose-counters every long spell loses them: the point there
          * is to show what that does. */
-        bool keep = (chance(&w->rnd, 0.6) && !w->lose_counters) || w->unsafe_restarts;
+        bool quick = w->unsafe_restarts || w->empty_restarts;
+        bool keep = (chance(&w->rnd, 0.6) && !w->lose_counters) || quick;
         int64_t back = keep ? between(&w->rnd, 10, 3000) : between(&w->rnd, 2 * MAX_LEASE + 100, 3 * MAX_LEASE);
-        if (w->unsafe_restarts && chance(&w->rnd, 0.5)) {
+        if (quick && chance(&w->rnd, 0.5) && (w->unsafe_restarts || kept_by_another(w, n))) {
             keep = false;
             back = between(&w->rnd, 10, 500);
+            nd->emptied_at = w->emptied_at = w->now;
         }
-        nd->down = true;
-        nd->down_gen++;
-        for (size_t i = 0; i < w->n_conns; i++)
-            if (w->conns[i]->node == n)
-                cut(w, w->conns[i]);
-        schedule(w, w->now + back, EV_UP, nd, keep, nd->down_gen, NULL, 0);
-        trace(w, "fault: n%d down for %" PRId64 " ms, %s", n, back, keep ? "keeps data" : "empty");
+        go_down(w, n, back, keep);
+        /* Now and then most of the group goes empty at once (all but one
+         * node that kept its data, with --empty-restarts). */
+        for (int j = 0; quick && !keep && j < w->n_nodes && chance(&w->rnd, 0.5); j++) {
+            if (w->nodes[j].down || (!w->unsafe_restarts && !kept_by_another(w, j)))
+                continue;
+            w->nodes[j].emptied_at = w->now;
+            go_down(w, j, between(&w->rnd, 10, 100), false);
+        }
         break;
     }
     case 5: { /* a failover: a replica that lags takes the master's place */
@@ -1435,6 +1479,8 @@ static void handle(world *w, event *e)
         }
         simnode_restart(nd->sn, e->i ? SIMNODE_KEEP : w->fencing && !w->lose_counters
                                 ? SIMNODE_KEEP_COUNTERS : SIMNODE_LOSE, next_u64(&w->rnd));
+        if (!e->i && (w->empty_restarts || w->unsafe_restarts))
+            forget(w, (int)(nd - w->nodes));
         trace(w, "n%d back up", (int)(nd - w->nodes));
         break;
     }
@@ -1455,6 +1501,7 @@ static void handle(world *w, event *e)
 /* How a simulation runs, besides its seed. */
 typedef struct mode {
     bool unsafe;            /* --unsafe-restarts */
+    bool empty;             /* --empty-restarts */
     bool lose_counters;     /* --lose-counters */
     bool no_guard;          /* --no-restart-guard */
     bool beyond_drift;      /* --beyond-drift */
@@ -1477,6 +1524,8 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
     w->rnd.s = seed;
     w->ops_budget = ops;
     w->unsafe_restarts = m->unsafe;
+    w->empty_restarts = m->empty;
+    w->emptied_at = INT64_MIN;
     w->lose_counters = m->lose_counters;
     w->strict_wakes = m->strict_wakes;
     w->fencing = m->lose_counters || chance(&w->rnd, 0.5);
@@ -1496,6 +1545,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         w->nodes[i].rate = clock_rate(&w->rnd, spread);
         w->nodes[i].base = between(&w->rnd, 0, 1000000);
         w->nodes[i].failed_over_at = INT64_MIN;
+        w->nodes[i].emptied_at = INT64_MIN;
         snprintf(buf[i], sizeof buf[i], "redis://10.0.0.%d:6379", i + 1);
         uris[i] = buf[i];
     }
@@ -1528,6 +1578,8 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         rl_options_set(&cl->ctx->opt, "drift_factor", drift);
         rl_options_set(&cl->ctx->opt, "fencing", w->fencing ? "1" : "0");
         rl_options_set(&cl->ctx->opt, "restart_guard", m->no_guard ? "0" : "1");
+        /* The records (records.h) where restarts without data are made. */
+        rl_options_set(&cl->ctx->opt, "restart_records", m->empty || m->unsafe ? "1" : "0");
         /* Every other client loads the library where it lacks it. */
         rl_options_set(&cl->ctx->opt, "load_functions", k % 2 ? "1" : "0");
         schedule(w, between(&w->rnd, 0, 20), EV_NEXT, cl, 0, 0, NULL, 0);
@@ -1790,6 +1842,8 @@ int main(int argc, char **argv)
             print_trace = true;
         } else if (strcmp(argv[i], "--unsafe-restarts") == 0) {
             m.unsafe = true;
+        } else if (strcmp(argv[i], "--empty-restarts") == 0) {
+            m.empty = true;
         } else if (strcmp(argv[i], "--lose-counters") == 0) {
             m.lose_counters = true;
         } else if (strcmp(argv[i], "--no-restart-guard") == 0) {
@@ -1800,12 +1854,12 @@ int main(int argc, char **argv)
             m.strict_wakes = true;
         } else {
             fprintf(stderr, "usage: sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] "
-                            "[--trace] [--unsafe-restarts | --lose-counters "
+                            "[--trace] [--empty-restarts | --unsafe-restarts | --lose-counters "
                             "[--no-restart-guard] | --beyond-drift] [--strict-wakes]\n");
             return 64;
         }
     }
-    if (m.unsafe + m.lose_counters + m.beyond_drift > 1) {
+    if (m.empty + m.unsafe + m.lose_counters + m.beyond_drift > 1) {
         fprintf(stderr, "sim: --unsafe-restarts and --lose-counters show different limits; "
                         "give one\n");
         return 64;
@@ -1850,6 +1904,9 @@ int main(int argc, char **argv)
     printf("sim: simulations by number of nodes:");
     for (int n = 1; n <= MAX_NODES; n++)
         printf(" %d: %ld%s", n, ex.by_nodes[n], n < MAX_NODES ? "," : "\n");
+    if (m.unsafe && ex.first_broken)
+        printf("sim: sim --unsafe-restarts --replay %" PRIu64 " --trace shows one\n",
+               ex.first_broken);
     if (m.unsafe)
         printf("sim: %ld of %ld simulations broke an invariant\n", broken, sims);
     if (m.lose_counters) {

@@ -10,6 +10,7 @@
 #include <lualib.h>
 
 #include "conn.h"
+#include "records.h"
 #include "scripts.h"
 #include "simnode.h"
 
@@ -51,6 +52,7 @@ struct simnode {
     script scripts[32];   /* the scripts compiled (each of rl_script_all at most once) */
     size_t n_scripts;
     int64_t now;          /* of the command running */
+    int64_t started;      /* by its clock: its first command since it (re)started, INT64_MIN before */
     bool promoted;        /* a replica that took the master's place (INFO's master_replid2) */
     bool hostile_guard;   /* simnode_hostile_guard */
     bool library;         /* it holds the function library (simnode_functions) */
@@ -495,7 +497,7 @@ static sval cmd_incr(simnode *n, const char *key, size_t klen)
 static sval keyspace(simnode *n, int argc, char **argv, const size_t *lens)
 {
     const char *c = argv[0];
-    if ((is(c, "INCR") || is(c, "SET") || is(c, "PEXPIRE")) && argc >= 2)
+    if ((is(c, "INCR") || is(c, "SET") || is(c, "PEXPIRE") || is(c, "APPEND")) && argc >= 2)
         note_write(n, argv[1], lens[1]);
     for (int i = 1; is(c, "DEL") && i < argc; i++)
         note_write(n, argv[i], lens[i]);
@@ -506,6 +508,21 @@ static sval keyspace(simnode *n, int argc, char **argv, const size_t *lens)
         if (e && !e->value)
             return v_str(V_ERR, wrongtype);
         return e ? v_str(V_BULK, e->value) : v_nil();
+    }
+    if (is(c, "APPEND") && argc == 3) {   /* the group's record (records.h) */
+        entry *e = find(n, argv[1], lens[1]);
+        if (e && !e->value)
+            return v_str(V_ERR, wrongtype);
+        size_t had = e ? strlen(e->value) : 0;
+        char *joined = malloc(had + lens[2] + 1);
+        memcpy(joined, e ? e->value : "", had);
+        memcpy(joined + had, argv[2], lens[2]);
+        joined[had + lens[2]] = '\0';
+        int64_t expires = e ? e->expires_at : NO_EXPIRY;
+        e = put(n, argv[1], lens[1]);
+        e->value = joined;
+        e->expires_at = expires;
+        return v_int((long long)(had + lens[2]));
     }
     if ((is(c, "DEL") || is(c, "EXISTS")) && argc >= 2) {
         long long count = 0;
@@ -593,9 +610,10 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         return v_str(V_STATUS, "OK");
     }
     if (is(c, "INFO")) {
-        char info[320];
+        char info[400];
         snprintf(info, sizeof info, "# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n"
-                 "# Replication\r\nmaster_replid2:%s\r\n", n->run_id,
+                 "uptime_in_seconds:%lld\r\n# Replication\r\nmaster_replid2:%s\r\n", n->run_id,
+                 (long long)((n->now - n->started) / 1000),
                  n->promoted ? n->run_id : "0000000000000000000000000000000000000000");
         return v_str(V_BULK, info);
     }
@@ -647,6 +665,7 @@ simnode *simnode_new(uint64_t seed)
     lua_setfield(L, -2, "error_reply");
     lua_setglobal(L, "redis");
     new_run_id(n, seed);
+    n->started = INT64_MIN;
     return n;
 }
 
@@ -695,6 +714,7 @@ void simnode_restart(simnode *n, simnode_data data, uint64_t seed)
     n->library = n->library && data == SIMNODE_KEEP;   /* kept with the data */
     simnode_flush_scripts(n);
     new_run_id(n, seed);
+    n->started = INT64_MIN;
 }
 
 simnode_client *simnode_client_new(void)
@@ -716,6 +736,8 @@ bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int
                   simbuf *out)
 {
     n->now = now;
+    if (n->started == INT64_MIN)
+        n->started = now;
     if (redisReaderFeed(c->reader, in, len) != REDIS_OK)
         return false;
     for (;;) {
@@ -787,7 +809,8 @@ size_t simnode_keys(simnode *n, int64_t now, const char **keys, const char **val
     size_t k = 0;
     for (size_t i = 0; i < n->n && k < max; i++) {
         if (n->keys[i].expires_at <= now || is_counter(&n->keys[i]) || n->keys[i].restored
-            || strcmp(n->keys[i].key, RL_GUARD_KEY) == 0)
+            || strcmp(n->keys[i].key, RL_GUARD_KEY) == 0
+            || strcmp(n->keys[i].key, RL_RECORDS_KEY) == 0)
             continue;
         keys[k] = n->keys[i].key;
         values[k++] = n->keys[i].value;
