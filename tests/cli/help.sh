@@ -2,7 +2,7 @@
 # --help documents every option of the tool, the durations, the environment
 # variables and every exit status; --version prints the versions (tool, library, hiredis).
 . "$(dirname "$0")/lib.sh"
-source_file="$(dirname "$0")/../../tools/redlock.c"
+source_file="$(dirname "$0")/../../tools/cli_args.c"
 
 run "$REDLOCK_BIN" --help > "$work/help" 2> "$work/err"
 expect_eq 0 "$status" "status of --help"

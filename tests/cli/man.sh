@@ -3,7 +3,7 @@
 # warnings and documents every option of the tool, short and long.
 . "$(dirname "$0")/lib.sh"
 : "${REDLOCK_MAN:?REDLOCK_MAN must name the generated redlock.1}"
-source_file="$(dirname "$0")/../../tools/redlock.c"
+source_file="$(dirname "$0")/../../tools/cli_args.c"
 
 # groff (groff-base) checks the roff; man -l renders it as a reader sees it.
 groff -man -Tutf8 -ww -z "$REDLOCK_MAN" 2> "$work/warnings"

@@ -1,0 +1,487 @@
+"""redlock.asyncio's driver of the C library's I/O-free engine: the engine
+decides everything (votes, retries, pauses, what a late reply means); the
+driver only moves its bytes over the running loop's own connections (asyncio
+protocols), and wakes it when it asked to be woken. No thread is used and no
+call blocks the loop. One _Driver per client and loop: its connections per
+node (idle ones pooled), the operations under way (_Run), the releases owed;
+it owns the client's wake-ups (_aio_wakes) and renewals (_aio_keeper)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from . import capi
+from ._aio_base import (_AWAITS, _CONNECT, _DONE, _NEVER, _TAIL, _WRITE, _now, _op_drive,
+                        _op_next_wanted, _op_react, _output, _received, _wrote)
+from ._aio_keeper import _Renewer
+from ._aio_tls import _connect_failure, _tls_context, _TLSFailure
+from ._aio_wakes import _Wakes
+from .errors import LockError
+
+
+class _Conn(asyncio.BufferedProtocol):
+    """One connection to a node: the engine's redlock_conn, fed by the
+    loop's transport. The engine knows, for every byte, which command it
+    belongs to; this class only carries bytes and events."""
+
+    def __init__(self, driver: _Driver, node: int, conn: Any) -> None:
+        self.driver = driver
+        self.node = node
+        self.conn = conn
+        self.tls = bool(capi.redlock_ctx_node_tls(driver.ctx, node))
+        self.replied = False  # the node sent bytes (over TLS: it accepted the session)
+        self.run: Optional[_Run] = None  # the operation it serves, if any
+        self.transport: Optional[asyncio.Transport] = None
+        self.connecting: Optional[asyncio.Task[Any]] = None
+        self.freed = False
+        # Read into one buffer of the driver's (a buffered protocol): no new
+        # bytes object per read.
+        self.get_buffer = driver.get_buffer
+
+    # -- the loop's events
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if self.freed:
+            transport.close()
+            return
+        capi.redlock_conn_connected(self.conn, _now())
+        self.event()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.freed:
+            return
+        self.replied = True
+        run = self.run
+        now = _now()
+        if _received(self.conn, self.driver.buffer, nbytes, now) != 0:
+            self.driver.close(self, None)
+        elif run is not None and run.waiting is not None:
+            # Most replies change nothing the run waits for (a vote before
+            # the quorum): the engine says so in one call.
+            if _op_react(run.op, self.conn, now, run.waiting):
+                run.step()
+            return
+        else:
+            self.flush()
+        if run is not None:
+            run.step()
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.transport = None
+        if isinstance(exc, ssl.SSLError):
+            self.ended(f"TLS session failed (the node ended it): {exc.reason or exc}", True)
+        elif self.tls and not self.replied:
+            # With TLS 1.3 a node refuses a session (a client certificate
+            # required, or refused) after the handshake, and its alert is
+            # often lost in the reset, as the C library says too.
+            cause = exc or "closed by the server"
+            self.ended(f"TLS session refused: the node cut it before any reply ({cause}); "
+                       "does it require a client certificate (tls_cert_file)?", True)
+        else:
+            self.ended(f"connection lost: {exc}" if exc
+                       else "connection lost: closed by the server")
+
+    def ended(self, why: str, tls: bool = False) -> None:
+        """The socket failed (tls: TLS did, REDLOCK_ETLS for the engine)."""
+        if not self.freed:
+            run = self.run
+            self.driver.close(self, why, tls)
+            self.event(run)
+
+    # -- the engine's side
+
+    def event(self, run: Optional[_Run] = None) -> None:
+        """Something happened: write what the engine queued, and let the
+        operation served (or, for an idle connection, nobody) see it."""
+        self.flush()
+        run = run or self.run
+        if run is not None:
+            run.step()
+
+    def flush(self) -> None:
+        if self.freed or self.transport is None:
+            return
+        out = _output(self.conn)
+        if out:
+            # The transport buffers what the socket does not take at once.
+            self.transport.write(out)
+            _wrote(self.conn, len(out))
+
+
+class _Run:
+    """One engine operation driven to its end by the loop's callbacks. The
+    caller awaits `future`: (status, message, handle)."""
+
+    def __init__(self, driver: _Driver, op: Any, handle: Any, query: bool = False) -> None:
+        self.driver = driver
+        self.op = op
+        self.handle = handle  # an unlock's handle, freed when the run ends
+        self.query = query    # an inspect or force unlock: its answer is the result
+        self.conns: Dict[int, _Conn] = {}
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.timer_at = 0
+        self.future: asyncio.Future[Tuple[int, str, Any]] = driver.loop.create_future()
+        self.abandoned = False  # the caller was cancelled: a lock gained is given back
+        self.stepping = False
+        self.again = False
+        self.wait_id = 0  # registered with the driver's _Wakes while not 0
+        self.may_wait = True  # a lock not yet registered (nor refused registration)
+        # The wake-up time it waits for since its last step (redlock_op_react),
+        # None when no step made it wait.
+        self.waiting: Optional[int] = None
+        # Called with the operation once done, before it is freed (a renewal
+        # reads each lock's outcome from it).
+        self.before_free: Optional[Callable[[Any], None]] = None
+
+    def step(self) -> None:
+        # Events may arrive while stepping (a connect that fails at once):
+        # they are handled by one more pass, never by recursion.
+        if self.stepping:
+            self.again = True
+            return
+        self.stepping = True
+        try:
+            self.again = True
+            while self.again and self.op is not None:
+                self.again = False
+                self._step_once()
+        finally:
+            self.stepping = False
+
+    def _step_once(self) -> None:
+        # The engine says what to do (redlock_op_drive); this does it.
+        op = self.op
+        now = _now()
+        self.waiting = None
+        what, at = _op_drive(op, now)
+        while what & _CONNECT:
+            node = _op_next_wanted(op, 0)
+            while node >= 0:
+                self.driver.attach(self, node, now)
+                node = _op_next_wanted(op, node + 1)
+            what, at = _op_drive(op, now)
+        if what & _WRITE:
+            for conn in self.conns.values():
+                if conn.transport is not None and not conn.freed:
+                    out = _output(conn.conn)
+                    if out:
+                        conn.transport.write(out)
+                        _wrote(conn.conn, len(out))
+        if what & _AWAITS and self.may_wait:
+            self.may_wait = False
+            self.driver.wakes.add(self)
+        if not what & _DONE:
+            self.waiting = at
+        elif not what & _TAIL:
+            self._finish(now)
+            return
+        # Waiting for events, or when decided, for the connections still
+        # sending (every node reachable within its deadline gets the command).
+        self._wake(at, now)
+
+    def _wake(self, at: int, now: int) -> None:
+        if self.timer is not None:
+            if at == self.timer_at:
+                return
+            self.timer.cancel()
+            self.timer = None
+        if at < _NEVER:
+            self.timer_at = at
+            self.timer = self.driver.loop.call_later(max(0, at - now) / 1000, self._timer)
+
+    def _timer(self) -> None:
+        self.timer = None
+        self.step()
+
+    def woken(self) -> None:
+        """A release of its keys: the pause ends, and a new attempt starts."""
+        if self.op is not None:
+            capi.redlock_op_wake(self.op, _now())
+            self.step()
+
+    def _finish(self, now: int) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        op, self.op = self.op, None
+        if self.wait_id:
+            self.driver.wakes.remove(self, op)
+        status = capi.redlock_op_status(op)
+        message = capi.redlock_op_message(op)
+        handle = capi.redlock_op_take_handle(op)
+        answer = tuple(capi.redlock_op_answer(op)) if self.query else None
+        while True:
+            c = capi.redlock_op_take_conn(op)
+            if c is None:
+                break
+            self.driver.give_back(capi.redlock_conn_node(c), c)
+        if self.before_free is not None:
+            self.before_free(op)
+        capi.redlock_op_free(op)
+        if self.handle is not None:
+            capi.redlock_handle_free(self.handle)
+            self.handle = None
+        self.conns.clear()
+        self.driver.runs.discard(self)
+        if self.abandoned or self.future.done():
+            # Nobody awaits the lock that was gained: it goes back.
+            if handle is not None:
+                self.driver.release_in_background(handle)
+            self.future.cancel()
+        else:
+            self.future.set_result((status, message, answer if self.query else handle))
+        self.driver.after_run()
+
+
+class _Driver:
+    """The engine's driver for one client on one event loop: connections per
+    node (idle ones pooled), the operations under way, the releases owed."""
+
+    def __init__(self, ctx: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.ctx = ctx
+        self.loop = loop
+        self.n_nodes = capi.redlock_ctx_node_count(ctx)
+        self.pool_size = int(capi.redlock_ctx_get_option(ctx, "pool_size"))
+        self.idle: List[List[_Conn]] = [[] for _ in range(self.n_nodes)]
+        self.by_ptr: Dict[int, _Conn] = {}
+        self.runs: Set[_Run] = set()
+        self.background: Set[asyncio.Task[Any]] = set()
+        self.delivering = False
+        self.deliver_timer: Optional[asyncio.TimerHandle] = None
+        self.deliver_at = 0  # when deliver_timer is due (the engine's ms)
+        self.closed = False
+        # What the connections read into (through a view: a transport may
+        # slice it), handed to the engine whole with the count read (the
+        # stable ABI of 3.10 has no buffer protocol for a slice of it).
+        self.buffer = bytearray(16384)
+        self.view = memoryview(self.buffer)
+        self.wakes = _Wakes(self)
+        self.tls: Optional[ssl.SSLContext] = None  # made on first use, from the options
+        self.tls_failure = ""
+        self._renewer: Optional[_Renewer] = None  # made with the first kept lock
+
+    def renewer(self) -> _Renewer:
+        if self._renewer is None:
+            self._renewer = _Renewer(self)
+        return self._renewer
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.view
+
+    # -- operations
+
+    async def run(self, op: Any, cancellable: bool = False,
+                  handle: Any = None, query: bool = False,
+                  before_free: Optional[Callable[[Any], None]] = None) -> Tuple[int, str, Any]:
+        """Drives op to its end; an unlock's handle is freed then. When the
+        caller is cancelled, a lock gives up: what it took is released, and a
+        lock it had gained already is unlocked. Other operations go on. A
+        query's result is its answer (redlock_op_answer), not a handle."""
+        run = _Run(self, op, handle, query)
+        run.before_free = before_free
+        self.runs.add(run)
+        run.step()
+        try:
+            # Cancelling the caller cancels run.future, never the run.
+            return await run.future
+        except asyncio.CancelledError:
+            if run.future.done() and not run.future.cancelled():
+                gained = run.future.result()[2]
+                if gained is not None:
+                    self.release_in_background(gained)
+            elif cancellable:
+                run.abandoned = True
+                if run.op is not None:
+                    capi.redlock_op_cancel(run.op, _now())
+                    run.step()
+            raise
+
+    def attach(self, run: _Run, node: int, now: int) -> None:
+        """Gives run's operation a connection to node: an idle one, or a new
+        one unless the engine says none may be made now (it then fails the
+        node itself)."""
+        fresh = capi.redlock_op_wants_fresh(run.op, node)
+        conn = None if fresh else self._take_idle(run.op, node)
+        if conn is not None:
+            capi.redlock_op_attach(run.op, node, conn.conn, now)
+        else:
+            c = capi.redlock_op_connect(run.op, node, now)
+            if c is None:
+                return
+            conn = self._connect(node, c)
+        conn.run = run
+        run.conns[node] = conn
+
+    def _take_idle(self, op: Any, node: int) -> Optional[_Conn]:
+        """The last idle connection to node that fits op (on a Cluster node:
+        one to the master of its slot)."""
+        pool = self.idle[node]
+        for i in range(len(pool) - 1, -1, -1):
+            conn = pool[i]
+            if conn.freed or capi.redlock_conn_broken(conn.conn):
+                del pool[i]
+            elif not capi.redlock_conn_poolable(conn.conn):
+                del pool[i]
+                self.close(conn, "the node's master moved")   # a Sentinel node's
+            elif capi.redlock_op_fits(op, node, conn.conn):
+                del pool[i]
+                return conn
+        return None
+
+    def _connect(self, node: int, c: Any) -> _Conn:
+        conn = _Conn(self, node, c)
+        self.by_ptr[int(conn.conn)] = conn
+        conn.connecting = self.open(node, conn, c)
+        return conn
+
+    def open(self, node: int, protocol: Any, c: Any = None) -> asyncio.Task[Any]:
+        """Connects protocol to node (over TLS for a rediss:// node: the
+        protocol sees the connection once the handshake is done): the task
+        that does it. When it fails, protocol.ended(why, tls) is called.
+        With the engine's connection c, to where it goes (for a Sentinel
+        node, its master or a sentinel); without, to the node's server now."""
+        if c is not None:
+            host = capi.redlock_conn_host(c)
+            where = (host, capi.redlock_conn_port(c), capi.redlock_conn_server_name(c))
+        else:
+            host = capi.redlock_ctx_node_host(self.ctx, node)
+            where = (host, capi.redlock_ctx_node_port(self.ctx, node),
+                     capi.redlock_ctx_node_server_name(self.ctx, node))
+        if host is not None:
+            coro = self._connect_tcp(protocol, node, *where)
+        else:
+            coro = self.loop.create_unix_connection(lambda: protocol,
+                                                    capi.redlock_ctx_node_path(self.ctx, node))
+        task = self.loop.create_task(coro)
+
+        def connected(task: asyncio.Task[Any]) -> None:
+            protocol.connecting = None
+            if not task.cancelled() and task.exception() is not None:
+                protocol.ended(*_connect_failure(task.exception()))
+
+        task.add_done_callback(connected)
+        return task
+
+    async def _connect_tcp(self, protocol: Any, node: int, host: str, port: int,
+                           server_name: Optional[str]) -> Any:
+        if not capi.redlock_ctx_node_tls(self.ctx, node):
+            return await self.loop.create_connection(lambda: protocol, host, port)
+        return await self.loop.create_connection(
+            lambda: protocol, host, port, ssl=self._tls_context(), server_hostname=server_name)
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """The client's TLS settings, from its options, made once; a setting
+        that cannot be used raises _TLSFailure (again on every use)."""
+        if self.tls is None and not self.tls_failure:
+            try:
+                self.tls = _tls_context(self.ctx)
+            except _TLSFailure as failure:
+                self.tls_failure = str(failure)
+        if self.tls is None:
+            raise _TLSFailure(self.tls_failure)
+        return self.tls
+
+    def give_back(self, node: int, c: Any) -> None:
+        conn = self.by_ptr.get(int(c))
+        if conn is None:
+            return
+        conn.run = None
+        pool = self.idle[node]
+        if (not self.closed and capi.redlock_conn_poolable(c) and conn.transport is not None
+                and len(pool) < self.pool_size):
+            pool.append(conn)
+        else:
+            self.close(conn, "closed by the client")
+
+    def close(self, conn: _Conn, why: Optional[str], tls: bool = False) -> None:
+        """Ends a connection: what it still owed is settled by the engine
+        (why: how the socket ended, tls when TLS failed; None when the engine
+        broke it). One that an operation still holds comes back through
+        give_back."""
+        if conn.freed:
+            return
+        if why is not None:
+            (capi.redlock_conn_tls_failed if tls else capi.redlock_conn_lost)(conn.conn, why,
+                                                                              _now())
+            # What it still owed may be releases owed now: delivered in time.
+            self.after_run()
+        if capi.redlock_conn_held(conn.conn):
+            return
+        conn.run = None
+        conn.freed = True
+        self.by_ptr.pop(int(conn.conn), None)
+        capi.redlock_conn_free(conn.conn)
+        if conn.transport is not None:
+            conn.transport.close()
+        if conn.connecting is not None:
+            conn.connecting.cancel()
+
+    # -- releases owed, and handles given back
+
+    def after_run(self) -> None:
+        """Schedules the delivery of the releases owed, when the engine says
+        (redlock_ctx_owed_at): after every run, and after each delivery."""
+        if self.closed or self.delivering:
+            return
+        now = _now()
+        at = capi.redlock_ctx_owed_at(self.ctx, now)
+        if at >= _NEVER or (self.deliver_timer is not None and self.deliver_at <= at):
+            return
+        if self.deliver_timer is not None:
+            self.deliver_timer.cancel()
+        self.deliver_at = at
+        self.deliver_timer = self.loop.call_later(max(0, at - now) / 1000, self._deliver)
+
+    def _deliver(self) -> None:
+        self.deliver_timer = None
+        now = _now()
+        if self.closed or capi.redlock_ctx_owed_at(self.ctx, now) > now:
+            self.after_run()
+            return
+        self.delivering = True
+        task = self.loop.create_task(self.run(capi.redlock_op_deliver(self.ctx, now)))
+        self.background.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self.background.discard(t)
+            self.delivering = False
+            self.after_run()
+
+        task.add_done_callback(done)
+
+    def release_in_background(self, handle: Any) -> None:
+        """Unlocks a handle nobody will use (a cancelled acquire's), then
+        frees it."""
+        if self.closed:
+            capi.redlock_handle_free(handle)
+            return
+        try:
+            op = capi.redlock_op_unlock(handle, _now())
+        except LockError:
+            capi.redlock_handle_free(handle)
+            return
+
+        async def release() -> None:
+            await self.run(op, handle=handle)
+
+        task = self.loop.create_task(release())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def close_all(self) -> None:
+        while self.background or self.runs:
+            pending = list(self.background) + [run.future for run in self.runs]
+            await asyncio.gather(*pending, return_exceptions=True)
+        self.closed = True
+        if self.deliver_timer is not None:
+            self.deliver_timer.cancel()
+        for pool in self.idle:
+            for conn in pool:
+                self.close(conn, "the client was closed")
+            pool.clear()
+        self.wakes.close()
+        if self._renewer is not None:
+            self._renewer.close()

@@ -1,0 +1,206 @@
+/*
+ * cli_health.c - the two runs that take no lock: --check (each node's
+ * health from redlock_ctx_health, and whether a quorum answers) and
+ * --load-functions (the function library loaded on every node).
+ */
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "cli.h"
+
+/* Decodes a percent-encoded value of redlock_ctx_health in place. */
+static char *unescape(char *value)
+{
+    char *out = value;
+
+    for (const char *p = value; *p; p++) {
+        if (p[0] == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+            char hex[3] = {p[1], p[2], '\0'};
+
+            *out++ = (char)strtol(hex, NULL, 16);
+            p += 2;
+        } else {
+            *out++ = *p;
+        }
+    }
+    *out = '\0';
+    return value;
+}
+
+/* The value of key in a line of redlock_ctx_health (decoded in place), or "". */
+static const char *health_field(char **fields, size_t n, const char *key)
+{
+    size_t len = strlen(key);
+
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(fields[i], key, len) == 0 && fields[i][len] == '=')
+            return fields[i] + len + 1;
+    }
+    return "";
+}
+
+/* Splits a line of redlock_ctx_health into its fields (up to 32, values
+ * decoded in place); how many. */
+static size_t split_health(char *line, char *fields[32])
+{
+    size_t n = 0;
+
+    for (char *f = strtok(line, " "); f != NULL && n < 32; f = strtok(NULL, " ")) {
+        char *eq = strchr(f, '=');
+
+        if (eq != NULL)
+            unescape(eq + 1);
+        fields[n++] = f;
+    }
+    return n;
+}
+
+/* Prints one node's line of the health check. */
+static void print_node(char *line)
+{
+    char *fields[32];
+    size_t n = split_health(line, fields);
+    const char *state, *error, *rtt;
+    bool answers;
+
+    state = health_field(fields, n, "state");
+    error = health_field(fields, n, "last_error");
+    rtt = health_field(fields, n, "rtt_ms");
+    answers = strcmp(state, "up") == 0 || strcmp(state, "guarded") == 0;
+    printf("%s", health_field(fields, n, "node"));
+    /* A Sentinel group: the master its sentinels named; a Cluster: its
+     * masters (each with a run_id of its own). */
+    const char *kind = health_field(fields, n, "kind");
+    bool cluster = strcmp(kind, "cluster") == 0;
+    if (strcmp(kind, "sentinel") == 0 || cluster)
+        printf(" (%s %s)", cluster ? "masters" : "master", health_field(fields, n, "server"));
+    printf(" %s", state);
+    /* The library's clock counts whole milliseconds: less than one reads 0.x. */
+    if (answers && cluster)
+        printf(" rtt %s ms, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
+               health_field(fields, n, "version"));
+    else if (answers)
+        printf(" rtt %s ms, run_id %s, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
+               health_field(fields, n, "run_id"), health_field(fields, n, "version"));
+    if (strcmp(state, "guarded") == 0)
+        printf(" (may have lost keys, restarted or failed over: not counted for new locks for "
+               "%s ms more)", health_field(fields, n, "guard_ms"));
+    else if (!answers && *error)
+        printf(" (%s)", error);
+    putchar('\n');
+}
+
+/* --check: pings every node, prints each one's health and whether a quorum
+ * answers. EX_OK when it does; else as a lock that failed for the same
+ * reason: EX_NOPERM when a quorum refused the credentials (or a command, or
+ * TLS), EX_UNAVAILABLE when too few answer. */
+int check_nodes(redlock_ctx *ctx)
+{
+    size_t size = (size_t)REDLOCK_MAX_NODES * REDLOCK_HEALTH_LINE_MAX, n = 0;
+    char *text = xmalloc(size);
+    int answered = 0;
+    int rc = redlock_ctx_ping(ctx, &answered);
+
+    if (redlock_ctx_health(ctx, text, size) != REDLOCK_OK) {
+        say("cannot read the nodes' health: %s", redlock_errmsg());
+        free(text);
+        return EX_SOFTWARE;
+    }
+    for (char *line = text, *end; *line; line = end + 1) {
+        end = strchr(line, '\n');
+        *end = '\0';
+        if (verbosity != QUIET)
+            print_node(line);
+        n++;
+    }
+    if (verbosity != QUIET)
+        printf("%s: %d of %zu nodes answer, %zu needed\n", rc == REDLOCK_OK ? "healthy"
+               : "not healthy", answered, n, n / 2 + 1);
+    free(text);
+    return rc == REDLOCK_OK ? EX_OK : failure_status(rc);
+}
+
+/* --load-functions: the nodes where the library's event functions_loaded
+ * said it was loaded now, one "node=LABEL " after another. */
+struct loads {
+    char text[8192];
+};
+
+static void note_load(void *data, int level, const char *event, const char *message)
+{
+    struct loads *loads = data;
+    size_t used = strlen(loads->text), len = strcspn(message, " ");
+
+    if (strcmp(event, "functions_loaded") == 0 && used + len + 2 < sizeof loads->text) {
+        memcpy(loads->text + used, message, len);
+        memcpy(loads->text + used + len, " ", 2);
+    }
+    if (verbosity == VERBOSE)
+        print_event(NULL, level, event, message);
+}
+
+/* --load-functions: asks every node with the option load_functions on (a
+ * node without this version's library gets it loaded), then prints per
+ * node what it did. The load goes on a connection's handshake, behind its
+ * probe, and its answer is read by the next command there: a few pings
+ * read it. EX_OK when every node has the library; EX_NOPERM when a node
+ * refused FUNCTION LOAD; EX_UNAVAILABLE otherwise. */
+int load_functions(redlock_ctx *ctx)
+{
+    size_t size = (size_t)REDLOCK_MAX_NODES * REDLOCK_HEALTH_LINE_MAX;
+    char *text = xmalloc(size);
+    struct loads loads = { .text = "" };
+    int answered = 0, status = EX_OK;
+
+    if (redlock_ctx_set_option(ctx, "load_functions", "1") != REDLOCK_OK
+        || redlock_ctx_set_log(ctx, note_load, REDLOCK_LOG_DEBUG, &loads) != REDLOCK_OK) {
+        say("cannot set up the client: %s", redlock_errmsg());
+        free(text);
+        return EX_SOFTWARE;
+    }
+    for (int i = 0; i < 3; i++)
+        redlock_ctx_ping(ctx, &answered);
+    redlock_ctx_set_log(ctx, NULL, REDLOCK_LOG_DEBUG, NULL);
+    if (redlock_ctx_health(ctx, text, size) != REDLOCK_OK) {
+        say("cannot read the nodes' health: %s", redlock_errmsg());
+        free(text);
+        return EX_SOFTWARE;
+    }
+    for (char *line = text, *end; *line; line = end + 1) {
+        char *fields[32], mark[REDLOCK_HEALTH_LINE_MAX];
+        end = strchr(line, '\n');
+        *end = '\0';
+        size_t n = split_health(line, fields);
+        const char *node = health_field(fields, n, "node");
+        const char *way = health_field(fields, n, "scripts");
+        const char *error = health_field(fields, n, "last_error");
+        const char *what = "already loaded";
+
+        snprintf(mark, sizeof mark, "node=%s ", node);
+        if (strcmp(way, "functions") == 0 && strstr(loads.text, mark)) {
+            what = "loaded";
+        } else if (strcmp(way, "functions") != 0) {
+            what = "not loaded";
+            if (strstr(error, "FUNCTION LOAD refused"))
+                status = EX_NOPERM;
+            else if (status == EX_OK)
+                status = EX_UNAVAILABLE;
+        }
+        /* A Cluster's masters each hold their own functions: this run
+         * reached some of them. */
+        const char *note = strcmp(health_field(fields, n, "kind"), "cluster") == 0
+                         ? " (on the Cluster masters it reached; each needs it)" : "";
+        if (verbosity != QUIET && strcmp(what, "not loaded") == 0)
+            printf("%s: not loaded (%s)%s\n", node, *error ? error
+                   : strcmp(way, "eval") == 0 ? "it cannot call functions: a server before "
+                     "Redis 7.0, or an ACL without +fcall" : "no answer", note);
+        else if (verbosity != QUIET)
+            printf("%s: %s%s\n", node, what, note);
+    }
+    free(text);
+    return status;
+}
