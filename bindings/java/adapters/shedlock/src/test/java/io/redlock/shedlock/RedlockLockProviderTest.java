@@ -87,7 +87,7 @@ class RedlockLockProviderTest extends TwoInstances {
 
     @Test
     void unlockKeepsTheLockUntilLockAtLeastFor() throws Exception {
-        LockConfiguration configuration = config(name, Duration.ofSeconds(30), Duration.ofMillis(800));
+        LockConfiguration configuration = config(name, Duration.ofSeconds(30), Duration.ofSeconds(2));
         SimpleLock held = a.lock(configuration).orElseThrow();
         held.unlock(); // a task much shorter than lockAtLeastFor
         Instant until = configuration.getLockAtLeastUntil();
@@ -153,12 +153,12 @@ class RedlockLockProviderTest extends TwoInstances {
 
     @Test
     void extendGivesANewLeaseAndEndsTheOldLock() throws Exception {
-        SimpleLock held = a.lock(config(name, Duration.ofMillis(500), Duration.ZERO)).orElseThrow();
+        SimpleLock held = a.lock(config(name, Duration.ofMillis(1500), Duration.ZERO)).orElseThrow();
         SimpleLock extended = held.extend(Duration.ofSeconds(30), Duration.ZERO).orElseThrow();
         assertThrows(IllegalStateException.class, held::unlock);
         assertThrows(IllegalStateException.class,
                 () -> held.extend(Duration.ofSeconds(30), Duration.ZERO));
-        Thread.sleep(800); // past the first lease
+        Thread.sleep(2000); // past the first lease
         assertTrue(locked(name));
         assertTrue(b.lock(config(name)).isEmpty());
         extended.unlock();

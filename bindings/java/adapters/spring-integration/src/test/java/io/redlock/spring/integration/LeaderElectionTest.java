@@ -23,7 +23,7 @@ import org.springframework.integration.support.leader.LockRegistryLeaderInitiato
 class LeaderElectionTest extends TwoInstances {
     @Override
     protected Map<String, String> options() {
-        return Map.of("watchdog_lease_ms", "300");
+        return Map.of("watchdog_lease_ms", "1500");
     }
 
     /** The candidates leading now, and the most that ever led at once. */
@@ -72,7 +72,7 @@ class LeaderElectionTest extends TwoInstances {
             waitFor(() -> a.getContext().isLeader() || b.getContext().isLeader(),
                     "nobody was elected");
             // Several heartbeats and lock renewals, with one leader throughout.
-            Thread.sleep(1000);
+            Thread.sleep(1500);
             assertEquals(1, mostLeading.get(), "two leaders at once");
             assertTrue(a.getContext().isLeader() != b.getContext().isLeader());
             LockRegistryLeaderInitiator leader = a.getContext().isLeader() ? a : b;

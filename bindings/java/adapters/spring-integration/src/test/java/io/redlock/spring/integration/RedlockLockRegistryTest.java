@@ -38,10 +38,10 @@ class RedlockLockRegistryTest extends TwoInstances {
     private RedlockLockRegistry b;
     private String key;
 
-    /** Kept locks renewed every 100 ms: a test outlives several leases. */
+    /** Kept locks on a lease of 1.5 s, renewed every 0.5 s: a test outlives a few leases. */
     @Override
     protected Map<String, String> options() {
-        return Map.of("watchdog_lease_ms", "300", "fencing", "1");
+        return Map.of("watchdog_lease_ms", "1500", "fencing", "1");
     }
 
     @BeforeEach
@@ -187,7 +187,7 @@ class RedlockLockRegistryTest extends TwoInstances {
     void aKeptLockOutlivesItsLease() throws Exception {
         Lock lock = a.obtain(key);
         lock.lock();
-        Thread.sleep(1000); // more than three leases of 300 ms
+        Thread.sleep(3500); // more than two leases of 1.5 s
         assertTrue(locked(key));
         assertFalse(elsewhere(() -> b.obtain(key).tryLock()));
         lock.unlock();
@@ -208,7 +208,7 @@ class RedlockLockRegistryTest extends TwoInstances {
 
     @Test
     void renewLockExtendsTheLease() throws Exception {
-        RedlockLockRegistry leased = new RedlockLockRegistry(clientA, "si:", Duration.ofMillis(300));
+        RedlockLockRegistry leased = new RedlockLockRegistry(clientA, "si:", Duration.ofMillis(1500));
         assertThrows(IllegalStateException.class, () -> leased.renewLock(key));
         Lock lock = leased.obtain(key);
         lock.lock();
@@ -217,7 +217,7 @@ class RedlockLockRegistryTest extends TwoInstances {
             leased.renewLock(key, Duration.ofSeconds(10));
             return null;
         });
-        Thread.sleep(600); // past the first lease
+        Thread.sleep(2000); // past the first lease
         assertTrue(locked(key));
         leased.renewLock(key); // the registry's lease from now
         lock.unlock();
