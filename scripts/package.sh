@@ -9,6 +9,9 @@
 #       aarch64), and redlock_native-V.tar.gz, the source distribution
 #   redlock-V.jar                  java -cp it; natives for linux x86_64 and
 #                                  aarch64, glibc and musl
+#   redlock-shedlock-V.jar, redlock-spring-integration-V.jar
+#                                  the Java adapters to ShedLock and Spring
+#                                  Integration, beside redlock-V.jar
 #   lua-5.4/redlock-V-1.linux-ARCH.rock   luarocks --lua-version 5.4 install it
 #   lua-5.1/redlock-V-1.linux-ARCH.rock   the same for LuaJIT and OpenResty
 #   redlock-V-linux-ARCH.tar.gz    the C library, header, pkg-config and CMake

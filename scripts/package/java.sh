@@ -4,7 +4,7 @@
 # linked in, without debug information), then one Maven package of them all, each as
 # native/<platform>/libredlock_jni.so (linux-x86_64, linux-aarch64-musl, ...,
 # as NativeLoader.java looks them up), with hiredis' license and notice, and
-# its version in the manifest (Hiredis-Version).
+# its version in the manifest (Hiredis-Version); then the adapters' jars on it.
 set -euo pipefail
 . "$REDLOCK_SRC/scripts/package/lib.sh"
 
@@ -62,3 +62,18 @@ for lib in "$natives"/native/*/libredlock_jni.so; do
   grep -q "^$entry " <<<"$listing" || { echo "package: $entry is not in the jar" >&2; exit 1; }
 done
 cp "$jar" "$REDLOCK_DIST/"
+
+# The adapters (bindings/java/adapters), each a jar of its own that depends on
+# the one above: Maven finds it in its local repository, where it is
+# installed first.
+step "jar in Maven's local repository" maven-install.log \
+  mvn --batch-mode --no-transfer-progress \
+    org.apache.maven.plugins:maven-install-plugin:3.1.1:install-file \
+    -Dfile="$jar" -DpomFile="$REDLOCK_SRC/bindings/java/pom.xml"
+for adapter in shedlock spring-integration; do
+  step "jar of the $adapter adapter (Maven)" "maven-$adapter.log" \
+    mvn --batch-mode --no-transfer-progress \
+      -f "$REDLOCK_SRC/bindings/java/adapters/$adapter/pom.xml" package -DskipTests \
+      -Dredlock.target.dir="$REDLOCK_WORK/maven-$adapter"
+  cp "$REDLOCK_WORK/maven-$adapter/redlock-$adapter-$REDLOCK_VERSION.jar" "$REDLOCK_DIST/"
+done

@@ -44,7 +44,7 @@ for wheel in "$dist"/redlock_native-*.whl; do
   notice "$info/licenses/hiredis/NOTICE"
 done
 
-jar=$(one 'redlock-*.jar')
+jar=$(one 'redlock-[0-9]*.jar')
 echo "${jar##*/}:"
 python3 -m zipfile -e "$jar" "$tmp/jar"
 natives "$tmp/jar/native" 'libredlock_jni.so'

@@ -21,7 +21,7 @@
 # skipped after the rest.
 . "$(dirname "$0")/lib.sh"
 . "$here/java.sh"
-jar=$(one 'redlock-*.jar')
+jar=$(one 'redlock-[0-9]*.jar')
 version=${jar##*/redlock-}
 version=${version%.jar}
 machine=$(uname -m)

@@ -20,7 +20,7 @@ if [ "$(uname -m)" = aarch64 ]; then
   exit 77
 fi
 qemu=$(command -v qemu-aarch64-static) || fail "qemu-aarch64-static is missing: run scripts/setup.sh"
-jar=$(one 'redlock-*.jar')
+jar=$(one 'redlock-[0-9]*.jar')
 cache=${REDLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redlock}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 if ! command -v apt-get >/dev/null || [ ! -f "$keyring" ]; then

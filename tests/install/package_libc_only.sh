@@ -36,7 +36,7 @@ for wheel in "$dist"/redlock_native-*.whl; do
   name=${wheel##*/}
   libc_only "${name%.whl}" "$wheel" 'PyInit__capi'
 done
-libc_only jar "$(one 'redlock-*.jar')" 'Java_io_redlock_.*|JNI_OnLoad|JNI_OnUnload'
+libc_only jar "$(one 'redlock-[0-9]*.jar')" 'Java_io_redlock_.*|JNI_OnLoad|JNI_OnUnload'
 for rock in "$dist"/lua-*/redlock-*.rock; do
   folder=${rock%/*}
   libc_only "${folder##*/}-${rock##*.linux-}" "$rock" 'luaopen_redlock_core'

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.redlock.testing.RedisNodes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;

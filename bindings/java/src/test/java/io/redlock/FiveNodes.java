@@ -1,5 +1,6 @@
 package io.redlock;
 
+import io.redlock.testing.RedisNodes;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 

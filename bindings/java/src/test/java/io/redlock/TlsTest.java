@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.redlock.internal.RedlockNativeConstants;
+import io.redlock.testing.RedisNodes;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;

@@ -1,4 +1,4 @@
-package io.redlock;
+package io.redlock.testing;
 
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
@@ -20,9 +20,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Independent redis-server nodes for a test class, started and stopped with
- * scripts/redis-nodes.sh in a temporary directory (loopback ports and unix sockets).
+ * scripts/redis-nodes.sh in a temporary directory (loopback ports and unix sockets). The tests
+ * of the binding and of its adapters share it.
  */
-final class RedisNodes implements AutoCloseable {
+public final class RedisNodes implements AutoCloseable {
     private static final Path SCRIPT = Paths.get(System.getProperty("redlock.source.dir", "../.."),
             "scripts", "redis-nodes.sh").toAbsolutePath().normalize();
 
@@ -38,7 +39,7 @@ final class RedisNodes implements AutoCloseable {
         Runtime.getRuntime().addShutdownHook(stopAtExit);
     }
 
-    static RedisNodes start(int n) throws IOException, InterruptedException {
+    public static RedisNodes start(int n) throws IOException, InterruptedException {
         Path dir = Files.createTempDirectory("redlock-java-");
         String out = run(SCRIPT.toString(), "start", dir.toString(), Integer.toString(n));
         return new RedisNodes(dir, List.of(out.trim().split("\n")));
@@ -48,7 +49,7 @@ final class RedisNodes implements AutoCloseable {
      * TLS-only nodes (rediss:// URIs) with the certificates of {@link #makeCertificates}: commands
      * of these tests still go to them over their unix sockets, in the clear.
      */
-    static RedisNodes startTls(int n, Path certs) throws IOException, InterruptedException {
+    public static RedisNodes startTls(int n, Path certs) throws IOException, InterruptedException {
         Path dir = Files.createTempDirectory("redlock-java-tls-");
         String out = run(SCRIPT.toString(), "start", dir.toString(), Integer.toString(n), "--tls",
                 certs.toString());
@@ -56,7 +57,7 @@ final class RedisNodes implements AutoCloseable {
     }
 
     /** Makes the TLS tests' certificates (tests/support/tls-certs.sh) in a new directory. */
-    static Path makeCertificates() throws IOException, InterruptedException {
+    public static Path makeCertificates() throws IOException, InterruptedException {
         Path certs = Files.createTempDirectory("redlock-java-certs-");
         run("bash", SCRIPT.getParent().resolveSibling("tests").resolve("support")
                 .resolve("tls-certs.sh").toString(), certs.toString());
@@ -64,17 +65,17 @@ final class RedisNodes implements AutoCloseable {
     }
 
     /** The nodes' redis:// URIs. */
-    List<String> uris() {
+    public List<String> uris() {
         return uris;
     }
 
     /** The nodes' unix:// URIs. */
-    List<String> socketUris() throws IOException {
+    public List<String> socketUris() throws IOException {
         return Files.readAllLines(dir.resolve("sockets"));
     }
 
     /** The URIs with credentials added: redis://user:password@host:port. */
-    List<String> urisWithCredentials(String user, String password) {
+    public List<String> urisWithCredentials(String user, String password) {
         List<String> result = new ArrayList<>();
         for (String uri : uris) {
             result.add(uri.replace("redis://", "redis://" + user + ":" + password + "@"));
@@ -83,7 +84,7 @@ final class RedisNodes implements AutoCloseable {
     }
 
     /** Runs a command on node i (1-based) with redis-cli, over its unix socket; its raw output. */
-    String cli(int i, String... command) throws IOException, InterruptedException {
+    public String cli(int i, String... command) throws IOException, InterruptedException {
         String socket = socketUris().get(i - 1).replace("unix://", "");
         List<String> args = new ArrayList<>(List.of("redis-cli", "--raw", "-s", socket));
         args.addAll(Arrays.asList(command));
@@ -95,7 +96,7 @@ final class RedisNodes implements AutoCloseable {
      * for tests whose timing matters. The reply as text: a status, an integer, a bulk string
      * ("" for nil); an error reply throws IOException.
      */
-    String call(int i, String... command) throws IOException {
+    public String call(int i, String... command) throws IOException {
         URI uri = URI.create(uris.get(i - 1));
         try (Socket socket = new Socket(uri.getHost(), uri.getPort())) {
             socket.setTcpNoDelay(true);
@@ -145,19 +146,19 @@ final class RedisNodes implements AutoCloseable {
     }
 
     /** Pauses the nodes (CLIENT PAUSE ms ALL): they answer nobody for ms. */
-    void pause(long ms, int... which) throws IOException {
+    public void pause(long ms, int... which) throws IOException {
         for (int i : which) {
             call(i, "CLIENT", "PAUSE", Long.toString(ms), "ALL");
         }
     }
 
     /** Stops node i (1-based); {@link #restartStopped()} starts it again on the same port. */
-    void stopNode(int i) throws IOException, InterruptedException {
+    public void stopNode(int i) throws IOException, InterruptedException {
         run(SCRIPT.toString(), "stop-node", dir.toString(), Integer.toString(i));
         stopped.add(i);
     }
 
-    void restartStopped() throws IOException, InterruptedException {
+    public void restartStopped() throws IOException, InterruptedException {
         for (int i : stopped) {
             run(SCRIPT.toString(), "start-node", dir.toString(), Integer.toString(i));
         }
@@ -182,11 +183,11 @@ final class RedisNodes implements AutoCloseable {
     }
 
     /** Removes a directory this class made (certificates). */
-    static void removeDirectory(Path dir) throws IOException, InterruptedException {
+    public static void removeDirectory(Path dir) throws IOException, InterruptedException {
         run("rm", "-rf", dir.toString());
     }
 
-    static String run(String... command) throws IOException, InterruptedException {
+    public static String run(String... command) throws IOException, InterruptedException {
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         byte[] out = process.getInputStream().readAllBytes();
         if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
