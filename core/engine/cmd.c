@@ -439,28 +439,14 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
     if (!b->p && (rc = format(cmd, form, cluster, b)) != REDLOCK_OK)
         return rc;
     rl_cmd_ref(cmd);
-    rc = rl_conn_send(c, b->p, b->len, cmd, (int)form);
+    rc = rl_conn_send(c, b->p, b->len, cmd, (int)form,
+                      cmd->kind != RL_CMD_PING && cmd->keys ? cmd->keys->n : 0);
     if (rc != REDLOCK_OK)
         rl_cmd_unref(cmd);
     else if (cmd->kind == RL_CMD_RELEASE)
         cover(cmd, c);
     rl_bytes_free(&fresh);
     return rc;
-}
-
-bool rl_cmd_unrun(const rl_conn *c, int form, const redisReply *reply)
-{
-    if (reply->type != REDIS_REPLY_ERROR)
-        return false;
-    if (form == RL_FORM_FCALL)
-        return rl_reply_no_function(reply);
-    if (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA)
-        return false;
-    /* An ACL without +eval or +evalsha (the one for the library) refuses
-     * the command itself, before any script runs: NOPERM and its name. */
-    return rl_reply_is_noscript(reply)
-        || (rl_conn_calls_functions(c) && strncmp(reply->str, "NOPERM", 6) == 0
-            && (strstr(reply->str, "'eval") || strstr(reply->str, "'evalsha")));
 }
 
 int rl_cmd_send_again(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply)

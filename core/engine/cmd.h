@@ -32,18 +32,6 @@ typedef enum rl_cmd_kind {
     RL_CMD_EXTEND_MANY  /* renew many locks: each key by its own token and lease */
 } rl_cmd_kind;
 
-/* How a command was written on one connection. */
-typedef enum rl_form {
-    RL_FORM_SET,        /* acquire one key: SET key token NX GET PX ttl (Redis 7.0+) */
-    RL_FORM_EVALSHA,    /* the command's script by digest */
-    RL_FORM_EVAL,       /* the command's script in full (after NOSCRIPT) */
-    RL_FORM_COUNT,      /* a fenced acquire of one key on Redis 7.0+: INCR of its counter,
-                         * queued right behind its SET (an entry of its own) */
-    RL_FORM_FCALL,      /* the command's function in the library (scripts.h), when the
-                         * connection calls it (rl_conn_calls_functions) */
-    RL_FORMS
-} rl_form;
-
 /* What a lock's keys hold: a plain lock, a read-write lock's read or write
  * lock (its one key, with its readers beside it: scripts/rw.lua), a
  * semaphore's permit (the permits live beside its one key: scripts/sem.lua),
@@ -147,13 +135,6 @@ bool rl_cmd_many_votes(const rl_cmd *cmd, const struct redisReply *reply, signed
 #define RL_CMD_US_PER_KEY 20
 int64_t rl_cmd_work_ms(const rl_cmd *cmd);
 
-/* Whether a reply to cmd sent in form on c says that it did not run for the
- * way it was sent alone: NOSCRIPT (the node lost its scripts); of FCALL, no
- * such function (no library of this version there), no FCALL (before Redis
- * 7.0) or an ACL without +fcall; of EVAL or EVALSHA, an ACL without them
- * while the connection calls the library. Such a command is sent again,
- * once per change of way, by rl_cmd_send_again. */
-bool rl_cmd_unrun(const rl_conn *c, int form, const struct redisReply *reply);
 /* Queues cmd again after such a reply, a new entry of the stream: as the
  * function when the connection calls the library (after a refused FCALL it
  * no longer does), else as the full script (EVAL). REDLOCK_OK or a code. */

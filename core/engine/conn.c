@@ -8,11 +8,10 @@
 #include <hiredis/hiredis.h>
 
 #include "client.h"
-#include "cmd.h"
 #include "conn.h"
 #include "node.h"
-#include "records.h"
 #include "proto.h"
+#include "records.h"
 #include "scripts.h"
 
 #define GATE_OPEN UINT64_MAX
@@ -367,7 +366,8 @@ void rl_conn_break(rl_conn *c, int code, const char *fmt, ...)
     va_end(ap);
 }
 
-int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, int form)
+int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, int form,
+                 size_t keys)
 {
     if (c->state == RL_CONN_BROKEN)
         return REDLOCK_ENOQUORUM;
@@ -387,7 +387,8 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
     if (!append_bytes(c, bytes, len))
         return REDLOCK_ENOMEM;
     if (!push_entry(c, (rl_entry){ .kind = RL_ENTRY_CMD, .form = (uint8_t)form,
-                                   .end = c->queued, .cmd = cmd })) {
+                                   .end = c->queued, .cmd = cmd,
+                                   .keys = keys > UINT32_MAX ? UINT32_MAX : (uint32_t)keys })) {
         /* The bytes are queued without an entry: the stream would be wrong. */
         rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
         return REDLOCK_ENOMEM;
@@ -533,8 +534,7 @@ rl_reply_limits rl_conn_limits(const rl_entry *e)
         return (rl_reply_limits){ RL_REPLY_INFO_BYTES, RL_REPLY_INFO_ELEMS, what[e->kind] };
     case RL_ENTRY_CMD: {
         /* A command of many keys answers for each of them. */
-        uint64_t keys = e->cmd && e->cmd->kind != RL_CMD_PING && e->cmd->keys
-                      ? e->cmd->keys->n : 0;
+        uint64_t keys = e->keys;
         return (rl_reply_limits){ RL_REPLY_CMD_BYTES + keys * RL_REPLY_CMD_KEY_BYTES,
                                   RL_REPLY_CMD_ELEMS + keys * RL_REPLY_CMD_KEY_ELEMS,
                                   what[e->kind] };
@@ -710,6 +710,21 @@ static void load_reply(rl_conn *c, const redisReply *reply, int64_t now)
     rl_node_failed(node, RL_NODE_KEEP, why, now);
 }
 
+bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ERROR)
+        return false;
+    if (form == RL_FORM_FCALL)
+        return rl_reply_no_function(reply);
+    if (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA)
+        return false;
+    /* An ACL without +eval or +evalsha (the one for the library) refuses
+     * the command itself, before any script runs: NOPERM and its name. */
+    return rl_reply_is_noscript(reply)
+        || (rl_conn_calls_functions(c) && strncmp(reply->str, "NOPERM", 6) == 0
+            && (strstr(reply->str, "'eval") || strstr(reply->str, "'evalsha")));
+}
+
 /* A guard of the handshake answered (e, its entry): false when its answer
  * is not told, as it went a way that does not run here while the other
  * way was or is now sent too (it reads the guard in its place). */
@@ -725,7 +740,7 @@ static bool guard_told(rl_conn *c, const rl_entry *e, const redisReply *reply)
      * than this connection's says nothing. */
     if (both)
         return fcall == (form == RL_FORM_FCALL);
-    if (!rl_cmd_unrun(c, form, reply))
+    if (!rl_conn_unrun(c, form, reply))
         return true;
     if (form == RL_FORM_FCALL)
         rl_conn_no_functions(c, reply->str);

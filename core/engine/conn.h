@@ -19,7 +19,7 @@
  *     and until it answers the way the node's last probe found. The guard
  *     of the handshake goes that way, or both ways while no probe of the
  *     node has answered, so that its answer precedes every command's. A
- *     command refused for its way alone (rl_cmd_unrun: no library there,
+ *     command refused for its way alone (rl_conn_unrun: no library there,
  *     an ACL that allows the other way) is sent again the other way, a new
  *     entry at the tail.
  *   - The entry of a command records how many bytes had been queued when it
@@ -65,6 +65,18 @@ typedef enum rl_conn_state {
     RL_CONN_BROKEN        /* see why; the driver closes its socket */
 } rl_conn_state;
 
+/* How a command was written on one connection. */
+typedef enum rl_form {
+    RL_FORM_SET,        /* acquire one key: SET key token NX GET PX ttl (Redis 7.0+) */
+    RL_FORM_EVALSHA,    /* the command's script by digest */
+    RL_FORM_EVAL,       /* the command's script in full (after NOSCRIPT) */
+    RL_FORM_COUNT,      /* a fenced acquire of one key on Redis 7.0+: INCR of its counter,
+                         * queued right behind its SET (an entry of its own) */
+    RL_FORM_FCALL,      /* the command's function in the library (scripts.h), when the
+                         * connection calls it (rl_conn_calls_functions) */
+    RL_FORMS
+} rl_form;
+
 typedef enum rl_entry_kind {
     /* Held back behind these (the gate): */
     RL_ENTRY_AUTH,        /* handshake: an error breaks the connection */
@@ -88,12 +100,13 @@ typedef enum rl_entry_kind {
 
 typedef struct rl_entry {
     uint8_t kind;         /* rl_entry_kind */
-    uint8_t form;         /* RL_ENTRY_CMD, RL_ENTRY_GUARD: how it was sent (cmd.h's rl_form) */
+    uint8_t form;         /* RL_ENTRY_CMD, RL_ENTRY_GUARD: how it was sent (rl_form) */
     bool covered;         /* an acquire with a release of its token behind it */
     bool late;            /* its deadline passed without its reply: counted once (node.h) */
     bool fresh;           /* queued while connecting: its round trip is not measured */
     uint64_t end;         /* bytes queued on the connection up to this command's end */
     struct rl_cmd *cmd;   /* RL_ENTRY_CMD: the command; the entry holds a reference */
+    uint32_t keys;        /* RL_ENTRY_CMD: the keys its reply answers for (its bound) */
     /* An operation's command, for the node's health: when its last byte was
      * written (0: not yet, or queued while connecting: no round trip) and
      * its deadline (0: none yet), which is `budget` ms after that write. */
@@ -178,8 +191,18 @@ void rl_conn_connected(rl_conn *c);
 void rl_conn_break(rl_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Queues a command: its bytes, and its entry, which keeps the reference on
- * cmd that the caller gives it (on success only). */
-int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, int form);
+ * cmd that the caller gives it (on success only); keys: how many keys its
+ * reply answers for. */
+int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, int form,
+                 size_t keys);
+/* Whether a reply to a command sent in form on c says that it did not run for the
+ * way it was sent alone: NOSCRIPT (the node lost its scripts); of FCALL, no
+ * such function (no library of this version there), no FCALL (before Redis
+ * 7.0) or an ACL without +fcall; of EVAL or EVALSHA, an ACL without them
+ * while the connection calls the library. Such a command is sent again,
+ * once per change of way, by rl_cmd_send_again. */
+bool rl_conn_unrun(const rl_conn *c, int form, const struct redisReply *reply);
+
 
 /* Whether commands on c call the library's functions (FCALL): as its probe
  * answered, or before that as the node's last probe did. */

@@ -826,7 +826,7 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         rl_cmd_late_reply(e, c, reply, now);
         return;
     }
-    if (rl_cmd_unrun(c, e->form, reply)) {
+    if (rl_conn_unrun(c, e->form, reply)) {
         /* Not run for the way it was sent: the node lost its scripts (SCRIPT
          * FLUSH, a failover), or has no library to call, or its ACL allows
          * the other way only. It follows again on the same connection, in

@@ -81,7 +81,7 @@ static void release_on(rl_cmd *cmd, rl_conn *c, int64_t now)
 void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, int64_t now)
 {
     rl_cmd *cmd = e->cmd;
-    if (rl_cmd_unrun(c, e->form, reply)) {
+    if (rl_conn_unrun(c, e->form, reply)) {
         /* Not run for the way it was sent (the node lost its scripts, has no
          * library...). An acquire or extend did not run; a release must, so
          * it follows again in a way that runs, on this connection. */

@@ -3,7 +3,7 @@
  * the releases the client owes the nodes. Afterwards the rules are:
  *   - release: must take effect. A reply that says it did not run for the
  *     way it was sent (NOSCRIPT: the node lost its scripts; a refused FCALL:
- *     no library there; rl_cmd_unrun) sends it again in a way that runs on
+ *     no library there; rl_conn_unrun) sends it again in a way that runs on
  *     the same connection, behind whatever is queued; a
  *     connection lost before its reply makes it owed to that node: it goes
  *     out on the next connection to the node.

@@ -129,7 +129,7 @@ static void a_connection_learns_the_map_then_goes_to_each_slots_master(void **st
     rl_keys *keys = rl_keys_new(0);
     rl_cmd *cmd = rl_cmd_new(RL_CMD_INSPECT, keys, "", 0);
     rl_keys_unref(keys);
-    assert_int_equal(rl_conn_send(c, "x", 1, rl_cmd_ref(cmd), RL_FORM_EVAL), REDLOCK_OK);
+    assert_int_equal(rl_conn_send(c, "x", 1, rl_cmd_ref(cmd), RL_FORM_EVAL, 1), REDLOCK_OK);
     char moved[64];
     snprintf(moved, sizeof moved, "-MOVED %d 10.0.0.1:7000\r\n", slot);
     /* Replies of the handshake (the library's probe: not there; SCRIPT
