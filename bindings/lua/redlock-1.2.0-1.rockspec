@@ -13,7 +13,8 @@ description = {
     Lua binding of libredlock, for Lua 5.1 to 5.4, LuaJIT and OpenResty:
     locks taken on a quorum of independent Redis masters, with leases,
     extension, kept locks (renewed until unlock, with a lost-lock signal),
-    multi-resource locks and nil, err returns.
+    multi-resource locks and nil, err returns; redlock.resty_lock has the
+    API of lua-resty-lock over such locks.
   ]],
   labels = { "redis", "lock", "distributed" },
   license = "MIT",

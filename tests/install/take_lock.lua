@@ -1,6 +1,6 @@
 -- take_lock.lua NAME NODE... - with the installed redlock rock, takes the
 -- lock NAME, sees a second client refused, releases it, and sees the second
--- client take it.
+-- client take it; the same through redlock.resty_lock.
 local name = arg[1]
 local nodes = { select(2, ...) }
 local redlock = require "redlock"
@@ -15,4 +15,12 @@ assert(lock:unlock())
 local other = rival:get_lock(name)
 assert(other:try_lock(0, 10000))
 assert(other:unlock())
+-- lua-resty-lock's API, installed beside it.
+local resty_lock = require "redlock.resty_lock"
+local first = assert(resty_lock:new("installed", { client = client, timeout = 0 }))
+local second = assert(resty_lock:new("installed", { client = rival, timeout = 0 }))
+assert(first:lock(name) == 0)
+assert(select(2, second:lock(name)) == "timeout")
+assert(first:unlock() == 1)
+assert(second:lock(name) == 0 and second:unlock() == 1)
 print("installed redlock rock takes and releases locks: " .. _VERSION)

@@ -620,7 +620,10 @@ end
 return app
 """
 
-CONF = r"""
+# The start of every configuration here (test_resty_lock.py's too): the
+# modules, the files in the test's folder, the binding on Lua's paths, and
+# the shared dict `state`; the rest says what is inside http {.
+CONF_START = r"""
 load_module {ndk};
 load_module {lua};
 {user}
@@ -638,6 +641,9 @@ http {{
   lua_package_path "{module}/?.lua;{tmp}/?.lua;;";
   lua_package_cpath "{module}/?.so;;";
   lua_shared_dict state 1m;
+"""
+
+CONF = CONF_START + r"""
   {tls_trust}
   init_worker_by_lua_block {{ NODES_FILE = "{nodes}"; KEPT_LEASE_MS = {kept_lease};
                               TLS_DIR = "{tls_dir}" }}
@@ -688,15 +694,19 @@ def free_port():
 
 
 class Nginx:
-    def __init__(self, tmp: Path, nodes_file: Path, workers: int, tls_dir: Path = None):
+    """An nginx of `workers` workers running `conf` (a format string of the
+    keys CONF uses) with `app` as app.lua; test_resty_lock.py gives its own."""
+
+    def __init__(self, tmp: Path, nodes_file: Path, workers: int, tls_dir: Path = None,
+                 app: str = APP, conf: str = CONF):
         env = os.environ
         self.tmp = tmp
         self.timeouts_expected = False
         self.expected = []  # what error lines are expected to hold (a lock lost on purpose)
         self.tls_failures_expected = False
         self.port = free_port()
-        (tmp / "app.lua").write_text(APP)
-        (tmp / "nginx.conf").write_text(CONF.format(
+        (tmp / "app.lua").write_text(app)
+        (tmp / "nginx.conf").write_text(conf.format(
             ndk=env["REDLOCK_NGINX_NDK_MODULE"], lua=env["REDLOCK_NGINX_LUA_MODULE"],
             user="user root;" if os.getuid() == 0 else "", workers=workers, tmp=tmp,
             module=env["REDLOCK_LUA_DIR"], nodes=nodes_file, port=self.port,
@@ -771,8 +781,8 @@ def nginx_factory(tmp_path, nodes):
         pytest.skip("nginx with the lua module was not found by CMake")
     started = []
 
-    def start(workers=1, tls_dir=None):
-        n = Nginx(tmp_path / f"nginx{len(started)}", nodes / "uris", workers, tls_dir)
+    def start(workers=1, tls_dir=None, **kwargs):
+        n = Nginx(tmp_path / f"nginx{len(started)}", nodes / "uris", workers, tls_dir, **kwargs)
         started.append(n)
         return n
 
