@@ -1082,10 +1082,12 @@ end
 
 -- Delivers the releases owed to nodes that did not answer, from a timer of
 -- this worker, while the client is open, when the engine says
--- (redlock_ctx_owed_at); a run that leaves more owed wakes it.
+-- (redlock_ctx_owed_at); a run that leaves more owed wakes it. A worker that
+-- is exiting stops at once: its owed keys end with their leases, and a
+-- loop here would hold nginx's graceful shutdown back.
 local function deliver_loop(premature, ctx)
   local d = ctx.drv
-  while not premature and not ctx.closed do
+  while not premature and not ctx.closed and not ngx.worker.exiting() do
     local now = now_ms()
     local at = core.redlock_ctx_owed_at(ctx.ptr, now)
     if at >= NEVER then
