@@ -753,9 +753,11 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
             restarted = true;
         }
         memcpy(node->run_id, run_id, sizeof node->run_id);
-        /* Uptime counts whole seconds, rounded down: the start it gives is
-         * never earlier than the real one. */
-        node->started_at = uptime >= 0 ? now - uptime * 1000 : INT64_MIN;
+        /* Uptime is the difference of two whole seconds of the server's
+         * clock (its start's and now's): up to a second more than the time
+         * it has run. One second less gives a start never earlier than the
+         * real one. */
+        node->started_at = uptime >= 0 ? now - (uptime > 0 ? uptime - 1 : 0) * 1000 : INT64_MIN;
         /* Of two names for one server, the later one in the list does not
          * count: the server votes once. */
         node->same_as = same_as >= 0 && (size_t)same_as < i ? same_as : -1;

@@ -57,10 +57,11 @@ typedef struct acl {
 static acl documented = { .user = USER }, documented_eval = { .user = USER_EVAL };
 
 /* Permissions without which the library still works, with less (SCRIPT
- * LOAD: EVAL every time; INFO: no restart guard) or waking waiters by timed
- * retries only (the channel and its commands): each says so where it shows. */
+ * LOAD: EVAL every time; INFO: no restart guard; APPEND: no records of the
+ * group, which restart_records keeps) or waking waiters by timed retries
+ * only (the channel and its commands): each says so where it shows. */
 static const char *const optional[] = {
-    "+info", "+publish", "+subscribe", "+unsubscribe", "&" PREFIX "*",
+    "+info", "+append", "+publish", "+subscribe", "+unsubscribe", "&" PREFIX "*",
 };
 
 static int is_optional(const char *permission)

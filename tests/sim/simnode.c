@@ -613,7 +613,7 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         char info[400];
         snprintf(info, sizeof info, "# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n"
                  "uptime_in_seconds:%lld\r\n# Replication\r\nmaster_replid2:%s\r\n", n->run_id,
-                 (long long)((n->now - n->started) / 1000),
+                 (long long)(n->now / 1000 - n->started / 1000),   /* whole seconds, as Redis */
                  n->promoted ? n->run_id : "0000000000000000000000000000000000000000");
         return v_str(V_BULK, info);
     }
