@@ -583,6 +583,11 @@ REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min
  *   scripts      how it runs the library's scripts, as the last connection
  *                to it found: functions (FCALL of the function library),
  *                eval (EVALSHA and EVAL) or unknown (not asked yet)
+ *   native       the commands it takes in place of a plain lock's scripts,
+ *                as its INFO says (Valkey): ifeq,delifeq (an extend is SET
+ *                IFEQ, a release DELIFEQ), ifeq, delifeq, none (another
+ *                server, or one whose reply refused them), or unknown (no
+ *                INFO read yet)
  * Values are percent-encoded where they hold a space, '%', a control
  * character or a byte beyond ASCII (so the text is ASCII and every field
  * splits at its first '='). New fields may be

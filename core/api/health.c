@@ -46,6 +46,22 @@ static const char *scripts_way_name(rl_node *node)
     }
 }
 
+/* The native commands the node takes (node.h), as its last INFO said and
+ * no refusal since took back: "ifeq,delifeq", one of them, "none", or
+ * "unknown" before any INFO. */
+static const char *native_name(rl_node *node)
+{
+    int native = rl_node_native(node);
+    if (native < 0)
+        return "unknown";
+    switch (native & (RL_NATIVE_IFEQ | RL_NATIVE_DELIFEQ)) {
+    case RL_NATIVE_IFEQ | RL_NATIVE_DELIFEQ: return "ifeq,delifeq";
+    case RL_NATIVE_IFEQ:                     return "ifeq";
+    case RL_NATIVE_DELIFEQ:                  return "delifeq";
+    default:                                 return "none";
+    }
+}
+
 /* One node's line, into line (REDLOCK_HEALTH_LINE_MAX bytes); its length. */
 static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *line)
 {
@@ -82,7 +98,7 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     int w = snprintf(line, REDLOCK_HEALTH_LINE_MAX,
                      "node=%s state=%s for_ms=%lld retry_in_ms=%lld guard_ms=%lld rtt_ms=%s "
                      "commands=%llu failures=%llu timeouts=%llu run_id=%s version=%s "
-                     "kind=%s server=%s last_error=%s conns=%d scripts=%s\n",
+                     "kind=%s server=%s last_error=%s conns=%d scripts=%s native=%s\n",
                      label, name, (long long)(since == INT64_MIN ? 0 : now - since),
                      (long long)retry_in, (long long)(state == RL_NODE_UP ? guard : 0), rtt,
                      (unsigned long long)atomic_load(&node->commands),
@@ -90,7 +106,7 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
                      (unsigned long long)atomic_load(&node->timeouts), run_id, version,
                      node->addr.kind == RL_NODE_SENTINEL ? "sentinel"
                      : node->addr.kind == RL_NODE_CLUSTER ? "cluster" : "master", server, error,
-                     rl_conn_count(ctx, node->index), scripts_way_name(node));
+                     rl_conn_count(ctx, node->index), scripts_way_name(node), native_name(node));
     return w < 0 ? 0 : (size_t)w;
 }
 

@@ -359,6 +359,15 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
         return rl_bytes_format(out, 7, argv);
     }
+    if (form == RL_FORM_IFEQ) {
+        const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "IFEQ", cmd->token, "PX",
+                                ttl };
+        return rl_bytes_format(out, 7, argv);
+    }
+    if (form == RL_FORM_DELIFEQ) {
+        const char *argv[3] = { "DELIFEQ", cmd->keys->k[0], cmd->token };
+        return rl_bytes_format(out, 3, argv);
+    }
     if (fair(cmd))
         return format_fair(cmd, form, cluster, out);
     if (sem(cmd))
@@ -449,18 +458,56 @@ static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
     return rc;
 }
 
+/* The RL_NATIVE_* bit of a native form; 0 for the others. */
+static int native_bit(int form)
+{
+    return form == RL_FORM_IFEQ ? RL_NATIVE_IFEQ : form == RL_FORM_DELIFEQ ? RL_NATIVE_DELIFEQ : 0;
+}
+
+void rl_cmd_native_refused(rl_conn *c, int form, const redisReply *reply)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    if (native_bit(form) && rl_node_native_refused(node, native_bit(form)))
+        RL_LOG(c->ctx, REDLOCK_LOG_INFO, "native_refused", "node=%s command=%s: %.100s",
+               node->addr.label, form == RL_FORM_IFEQ ? "ifeq" : "delifeq", reply->str);
+}
+
 int rl_cmd_send_again(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply)
 {
     if (form == RL_FORM_FCALL)
         rl_conn_no_functions(c, reply->str);
+    rl_cmd_native_refused(c, form, reply);
     /* The function when the node has the library; else the script itself:
      * the connection may not have loaded it (SCRIPT LOAD). No cached bytes:
      * its operation may have moved on, on another thread. */
     return send_form(cmd, c, rl_conn_calls_functions(c) ? RL_FORM_FCALL : RL_FORM_EVAL, false);
 }
 
+/* The native form of cmd on c's node, or RL_FORMS when it goes the
+ * scripted way. Only a plain lock of one key, not fenced, has one: its
+ * extend is SET IFEQ (extend.lua's GET and PEXPIRE in one command: OK when
+ * the key held our token, nil otherwise, a key of another type an error),
+ * its release DELIFEQ (release.lua's GET and DEL: 1 deleted, 0 not ours or
+ * no key), so their votes are the scripts'. Never before the node's INFO
+ * said it has them, nor after a reply refused them (rl_node_has_native). */
+static rl_form native_form(const rl_cmd *cmd, rl_conn *c)
+{
+    if (cmd->keys->kind != RL_LOCK_PLAIN || cmd->keys->n != 1 || cmd->fenced
+        || (cmd->kind != RL_CMD_EXTEND && cmd->kind != RL_CMD_RELEASE))
+        return RL_FORMS;
+    rl_form form = cmd->kind == RL_CMD_EXTEND ? RL_FORM_IFEQ : RL_FORM_DELIFEQ;
+    return rl_node_has_native(&c->ctx->nodes[c->node], native_bit(form)) ? form : RL_FORMS;
+}
+
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c)
 {
+    rl_form native = cmd->kind == RL_CMD_PING ? RL_FORMS : native_form(cmd, c);
+    if (native != RL_FORMS) {
+        int rc = send_form(cmd, c, native, cmd->cacheable);
+        if (rc == REDLOCK_OK && native == RL_FORM_DELIFEQ && cmd->wake_ahead)
+            rc = rl_conn_wake(c, cmd->keys->k[0], cmd->token);   /* see rl_cmd_released */
+        return rc;
+    }
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
              || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
     if (rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1 || rw(cmd) || sem(cmd)
@@ -479,6 +526,24 @@ int rl_cmd_send(rl_cmd *cmd, rl_conn *c)
     if (rc != REDLOCK_OK)
         rl_conn_break(c, rc, "out of memory");
     return rc;
+}
+
+int rl_cmd_released(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply)
+{
+    /* release.lua publishes when it deleted the key, and only then. DELIFEQ
+     * cannot publish, and a PUBLISH pipelined behind it goes whatever it
+     * answers. A holder's unlock sends it so (wake_ahead): its key is there
+     * unless the lock was lost, and then the waiters' one try in vain is
+     * the whole cost (a wake-up is never a grant). Any other release (of an
+     * acquire given up, or owed) may well find another holder's key: a
+     * wake-up then would send every waiter to try in vain, and each failed
+     * try's releases would wake them again. Its PUBLISH follows its answer,
+     * when it deleted; on a node that answered past the quorum, when the
+     * connection is read next. */
+    if (form != RL_FORM_DELIFEQ || cmd->wake_ahead || reply->type != REDIS_REPLY_INTEGER
+        || reply->integer != 1 || c->state == RL_CONN_BROKEN)
+        return REDLOCK_OK;
+    return rl_conn_wake(c, cmd->keys->k[0], cmd->token);
 }
 
 void rl_cmd_count(const redisReply *reply, rl_result *io, int64_t *fence)
@@ -647,6 +712,18 @@ static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
     memset(out, 0, sizeof *out);
     if (form == RL_FORM_COUNT) {   /* a count is no vote: its SET's reply is (rl_cmd_count) */
         out->vote = RL_VOTE_NO;
+        return;
+    }
+    if (form == RL_FORM_IFEQ && !cmd->fenced) {
+        /* OK: it held our token and has its new lease; nil: it did not
+         * (another token, or no key). (A fenced command never goes so: its
+         * yes would carry counters.) */
+        if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
+            out->vote = RL_VOTE_YES;
+        else if (r->type == REDIS_REPLY_NIL)
+            out->vote = RL_VOTE_NO;
+        else
+            rl_result_from_bad_reply(out, r);
         return;
     }
     if (form == RL_FORM_SET) {

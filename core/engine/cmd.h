@@ -80,6 +80,8 @@ typedef struct rl_cmd {
                                     * slots (round.c): given up with it (referenced) */
     char (*tokens)[RL_TOKEN_LEN + 1];   /* extend many: each key's token (owned) */
     int64_t *leases;               /* extend many: each key's lease in ms (owned) */
+    bool wake_ahead;               /* a holder's release (an unlock): sent as DELIFEQ, its
+                                    * wake-up's PUBLISH goes right behind it (cmd.c) */
     bool cacheable;                /* made by an op, sent only from its thread while it runs */
     rl_bytes cached[2][RL_FORMS];  /* cacheable: formatted bytes per rl_form, for other
                                     * nodes [0] and Cluster nodes [1] (fencing's differ) */
@@ -95,9 +97,10 @@ bool rl_keys_same(const rl_keys *a, const rl_keys *b);
 
 /* Queues cmd on c, in the form the node takes (an acquire of one key on
  * Redis 7.0 and later: SET NX GET, and when fenced the INCR of its counter
- * behind it; FCALL when the connection calls the library; EVALSHA
- * otherwise, or EVAL for the rare commands). REDLOCK_OK, or a code when it
- * could not be queued. */
+ * behind it; a plain lock's extend or release of one key where the node
+ * has them: SET IFEQ, DELIFEQ; FCALL when the connection calls the
+ * library; EVALSHA otherwise, or EVAL for the rare commands). REDLOCK_OK,
+ * or a code when it could not be queued. */
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c);
 
 /* What a reply to cmd (sent in `form`) says. */
@@ -139,6 +142,16 @@ int64_t rl_cmd_work_ms(const rl_cmd *cmd);
  * function when the connection calls the library (after a refused FCALL it
  * no longer does), else as the full script (EVAL). REDLOCK_OK or a code. */
 int rl_cmd_send_again(rl_cmd *cmd, rl_conn *c, int form, const struct redisReply *reply);
+
+/* A native command on c was refused (rl_conn_unrun): the node sends the
+ * scripts in its place from now on, told once as the event native_refused.
+ * rl_cmd_send_again does it; a reply nobody waits for calls it. */
+void rl_cmd_native_refused(rl_conn *c, int form, const struct redisReply *reply);
+/* A release's reply on c: after a DELIFEQ that deleted the key, the
+ * wake-up its script would have published (rl_conn_wake), unless it went
+ * ahead (wake_ahead). Every reader of a release's reply calls it.
+ * REDLOCK_OK or a code. */
+int rl_cmd_released(rl_cmd *cmd, rl_conn *c, int form, const struct redisReply *reply);
 
 /* The resource names of keys (key_prefix removed), comma-separated, cut
  * short with ",+N more" to fit len: what an event (log.h) shows of them. */

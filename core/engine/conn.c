@@ -518,7 +518,7 @@ rl_reply_limits rl_conn_limits(const rl_entry *e)
         [RL_ENTRY_INFO] = "INFO", [RL_ENTRY_GUARD] = "the guard script",
         [RL_ENTRY_REGUARD] = "the guard script", [RL_ENTRY_LOAD] = "FUNCTION LOAD",
         [RL_ENTRY_RECORDS] = "GET of the group's record", [RL_ENTRY_RECORD] = "APPEND to it",
-        [RL_ENTRY_CMD] = "a command of a lock",
+        [RL_ENTRY_WAKE] = "PUBLISH of a release", [RL_ENTRY_CMD] = "a command of a lock",
     };
     if (!e)
         return (rl_reply_limits){ RL_REPLY_SMALL_BYTES, RL_REPLY_SMALL_ELEMS,
@@ -716,6 +716,13 @@ bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
         return false;
     if (form == RL_FORM_FCALL)
         return rl_reply_no_function(reply);
+    /* A native command the server does not know (not the server its INFO
+     * said), does not parse, or that the ACL refuses (NOPERM naming the
+     * command, not a key: a key refused is refused to the script too). */
+    if (form == RL_FORM_IFEQ || form == RL_FORM_DELIFEQ)
+        return strncmp(reply->str, "ERR unknown command", 19) == 0
+            || strncmp(reply->str, "ERR syntax error", 16) == 0
+            || (strncmp(reply->str, "NOPERM", 6) == 0 && strstr(reply->str, "run the"));
     if (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA)
         return false;
     /* An ACL without +eval or +evalsha (the one for the library) refuses
@@ -723,6 +730,15 @@ bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
     return rl_reply_is_noscript(reply)
         || (rl_conn_calls_functions(c) && strncmp(reply->str, "NOPERM", 6) == 0
             && (strstr(reply->str, "'eval") || strstr(reply->str, "'evalsha")));
+}
+
+int rl_conn_wake(rl_conn *c, const char *channel, const char *message)
+{
+    const char *argv[3] = { "PUBLISH", channel, message };
+    if (send_own(c, RL_ENTRY_WAKE, 3, argv))
+        return REDLOCK_OK;
+    rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");   /* its bytes may be queued */
+    return REDLOCK_ENOMEM;
 }
 
 /* A guard of the handshake answered (e, its entry): false when its answer
@@ -784,8 +800,9 @@ static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *rep
         slots_reply(c, reply);
         return;
     }
-    if (kind == RL_ENTRY_ASKING)
-        return;   /* an error here: the command behind it says it too */
+    if (kind == RL_ENTRY_ASKING || kind == RL_ENTRY_WAKE)
+        return;   /* an error here: the command behind it says it too; a wake-up's is
+                   * dropped as release.lua's pcall drops it */
     if (kind == RL_ENTRY_EPOCH) {   /* an error here: the address's says it too */
         epoch_reply(c, reply);
         return;

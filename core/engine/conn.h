@@ -74,6 +74,10 @@ typedef enum rl_form {
                          * queued right behind its SET (an entry of its own) */
     RL_FORM_FCALL,      /* the command's function in the library (scripts.h), when the
                          * connection calls it (rl_conn_calls_functions) */
+    RL_FORM_IFEQ,       /* extend a plain lock: SET key token IFEQ token PX ttl, where the
+                         * node has it (rl_node_has_native) */
+    RL_FORM_DELIFEQ,    /* release a plain lock: DELIFEQ key token, where the node has it;
+                         * its wake-up an entry of its own (RL_ENTRY_WAKE) */
     RL_FORMS
 } rl_form;
 
@@ -95,6 +99,8 @@ typedef enum rl_entry_kind {
     RL_ENTRY_LOAD,        /* FUNCTION LOAD of the library (the option load_functions) */
     RL_ENTRY_RECORDS,     /* handshake: GET of the node's record of the group (records.h) */
     RL_ENTRY_RECORD,      /* APPEND to it, before a command (rl_records_owed) */
+    RL_ENTRY_WAKE,        /* PUBLISH of a release's wake-up, behind its DELIFEQ
+                           * (rl_conn_wake): its reply is nobody's */
     RL_ENTRY_CMD          /* a command of an operation: see cmd */
 } rl_entry_kind;
 
@@ -199,9 +205,17 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
  * way it was sent alone: NOSCRIPT (the node lost its scripts); of FCALL, no
  * such function (no library of this version there), no FCALL (before Redis
  * 7.0) or an ACL without +fcall; of EVAL or EVALSHA, an ACL without them
- * while the connection calls the library. Such a command is sent again,
- * once per change of way, by rl_cmd_send_again. */
+ * while the connection calls the library; of a native command (IFEQ,
+ * DELIFEQ), an unknown command, a syntax error or an ACL without it. Such
+ * a command is sent again, once per change of way, by rl_cmd_send_again. */
 bool rl_conn_unrun(const rl_conn *c, int form, const struct redisReply *reply);
+/* Queues PUBLISH channel message, the wake-up of the clients waiting for a
+ * key that a native release (RL_FORM_DELIFEQ) deletes: what release.lua
+ * publishes (cmd.c's rl_cmd_released says when). Its answer (a count, or
+ * a refusal: an ACL without the channel) is read and dropped, as the
+ * script's pcall drops it. REDLOCK_OK, or a code and the connection
+ * broken. */
+int rl_conn_wake(rl_conn *c, const char *channel, const char *message);
 
 
 /* Whether commands on c call the library's functions (FCALL): as its probe

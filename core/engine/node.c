@@ -23,6 +23,7 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
     node->guard_seen_at = INT64_MIN;
     node->guard_asked_at = INT64_MIN;
     node->same_as = -1;
+    node->native = -1;
     node->master = -1;
     node->last_master = -1;
     node->epoch = -1;
@@ -643,24 +644,55 @@ int rl_info_run_id(const char *info, size_t len, char out[41])
     return -1;
 }
 
-int rl_info_version(const char *info, size_t len)
+/* The value of INFO's field (its name with the colon) at the start of a
+ * line: a pointer into info and its length up to the line's end, or NULL. */
+static const char *info_field(const char *info, size_t len, const char *field, size_t *vlen)
 {
-    static const char field[] = "redis_version:";
-    const size_t flen = sizeof field - 1;
+    const size_t flen = strlen(field);
     for (size_t i = 0; i + flen < len; i++) {
         if ((i > 0 && info[i - 1] != '\n') || memcmp(info + i, field, flen) != 0)
             continue;
-        int major = 0, minor = 0;
         size_t j = i + flen;
-        for (; j < len && isdigit((unsigned char)info[j]) && major < 10000; j++)
-            major = major * 10 + (info[j] - '0');
-        if (j >= len || info[j] != '.')
-            return 0;
-        for (j++; j < len && isdigit((unsigned char)info[j]) && minor < 100; j++)
-            minor = minor * 10 + (info[j] - '0');
-        return major * 100 + (minor > 99 ? 99 : minor);
+        while (j < len && info[j] != '\r' && info[j] != '\n')
+            j++;
+        *vlen = j - (i + flen);
+        return info + i + flen;
     }
-    return 0;
+    return NULL;
+}
+
+/* A version "X.Y..." as X * 100 + Y (Y up to 99), or 0. */
+static int parse_version(const char *v, size_t len)
+{
+    int major = 0, minor = 0;
+    size_t j = 0;
+    for (; j < len && isdigit((unsigned char)v[j]) && major < 10000; j++)
+        major = major * 10 + (v[j] - '0');
+    if (j == 0 || j >= len || v[j] != '.')
+        return 0;
+    for (j++; j < len && isdigit((unsigned char)v[j]) && minor < 100; j++)
+        minor = minor * 10 + (v[j] - '0');
+    return major * 100 + (minor > 99 ? 99 : minor);
+}
+
+int rl_info_version(const char *info, size_t len)
+{
+    size_t vlen;
+    const char *v = info_field(info, len, "redis_version:", &vlen);
+    return v ? parse_version(v, vlen) : 0;
+}
+
+int rl_info_native(const char *info, size_t len)
+{
+    /* Valkey says redis_version 7.2.4 whatever its own: its own version is
+     * a field of its own, beside its name. */
+    size_t nlen, vlen;
+    const char *name = info_field(info, len, "server_name:", &nlen);
+    const char *v = info_field(info, len, "valkey_version:", &vlen);
+    if (!name || nlen != 6 || memcmp(name, "valkey", 6) != 0 || !v)
+        return 0;
+    int version = parse_version(v, vlen);
+    return (version >= 801 ? RL_NATIVE_IFEQ : 0) | (version >= 900 ? RL_NATIVE_DELIFEQ : 0);
 }
 
 int64_t rl_info_uptime(const char *info, size_t len)
@@ -693,17 +725,19 @@ static void run_id_of(rl_node *node, char out[41])
 }
 
 /* A Cluster master's INFO: its own run_id tells its restart. */
-static void cluster_saw_info(rl_node *node, int server, int version, const char *run_id,
-                             int64_t now)
+static void cluster_saw_info(rl_node *node, int server, int version, int native,
+                             const char *run_id, int64_t now)
 {
     bool restarted = false;
     pthread_mutex_lock(&node->mu);
     if (version)
         node->version = version;
+    node->native = native;
     if (run_id && server >= 0 && server < RL_NODE_MASTERS_MAX) {
         char *was = node->server_run_id[server];
         if (was[0] != '\0' && strcmp(was, run_id) != 0) {
             node->restarted_at = now;
+            node->native_refused = 0;
             restarted = true;
         }
         memcpy(was, run_id, 41);
@@ -724,10 +758,11 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
     rl_node *node = &nodes[i];
     char run_id[41];
     int version = rl_info_version(info, len);
+    int native = rl_info_native(info, len);
     bool have_id = rl_info_run_id(info, len, run_id) == 0;
     int64_t uptime = rl_info_uptime(info, len);
     if (node->addr.kind == RL_NODE_CLUSTER) {
-        cluster_saw_info(node, server, version, have_id ? run_id : NULL, now);
+        cluster_saw_info(node, server, version, native, have_id ? run_id : NULL, now);
         return;
     }
     int same_as = -1;
@@ -745,11 +780,14 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
     pthread_mutex_lock(&node->mu);
     if (version)
         node->version = version;
+    node->native = native;
     if (have_id) {
         /* A run_id other than the one seen before means the node restarted:
-         * it may have lost keys it held (the restart guard). */
+         * it may have lost keys it held (the restart guard), and may be
+         * another server now, whose commands are found again. */
         if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0) {
             node->restarted_at = now;
+            node->native_refused = 0;
             restarted = true;
         }
         memcpy(node->run_id, run_id, sizeof node->run_id);
@@ -824,4 +862,29 @@ int rl_node_version(rl_node *node)
 bool rl_node_has_set_nx_get(rl_node *node)
 {
     return rl_node_version(node) >= 700;
+}
+
+bool rl_node_has_native(rl_node *node, int bit)
+{
+    pthread_mutex_lock(&node->mu);
+    bool has = node->native > 0 && (node->native & ~node->native_refused & bit) != 0;
+    pthread_mutex_unlock(&node->mu);
+    return has;
+}
+
+bool rl_node_native_refused(rl_node *node, int bit)
+{
+    pthread_mutex_lock(&node->mu);
+    bool first = (node->native_refused & bit) == 0;
+    node->native_refused |= bit;
+    pthread_mutex_unlock(&node->mu);
+    return first;
+}
+
+int rl_node_native(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    int native = node->native < 0 ? -1 : node->native & ~node->native_refused;
+    pthread_mutex_unlock(&node->mu);
+    return native;
 }

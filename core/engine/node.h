@@ -54,6 +54,15 @@ typedef enum rl_scripts_way {
                              * functions (before Redis 7.0), or an ACL without +fcall */
 } rl_scripts_way;
 
+/* Commands a node's server has that do a script's work in one command
+ * (bits of rl_node's native), as its INFO says: Valkey 8.1+ has SET key
+ * value IFEQ old, Valkey 9.0+ DELIFEQ key value. Redis reports no such
+ * version (Redis 8.4's DELEX ... IFEQ is not used: untested here). */
+enum {
+    RL_NATIVE_IFEQ = 1,      /* a plain lock's extend: SET key token IFEQ token PX ttl */
+    RL_NATIVE_DELIFEQ = 2    /* a plain lock's release: DELIFEQ key token */
+};
+
 typedef struct rl_node {
     rl_node_addr addr;
     size_t index;
@@ -81,6 +90,9 @@ typedef struct rl_node {
     int64_t started_at;      /* when the server started, by its INFO's uptime (no earlier
                               * than it did); INT64_MIN unknown (records.h) */
     int version;             /* redis_version as major * 100 + minor; 0 unknown */
+    int native;              /* RL_NATIVE_* bits its last INFO offers; -1 no INFO yet */
+    int native_refused;      /* RL_NATIVE_* bits a reply refused (an ACL without the
+                              * command...): not sent again until its run_id changes */
     int same_as;             /* index of an earlier node with the same run_id, or -1 */
     int64_t guarded_until;   /* its guard script said so (any client's first sight); INT64_MIN none */
     int64_t guard_seen_at;   /* when this client first read the guard now running; INT64_MIN none */
@@ -248,6 +260,17 @@ int rl_node_same_as(rl_node *node);
 int rl_node_version(rl_node *node);
 /* Whether the node is known to run Redis 7.0 or later (SET with NX and GET). */
 bool rl_node_has_set_nx_get(rl_node *node);
+/* Whether the node is known to take the native command `bit` (RL_NATIVE_*):
+ * its last INFO offers it and no reply since it started refused it. False
+ * before any INFO: a connection's first commands go the scripted way. */
+bool rl_node_has_native(rl_node *node, int bit);
+/* A reply refused the native command `bit` (unknown, a syntax error, an ACL
+ * without it): the node's commands go the scripted way until its run_id
+ * changes. True the first time (the caller tells it once). */
+bool rl_node_native_refused(rl_node *node, int bit);
+/* The native commands the node takes now (RL_NATIVE_* bits), or -1 when no
+ * INFO has said yet: its health's native= field. */
+int rl_node_native(rl_node *node);
 
 /* Node i's server as its last INFO said: its run_id ("" unknown) and when it
  * started (INT64_MIN unknown). A Cluster node's: none. */
@@ -257,6 +280,9 @@ void rl_node_identity(rl_node *node, char run_id[41], int64_t *started_at);
 int rl_info_run_id(const char *info, size_t len, char out[41]);
 /* Finds "redis_version:X.Y" in an INFO reply: X * 100 + Y, or 0. */
 int rl_info_version(const char *info, size_t len);
+/* The RL_NATIVE_* bits an INFO reply's server offers: from
+ * "server_name:valkey" and "valkey_version:X.Y.Z"; 0 for any other server. */
+int rl_info_native(const char *info, size_t len);
 /* Finds "uptime_in_seconds:N" in an INFO reply: N, or -1. */
 int64_t rl_info_uptime(const char *info, size_t len);
 

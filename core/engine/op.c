@@ -857,6 +857,8 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
     }
     rl_cmd_classify(cmd, e->form, reply, &r);
     rl_cmd_refused_both(c, e->form, &r);
+    if (cmd->kind == RL_CMD_RELEASE)   /* its wake-up, after a DELIFEQ that deleted */
+        rl_cmd_released(cmd, c, e->form, reply);
     if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials, an ACL's NOPERM... */
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     else if (!e->late)

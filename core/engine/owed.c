@@ -83,12 +83,17 @@ void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, i
     rl_cmd *cmd = e->cmd;
     if (rl_conn_unrun(c, e->form, reply)) {
         /* Not run for the way it was sent (the node lost its scripts, has no
-         * library...). An acquire or extend did not run; a release must, so
-         * it follows again in a way that runs, on this connection. */
-        if (cmd->kind == RL_CMD_RELEASE && rl_cmd_send_again(cmd, c, e->form, reply) != REDLOCK_OK)
+         * library, refused a native command...). An acquire or extend did
+         * not run; a release must, so it follows again in a way that runs,
+         * on this connection. */
+        if (cmd->kind != RL_CMD_RELEASE)
+            rl_cmd_native_refused(c, e->form, reply);
+        else if (rl_cmd_send_again(cmd, c, e->form, reply) != REDLOCK_OK)
             rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, false, now);
         return;
     }
+    if (cmd->kind == RL_CMD_RELEASE)   /* its wake-up, after a DELIFEQ that deleted */
+        rl_cmd_released(cmd, c, e->form, reply);
     if (cmd->kind != RL_CMD_ACQUIRE || e->covered || !rl_cmd_undone(cmd))
         return;
     rl_result res;

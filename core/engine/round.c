@@ -286,8 +286,10 @@ static void stamp(rl_conn *c, int64_t budget)
 {
     size_t last = rl_conn_owed(c) - 1;
     rl_entry *e = rl_conn_entry(c, last);
-    if (e->kind == RL_ENTRY_CMD && e->form == RL_FORM_COUNT && last > 0)
-        e = rl_conn_entry(c, last - 1);   /* a fenced SET's INCR: the SET is timed */
+    if (((e->kind == RL_ENTRY_CMD && e->form == RL_FORM_COUNT) || e->kind == RL_ENTRY_WAKE)
+        && last > 0)
+        e = rl_conn_entry(c, last - 1);   /* a fenced SET's INCR, a DELIFEQ's PUBLISH: the
+                                           * command before is timed */
     rl_conn_budget(c, e, budget);
 }
 
@@ -464,8 +466,10 @@ int rl_round_start(rl_op *op, rl_cmd_kind kind, int64_t now)
     op->cmd->cacheable = true;
     if (rl_round_new_part_cmds(op, kind) != REDLOCK_OK)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
-    if (kind == RL_CMD_RELEASE && op->kind == OP_UNLOCK)
+    if (kind == RL_CMD_RELEASE && op->kind == OP_UNLOCK) {
         memcpy(op->cmd->waiter, h->waiter, sizeof h->waiter);
+        op->cmd->wake_ahead = true;
+    }
     if (kind == RL_CMD_ACQUIRE) {
         op->attempts++;
         op->cmd->fenced = op->fenced;

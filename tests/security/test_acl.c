@@ -152,7 +152,7 @@ static size_t nodes_running(redlock_ctx *ctx, const char *way)
 {
     char health[NODES * REDLOCK_HEALTH_LINE_MAX], field[64];
     assert_rc(redlock_ctx_health(ctx, health, sizeof(health)), REDLOCK_OK);
-    snprintf(field, sizeof(field), " scripts=%s\n", way);
+    snprintf(field, sizeof(field), " scripts=%s ", way);   /* native= follows */
     size_t n = 0;
     for (const char *p = strstr(health, field); p; p = strstr(p + 1, field))
         n++;

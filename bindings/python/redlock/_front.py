@@ -281,8 +281,11 @@ class _ClientFront:
         ``guard_ms``, ``run_id``, ``version``, ``kind`` ("master", or
         "sentinel" for a Sentinel group) and ``server`` (where a new
         connection goes: a Sentinel group's master as its sentinels last
-        named it, None before). No I/O: it is what the calls so far have
-        seen (ping() refreshes it)."""
+        named it, None before), and as strings the other fields of the
+        line (docs/logging.md), such as ``scripts`` and ``native`` (the
+        commands a node takes in place of a plain lock's scripts:
+        "ifeq,delifeq" on Valkey 9, "none", "unknown"). No I/O: it is what
+        the calls so far have seen (ping() refreshes it)."""
         return self._with_ctx(_health)
 
 
