@@ -107,7 +107,15 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
                      node->addr.kind == RL_NODE_SENTINEL ? "sentinel"
                      : node->addr.kind == RL_NODE_CLUSTER ? "cluster" : "master", server, error,
                      rl_conn_count(ctx, node->index), scripts_way_name(node), native_name(node));
-    return w < 0 ? 0 : (size_t)w;
+    if (w < 0)
+        return 0;
+    /* Only counters near their 20 digits beside the longest label, address
+     * and error fill the line: it is cut there, and still ends a line. */
+    if (w >= REDLOCK_HEALTH_LINE_MAX) {
+        line[REDLOCK_HEALTH_LINE_MAX - 2] = '\n';
+        w = REDLOCK_HEALTH_LINE_MAX - 1;
+    }
+    return (size_t)w;
 }
 
 int redlock_ctx_health(const redlock_ctx *pair, char *buf, size_t buflen)
