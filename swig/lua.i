@@ -3,10 +3,11 @@
  *
  * The raw module mirrors the C API: every function returns its int status
  * first, then the output parameter (the new ctx or handle, nil on failure).
- * Pointers come back unowned; bindings/lua/redlock.lua frees them. Times are
- * integers of milliseconds; a non-integral or out-of-range time (or number
- * of permits), or a list holding something other than strings, is a Lua
- * error, never a crash.
+ * Pointers come back unowned; bindings/lua/redlock.lua and its modules
+ * (bindings/lua/redlock/_*.lua) free them. Times are integers of
+ * milliseconds; a non-integral or out-of-range time (or number of permits),
+ * or a list holding something other than strings, is a Lua error, never a
+ * crash.
  */
 %module redlock_core
 
@@ -120,9 +121,10 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
  * redlock_handle_watch calls its lost callback on the client's own thread,
  * where a Lua state must never be entered. So the callback here only
  * records the outcome (status, then message) in a redlock_lua_watch, and
- * redlock.lua polls it from the Lua thread. The record is written once, by
- * the client's thread, and read by the Lua thread: status is published last,
- * with release order, so a status seen non-zero comes with its message.
+ * redlock/_keeper.lua polls it from the Lua thread. The record is written
+ * once, by the client's thread, and read by the Lua thread: status is
+ * published last, with release order, so a status seen non-zero comes with
+ * its message.
  *
  * redlock_lua_watch_new(h) watches h; it returns the status, then the record
  * or nil. redlock_lua_watch_status is 0 until the lock is lost, then
@@ -205,10 +207,10 @@ void redlock_lua_watch_free(redlock_lua_watch *w);
  * The hook runs on whichever thread emits an event, the client's own
  * among them, where a Lua state must never be entered. So it only queues
  * the event (copies of its strings; at most REDLOCK_LUA_LOG_MAX, the oldest
- * dropped beyond that, and counted), and redlock.lua takes them out on the
- * Lua thread: redlock_lua_log_pop returns the next one's level (0 when none
- * is left) and keeps it for redlock_lua_log_event and redlock_lua_log_message
- * until the next pop. Events lost to a full queue come out as one event
+ * dropped beyond that, and counted), and redlock/_events.lua takes them out
+ * on the Lua thread: redlock_lua_log_pop returns the next one's level (0
+ * when none is left) and keeps it for redlock_lua_log_event and
+ * redlock_lua_log_message until the next pop. Events lost to a full queue come out as one event
  * "events_dropped" (REDLOCK_LOG_WARN, "count=N"). redlock_lua_log_new(ctx,
  * min_level) installs the hook; free the queue with redlock_lua_log_free
  * after redlock_ctx_free (which ends every thread that could still queue). */
@@ -357,7 +359,7 @@ const char *redlock_lua_log_message(const redlock_lua_log *q);
 void redlock_lua_log_free(redlock_lua_log *q);
 
 /* ---- The engine (redlock_engine.h, experimental), for the cosocket driver
- * in redlock.lua ----
+ * in redlock/_cosocket.lua and redlock/_drive.lua ----
  *
  * An operation, a subscriber and a waiters object are SWIG pointers; a
  * connection is a light userdata, so that the driver can key its own state

@@ -3,10 +3,10 @@
 # ABI (5.4; 5.1 for LuaJIT and OpenResty) and per glibc target,
 # lua-ABI/redlock-V-1.linux-ARCH.rock. A rock is named for its platform
 # alone, hence a folder per ABI. Each is the module built by zig for the
-# target (bindings/lua as a project of its own) and redlock.lua, in the
-# layout `luarocks pack` gives (rock_manifest, the rockspec, lib/, lua/,
-# doc/), with the project's and hiredis' licenses; the rockspec's
-# description names the hiredis inside, as doc/hiredis-NOTICE does.
+# target (bindings/lua as a project of its own) and the Lua files
+# (redlock.lua, redlock/*.lua), in the layout `luarocks pack` gives
+# (rock_manifest, the rockspec, lib/, lua/, doc/), with the project's and
+# hiredis' licenses; the rockspec's description names the hiredis inside, as doc/hiredis-NOTICE does.
 set -euo pipefail
 . "$REDLOCK_SRC/scripts/package/lib.sh"
 rockspec=$REDLOCK_SRC/bindings/lua/redlock-$REDLOCK_VERSION-1.rockspec
