@@ -69,6 +69,7 @@ fair-unordered 6 120000
 release-skips-unanswered 1 6000
 guard-uncapped 1 20000
 records-ignored 1 40000 --empty-restarts
+delifeq-unconditional 1 10000 --valkey
 "
 
 cc=${CC:-cc}

@@ -81,7 +81,11 @@
  *
  *   sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] [--trace]
  *       [--empty-restarts | --unsafe-restarts | --lose-counters [--no-restart-guard]
- *        | --beyond-drift] [--strict-wakes]
+ *        | --beyond-drift] [--strict-wakes] [--valkey]
+ *
+ * --valkey makes two nodes of three Valkey 9.1 (SET ... IFEQ, DELIFEQ): the
+ * engine's native extend and release run there (cmd.c), the scripts on the
+ * others.
  *
  * --empty-restarts adds restarts without data, quick ones (no delay), while
  * another node is up that kept its data for longer than any lease: the
@@ -1502,6 +1506,7 @@ static void handle(world *w, event *e)
 typedef struct mode {
     bool unsafe;            /* --unsafe-restarts */
     bool empty;             /* --empty-restarts */
+    bool valkey;            /* --valkey */
     bool lose_counters;     /* --lose-counters */
     bool no_guard;          /* --no-restart-guard */
     bool beyond_drift;      /* --beyond-drift */
@@ -1542,6 +1547,9 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         w->nodes[i].sn = simnode_new(next_u64(&w->rnd));
         /* Every other node starts with the function library. */
         simnode_functions(w->nodes[i].sn, i % 2 == 0);
+        /* With --valkey, two nodes of three are Valkey 9.1: a plain lock's
+         * extend and release go there as SET IFEQ and DELIFEQ. */
+        simnode_valkey(w->nodes[i].sn, m->valkey && i % 3 != 2);
         w->nodes[i].rate = clock_rate(&w->rnd, spread);
         w->nodes[i].base = between(&w->rnd, 0, 1000000);
         w->nodes[i].failed_over_at = INT64_MIN;
@@ -1852,10 +1860,12 @@ int main(int argc, char **argv)
             m.beyond_drift = true;
         } else if (strcmp(argv[i], "--strict-wakes") == 0) {
             m.strict_wakes = true;
+        } else if (strcmp(argv[i], "--valkey") == 0) {
+            m.valkey = true;
         } else {
             fprintf(stderr, "usage: sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] "
                             "[--trace] [--empty-restarts | --unsafe-restarts | --lose-counters "
-                            "[--no-restart-guard] | --beyond-drift] [--strict-wakes]\n");
+                            "[--no-restart-guard] | --beyond-drift] [--strict-wakes] [--valkey]\n");
             return 64;
         }
     }

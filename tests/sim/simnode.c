@@ -56,6 +56,7 @@ struct simnode {
     bool promoted;        /* a replica that took the master's place (INFO's master_replid2) */
     bool hostile_guard;   /* simnode_hostile_guard */
     bool library;         /* it holds the function library (simnode_functions) */
+    bool valkey;          /* simnode_valkey */
     uint64_t hostile_seq; /* which arbitrary answer comes next */
 };
 
@@ -451,6 +452,7 @@ static bool is(const char *arg, const char *name)
 static sval cmd_set(simnode *n, int argc, char **argv, const size_t *lens)
 {
     bool nx = false, get = false;
+    const char *ifeq = NULL;   /* Valkey 8.1+: set only when the value is this */
     int64_t px = 0;
     for (int i = 3; i < argc; i++) {
         if (is(argv[i], "NX"))
@@ -459,12 +461,16 @@ static sval cmd_set(simnode *n, int argc, char **argv, const size_t *lens)
             get = true;
         else if (is(argv[i], "PX") && i + 1 < argc)
             px = strtoll(argv[++i], NULL, 10);
+        else if (is(argv[i], "IFEQ") && i + 1 < argc && n->valkey)
+            ifeq = argv[++i];
         else
             return v_str(V_ERR, "ERR syntax error");
     }
     entry *e = find(n, argv[1], lens[1]);
-    if (e && get && !e->value)
+    if (e && (get || ifeq) && !e->value)
         return v_str(V_ERR, wrongtype);
+    if (ifeq && (!e || strcmp(e->value, ifeq) != 0))
+        return v_nil();
     sval old = get && e ? v_str(V_BULK, e->value) : v_nil();
     if (nx && e)
         return get ? old : v_nil();
@@ -497,7 +503,8 @@ static sval cmd_incr(simnode *n, const char *key, size_t klen)
 static sval keyspace(simnode *n, int argc, char **argv, const size_t *lens)
 {
     const char *c = argv[0];
-    if ((is(c, "INCR") || is(c, "SET") || is(c, "PEXPIRE") || is(c, "APPEND")) && argc >= 2)
+    if ((is(c, "INCR") || is(c, "SET") || is(c, "PEXPIRE") || is(c, "APPEND")
+         || is(c, "DELIFEQ")) && argc >= 2)
         note_write(n, argv[1], lens[1]);
     for (int i = 1; is(c, "DEL") && i < argc; i++)
         note_write(n, argv[i], lens[i]);
@@ -508,6 +515,15 @@ static sval keyspace(simnode *n, int argc, char **argv, const size_t *lens)
         if (e && !e->value)
             return v_str(V_ERR, wrongtype);
         return e ? v_str(V_BULK, e->value) : v_nil();
+    }
+    if (is(c, "DELIFEQ") && argc == 3 && n->valkey) {   /* Valkey 9.0+ */
+        entry *e = find(n, argv[1], lens[1]);
+        if (e && !e->value)
+            return v_str(V_ERR, wrongtype);
+        if (!e || strcmp(e->value, argv[2]) != 0)
+            return v_int(0);
+        del(n, e);
+        return v_int(1);
     }
     if (is(c, "APPEND") && argc == 3) {   /* the group's record (records.h) */
         entry *e = find(n, argv[1], lens[1]);
@@ -610,9 +626,11 @@ static sval run(simnode *n, int argc, char **argv, const size_t *lens)
         return v_str(V_STATUS, "OK");
     }
     if (is(c, "INFO")) {
-        char info[400];
-        snprintf(info, sizeof info, "# Server\r\nredis_version:7.0.15\r\nrun_id:%s\r\n"
-                 "uptime_in_seconds:%lld\r\n# Replication\r\nmaster_replid2:%s\r\n", n->run_id,
+        char info[480];
+        snprintf(info, sizeof info, "# Server\r\nredis_version:%s\r\n%srun_id:%s\r\n"
+                 "uptime_in_seconds:%lld\r\n# Replication\r\nmaster_replid2:%s\r\n",
+                 n->valkey ? "7.2.4" : "7.0.15",
+                 n->valkey ? "server_name:valkey\r\nvalkey_version:9.1.2\r\n" : "", n->run_id,
                  (long long)(n->now / 1000 - n->started / 1000),   /* whole seconds, as Redis */
                  n->promoted ? n->run_id : "0000000000000000000000000000000000000000");
         return v_str(V_BULK, info);
@@ -705,6 +723,11 @@ void simnode_failover(simnode *n, int64_t lag_ms, int64_t down_at, uint64_t seed
     simnode_flush_scripts(n);
     new_run_id(n, seed);
     n->promoted = true;
+}
+
+void simnode_valkey(simnode *n, bool valkey)
+{
+    n->valkey = valkey;
 }
 
 void simnode_restart(simnode *n, simnode_data data, uint64_t seed)

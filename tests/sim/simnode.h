@@ -47,6 +47,10 @@ void simnode_flush_scripts(simnode *n);
  * runs the scripts as EVAL does; without it FCALL finds no function, and
  * FUNCTION LOAD puts it there. A restart that loses the data loses it. */
 void simnode_functions(simnode *n, bool loaded);
+/* The node says it is Valkey 9.1 (INFO's server_name and valkey_version),
+ * and runs SET ... IFEQ and DELIFEQ as Valkey does; else Redis 7.0, which
+ * refuses them. */
+void simnode_valkey(simnode *n, bool valkey);
 bool simnode_has_functions(const simnode *n);
 /* A neighbour with write access forges the guard's record (scripts/guard.lua):
  * the record there with its end pushed far ahead (up to INT64_MAX), or one
