@@ -833,8 +833,10 @@ def test_a_worker_keeps_serving_while_a_lock_call_waits_on_stopped_nodes(nginx_f
     assert result["took"] >= 1.9, result
     assert len(latencies) > 100
     # With the blocking driver a ping waited for the lock call, up to the
-    # node timeout (500 ms); over cosockets the worker is never held.
-    assert max(latencies) < 0.020, sorted(latencies)[-5:]
+    # node timeout (500 ms) at each attempt; over cosockets the worker is
+    # never held for the call (a ping's worst is the machine's scheduling:
+    # tens of ms on a busy one).
+    assert max(latencies) < 0.250, sorted(latencies)[-5:]
 
 
 def test_two_hundred_concurrent_requests_never_see_two_holders(nginx_factory):
