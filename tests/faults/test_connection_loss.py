@@ -57,6 +57,9 @@ def test_connections_lost_during_extend(proxied, make_client, how):
     nodes = proxied.nodes
     lock = make_client(proxied.uris).get_lock("extend-lost")
     assert lock.try_lock(lease=LEASE)
+    # A call returns at a quorum; let the last SETs land before the cut.
+    wait_until(lambda: nodes.holders("extend-lost", lock.token) == [0, 1, 2, 3, 4], 3,
+               "every node to hold the token")
     lose_connections(proxied, how)
 
     with timed() as took:
