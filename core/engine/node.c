@@ -697,23 +697,17 @@ int rl_info_native(const char *info, size_t len)
 
 int64_t rl_info_uptime(const char *info, size_t len)
 {
-    static const char field[] = "uptime_in_seconds:";
-    const size_t flen = sizeof field - 1;
-    for (size_t i = 0; i + flen < len; i++) {
-        if ((i > 0 && info[i - 1] != '\n') || memcmp(info + i, field, flen) != 0)
-            continue;
-        int64_t secs = 0;
-        size_t j = i + flen;
-        if (!isdigit((unsigned char)info[j]))
+    size_t vlen;
+    const char *v = info_field(info, len, "uptime_in_seconds:", &vlen);
+    if (!v || vlen == 0)
+        return -1;
+    int64_t secs = 0;
+    for (size_t j = 0; j < vlen; j++) {
+        if (!isdigit((unsigned char)v[j]) || secs > (INT64_MAX / 1000 - 9) / 10)
             return -1;
-        for (; j < len && isdigit((unsigned char)info[j]); j++) {
-            if (secs > (INT64_MAX / 1000 - 9) / 10)
-                return -1;
-            secs = secs * 10 + (info[j] - '0');
-        }
-        return secs;
+        secs = secs * 10 + (v[j] - '0');
     }
-    return -1;
+    return secs;
 }
 
 /* The run_id node j is known by, copied under its lock. */

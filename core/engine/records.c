@@ -250,7 +250,8 @@ void rl_records_added(rl_client *ctx, size_t i)
     rl_records *r = ctx->records;
     pthread_mutex_lock(&r->mu);
     book *b = &r->books[i];
-    for (size_t at = 0; at + 1 + ID_LEN <= strlen(b->sending); at += 1 + ID_LEN)
+    size_t len = strlen(b->sending);
+    for (size_t at = 0; at + 1 + ID_LEN <= len; at += 1 + ID_LEN)
         if (!lists(b, b->sending + at + 1))
             add_id(b, b->sending + at + 1);   /* out of memory: read again next time */
     b->sending[0] = '\0';
