@@ -83,12 +83,14 @@ void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, i
     rl_cmd *cmd = e->cmd;
     if (rl_conn_unrun(c, e->form, reply)) {
         /* Not run for the way it was sent (the node lost its scripts, has no
-         * library, refused a native command...). An acquire or extend did
-         * not run; a release must, so it follows again in a way that runs,
-         * on this connection. */
-        if (cmd->kind != RL_CMD_RELEASE)
+         * library, refused a native command...). An acquire did not run; a
+         * release must, and an extend should (it only ever extends a key
+         * that still holds its token), so they follow again in a way that
+         * runs, on this connection. */
+        if (cmd->kind != RL_CMD_RELEASE && cmd->kind != RL_CMD_EXTEND)
             rl_cmd_native_refused(c, e->form, reply);
-        else if (rl_cmd_send_again(cmd, c, e->form, reply) != REDLOCK_OK)
+        else if (rl_cmd_send_again(cmd, c, e->form, reply) != REDLOCK_OK
+                 && cmd->kind == RL_CMD_RELEASE)
             rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, false, now);
         return;
     }

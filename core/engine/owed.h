@@ -15,7 +15,11 @@
  *     Such a reply (NOSCRIPT...) means it never ran. A fenced acquire of one key may be two
  *     entries, its SET and the INCR of its counter (RL_FORM_COUNT): the rules
  *     go by the SET's reply, and a late INCR's reply means nothing.
- *   - extend: nothing; the handle already assumes the shorter lease.
+ *   - extend: a reply that says it did not run for the way it was sent is
+ *     sent again as a release is (late, it extends a key only where it
+ *     still holds the token, for longer than the handle counts: the safe
+ *     side); anything else, nothing: the handle already assumes the shorter
+ *     lease where a node did not answer.
  *   - inspect, force: nothing; a query changes nothing, and a forced unlock
  *     is its caller's to repeat.
  *   - fence: nothing; it only ever raises counters, which is harmless late.
