@@ -4,7 +4,8 @@
 # socket in DIR, keeps no data on disk, and is stopped by `stop`.
 #
 #   redis-nodes.sh start DIR N [--tls CERTS [--tls-auth-clients]]
-#                                  start N nodes; print one redis:// URI a line.
+#                                  start N nodes and record them as a group
+#                                  (see record); print one redis:// URI a line.
 #                                  With --tls, TLS only (rediss:// URIs): the
 #                                  certificate CERTS/server.crt, its key
 #                                  CERTS/server.key, clients' CA CERTS/ca.crt
@@ -16,6 +17,12 @@
 #   redis-nodes.sh stop-node DIR I stop node I (1-based), keep its port
 #   redis-nodes.sh start-node DIR I start node I again on the same port
 #   redis-nodes.sh uris DIR        print the nodes' URIs again
+#   redis-nodes.sh record DIR      write the group's records (restart_records'
+#                                  key redlock:members) on every running node:
+#                                  the run_ids of the servers running now, as
+#                                  a group in use would hold them. After
+#                                  start-node, a test not about restarts
+#                                  without data counts the new server at once.
 #   redis-nodes.sh free-port       print a loopback port nobody listens on
 #
 # DIR/uris holds the TCP URIs, DIR/sockets the unix:// URIs, DIR/I/ each
@@ -31,7 +38,7 @@ case $("$server" --version 2>/dev/null) in
 esac
 
 usage() {
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 64
 }
 
@@ -168,6 +175,7 @@ case "$cmd" in
       echo "$scheme://127.0.0.1:$port" >> "$dir/uris"
       echo "unix://$(cd "$dir/$i" && pwd)/redis.sock" >> "$dir/sockets"
     done
+    "$0" record "$dir"
     cat "$dir/uris"
     ;;
   stop)
@@ -187,6 +195,20 @@ case "$cmd" in
     ;;
   uris)
     cat "$dir/uris"
+    ;;
+  record)
+    sockets=()
+    ids=()
+    for ndir in "$dir"/*/; do
+      sock=${ndir%/}/redis.sock
+      if [ -f "${ndir%/}/pid" ] && [ -S "$sock" ]; then
+        sockets+=("$sock")
+        ids+=("$(redis-cli -s "$sock" INFO server | tr -d '\r' | sed -n 's/^run_id://p')")
+      fi
+    done
+    for sock in "${sockets[@]}"; do
+      redis-cli -s "$sock" SET redlock:members "${ids[*]}" > /dev/null
+    done
     ;;
   *)
     usage

@@ -46,7 +46,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Every node reachable again, and every key gone (counters too). */
+/* Every node reachable again, and every key gone (counters too) but the
+ * group's records. */
 static int reset(void **state)
 {
     world *w = *state;
@@ -57,7 +58,7 @@ static int reset(void **state)
     for (size_t i = 0; i < N; i++)
         if (nodes_exec(w->ns, i, "FLUSHALL") != 0)
             return -1;
-    return 0;
+    return nodes_record_group(w->ns);
 }
 
 /* A client of the relays, with fencing unless told otherwise. */
@@ -246,6 +247,7 @@ static void without_fencing_the_fence_is_zero_and_nothing_counts(void **state)
 static void the_counter_sits_beside_the_prefixed_key(void **state)
 {
     world *w = *state;
+    assert_int_equal(nodes_record_group_for(w->ns, "app:"), 0);   /* a group in use */
     redlock_ctx *ctx = fenced_ctx(w, "1", "1");
     assert_rc(redlock_ctx_set_option(ctx, "key_prefix", "app:"), REDLOCK_OK);
     redlock_handle *h = NULL;

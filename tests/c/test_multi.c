@@ -27,7 +27,8 @@ static void assert_all_on_every_node(nodes *ns, const char *const *keys, size_t 
         assert_on_every_node(ns, keys[k], value);
 }
 
-/* The keys on node i, but the guard's (its handshake keeps one). */
+/* The keys on node i, but the guard's and the records' (its handshake keeps
+ * them). */
 static long long db_size(nodes *ns, size_t i)
 {
     redisReply *r = nodes_cmd(ns, i, "DBSIZE");
@@ -35,11 +36,13 @@ static long long db_size(nodes *ns, size_t i)
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     long long size = r->integer;
     freeReplyObject(r);
-    r = nodes_cmd(ns, i, "KEYS *redlock:guard");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    size -= (long long)r->elements;
-    freeReplyObject(r);
+    for (int kept = 0; kept < 2; kept++) {
+        r = nodes_cmd(ns, i, kept ? "KEYS *redlock:members" : "KEYS *redlock:guard");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        size -= (long long)r->elements;
+        freeReplyObject(r);
+    }
     return size;
 }
 

@@ -37,7 +37,9 @@ expect_eq 64 "$status" "--check with a NAME"
 
 # -v: the library's events of a lock's life (the tool's own lines show the
 # token, as they always did; the library's events show 8 of its characters).
-run redlock -v --nodes "$NODES" events-job -- true 2> "$work/err"
+# Node 1 came back empty, a new server the others' records do not name:
+# with restart_records it would wait out max_lease_ms (tests/faults).
+run redlock -v -o restart_records=0 --nodes "$NODES" events-job -- true 2> "$work/err"
 expect_eq 0 "$status" "a run with 3 of 5 nodes"
 grep -q '^redlock: \[debug\] acquired op=lock resource=events-job owner=[0-9a-f]\{8\} ' \
   "$work/err" || fail "acquired told: $(cat "$work/err")"

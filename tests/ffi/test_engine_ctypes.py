@@ -600,8 +600,12 @@ def drive(lib, op, now):
 
 
 def fake_ctx(lib, n=3, **options):
+    """A client of n nodes that the test answers byte by byte (replies()).
+    They keep no records of the group: restart_records is off unless asked
+    (with it, a fresh group's first lock reads them and takes two rounds)."""
     uris = [f"redis://127.0.0.1:{7001 + i}" for i in range(n)]
     ctx = new_ctx(lib, uris)
+    options.setdefault("restart_records", 0)
     for name, value in options.items():
         assert lib.redlock_ctx_set_option(ctx, name.encode(), str(value).encode()) == OK
     return ctx

@@ -326,6 +326,10 @@ static outcome use_everything_as(nodes *ns, const char *user, int unix_socket, e
                                  const char *rival_user, const char *way)
 {
     outcome result = { .rc = REDLOCK_OK, .step = "" }, *out = &result;
+    /* A group in use (the FLUSHALL below wipes its records): so a missing
+     * permission shows where it is needed, not in a fresh group's first
+     * attempt, which is undone (DEL) to go again once recorded. */
+    assert_int_equal(nodes_record_group_for(ns, PREFIX), 0);
     redlock_ctx *ctx = client_as(ns, user, unix_socket, PREFIX, 0);
     redlock_ctx *fenced = client_as(ns, user, unix_socket, PREFIX, 1);
     redlock_ctx *rival = client_as(ns, rival_user, unix_socket, PREFIX, 0);

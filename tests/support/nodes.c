@@ -374,6 +374,10 @@ static nodes *start_set(size_t n, const char *password, const nodes_tls *tls)
                  nd->port);
         ns->uris[i] = nd->uri;
     }
+    if (nodes_record_group(ns) != 0) {
+        nodes_free(ns);
+        return NULL;
+    }
     return ns;
 }
 
@@ -477,7 +481,48 @@ int nodes_ensure_all_up(nodes *ns)
             return -1;
         }
     }
-    return 0;
+    return nodes_record_group(ns);
+}
+
+/* Node i's run_id, into id (41 bytes); false when it cannot be read. */
+static bool run_id_of(nodes *ns, size_t i, char id[41])
+{
+    redisReply *r = nodes_cmd(ns, i, "INFO server");
+    bool ok = false;
+    const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "run_id:") : NULL;
+    if (at && strlen(at + 7) >= 40) {
+        memcpy(id, at + 7, 40);
+        id[40] = '\0';
+        ok = true;
+    }
+    if (r)
+        freeReplyObject(r);
+    return ok;
+}
+
+int nodes_record_group(nodes *ns)
+{
+    return nodes_record_group_for(ns, "");
+}
+
+int nodes_record_group_for(nodes *ns, const char *key_prefix)
+{
+    char *ids = calloc(ns->n, 41);
+    bool ok = ids != NULL;
+    for (size_t i = 0; ok && i < ns->n; i++) {
+        ok = run_id_of(ns, i, ids + i * 41);
+        ids[i * 41 + 40] = i + 1 < ns->n ? ' ' : '\0';
+    }
+    for (size_t i = 0; ok && i < ns->n; i++) {
+        redisReply *r = nodes_cmd(ns, i, "SET %sredlock:members %s", key_prefix, ids);
+        ok = r && r->type == REDIS_REPLY_STATUS;
+        if (r)
+            freeReplyObject(r);
+    }
+    free(ids);
+    if (!ok)
+        fprintf(stderr, "nodes: the group's records could not be written\n");
+    return ok ? 0 : -1;
 }
 
 int nodes_pause(nodes *ns, size_t i, long ms)

@@ -59,9 +59,17 @@ int nodes_stop(nodes *ns, size_t i);
 int nodes_kill(nodes *ns, size_t i);
 /* Starts node i again on the same port, empty. */
 int nodes_restart(nodes *ns, size_t i);
-/* Restarts every node that is not running and waits until each answers PING
- * (which also waits out any CLIENT PAUSE). */
+/* Restarts every node that is not running, waits until each answers PING
+ * (which also waits out any CLIENT PAUSE) and records the group. */
 int nodes_ensure_all_up(nodes *ns);
+/* Writes the group's records (redlock:members, restart_records) on every
+ * node: the run_ids of the servers running now, as a deployment whose
+ * clients met them all would hold. So a test starts from a group in use,
+ * whatever servers earlier tests replaced empty; a test about restarts
+ * without data makes its own. */
+int nodes_record_group(nodes *ns);
+/* The same for clients with that key_prefix. */
+int nodes_record_group_for(nodes *ns, const char *key_prefix);
 int nodes_is_running(const nodes *ns, size_t i);
 
 /* CLIENT PAUSE ms ALL on node i: it accepts connections but answers nothing

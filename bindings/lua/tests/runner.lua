@@ -35,7 +35,7 @@ end
 
 --- Nodes: starts n redis-server processes in a fresh temporary folder
 -- (extra: more arguments of the script, quoted: "--tls DIR" for TLS nodes).
--- Returns an object with uris, sockets, stop_node(i), start_node(i),
+-- Returns an object with uris, sockets, stop_node(i), start_node(i), record(),
 -- get(i, key), pttl(i, key) and stop(); commands go over the unix sockets.
 function runner.start_nodes(script, n, extra)
   local dir = assert(runner.sh("mktemp -d")):gsub("%s+$", "")
@@ -60,6 +60,12 @@ function runner.start_nodes(script, n, extra)
   end
   function nodes.start_node(i)
     assert(select(2, runner.sh(("bash %s start-node %s %d"):format(quote(script), quote(dir), i))))
+  end
+  --- Writes the group's records of the servers running now (a node started
+  -- again is a new server, empty: without this, restart_records holds it
+  -- back for max_lease_ms).
+  function nodes.record()
+    assert(select(2, runner.sh(("bash %s record %s"):format(quote(script), quote(dir)))))
   end
   local function cli(i, ...)
     local words = { "redis-cli", "-s", quote(nodes.sockets[i]:gsub("^unix://", "")) }

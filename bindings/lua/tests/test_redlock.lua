@@ -259,6 +259,7 @@ t.test("a quorum of nodes down: nil, 'noquorum', within the deadlines", function
   nodes.start_node(1)
   nodes.start_node(2)
   nodes.start_node(3)
+  nodes.record()
   t.ok(err:find("127.0.0.1:", 1, true), "names the nodes: " .. err)
   t.ok(took < 2000, "failed within about one deadline, took " .. took .. " ms")
 end)

@@ -158,11 +158,17 @@ public final class RedisNodes implements AutoCloseable {
         stopped.add(i);
     }
 
+    /**
+     * Starts the stopped nodes again, new servers without data, and records the group anew
+     * (redis-nodes.sh record): without that, restart_records would hold them back for
+     * max_lease_ms, as it does a server that may have replaced one without its data.
+     */
     public void restartStopped() throws IOException, InterruptedException {
         for (int i : stopped) {
             run(SCRIPT.toString(), "start-node", dir.toString(), Integer.toString(i));
         }
         stopped.clear();
+        run(SCRIPT.toString(), "record", dir.toString());
     }
 
     @Override
