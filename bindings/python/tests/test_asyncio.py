@@ -167,11 +167,11 @@ async def test_the_loop_is_never_blocked_while_a_majority_is_slow(nodes, prefix)
     gaps.sort()
     assert len(gaps) > 300
     # No stall of the library's making: the worst gap is the loop's own
-    # scheduling (a few ms on a loaded machine), never a node timeout (300
-    # ms), and gaps of a few ms stay rare. (The 99th percentile was bound
-    # to 5 ms: a fresh-clone run on a busy machine saw 5.2 ms, the loop's
-    # scheduling, not a call of ours.)
-    assert gaps[-1] < 0.05, gaps[-5:]
+    # scheduling, never a node timeout (300 ms: what a blocking call would
+    # take), and gaps of a few ms stay rare. (The worst gap was bound to
+    # 50 ms: a machine with a load of 8 on 2 cores saw 160 ms once; the 99th
+    # percentile was bound to 5 ms: a busy machine saw 5.2 ms.)
+    assert gaps[-1] < 0.25, gaps[-5:]
     assert gaps[int(len(gaps) * 0.99)] < 0.02, gaps[-20:]
 
 
