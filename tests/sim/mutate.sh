@@ -38,11 +38,12 @@ here=$top/tests/sim
 # seed 7, since a late NOSCRIPT of an extend is sent again; seeds 1, 2, 4, 5
 # and 6 took 146855, 211340, 84139, 74949 and 94186, seed 3 did not catch
 # it in 105000), duration-ignored 2146, validity-from-end 1527, late-yes-kept
-# 58010 (master seed 6, since the scripts also go as functions; seeds 4, 7,
-# 8 and 9 took 373142, 152948, 253056 and 286168, seeds 1 to 3 did not
-# catch it in 400000 nor 5 in 600000),
-# wrong-entry 296, fence-low 8, drift-constant 42111 (seeds 3, 4 and 6 did
-# not catch it in 250000; 81957 since the scripts also go as functions),
+# 17559 (master seed 7, since a late NOSCRIPT of an extend is sent again;
+# seeds 4, 6 and 8 took 34032, 184288 and 39309),
+# wrong-entry 296, fence-low 8, drift-constant 36747 (master seed 8, since
+# a late NOSCRIPT of an extend is sent again; seeds 3, 4, 5 and 6 took
+# 95259, 161783, 286541 and 80038, seeds 1, 2 and 7 did not catch it in
+# 300000),
 # no-released-event 133, guard-ignored 6474 (master seed 5, since the
 # scripts also go as functions; seeds 1, 3, 4 and 7 took 132003, 47227,
 # 40935 and 118218, seeds 2 and 8 did not catch it in 300000),
@@ -58,10 +59,10 @@ quorum-half 1 6000
 no-drift 7 60000
 duration-ignored 1 80000
 validity-from-end 1 50000
-late-yes-kept 6 180000
+late-yes-kept 7 60000
 wrong-entry 1 8000
 fence-low 1 6000
-drift-constant 1 130000
+drift-constant 8 110000
 no-released-event 1 6000
 guard-ignored 5 20000
 permit-majority 1 15000
