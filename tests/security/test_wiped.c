@@ -7,6 +7,11 @@
  * library's calls (and hiredis's) to it: while armed, every block freed is
  * searched for the password before glibc frees it. A sanitizer brings its
  * own free(), so the test is built without one only.
+ *
+ * malloc() and realloc() are defined too, and clear what they hand out: a
+ * block may come back holding what an earlier owner left in it (the test's
+ * own servers are started with the password, unwiped), and only what the
+ * library wrote there counts.
  */
 #include "helpers.h"
 
@@ -18,10 +23,30 @@
 #define NODES 3
 #define PASSWORD "Wp-s3cret-Q9"
 
+extern void *__libc_malloc(size_t n);
+extern void *__libc_realloc(void *p, size_t n);
 extern void __libc_free(void *p);
 
 static atomic_int armed;
 static atomic_long found;
+
+void *malloc(size_t n)
+{
+    void *p = __libc_malloc(n);
+    if (p)
+        memset(p, 0, malloc_usable_size(p));
+    return p;
+}
+
+void *realloc(void *p, size_t n)
+{
+    size_t kept = p ? malloc_usable_size(p) : 0;
+    void *q = __libc_realloc(p, n);
+    size_t now = q ? malloc_usable_size(q) : 0;
+    if (now > kept)
+        memset((char *)q + kept, 0, now - kept);
+    return q;
+}
 
 void free(void *p)
 {
