@@ -14,7 +14,7 @@ const char *redlock_strerror(int code)
     case REDLOCK_EINVAL:       return "invalid argument";
     case REDLOCK_ENOMEM:       return "out of memory";
     case REDLOCK_EEXPIRED:     return "the lease ran out: while the lock was being acquired, or before a kept lock's renewal succeeded";
-    case REDLOCK_EUNSUPPORTED: return "not supported by this build or system";
+    case REDLOCK_EUNSUPPORTED: return "not supported by this build, the system or the nodes";
     case REDLOCK_EAUTH:        return "a node refused the credentials";
     case REDLOCK_EWRONGTYPE:   return "the key exists and does not hold a lock";
     case REDLOCK_EREDIS:       return "nodes answered with a Redis error";

@@ -39,8 +39,9 @@
  *     silent (rl_conn_refuses): a stalled node costs one connection, not a
  *     new connection every few hundred calls.
  *   - A client has at most pool_size + RL_CONN_SPARE connections to a node
- *     at once (pooled, in use, connecting): rl_conn_new_capped is how an
- *     operation makes one; at the cap it waits for one to come back.
+ *     at once (pooled, in use, connecting) for acquires, RL_CONN_ENDS more
+ *     for releases and extensions: rl_conn_new_capped is how an operation
+ *     makes one; at the cap it waits for one to come back.
  */
 #ifndef RL_CONN_H
 #define RL_CONN_H
@@ -123,6 +124,8 @@ typedef struct rl_entry {
 /* Connections a client may have to a node beyond pool_size: the ones
  * replacing broken ones while those are closed, and one more in use. */
 #define RL_CONN_SPARE 2
+/* ... and beyond those, the ones only releases and extensions may take. */
+#define RL_CONN_ENDS 2
 /* A connection owing this many replies takes no more commands but releases
  * while its node is silent (no reply for node_timeout_ms), and none at all
  * past RL_CONN_MAX_OWED however it answers: the node is busy, the client

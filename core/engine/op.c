@@ -479,6 +479,19 @@ int rl_op_next_wanted(const rl_op *op, size_t from)
     return -1;
 }
 
+/* How many connections the client may have to the node for op. Those held
+ * by locks pausing between attempts, of drivers that do not take them back,
+ * keep no call waiting (rl_op_lend). The end of a lock (a release, an
+ * extension) may take RL_CONN_ENDS more: it never waits behind the attempts
+ * of many others to take that lock. */
+static int conn_cap(const rl_op *op, size_t node)
+{
+    bool ends = op->kind == OP_UNLOCK || op->kind == OP_EXTEND || op->kind == OP_DELIVER
+             || op->kind == OP_FORCE;
+    return (int)op->ctx->opt.pool_size + RL_CONN_SPARE + (ends ? RL_CONN_ENDS : 0)
+         + atomic_load(&op->ctx->conns[node].paused);
+}
+
 /* The node has all the connections it may have, all in use: the slot waits
  * for one to come back to the driver's pool, asking again every
  * PARK_RETRY_MS, for as long as an answer may be of use (rl_round_patience). */
@@ -491,7 +504,7 @@ static void park(rl_op *op, size_t node, int cap, int64_t now)
         s->park_until = now + rl_round_patience(op);
         char why[160];
         snprintf(why, sizeof why, "all %d connections the client may have to it (pool_size + %d) "
-                 "are in use", cap, RL_CONN_SPARE);
+                 "are in use", cap, cap - (int)op->ctx->opt.pool_size);
         rl_round_busy(op, node, why, now);
     }
 }
@@ -508,7 +521,8 @@ static void unpark(rl_op *op, int64_t now)
             rl_result r;
             rl_result_fail(&r, REDLOCK_ENOQUORUM, "no connection to it came free within %lld ms "
                            "(the client has pool_size + %d, all in use)",
-                           (long long)rl_round_patience(op), RL_CONN_SPARE);
+                           (long long)rl_round_patience(op),
+                           conn_cap(op, i) - (int)op->ctx->opt.pool_size);
             if (op->kind == OP_UNLOCK)
                 rl_round_owe(op, i, s->part, now);
             rl_round_vote(op, i, &r, now);
@@ -535,10 +549,7 @@ rl_conn *rl_op_connect(rl_op *op, size_t node, int64_t now)
     int code = rl_node_backoff(&op->ctx->nodes[node], now, why, sizeof why);
     rl_conn *c = NULL;
     slot *s = &op->slots[node];
-    /* Connections held by locks pausing between attempts, of drivers that
-     * do not take them back, keep no call waiting (rl_op_lend). */
-    int cap = (int)op->ctx->opt.pool_size + RL_CONN_SPARE
-            + atomic_load(&op->ctx->conns[node].paused);
+    int cap = conn_cap(op, node);
     bool full = false;
     rl_target to;
     int census = s->ask ? -1 : census_of(op, node);

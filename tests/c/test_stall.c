@@ -3,9 +3,9 @@
  * node stopped by SIGSTOP (it takes bytes and answers nothing), or nodes
  * made busy by many calls at once from several threads and from the
  * asynchronous calls, the sockets the client has open to each node never
- * exceed pool_size + 2 (its own connections) + 1 (the subscriber of
- * wake-ups), and every lock reported taken is held by a quorum and released
- * by its unlock.
+ * exceed pool_size + 2 (its own connections for acquires) + 2 (those only
+ * releases and extensions take) + 1 (the subscriber of wake-ups), and every
+ * lock reported taken is held by a quorum and released by its unlock.
  *
  * A watcher thread counts the process's sockets to each node (its fds from
  * /proc/self/fd, each one's peer by getpeername) every millisecond. Threads
@@ -28,7 +28,7 @@
 #define MAX_NODES 5
 
 static pid_t stopped;   /* a node stopped with SIGSTOP: let go on a failure too */
-#define SOCKETS_OVER_POOL 3   /* RL_CONN_SPARE (2) + the wake-ups' subscriber */
+#define SOCKETS_OVER_POOL 5   /* RL_CONN_SPARE (2) + RL_CONN_ENDS (2) + the wake-ups' subscriber */
 
 typedef struct watch {
     const nodes *ns;

@@ -174,7 +174,7 @@ class RLockAsyncTest extends TwoClients {
             CompletableFuture.allOf(unlocks.toArray(CompletableFuture<?>[]::new))
                     .get(10, TimeUnit.SECONDS);
             // Released at a quorum when each unlock ended; a node whose release had to wait
-            // for a connection (at most pool_size + 2 of them) gets it as a release owed.
+            // for a connection (at most pool_size + 4 of them) gets it as a release owed.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
             for (int i = 0; i < count; i++) {
                 for (int n = 1; n <= 5; n++) {
