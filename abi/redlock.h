@@ -133,7 +133,7 @@ REDLOCK_API int redlock_ctx_new(redlock_ctx **out, const char *const *node_uris,
  *         its guard says it was promoted or restarted with data) does not count
  *         towards a quorum until max_lease_ms has passed (a Sentinel group:
  *         max_lease_ms + sentinel_poll_ms); 0: off
- *     restart_records (default "0"; 0 or 1)
+ *     restart_records (default "1"; 0 or 1)
  *         1 (with restart_guard): each node records the group's servers (key
  *         redlock:members), so that a server restarted without its data is held
  *         back for max_lease_ms even by a client that never met it

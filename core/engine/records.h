@@ -31,8 +31,8 @@
  * record that does not read as run_ids names no server of the group: it
  * holds young servers back, never longer than the guard's length.
  *
- * With the options restart_guard and restart_records on (the second is off
- * by default for now). Nodes that keep records: standalone masters and
+ * With the options restart_guard and restart_records on (both are by
+ * default). Nodes that keep records: standalone masters and
  * Sentinel groups (a Cluster node has many masters: its restarts are its
  * replicas' business, see docs/topology.md), whose ACL lets GET and APPEND
  * run on the record (a node that refuses is left out, and its health says

@@ -21,14 +21,17 @@ grep -q "^${URIS[0]#redis://} down " "$work/out" || fail "node 1 not down: $(cat
 "$REDIS_NODES_SH" stop-node "$work/nodes" 3
 run redlock --nodes "$NODES" --check > "$work/out"
 expect_eq 69 "$status" "--check with 3 of 5 nodes down"
-grep -q '^not healthy: 2 of 5 nodes answer, 3 needed$' "$work/out" || fail "$(cat "$work/out")"
+# The two that answer are young servers whose records a majority cannot
+# confirm (restart_records): they do not count.
+grep -q '^not healthy: 2 of 5 nodes answer, 0 of them count, 3 needed$' "$work/out" \
+  || fail "$(cat "$work/out")"
 run redlock --nodes "$NODES" --check -q > "$work/out" 2>&1
 expect_eq "69 0" "$status $(wc -c < "$work/out")" "--check -q: the status alone"
 run redlock --nodes "$NODES" --check -v > /dev/null 2> "$work/err"
 expect_eq 69 "$status" "--check -v"
 expect_eq 3 "$(grep -c '^redlock: \[warn\] node_down node=127.0.0.1:' "$work/err")" \
   "node_down told: $(cat "$work/err")"
-grep -q '^redlock: \[warn\] no_quorum op=ping nodes=2/5 need=3 ' "$work/err" \
+grep -q '^redlock: \[warn\] no_quorum op=ping nodes=0/5 need=3 ' "$work/err" \
   || fail "no_quorum told: $(cat "$work/err")"
 
 run redlock --nodes "$NODES" --check job -- true 2> "$work/err"
