@@ -449,7 +449,9 @@ async def test_a_release_cut_off_is_delivered_when_the_engine_says(nodes, prefix
             await asyncio.sleep(0.1)   # the connection's end is seen: the release is owed
             node = server()
             assert releases_run() == 0
-            assert await eventually(lambda: releases_run() == 1, timeout=5.0)
+            # One release per token owed: a fresh group's first lock may take
+            # two attempts, and the first one's undo may be owed here too.
+            assert await eventually(lambda: releases_run() >= 1, timeout=5.0)
     finally:
         node.kill()
         node.wait()
