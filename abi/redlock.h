@@ -588,6 +588,13 @@ REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min
  *                IFEQ, a release DELIFEQ), ifeq, delifeq, none (another
  *                server, or one whose reply refused them), or unknown (no
  *                INFO read yet)
+ *   scripting    whether it runs Lua scripts: yes (one ran there), no (a reply
+ *                said none can: Lua unloaded from Valkey 9.1, or an ACL
+ *                without EVAL and FCALL; last_error says which), unknown (not
+ *                known yet, or restarted since). Where it is no, plain locks
+ *                go by plain commands (docs/servers.md) and a multi-lock,
+ *                read-write lock, semaphore or fair lock is refused with
+ *                REDLOCK_EUNSUPPORTED
  * Values are percent-encoded where they hold a space, '%', a control
  * character or a byte beyond ASCII (so the text is ASCII and every field
  * splits at its first '='). New fields may be

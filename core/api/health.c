@@ -62,6 +62,15 @@ static const char *native_name(rl_node *node)
     }
 }
 
+/* Whether the node runs scripts (node.h): "yes" once one ran there, "no"
+ * once a reply said none can (plain locks go by plain commands), "unknown"
+ * before either, and again after a restart. */
+static const char *scripting_name(rl_node *node)
+{
+    int scripting = rl_node_scripting(node, NULL, 0);
+    return scripting > 0 ? "yes" : scripting == 0 ? "no" : "unknown";
+}
+
 /* One node's line, into line (REDLOCK_HEALTH_LINE_MAX bytes); its length. */
 static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *line)
 {
@@ -98,7 +107,8 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
     int w = snprintf(line, REDLOCK_HEALTH_LINE_MAX,
                      "node=%s state=%s for_ms=%lld retry_in_ms=%lld guard_ms=%lld rtt_ms=%s "
                      "commands=%llu failures=%llu timeouts=%llu run_id=%s version=%s "
-                     "kind=%s server=%s last_error=%s conns=%d scripts=%s native=%s\n",
+                     "kind=%s server=%s last_error=%s conns=%d scripts=%s native=%s "
+                     "scripting=%s\n",
                      label, name, (long long)(since == INT64_MIN ? 0 : now - since),
                      (long long)retry_in, (long long)(state == RL_NODE_UP ? guard : 0), rtt,
                      (unsigned long long)atomic_load(&node->commands),
@@ -106,7 +116,8 @@ static size_t node_line(const rl_client *ctx, rl_node *node, int64_t now, char *
                      (unsigned long long)atomic_load(&node->timeouts), run_id, version,
                      node->addr.kind == RL_NODE_SENTINEL ? "sentinel"
                      : node->addr.kind == RL_NODE_CLUSTER ? "cluster" : "master", server, error,
-                     rl_conn_count(ctx, node->index), scripts_way_name(node), native_name(node));
+                     rl_conn_count(ctx, node->index), scripts_way_name(node), native_name(node),
+                     scripting_name(node));
     if (w < 0)
         return 0;
     /* Only counters near their 20 digits beside the longest label, address

@@ -8,6 +8,7 @@
 #include "client.h"
 #include "cmd.h"
 #include "node.h"
+#include "plain.h"
 #include "scripts.h"
 
 rl_keys *rl_keys_new(size_t n)
@@ -77,8 +78,36 @@ int64_t rl_cmd_work_ms(const rl_cmd *cmd)
     return (int64_t)(n * RL_CMD_US_PER_KEY / 1000);   /* whole ms: none under 50 keys */
 }
 
-bool rl_cmd_many_votes(const rl_cmd *cmd, const redisReply *r, signed char *out, rl_result *bad)
+/* A SET's OK (done: a yes), its nil (not done: a no), or a failure. */
+static void ok_or_nil(const redisReply *r, rl_result *out)
 {
+    if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
+        out->vote = RL_VOTE_YES;
+    else if (r->type == REDIS_REPLY_NIL)
+        out->vote = RL_VOTE_NO;
+    else
+        rl_result_from_bad_reply(out, r);
+}
+
+bool rl_cmd_plain_votes(const rl_result *plain, signed char *out, rl_result *bad)
+{
+    if (plain->vote == RL_VOTE_FAILED && plain->code != REDLOCK_EWRONGTYPE) {
+        *bad = *plain;
+        return false;
+    }
+    out[0] = plain->vote == RL_VOTE_YES ? 1 : plain->vote == RL_VOTE_NO ? 0 : -1;
+    return true;
+}
+
+bool rl_cmd_many_votes(const rl_cmd *cmd, int form, const redisReply *r, signed char *out,
+                       rl_result *bad)
+{
+    if (form == RL_FORM_IFEQ) {
+        rl_result one;
+        memset(&one, 0, sizeof one);
+        ok_or_nil(r, &one);
+        return rl_cmd_plain_votes(&one, out, bad);
+    }
     /* A read-write lock is renewed alone, by rw.lua's extend: 1 or 0. */
     if (cmd->keys->kind != RL_LOCK_PLAIN && cmd->keys->n == 1 && r->type == REDIS_REPLY_INTEGER
         && (r->integer == 0 || r->integer == 1)) {
@@ -257,6 +286,11 @@ static char *beside(const char *key, bool cluster, const char *suffix, size_t *l
     return name;
 }
 
+char *rl_counter_key(const char *key, bool cluster, size_t *len)
+{
+    return beside(key, cluster, "fence", len);
+}
+
 /* Formats a call of a script on a key and the key beside it (suffix):
  * EVALSHA/EVAL script 2 key beside args... */
 static int format_beside(const rl_cmd *cmd, rl_form form, bool cluster, const rl_script *script,
@@ -354,15 +388,36 @@ static int format(const rl_cmd *cmd, rl_form form, bool cluster, rl_bytes *out)
         free(counter);
         return rc;
     }
-    rl_decimal(ttl, (long long)cmd->ttl_ms);
-    if (form == RL_FORM_SET) {
-        const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "GET", "PX", ttl };
-        return rl_bytes_format(out, 7, argv);
+    /* A renewal of one lock (a node without scripts) has its token and lease. */
+    bool one_of_many = cmd->kind == RL_CMD_EXTEND_MANY;
+    const char *token = one_of_many ? cmd->tokens[0] : cmd->token;
+    rl_decimal(ttl, (long long)(one_of_many ? cmd->leases[0] : cmd->ttl_ms));
+    if (form == RL_FORM_SET || form == RL_FORM_SETNX) {
+        const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "NX", "PX", ttl, "GET" };
+        return rl_bytes_format(out, form == RL_FORM_SET ? 7 : 6, argv);
     }
     if (form == RL_FORM_IFEQ) {
-        const char *argv[7] = { "SET", cmd->keys->k[0], cmd->token, "IFEQ", cmd->token, "PX",
-                                ttl };
+        const char *argv[7] = { "SET", cmd->keys->k[0], token, "IFEQ", token, "PX", ttl };
         return rl_bytes_format(out, 7, argv);
+    }
+    if (form == RL_FORM_EXEC) {   /* a transaction's end (plain.h) */
+        const char *argv[1] = { "EXEC" };
+        return rl_bytes_format(out, 1, argv);
+    }
+    if (form == RL_FORM_READ && cmd->kind == RL_CMD_FENCE) {   /* the key and its counter */
+        size_t len;
+        char *counter = beside(cmd->keys->k[0], cluster, "fence", &len);
+        if (!counter)
+            return REDLOCK_ENOMEM;
+        const char *argv[3] = { "MGET", cmd->keys->k[0], counter };
+        size_t lens[3] = { 4, strlen(cmd->keys->k[0]), len };
+        int rc = rl_bytes_format_len(out, 3, argv, lens);
+        free(counter);
+        return rc;
+    }
+    if (form == RL_FORM_READ) {
+        const char *argv[2] = { "GET", cmd->keys->k[0] };
+        return rl_bytes_format(out, 2, argv);
     }
     if (form == RL_FORM_DELIFEQ) {
         const char *argv[3] = { "DELIFEQ", cmd->keys->k[0], cmd->token };
@@ -439,7 +494,7 @@ static void cover(rl_cmd *rel, rl_conn *c)
 
 /* Sends in form, from the cache when cache is set (the op's own sends, all
  * on its thread), else from bytes made for this send alone. */
-static int send_form(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
+int rl_cmd_send_form(rl_cmd *cmd, rl_conn *c, int form, bool cache)
 {
     rl_bytes fresh = { 0 };
     bool cluster = c->ctx->nodes[c->node].addr.kind == RL_NODE_CLUSTER;
@@ -472,15 +527,53 @@ void rl_cmd_native_refused(rl_conn *c, int form, const redisReply *reply)
                node->addr.label, form == RL_FORM_IFEQ ? "ifeq" : "delifeq", reply->str);
 }
 
+/* Sends cmd in form, with what goes beside it: a native release's wake-up
+ * ahead (see rl_cmd_released), a fenced SET's INCR, a transaction's WATCH
+ * (plain.h). */
+static int send_in(rl_cmd *cmd, rl_conn *c, rl_form form, bool cache)
+{
+    if (form == RL_FORM_READ || form == RL_FORM_EXEC)
+        return rl_plain_send(cmd, c, form, cache);
+    int rc = rl_cmd_send_form(cmd, c, form, cache);
+    if (rc == REDLOCK_OK && form == RL_FORM_DELIFEQ && cmd->wake_ahead)
+        rc = rl_conn_wake(c, cmd->keys->k[0], cmd->token);
+    if (rc != REDLOCK_OK || !cmd->fenced || (form != RL_FORM_SET && form != RL_FORM_SETNX))
+        return rc;
+    /* Fenced: the counter's INCR right behind the SET, two entries that the
+     * operation reads as one answer (op.c). The stream must never hold the
+     * SET without it. */
+    rc = rl_cmd_send_form(cmd, c, RL_FORM_COUNT, cache);
+    if (rc != REDLOCK_OK)
+        rl_conn_break(c, rc, "out of memory");
+    return rc;
+}
+
+/* On a node that runs no scripts: cmd's plain form, or REDLOCK_EUNSUPPORTED
+ * (and the thread's message) when it needs a script. */
+static int send_plain(rl_cmd *cmd, rl_conn *c, bool cache)
+{
+    rl_form form = rl_plain_form(cmd, c);
+    if (form == RL_FORMS) {
+        rl_result r;
+        rl_plain_unsupported(cmd, c, &r);
+        return REDLOCK_EUNSUPPORTED;
+    }
+    return send_in(cmd, c, form, cache);
+}
+
 int rl_cmd_send_again(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply)
 {
     if (form == RL_FORM_FCALL)
         rl_conn_no_functions(c, reply->str);
     rl_cmd_native_refused(c, form, reply);
+    /* No cached bytes: its operation may have moved on, on another thread.
+     * A node without scripts: the plain form. */
+    if (rl_plain_node(c))
+        return send_plain(cmd, c, false);
     /* The function when the node has the library; else the script itself:
-     * the connection may not have loaded it (SCRIPT LOAD). No cached bytes:
-     * its operation may have moved on, on another thread. */
-    return send_form(cmd, c, rl_conn_calls_functions(c) ? RL_FORM_FCALL : RL_FORM_EVAL, false);
+     * the connection may not have loaded it (SCRIPT LOAD). */
+    return rl_cmd_send_form(cmd, c, rl_conn_calls_functions(c) ? RL_FORM_FCALL : RL_FORM_EVAL,
+                            false);
 }
 
 /* The native form of cmd on c's node, or RL_FORMS when it goes the
@@ -501,31 +594,20 @@ static rl_form native_form(const rl_cmd *cmd, rl_conn *c)
 
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c)
 {
+    if (cmd->kind != RL_CMD_PING && rl_plain_node(c))
+        return send_plain(cmd, c, cmd->cacheable);
     rl_form native = cmd->kind == RL_CMD_PING ? RL_FORMS : native_form(cmd, c);
-    if (native != RL_FORMS) {
-        int rc = send_form(cmd, c, native, cmd->cacheable);
-        if (rc == REDLOCK_OK && native == RL_FORM_DELIFEQ && cmd->wake_ahead)
-            rc = rl_conn_wake(c, cmd->keys->k[0], cmd->token);   /* see rl_cmd_released */
-        return rc;
-    }
+    if (native != RL_FORMS)
+        return send_in(cmd, c, native, cmd->cacheable);
     bool rare = cmd->kind == RL_CMD_INSPECT || cmd->kind == RL_CMD_FORCE
              || cmd->kind == RL_CMD_FENCE || cmd->kind == RL_CMD_PING;   /* not loaded */
     if (rare || cmd->kind != RL_CMD_ACQUIRE || cmd->keys->n != 1 || rw(cmd) || sem(cmd)
         || fair(cmd) || !rl_node_has_set_nx_get(&c->ctx->nodes[c->node])) {
         rl_form form = cmd->kind != RL_CMD_PING && rl_conn_calls_functions(c) ? RL_FORM_FCALL
                      : rare ? RL_FORM_EVAL : RL_FORM_EVALSHA;
-        return send_form(cmd, c, form, cmd->cacheable);
+        return rl_cmd_send_form(cmd, c, form, cmd->cacheable);
     }
-    int rc = send_form(cmd, c, RL_FORM_SET, cmd->cacheable);
-    if (rc != REDLOCK_OK || !cmd->fenced)
-        return rc;
-    /* Fenced: the counter's INCR right behind the SET, two entries that the
-     * operation reads as one answer (op.c). The stream must never hold the
-     * SET without it. */
-    rc = send_form(cmd, c, RL_FORM_COUNT, cmd->cacheable);
-    if (rc != REDLOCK_OK)
-        rl_conn_break(c, rc, "out of memory");
-    return rc;
+    return send_in(cmd, c, RL_FORM_SET, cmd->cacheable);
 }
 
 int rl_cmd_released(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply)
@@ -540,6 +622,11 @@ int rl_cmd_released(rl_cmd *cmd, rl_conn *c, int form, const redisReply *reply)
      * try's releases would wake them again. Its PUBLISH follows its answer,
      * when it deleted; on a node that answered past the quorum, when the
      * connection is read next. */
+    /* A transaction's DEL (plain.h) publishes after its EXEC, the same way. */
+    if (form == RL_FORM_EXEC && cmd->kind == RL_CMD_RELEASE && reply->type == REDIS_REPLY_ARRAY
+        && reply->elements == 1 && reply->element[0]->type == REDIS_REPLY_INTEGER
+        && reply->element[0]->integer == 1 && c->state != RL_CONN_BROKEN)
+        return rl_conn_wake(c, cmd->keys->k[0], cmd->token);
     if (form != RL_FORM_DELIFEQ || cmd->wake_ahead || reply->type != REDIS_REPLY_INTEGER
         || reply->integer != 1 || c->state == RL_CONN_BROKEN)
         return REDLOCK_OK;
@@ -714,16 +801,13 @@ static void classify(const rl_cmd *cmd, int form, const redisReply *r, rl_result
         out->vote = RL_VOTE_NO;
         return;
     }
-    if (form == RL_FORM_IFEQ && !cmd->fenced) {
-        /* OK: it held our token and has its new lease; nil: it did not
-         * (another token, or no key). (A fenced command never goes so: its
-         * yes would carry counters.) */
-        if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
-            out->vote = RL_VOTE_YES;
-        else if (r->type == REDIS_REPLY_NIL)
-            out->vote = RL_VOTE_NO;
-        else
-            rl_result_from_bad_reply(out, r);
+    if ((form == RL_FORM_IFEQ && !cmd->fenced) || form == RL_FORM_SETNX) {
+        /* SET IFEQ: OK, it held our token and has its new lease; nil, it did
+         * not (another token, or no key). (A fenced command never goes so:
+         * its yes would carry counters.) SET NX PX: OK, it was free and is
+         * ours now; nil, it was not (another's key, or our own from a
+         * command that ran before: a no, on the safe side). */
+        ok_or_nil(r, out);
         return;
     }
     if (form == RL_FORM_SET) {

@@ -103,6 +103,14 @@ bool rl_keys_same(const rl_keys *a, const rl_keys *b);
  * or a code when it could not be queued. */
 int rl_cmd_send(rl_cmd *cmd, rl_conn *c);
 
+/* Queues cmd in form on c, as one entry (no WATCH, no wake-up beside it),
+ * from its cached bytes when cache is set. REDLOCK_OK or a code. */
+int rl_cmd_send_form(rl_cmd *cmd, rl_conn *c, int form, bool cache);
+/* The fencing counter's key of key (key, a zero byte, "fence"; on a Cluster
+ * node with the key as its hash tag when it has none), malloc'd; its
+ * length in *len; NULL when out of memory. */
+char *rl_counter_key(const char *key, bool cluster, size_t *len);
+
 /* What a reply to cmd (sent in `form`) says. */
 void rl_cmd_classify(const rl_cmd *cmd, int form, const struct redisReply *reply, rl_result *out);
 /* A script refused by the ACL (EVAL or EVALSHA) on a connection whose FCALL
@@ -121,9 +129,14 @@ void rl_cmd_count(const struct redisReply *reply, rl_result *io, int64_t *fence)
 rl_cmd *rl_cmd_new_many(rl_keys *keys);
 /* The reply of an extend of many keys: one verdict per key into out (1
  * extended, 0 not ours, -1 a key of another type), true; or false with bad
- * failed when the reply as a whole is not one (an error, NOSCRIPT...). */
-bool rl_cmd_many_votes(const rl_cmd *cmd, const struct redisReply *reply, signed char *out,
-                       rl_result *bad);
+ * failed when the reply as a whole is not one (an error, NOSCRIPT...). The
+ * renewal of one lock sent as SET IFEQ (a node without scripts, plain.h)
+ * answers OK, nil or WRONGTYPE for its key. */
+bool rl_cmd_many_votes(const rl_cmd *cmd, int form, const struct redisReply *reply,
+                       signed char *out, rl_result *bad);
+/* The same for the renewal of one lock on a node without scripts, from its
+ * transaction's answer (plain.h). */
+bool rl_cmd_plain_votes(const rl_result *plain, signed char *out, rl_result *bad);
 
 /* The time a node is allowed for the work cmd asks of it, beyond
  * node_timeout_ms: RL_CMD_US_PER_KEY for each key of a command of many

@@ -10,6 +10,7 @@
 #include "client.h"
 #include "conn.h"
 #include "node.h"
+#include "plain.h"
 #include "proto.h"
 #include "records.h"
 #include "scripts.h"
@@ -156,6 +157,13 @@ static bool queue_guard(rl_conn *c, rl_entry_kind kind, rl_form form, bool *keye
     *keyed = guard_key(c, key, sizeof key);
     if (!*keyed)
         return true;
+    /* A node without scripts reads and writes the guard with plain commands. */
+    if (rl_plain_node(c)) {
+        if (!rl_plain_guard(c, kind, key))
+            return false;
+        c->guards_owed += kind == RL_ENTRY_GUARD;
+        return true;
+    }
     snprintf(lease, sizeof lease, "%lld", (long long)rl_node_guard_ms(node));
     snprintf(epoch, sizeof epoch, "%lld", (long long)rl_node_epoch(node));
     bool fcall = form == RL_FORM_FCALL;
@@ -189,6 +197,8 @@ static bool queue_records(rl_conn *c, rl_entry_kind kind, const char *ids)
 static bool queue_guards(rl_conn *c, bool *keyed)
 {
     int way = atomic_load(&c->ctx->nodes[c->node].scripts_way);
+    if (rl_plain_node(c))
+        return queue_guard(c, RL_ENTRY_GUARD, RL_FORM_EXEC, keyed);
     if (!queue_guard(c, RL_ENTRY_GUARD,
                      way == RL_SCRIPTS_FUNCTIONS ? RL_FORM_FCALL : RL_FORM_EVAL, keyed))
         return false;
@@ -242,14 +252,15 @@ static bool queue_handshake(rl_conn *c)
     /* May the library be called? Not asked of a server known to predate
      * functions (Redis 7.0). */
     int version = rl_node_version(node);
-    if (version > 0 && version < 700) {
+    bool scriptless = rl_plain_node(c);   /* nothing to probe or load (plain.h) */
+    if ((version > 0 && version < 700) || scriptless) {
         c->scripts_way = RL_SCRIPTS_EVAL;
     } else {
         const char *probe[3] = { "FCALL", rl_library_probe, "0" };
         if (!send_own(c, RL_ENTRY_PROBE, 3, probe))
             return false;
     }
-    bool loads = atomic_load(&node->scripts_way) != RL_SCRIPTS_FUNCTIONS;
+    bool loads = atomic_load(&node->scripts_way) != RL_SCRIPTS_FUNCTIONS && !scriptless;
     for (int i = 0; !c->to.census && loads && i < RL_N_SCRIPTS; i++) {
         const char *argv[3] = { "SCRIPT", "LOAD", rl_scripts[i]->body };
         if (!send_own(c, RL_ENTRY_SCRIPT, 3, argv))
@@ -386,6 +397,7 @@ int rl_conn_send(rl_conn *c, const char *bytes, size_t len, struct rl_cmd *cmd, 
         return REDLOCK_ENOMEM;
     if (!append_bytes(c, bytes, len))
         return REDLOCK_ENOMEM;
+    c->unwatched += form == RL_FORM_EXEC;   /* EXEC forgets every WATCH (plain.h) */
     if (!push_entry(c, (rl_entry){ .kind = RL_ENTRY_CMD, .form = (uint8_t)form,
                                    .end = c->queued, .cmd = cmd,
                                    .keys = keys > UINT32_MAX ? UINT32_MAX : (uint32_t)keys })) {
@@ -519,6 +531,7 @@ rl_reply_limits rl_conn_limits(const rl_entry *e)
         [RL_ENTRY_REGUARD] = "the guard script", [RL_ENTRY_LOAD] = "FUNCTION LOAD",
         [RL_ENTRY_RECORDS] = "GET of the group's record", [RL_ENTRY_RECORD] = "APPEND to it",
         [RL_ENTRY_WAKE] = "PUBLISH of a release", [RL_ENTRY_CMD] = "a command of a lock",
+        [RL_ENTRY_TXN] = "a command of a transaction",
     };
     if (!e)
         return (rl_reply_limits){ RL_REPLY_SMALL_BYTES, RL_REPLY_SMALL_ELEMS,
@@ -532,6 +545,11 @@ rl_reply_limits rl_conn_limits(const rl_entry *e)
     case RL_ENTRY_INFO:
     case RL_ENTRY_RECORDS:
         return (rl_reply_limits){ RL_REPLY_INFO_BYTES, RL_REPLY_INFO_ELEMS, what[e->kind] };
+    case RL_ENTRY_GUARD:
+    case RL_ENTRY_REGUARD:   /* the plain guard's EXEC holds two INFOs (plain.h) */
+        if (e->form == RL_FORM_EXEC)
+            return (rl_reply_limits){ RL_REPLY_INFO_BYTES, RL_REPLY_INFO_ELEMS, what[e->kind] };
+        return (rl_reply_limits){ RL_REPLY_SMALL_BYTES, RL_REPLY_SMALL_ELEMS, what[e->kind] };
     case RL_ENTRY_CMD: {
         /* A command of many keys answers for each of them. */
         uint64_t keys = e->keys;
@@ -715,7 +733,7 @@ bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
     if (reply->type != REDIS_REPLY_ERROR)
         return false;
     if (form == RL_FORM_FCALL)
-        return rl_reply_no_function(reply);
+        return rl_reply_no_function(reply) || rl_plain_node(c);
     /* A native command the server does not know (not the server its INFO
      * said), does not parse, or that the ACL refuses (NOPERM naming the
      * command, not a key: a key refused is refused to the script too). */
@@ -725,6 +743,10 @@ bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
             || (strncmp(reply->str, "NOPERM", 6) == 0 && strstr(reply->str, "run the"));
     if (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA)
         return false;
+    /* A node that runs no scripts: whatever it said, the script did not run,
+     * and the command goes in its plain form (plain.h). */
+    if (rl_plain_node(c))
+        return true;
     /* An ACL without +eval or +evalsha (the one for the library) refuses
      * the command itself, before any script runs: NOPERM and its name. */
     return rl_reply_is_noscript(reply)
@@ -735,10 +757,30 @@ bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
 int rl_conn_wake(rl_conn *c, const char *channel, const char *message)
 {
     const char *argv[3] = { "PUBLISH", channel, message };
-    if (send_own(c, RL_ENTRY_WAKE, 3, argv))
-        return REDLOCK_OK;
-    rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");   /* its bytes may be queued */
-    return REDLOCK_ENOMEM;
+    return rl_conn_own(c, RL_ENTRY_WAKE, 3, argv, NULL);
+}
+
+int rl_conn_own(rl_conn *c, rl_entry_kind kind, int argc, const char **argv,
+                const size_t *lens)
+{
+    if (c->state == RL_CONN_BROKEN)
+        return REDLOCK_ENOQUORUM;
+    rl_bytes b;
+    if (rl_bytes_format_len(&b, argc, argv, lens) != REDLOCK_OK) {
+        rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
+        return REDLOCK_ENOMEM;
+    }
+    bool ok = append_bytes(c, b.p, b.len)
+        && push_entry(c, (rl_entry){ .kind = (uint8_t)kind, .form = RL_FORM_EXEC,
+                                     .end = c->queued });
+    rl_bytes_free(&b);
+    if (!ok) {
+        rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");   /* its bytes may be queued */
+        return REDLOCK_ENOMEM;
+    }
+    c->unwatched += strcmp(argv[0], "EXEC") == 0 || strcmp(argv[0], "UNWATCH") == 0
+                  || strcmp(argv[0], "DISCARD") == 0;
+    return REDLOCK_OK;
 }
 
 /* A guard of the handshake answered (e, its entry): false when its answer
@@ -747,9 +789,21 @@ int rl_conn_wake(rl_conn *c, const char *channel, const char *message)
 static bool guard_told(rl_conn *c, const rl_entry *e, const redisReply *reply)
 {
     c->guards_owed--;
-    if (reply->type != REDIS_REPLY_ERROR)
+    if (reply->type != REDIS_REPLY_ERROR || e->form == RL_FORM_EXEC)
         return true;
     rl_form form = (rl_form)e->form, other = form == RL_FORM_FCALL ? RL_FORM_EVAL : RL_FORM_FCALL;
+    bool keyed;
+    if (rl_plain_node(c)) {
+        /* No script runs there: the guard in plain commands (plain.h), once
+         * the other script's guard, if one went, has answered too. */
+        if (c->guards_owed > 0)
+            return false;
+        if (!queue_guard(c, RL_ENTRY_GUARD, RL_FORM_EXEC, &keyed)) {
+            rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
+            return false;
+        }
+        return !keyed;
+    }
     bool both = c->guard_forms & (1u << other);
     bool fcall = rl_conn_calls_functions(c);
     /* Both went (the node's way was not known): the one of the other way
@@ -760,7 +814,6 @@ static bool guard_told(rl_conn *c, const rl_entry *e, const redisReply *reply)
         return true;
     if (form == RL_FORM_FCALL)
         rl_conn_no_functions(c, reply->str);
-    bool keyed;
     if (!queue_guard(c, RL_ENTRY_GUARD, other, &keyed)) {
         rl_conn_break(c, REDLOCK_ENOMEM, "out of memory");
         return false;
@@ -787,6 +840,13 @@ static void records_reply(rl_conn *c, rl_entry_kind kind, const redisReply *repl
     }
 }
 
+/* The plain guard's answer (plain.h): its milliseconds, or -1. */
+static int64_t plain_guard(rl_conn *c, const redisReply *reply)
+{
+    char key[RL_GUARD_KEY_MAX];
+    return guard_key(c, key, sizeof key) ? rl_plain_guard_reply(c, key, reply) : -1;
+}
+
 /* A reply of the handshake: REDLOCK_OK, or breaks the connection. */
 static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *reply, int64_t now)
 {
@@ -801,7 +861,21 @@ static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *rep
         return;
     }
     if (kind == RL_ENTRY_ASKING || kind == RL_ENTRY_WAKE)
-        return;   /* an error here: the command behind it says it too; a wake-up's is
+        return;
+    if (kind == RL_ENTRY_TXN) {   /* kept for the answer behind it (plain.h) */
+        if (reply->type == REDIS_REPLY_ERROR && !c->txn_error[0])
+            snprintf(c->txn_error, sizeof c->txn_error, "%s", reply->str);
+        return;
+    }
+    /* Does the node run scripts? A script's answer says yes, some refusals
+     * say no (plain.h). */
+    bool scripted = (kind == RL_ENTRY_SCRIPT || kind == RL_ENTRY_GUARD
+                     || kind == RL_ENTRY_REGUARD) && e->form != RL_FORM_EXEC;
+    if (scripted && rl_plain_refusal(c, kind == RL_ENTRY_SCRIPT ? RL_FORM_EVAL : e->form, reply))
+        rl_plain_found(c, reply);
+    else if ((scripted && reply->type != REDIS_REPLY_ERROR)
+             || (kind == RL_ENTRY_PROBE && reply->type == REDIS_REPLY_STRING))
+        rl_node_scripts_ran(node);   /* an error here: the command behind it says it too; a wake-up's is
                    * dropped as release.lua's pcall drops it */
     if (kind == RL_ENTRY_EPOCH) {   /* an error here: the address's says it too */
         epoch_reply(c, reply);
@@ -815,7 +889,10 @@ static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *rep
         return;
     }
     if (kind == RL_ENTRY_REGUARD) {   /* an error: the guard stays as it was read */
-        if (reply->type == REDIS_REPLY_INTEGER)
+        int64_t left = e->form == RL_FORM_EXEC ? plain_guard(c, reply) : -1;
+        if (left >= 0)
+            rl_node_guard_reread(node, left, now);
+        else if (e->form != RL_FORM_EXEC && reply->type == REDIS_REPLY_INTEGER)
             rl_node_guard_reread(node, reply->integer, now);
         return;
     }
@@ -869,6 +946,13 @@ static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *rep
                           reply->len, now);
         /* The handshake's round trip (AUTH, SCRIPT LOAD and INFO together). */
         rl_node_answered(node, now - c->opened_at, now);
+    } else if (kind == RL_ENTRY_GUARD && e->form == RL_FORM_EXEC) {
+        int64_t left = plain_guard(c, reply);
+        if (left >= 0)
+            rl_node_guarded(node, left, now);
+        else
+            rl_node_failed(node, RL_NODE_KEEP, "the guard's transaction refused (a node without "
+                           "scripts needs +multi +exec +info +time +get +set)", now);
     } else if (kind == RL_ENTRY_GUARD && reply->type == REDIS_REPLY_INTEGER) {
         rl_node_guarded(node, reply->integer, now);
     }
@@ -944,6 +1028,8 @@ int rl_conn_next(rl_conn *c, redisReply **reply, rl_entry *entry, int64_t now)
         }
         rl_entry e = pop_entry(c);
         c->heard_at = now;
+        if (e.kind == RL_ENTRY_CMD && rl_plain_refusal(c, e.form, r))
+            rl_plain_found(c, r);   /* before its owner reads it */
         if (e.kind != RL_ENTRY_CMD) {
             handshake_reply(c, &e, r, now);
             freeReplyObject(r);

@@ -79,6 +79,12 @@ typedef enum rl_form {
                          * node has it (rl_node_has_native) */
     RL_FORM_DELIFEQ,    /* release a plain lock: DELIFEQ key token, where the node has it;
                          * its wake-up an entry of its own (RL_ENTRY_WAKE) */
+    /* On a node that runs no scripts (plain.h): */
+    RL_FORM_SETNX,      /* acquire one key before Redis 7.0: SET key token NX PX ttl */
+    RL_FORM_READ,       /* a transaction's read: WATCH (an RL_ENTRY_TXN) then GET key (a
+                         * fence's: MGET key counter); its reply says what comes next */
+    RL_FORM_EXEC,       /* a transaction's end: MULTI and its commands (RL_ENTRY_TXN
+                         * each), then EXEC, whose reply is the answer */
     RL_FORMS
 } rl_form;
 
@@ -102,6 +108,9 @@ typedef enum rl_entry_kind {
     RL_ENTRY_RECORD,      /* APPEND to it, before a command (rl_records_owed) */
     RL_ENTRY_WAKE,        /* PUBLISH of a release's wake-up, behind its DELIFEQ
                            * (rl_conn_wake): its reply is nobody's */
+    RL_ENTRY_TXN,         /* WATCH, MULTI, a command queued in MULTI, UNWATCH, or the
+                           * plain guard's SET (plain.h): its reply is nobody's, an
+                           * error is kept for the answer behind it (txn_error) */
     RL_ENTRY_CMD          /* a command of an operation: see cmd */
 } rl_entry_kind;
 
@@ -114,6 +123,8 @@ typedef struct rl_entry {
     uint64_t end;         /* bytes queued on the connection up to this command's end */
     struct rl_cmd *cmd;   /* RL_ENTRY_CMD: the command; the entry holds a reference */
     uint32_t keys;        /* RL_ENTRY_CMD: the keys its reply answers for (its bound) */
+    uint32_t unwatched;   /* RL_FORM_READ: the connection's `unwatched` when its WATCH
+                           * was queued (plain.h) */
     /* An operation's command, for the node's health: when its last byte was
      * written (0: not yet, or queued while connecting: no round trip) and
      * its deadline (0: none yet), which is `budget` ms after that write. */
@@ -149,6 +160,10 @@ typedef struct redlock_conn {
     bool no_library;            /* its probe found no library of this version */
     uint8_t guards_owed;        /* guard scripts of its handshake still unanswered */
     uint8_t guard_forms;        /* the forms its guard went in (bits of 1 << rl_form) */
+    uint32_t unwatched;         /* EXECs, UNWATCHes and DISCARDs queued on it so far: each
+                                 * forgets every key a WATCH before it watched (plain.h) */
+    char txn_error[120];        /* the first error a WATCH, MULTI or queued command
+                                 * answered since the last read or EXEC was answered */
     int code;                   /* RL_CONN_BROKEN: the REDLOCK_E* that describes why */
     char why[160];              /* RL_CONN_BROKEN: printable reason */
     unsigned uses;              /* operations it has served (0: new) */
@@ -219,6 +234,13 @@ bool rl_conn_unrun(const rl_conn *c, int form, const struct redisReply *reply);
  * script's pcall drops it. REDLOCK_OK, or a code and the connection
  * broken. */
 int rl_conn_wake(rl_conn *c, const char *channel, const char *message);
+/* Queues a command of the connection's own as an entry of kind (not an
+ * operation's: RL_ENTRY_TXN, the plain guard's, its SET as RL_ENTRY_WAKE),
+ * lens NULL: strlen. An EXEC, UNWATCH or DISCARD counts in unwatched
+ * (plain.h), as does any command sent in RL_FORM_EXEC. REDLOCK_OK, or a
+ * code and the connection broken. */
+int rl_conn_own(rl_conn *c, rl_entry_kind kind, int argc, const char **argv,
+                const size_t *lens);
 
 
 /* Whether commands on c call the library's functions (FCALL): as its probe

@@ -11,6 +11,7 @@
 #include "op.h"
 #include "round.h"
 #include "owed.h"
+#include "plain.h"
 #include "quorum.h"
 #include "slots.h"
 
@@ -27,7 +28,7 @@
  * decided; its status is REDLOCK_OK, each lock's is rl_op_many_status. */
 
 static void reply_many(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
-                       int64_t now);
+                       const rl_result *plain, int64_t now);
 static void decide_many(rl_op *op, bool final, int64_t now);
 
 /* The event extended of one lock a renewal extended, as an extend tells it
@@ -176,8 +177,11 @@ bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
 {
     if (a == b)
         return true;
-    /* A read-write lock's renewal is rw.lua's, one lock a call. */
-    if (a->keys->kind != RL_LOCK_PLAIN || b->keys->kind != RL_LOCK_PLAIN)
+    /* A read-write lock's renewal is rw.lua's, one lock a call; where a
+     * node runs no scripts, each lock is renewed by its own extend there
+     * (plain.h), one lock a call. */
+    if (a->keys->kind != RL_LOCK_PLAIN || b->keys->kind != RL_LOCK_PLAIN
+        || rl_client_scriptless(a->ctx))
         return false;
     return a->ctx == b->ctx && (!rl_handle_has_cluster(a->ctx) || (a->n_parts < 2 && b->n_parts < 2
                                 && rl_handle_keys_slot(a->keys) == rl_handle_keys_slot(b->keys)));
@@ -186,7 +190,7 @@ bool rl_op_batches_with(const redlock_handle *a, const redlock_handle *b)
 /* A node's reply to the renewal: its answer for each key, or a failure of
  * the whole command. */
 static void reply_many(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
-                       int64_t now)
+                       const rl_result *plain, int64_t now)
 {
     size_t i = c->node;
     size_t n_keys = op->first_key[op->n_many], at = 0;
@@ -194,12 +198,16 @@ static void reply_many(rl_op *op, rl_conn *c, const rl_entry *e, const redisRepl
         at += op->parts[g]->n;   /* a chained node answers for its part's keys */
     rl_result r;
     memset(&r, 0, sizeof r);
-    if (rl_cmd_many_votes(rl_round_cmd_of(op, i), reply, op->key_votes + i * n_keys + at, &r)) {
+    signed char *votes = op->key_votes + i * n_keys + at;
+    rl_cmd *cmd = rl_round_cmd_of(op, i);
+    if (plain ? rl_cmd_plain_votes(plain, votes, &r)
+              : rl_cmd_many_votes(cmd, e->form, reply, votes, &r)) {
         r.vote = RL_VOTE_YES;   /* the node answered: each lock's vote is its keys' */
         if (!e->late)
             rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
     } else {
         rl_cmd_refused_both(c, e->form, &r);
+        rl_plain_refused(cmd, c, e->form, &r);
         rl_node_failed(&op->ctx->nodes[i], rl_node_state_after(r.code), r.why, now);
     }
     if (rl_round_chained(op, i) && rl_round_next_part(op, i, &r, now))

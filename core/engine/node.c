@@ -24,6 +24,7 @@ int rl_node_init(rl_node *node, const char *uri, size_t index)
     node->guard_asked_at = INT64_MIN;
     node->same_as = -1;
     node->native = -1;
+    node->scripting = -1;
     node->master = -1;
     node->last_master = -1;
     node->epoch = -1;
@@ -732,6 +733,7 @@ static void cluster_saw_info(rl_node *node, int server, int version, int native,
         if (was[0] != '\0' && strcmp(was, run_id) != 0) {
             node->restarted_at = now;
             node->native_refused = 0;
+            node->scripting = -1;
             restarted = true;
         }
         memcpy(was, run_id, 41);
@@ -782,6 +784,7 @@ void rl_nodes_saw_info(rl_node *nodes, size_t n, size_t i, int server, const cha
         if (node->run_id[0] != '\0' && strcmp(node->run_id, run_id) != 0) {
             node->restarted_at = now;
             node->native_refused = 0;
+            node->scripting = -1;
             restarted = true;
         }
         memcpy(node->run_id, run_id, sizeof node->run_id);
@@ -881,4 +884,40 @@ int rl_node_native(rl_node *node)
     int native = node->native < 0 ? -1 : node->native & ~node->native_refused;
     pthread_mutex_unlock(&node->mu);
     return native;
+}
+
+void rl_node_scripts_ran(rl_node *node)
+{
+    pthread_mutex_lock(&node->mu);
+    node->scripting = 1;
+    pthread_mutex_unlock(&node->mu);
+}
+
+bool rl_node_no_scripting(rl_node *node, const char *why)
+{
+    pthread_mutex_lock(&node->mu);
+    bool first = node->scripting != 0;
+    node->scripting = 0;
+    if (first)
+        snprintf(node->no_scripts_why, sizeof node->no_scripts_why, "%s", why);
+    pthread_mutex_unlock(&node->mu);
+    return first;
+}
+
+int rl_node_scripting(rl_node *node, char *why, size_t len)
+{
+    pthread_mutex_lock(&node->mu);
+    int scripting = node->scripting;
+    if (why && len > 0)
+        snprintf(why, len, "%s", scripting == 0 ? node->no_scripts_why : "");
+    pthread_mutex_unlock(&node->mu);
+    return scripting;
+}
+
+size_t rl_client_scriptless(const rl_client *ctx)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ctx->n_nodes; i++)
+        n += rl_node_scripting(&ctx->nodes[i], NULL, 0) == 0;
+    return n;
 }

@@ -93,6 +93,10 @@ typedef struct rl_node {
     int native;              /* RL_NATIVE_* bits its last INFO offers; -1 no INFO yet */
     int native_refused;      /* RL_NATIVE_* bits a reply refused (an ACL without the
                               * command...): not sent again until its run_id changes */
+    int scripting;           /* whether it runs scripts: 1 one ran, 0 a reply said it cannot
+                              * (rl_node_no_scripting), -1 not known yet; a new run_id
+                              * makes it unknown again */
+    char no_scripts_why[100];  /* scripting 0: the reply that said so */
     int same_as;             /* index of an earlier node with the same run_id, or -1 */
     int64_t guarded_until;   /* its guard script said so (any client's first sight); INT64_MIN none */
     int64_t guard_seen_at;   /* when this client first read the guard now running; INT64_MIN none */
@@ -271,6 +275,20 @@ bool rl_node_native_refused(rl_node *node, int bit);
 /* The native commands the node takes now (RL_NATIVE_* bits), or -1 when no
  * INFO has said yet: its health's native= field. */
 int rl_node_native(rl_node *node);
+/* Scripting (node.h's scripting): a script ran there (the guard, SCRIPT
+ * LOAD, the library's probe); or a reply said that no script can run there
+ * (Lua unloaded, an ACL without EVAL and FCALL: plain.h says which replies):
+ * plain locks go by plain commands from then on (plain.h) and what needs a
+ * script is refused. rl_node_no_scripting is true the first time (the
+ * caller tells it once, as the event no_scripting), and keeps why for the
+ * messages of what is refused. */
+void rl_node_scripts_ran(rl_node *node);
+bool rl_node_no_scripting(rl_node *node, const char *why);
+/* 1 scripts run there, 0 they cannot, -1 not known yet; why (may be NULL,
+ * len bytes): the reply that said they cannot. */
+int rl_node_scripting(rl_node *node, char *why, size_t len);
+/* How many of ctx's nodes are known to run no scripts. */
+size_t rl_client_scriptless(const struct rl_client *ctx);
 
 /* Node i's server as its last INFO said: its run_id ("" unknown) and when it
  * started (INT64_MIN unknown). A Cluster node's: none. */

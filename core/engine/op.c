@@ -12,6 +12,7 @@
 #include "op.h"
 #include "round.h"
 #include "owed.h"
+#include "plain.h"
 #include "quorum.h"
 #include "slots.h"
 
@@ -38,6 +39,32 @@ static void describe(rl_op *op, const char *verb)
 
 static int fair_waiter(rl_op *op);
 
+/* A lock that needs a script on each node (a multi-lock, a read-write
+ * lock, a semaphore, a fair lock) is refused at once where the nodes known
+ * to run no scripts (plain.h) leave too few to make its quorum: it could
+ * never be taken, and waiting would only end in "no quorum". With fewer of
+ * them it goes on, and they count as failed, as nodes that are down. */
+static int scripts_enough(rl_client *ctx, rl_lock_kind kind, int permits)
+{
+    size_t without = rl_client_scriptless(ctx);
+    size_t q = kind == RL_LOCK_PERMIT ? rl_quorum_of(ctx->n_nodes, permits)
+                                      : rl_quorum(ctx->n_nodes);
+    if (without == 0 || ctx->n_nodes - without >= q)
+        return REDLOCK_OK;
+    size_t i = 0;
+    char why[100];
+    while (i + 1 < ctx->n_nodes && rl_node_scripting(&ctx->nodes[i], why, sizeof why) != 0)
+        i++;
+    rl_node_scripting(&ctx->nodes[i], why, sizeof why);
+    return rl_fail(REDLOCK_EUNSUPPORTED, "%s needs a Lua script on each node, and %zu of %zu "
+                   "nodes run no scripting (node %s: %.60s): too few for its quorum of %zu; "
+                   "plain locks of one key work without",
+                   kind == RL_LOCK_READ || kind == RL_LOCK_WRITE ? "a read-write lock"
+                   : kind == RL_LOCK_PERMIT ? "a semaphore" : kind == RL_LOCK_FAIR ? "a fair lock"
+                   : "a lock of several keys", without, ctx->n_nodes, ctx->nodes[i].addr.label,
+                   why, q);
+}
+
 /* A lock operation: a plain lock of names, a read-write lock's read or
  * write lock of names[0] (kind), whose read lock may join the caller's
  * write lock of token joins (a downgrade; "" none), or a permit of the
@@ -52,6 +79,8 @@ static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_
     if (wait_ms < 0)
         return rl_fail(REDLOCK_EINVAL, "wait_ms must not be negative, got %lld",
                        (long long)wait_ms);
+    if ((kind != RL_LOCK_PLAIN || n > 1) && (rc = scripts_enough(ctx, kind, permits)) != REDLOCK_OK)
+        return rc;
     redlock_handle *h = NULL;
     if ((rc = rl_handle_new(&h, ctx, names, n)) != REDLOCK_OK)
         return rc;
@@ -848,8 +877,16 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
             return;
         }
     }
+    /* A transaction's read or end (a node without scripts, plain.h): its
+     * next step goes on the same connection, or this is the answer. */
+    rl_result plain;
+    bool stepped = e->form == RL_FORM_READ || e->form == RL_FORM_EXEC;
+    if (stepped && rl_plain_reply(cmd, c, e, reply, &plain)) {
+        rl_round_queued(op, i, now);
+        return;
+    }
     if (op->reply_each) {   /* extend many: an answer per key (many.c) */
-        op->reply_each(op, c, e, reply, now);
+        op->reply_each(op, c, e, reply, stepped ? &plain : NULL, now);
         return;
     }
     rl_result r;
@@ -866,8 +903,12 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         rl_round_vote(op, i, &r, now);
         return;
     }
-    rl_cmd_classify(cmd, e->form, reply, &r);
+    if (stepped)
+        r = plain;
+    else
+        rl_cmd_classify(cmd, e->form, reply, &r);
     rl_cmd_refused_both(c, e->form, &r);
+    rl_plain_refused(cmd, c, e->form, &r);
     if (cmd->kind == RL_CMD_RELEASE)   /* its wake-up, after a DELIFEQ that deleted */
         rl_cmd_released(cmd, c, e->form, reply);
     if (r.vote == RL_VOTE_FAILED)   /* an error reply: refused credentials, an ACL's NOPERM... */
@@ -876,7 +917,7 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
         rl_node_answered(&op->ctx->nodes[i], e->sent_at ? now - e->sent_at : -1, now);
     if (rl_round_chained(op, i) && rl_round_next_part(op, i, &r, now))
         return;
-    if (e->form == RL_FORM_SET && op->cmd->fenced) {
+    if ((e->form == RL_FORM_SET || e->form == RL_FORM_SETNX) && op->cmd->fenced) {
         s->set = r;
         s->counting = true;
         return;

@@ -9,6 +9,7 @@
 #include "client.h"
 #include "node.h"
 #include "owed.h"
+#include "plain.h"
 
 /* An owed release is dropped after its keys' lease plus this: by then they
  * have expired on any node that executed the acquire without a long stall. */
@@ -87,13 +88,23 @@ void rl_cmd_late_reply(const rl_entry *e, rl_conn *c, const redisReply *reply, i
          * release must, and an extend should (it only ever extends a key
          * that still holds its token), so they follow again in a way that
          * runs, on this connection. */
+        int rc = REDLOCK_OK;
         if (cmd->kind != RL_CMD_RELEASE && cmd->kind != RL_CMD_EXTEND)
             rl_cmd_native_refused(c, e->form, reply);
-        else if (rl_cmd_send_again(cmd, c, e->form, reply) != REDLOCK_OK
-                 && cmd->kind == RL_CMD_RELEASE)
+        else
+            rc = rl_cmd_send_again(cmd, c, e->form, reply);
+        /* Not owed where it needs a script the node cannot run: what it
+         * releases could not have been taken there either. */
+        if (rc != REDLOCK_OK && rc != REDLOCK_EUNSUPPORTED && cmd->kind == RL_CMD_RELEASE)
             rl_owed_add(c->ctx, c->node, cmd->keys, cmd->token, false, now);
         return;
     }
+    /* A transaction's read or end (plain.h): a release goes on to take
+     * effect, and an extend too (as above); the answer is nobody's. */
+    rl_result plain;
+    if ((e->form == RL_FORM_READ || e->form == RL_FORM_EXEC)
+        && rl_plain_reply(cmd, c, e, reply, &plain))
+        return;
     if (cmd->kind == RL_CMD_RELEASE)   /* its wake-up, after a DELIFEQ that deleted */
         rl_cmd_released(cmd, c, e->form, reply);
     if (cmd->kind != RL_CMD_ACQUIRE || e->covered || !rl_cmd_undone(cmd))
@@ -191,7 +202,8 @@ void rl_owed_send(rl_client *ctx, rl_conn *c, int64_t now)
     while (mine) {
         rl_owed *o = mine;
         mine = o->next;
-        if (o->node == c->node && o->until > now && rl_cmd_send(o->cmd, c) != REDLOCK_OK)
+        int rc = o->node == c->node && o->until > now ? rl_cmd_send(o->cmd, c) : REDLOCK_OK;
+        if (rc != REDLOCK_OK && rc != REDLOCK_EUNSUPPORTED)   /* see rl_cmd_late_reply */
             rl_owed_add(ctx, o->node, o->cmd->keys, o->cmd->token, true, now);   /* it was due */
         rl_cmd_unref(o->cmd);
         free(o);

@@ -145,10 +145,11 @@ struct redlock_op {
     signed char *key_votes;
     many_end *ends;
     /* Steps of its kind's own, or NULL: extend many decides each lock of
-     * the batch, and reads a node's answer per key (many.c). */
+     * the batch, and reads a node's answer per key (many.c); plain: the
+     * answer of a transaction (a node without scripts), else NULL. */
     void (*decide_each)(rl_op *op, bool final, int64_t now);
     void (*reply_each)(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *reply,
-                       int64_t now);
+                       const rl_result *plain, int64_t now);
 };
 
 /* An operation of kind, not started. */
