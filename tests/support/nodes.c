@@ -183,6 +183,45 @@ static bool has_debug_option(const char *server)
     return known;
 }
 
+/* REDIS_NO_SCRIPTING: nodes that run no scripts. "lua": Valkey 9.1 with
+ * its Lua engine unloaded (MODULE UNLOAD lua); "acl": the default user's
+ * ACL without @scripting (no EVAL, EVALSHA, FCALL, SCRIPT, FUNCTION). */
+enum { SCRIPTING, NO_LUA, NO_ACL };
+static int no_scripting(void)
+{
+    const char *v = getenv("REDIS_NO_SCRIPTING");
+    if (!v || !v[0] || strcmp(v, "0") == 0)
+        return SCRIPTING;
+    return strcmp(v, "acl") == 0 ? NO_ACL : NO_LUA;
+}
+
+/* Node i, just started, made to run no scripts as REDIS_NO_SCRIPTING says;
+ * checked: EVAL is refused after. -1 when it cannot be. */
+static int without_scripting(const nodes *ns, size_t i)
+{
+    int how = no_scripting();
+    if (how == SCRIPTING)
+        return 0;
+    redisContext *c = raw_connect(ns, i, 0);
+    if (!c)
+        return -1;
+    redisReply *r = how == NO_LUA ? redisCommand(c, "MODULE UNLOAD lua")
+                                  : redisCommand(c, "ACL SETUSER default -@scripting");
+    bool done = r && r->type == REDIS_REPLY_STATUS;
+    if (!done)
+        fprintf(stderr, "nodes: node %zu keeps its scripts (%s): %s\n", i,
+                how == NO_LUA ? "MODULE UNLOAD lua" : "ACL SETUSER",
+                r && r->type == REDIS_REPLY_ERROR ? r->str : "no answer");
+    freeReplyObject(r);
+    r = done ? redisCommand(c, "EVAL %s 0", "return 1") : NULL;
+    done = r && r->type == REDIS_REPLY_ERROR;
+    if (r && !done)
+        fprintf(stderr, "nodes: node %zu still runs EVAL\n", i);
+    freeReplyObject(r);
+    redisFree(c);
+    return done ? 0 : -1;
+}
+
 /* Starts node i's process. */
 static pid_t spawn_server(const nodes *ns, size_t i)
 {
@@ -202,6 +241,10 @@ static pid_t spawn_server(const nodes *ns, size_t i)
     size_t argc = 21;
     if (has_debug_option(server)) {
         argv[argc++] = "--enable-debug-command";
+        argv[argc++] = "yes";
+    }
+    if (no_scripting() == NO_LUA) {   /* MODULE UNLOAD lua follows (without_scripting) */
+        argv[argc++] = "--enable-module-command";
         argv[argc++] = "yes";
     }
     if (ns->password != NULL) {
@@ -250,7 +293,7 @@ static int start_node(nodes *ns, size_t i)
             return -1; /* exited: port taken, or a bad binary */
         }
         if (answers_ping(ns, i))
-            return 0;
+            return without_scripting(ns, i);
         sleep_ms(10);
     }
     kill(nd->pid, SIGKILL);

@@ -4,7 +4,9 @@
  * Each node listens on a free loopback port and on a unix socket in its own
  * directory under one mkdtemp() directory, keeps nothing on disk and is
  * stopped by nodes_free() (also at exit, and by the kernel if the test
- * process dies). The binary is $REDIS_SERVER, or redis-server on PATH.
+ * process dies). The binary is $REDIS_SERVER, or redis-server on PATH; with
+ * $REDIS_NO_SCRIPTING "lua" (Valkey 9.1: its Lua engine unloaded) or "acl"
+ * (the default user without @scripting) the nodes run no scripts.
  *
  * Raw commands go to a node over its unix socket through hiredis' synchronous
  * API, on a fresh connection each time, so they never disturb the connections
