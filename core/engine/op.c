@@ -882,6 +882,7 @@ void rl_op_reply(rl_op *op, rl_conn *c, const rl_entry *e, const redisReply *rep
     rl_result plain;
     bool stepped = e->form == RL_FORM_READ || e->form == RL_FORM_EXEC;
     if (stepped && rl_plain_reply(cmd, c, e, reply, &plain)) {
+        s->txn = true;
         rl_round_queued(op, i, now);
         return;
     }

@@ -383,6 +383,8 @@ void rl_round_send_on(rl_op *op, size_t i, int64_t now)
     }
     s->sent = true;
     s->counting = false;
+    rl_entry *last = rl_conn_entry(s->conn, rl_conn_owed(s->conn) - 1);
+    s->txn = last && last->kind == RL_ENTRY_CMD && last->form == RL_FORM_READ;
     s->state = SLOT_WAITING;
     rl_round_queued(op, i, now);
     rl_node_sent(&op->ctx->nodes[i]);
@@ -852,6 +854,12 @@ void rl_round_try_decide(rl_op *op, int64_t now)
      * than leave it to a reply nobody reads. */
     if (op->saw_noscript && !final)
         return;
+    /* An unlock's transactions (nodes without scripts, plain.h) are seen to
+     * their end: the connection may sit unread in a pool after, and a
+     * transaction's second step goes only when its read's reply is read. */
+    for (size_t i = 0; !final && op->kind == OP_UNLOCK && i < op->ctx->n_nodes; i++)
+        if (op->slots[i].state == SLOT_WAITING && op->slots[i].txn)
+            return;
     /* A poll of the sentinels under way in this round (a connection that
      * still asks one where the master is) is waited for, up to its node's
      * deadline. Decided without it, the connection would be closed

@@ -36,6 +36,9 @@ typedef struct slot {
     int ask_server;       /* a Cluster node: the master a -ASK named this round; -1 none */
     bool ask;             /* its next connection asks a sentinel whether the master moved */
     bool counting;        /* a fenced SET answered: its vote waits for the INCR's reply */
+    bool txn;             /* its command went as a transaction (plain.h): an unlock waits
+                           * for its end, whose second step only a reader of the
+                           * connection sends */
     bool written;         /* the command's last byte was written: its deadline runs */
     bool parked;          /* SLOT_WANT_CONN: the node's connections are all in use */
     bool paused;          /* its connection counted in the node's paused ones (let_go) */

@@ -84,26 +84,6 @@ static bool server_has_native(nodes *ns, size_t i)
     return has;
 }
 
-/* The value of field in node i's line of the client's health. */
-static void health_field(redlock_ctx *ctx, size_t i, const char *field, char *out, size_t len)
-{
-    char text[NODES * REDLOCK_HEALTH_LINE_MAX];
-    assert_rc(redlock_ctx_health(ctx, text, sizeof text), REDLOCK_OK);
-    const char *line = text;
-    for (size_t n = 0; n < i; n++) {
-        line = strchr(line, '\n');
-        assert_non_null(line);
-        line++;
-    }
-    char key[40];
-    snprintf(key, sizeof key, " %s=", field);
-    const char *at = strstr(line, key), *end = strchr(line, '\n');
-    assert_non_null(at);
-    assert_true(!end || at < end);
-    at += strlen(key);
-    size_t n = strcspn(at, " \n");
-    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), at);
-}
 
 /* Waits until the nodes ran `want` of command in all (the nodes past the
  * quorum answer after the call returned), for up to two seconds. */
@@ -136,7 +116,7 @@ static void plain_cycles_use_the_native_commands_where_there(void **state)
     bool native = server_has_native(ns, 0);
     redlock_ctx *ctx = ctx_for(ns, NULL);
     char value[64];
-    health_field(ctx, 0, "native", value, sizeof value);
+    health_value(ctx, NODES, 0, "native", value, sizeof value);
     assert_string_equal(value, "unknown");   /* no INFO read yet */
     /* The first commands go before the nodes' INFO is read: the scripted way. */
     cycle(ctx, "native-warm");
@@ -170,7 +150,7 @@ static void plain_cycles_use_the_native_commands_where_there(void **state)
                          publish + NODES * CYCLES);
         assert_int_equal(scripts_run(ns), scripts);
         for (size_t i = 0; i < NODES; i++) {
-            health_field(ctx, i, "native", value, sizeof value);
+            health_value(ctx, NODES, i, "native", value, sizeof value);
             assert_string_equal(value, "ifeq,delifeq");
         }
     } else {
@@ -182,7 +162,7 @@ static void plain_cycles_use_the_native_commands_where_there(void **state)
         }
         assert_true(ran >= scripts + 2 * NODES * CYCLES);
         assert_int_equal(calls_everywhere(ns, "delifeq"), 0);
-        health_field(ctx, 0, "native", value, sizeof value);
+        health_value(ctx, NODES, 0, "native", value, sizeof value);
         assert_string_equal(value, "none");
     }
     assert_on_every_node(ns, "native-cycle", NULL);
@@ -254,9 +234,9 @@ static void a_refused_command_falls_back_to_the_script(void **state)
                      now - rejected);
     char value[64];
     for (size_t i = 0; i < NODES; i++) {
-        health_field(ctx, i, "failures", value, sizeof value);
+        health_value(ctx, NODES, i, "failures", value, sizeof value);
         assert_string_equal(value, "0");
-        health_field(ctx, i, "native", value, sizeof value);
+        health_value(ctx, NODES, i, "native", value, sizeof value);
         assert_string_equal(value, "ifeq");
     }
     assert_on_every_node(ns, "native-acl", NULL);

@@ -32,26 +32,12 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* A figure of node i's INFO commandstats for command ("calls"): 0 when the
- * node never ran it. */
-static long long calls_of(nodes *ns, size_t i, const char *command)
-{
-    redisReply *r = nodes_cmd(ns, i, "INFO commandstats");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_STRING);
-    char field[64];
-    snprintf(field, sizeof field, "cmdstat_%s:calls=", command);
-    const char *at = strstr(r->str, field);
-    long long n = at ? atoll(at + strlen(field)) : 0;
-    freeReplyObject(r);
-    return n;
-}
 
 static long long calls(nodes *ns, const char *command)
 {
     long long n = 0;
     for (size_t i = 0; i < NODES; i++)
-        n += calls_of(ns, i, command);
+        n += node_calls(ns, i, command);
     return n;
 }
 
@@ -80,26 +66,6 @@ static void settle(nodes *ns, long long out[N_COUNTED])
     }
 }
 
-/* The value of field in node i's line of the client's health. */
-static void health_field(redlock_ctx *ctx, size_t i, const char *field, char *out, size_t len)
-{
-    char text[NODES * REDLOCK_HEALTH_LINE_MAX];
-    assert_rc(redlock_ctx_health(ctx, text, sizeof text), REDLOCK_OK);
-    const char *line = text;
-    for (size_t n = 0; n < i; n++) {
-        line = strchr(line, '\n');
-        assert_non_null(line);
-        line++;
-    }
-    char key[40];
-    snprintf(key, sizeof key, " %s=", field);
-    const char *at = strstr(line, key), *end = strchr(line, '\n');
-    assert_non_null(at);
-    assert_true(!end || at < end);
-    at += strlen(key);
-    size_t n = strcspn(at, " \n");
-    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), at);
-}
 
 static void cycle(redlock_ctx *ctx, const char *name)
 {
@@ -110,19 +76,26 @@ static void cycle(redlock_ctx *ctx, const char *name)
     redlock_handle_free(h);
 }
 
+/* A client whose first cycle found the nodes without scripts. */
+static redlock_ctx *warm_ctx(nodes *ns, const char *const *options)
+{
+    redlock_ctx *ctx = ctx_for(ns, options);
+    cycle(ctx, "warm");
+    return ctx;
+}
+
 /* 20 lock/extend/unlock cycles: each works, the keys are gone after, no
  * script ran, and the health says scripting=no. */
 static void plain_cycles_run_no_script(void **state)
 {
     nodes *ns = *state;
-    redlock_ctx *ctx = ctx_for(ns, NULL);
-    cycle(ctx, "plain-warm");   /* the first commands find out (a script refused) */
+    redlock_ctx *ctx = warm_ctx(ns, NULL);   /* the first commands find out (a script refused) */
     int answered = 0;
     assert_rc(redlock_ctx_ping(ctx, &answered), REDLOCK_OK);
     long long before[N_COUNTED], after[N_COUNTED];
     settle(ns, before);
     long long ran = scripts(ns), script_cmds = calls(ns, "script");
-    assert_on_every_node(ns, "plain-warm", NULL);
+    assert_on_every_node(ns, "warm", NULL);
     long long t0 = now_ms();
     for (int i = 0; i < CYCLES; i++)
         cycle(ctx, "plain-cycle");
@@ -141,7 +114,7 @@ static void plain_cycles_run_no_script(void **state)
     assert_true(after[0] - before[0] >= (long long)CYCLES * NODES);   /* set */
     for (size_t i = 0; i < NODES; i++) {
         char value[32];
-        health_field(ctx, i, "scripting", value, sizeof value);
+        health_value(ctx, NODES, i, "scripting", value, sizeof value);
         assert_string_equal(value, "no");
     }
     redlock_ctx_free(ctx);
@@ -152,8 +125,7 @@ static void plain_cycles_run_no_script(void **state)
 static void votes_match_the_scripts(void **state)
 {
     nodes *ns = *state;
-    redlock_ctx *ctx = ctx_for(ns, NULL);
-    cycle(ctx, "votes-warm");
+    redlock_ctx *ctx = warm_ctx(ns, NULL);
     redlock_handle *h = NULL;
     assert_rc(redlock_lock(&h, ctx, "votes", 10000, 0), REDLOCK_OK);
     for (size_t i = 0; i < NODES; i++)
@@ -194,8 +166,7 @@ static void fences_increase_and_are_written_back(void **state)
 {
     nodes *ns = *state;
     const char *options[] = { "fencing", "1", NULL };
-    redlock_ctx *ctx = ctx_for(ns, options);
-    cycle(ctx, "fence-warm");
+    redlock_ctx *ctx = warm_ctx(ns, options);
     /* Every quorum of two sees two counts: the larger is written back. */
     assert_int_equal(nodes_exec(ns, 0, "SET %b 100", "fenced\0fence", (size_t)12), 0);
     assert_int_equal(nodes_exec(ns, 1, "SET %b 50", "fenced\0fence", (size_t)12), 0);
@@ -230,8 +201,7 @@ static void on_lost(void *data, redlock_handle *h, int status, const char *messa
 static void kept_lock_is_renewed(void **state)
 {
     nodes *ns = *state;
-    redlock_ctx *ctx = ctx_for(ns, NULL);
-    cycle(ctx, "kept-warm");
+    redlock_ctx *ctx = warm_ctx(ns, NULL);
     redlock_handle *h = NULL, *other = NULL;
     assert_rc(redlock_lock(&h, ctx, "kept", 600, 0), REDLOCK_OK);
     int lost = 0;
@@ -253,8 +223,7 @@ static void kept_lock_is_renewed(void **state)
 static void the_guard_is_read_and_written(void **state)
 {
     nodes *ns = *state;
-    redlock_ctx *ctx = ctx_for(ns, NULL);
-    cycle(ctx, "guard-warm");
+    redlock_ctx *ctx = warm_ctx(ns, NULL);
     for (size_t i = 0; i < NODES; i++) {
         redisReply *id = nodes_cmd(ns, i, "INFO server");
         redisReply *rec = nodes_cmd(ns, i, "GET redlock:guard");
@@ -273,12 +242,11 @@ static void the_guard_is_read_and_written(void **state)
     assert_int_equal(nodes_exec(ns, 0, "SET redlock:guard %s",
                                 "0123456789012345678901234567890123456789 -1 0"), 0);
     const char *options[] = { "max_lease_ms", "60000", NULL };
-    ctx = ctx_for(ns, options);
-    cycle(ctx, "guard-next");
+    ctx = warm_ctx(ns, options);
     char value[32];
-    health_field(ctx, 0, "state", value, sizeof value);
+    health_value(ctx, NODES, 0, "state", value, sizeof value);
     assert_string_equal(value, "guarded");
-    health_field(ctx, 1, "state", value, sizeof value);
+    health_value(ctx, NODES, 1, "state", value, sizeof value);
     assert_string_equal(value, "up");
     redlock_ctx_free(ctx);
     for (size_t i = 0; i < NODES; i++)
@@ -326,8 +294,7 @@ static void what_needs_a_script_is_refused(void **state)
 static void inspect_works(void **state)
 {
     nodes *ns = *state;
-    redlock_ctx *ctx = ctx_for(ns, NULL);
-    cycle(ctx, "inspect-warm");
+    redlock_ctx *ctx = warm_ctx(ns, NULL);
     redlock_handle *h = NULL;
     assert_rc(redlock_lock(&h, ctx, "inspected", 10000, 0), REDLOCK_OK);
     int locked = 0;

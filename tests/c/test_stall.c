@@ -382,19 +382,6 @@ static void many_asynchronous_calls_share_the_capped_connections(void **state)
     *state = NULL;
 }
 
-/* How many times node i ran the command named (INFO commandstats). */
-static long long calls_of(nodes *ns, size_t i, const char *command)
-{
-    redisReply *r = nodes_cmd(ns, i, "INFO commandstats");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_STRING);
-    char field[64];
-    snprintf(field, sizeof field, "cmdstat_%s:calls=", command);
-    const char *at = strstr(r->str, field);
-    long long n = at ? atoll(at + strlen(field)) : 0;
-    freeReplyObject(r);
-    return n;
-}
 
 /* Node i's redis_version as major * 100 + minor. */
 static int server_version(nodes *ns, size_t i)
@@ -466,8 +453,8 @@ static void an_unlock_sends_nothing_where_its_lock_never_went(void **state)
     sleep_ms(100);
     /* Scripts run are releases, and before Redis 7.0 (no SET NX GET) the
      * acquires too, each calling SET once. */
-    long long acquires = calls_of(ns, 4, "set");
-    long long releases = calls_of(ns, 4, "evalsha") + calls_of(ns, 4, "eval");
+    long long acquires = node_calls(ns, 4, "set");
+    long long releases = node_calls(ns, 4, "evalsha") + node_calls(ns, 4, "eval");
     if (server_version(ns, 4) < 700)
         releases -= acquires;
     fprintf(stderr, "%ld cycles; the stopped node ran %lld acquires and %lld releases\n",

@@ -169,3 +169,40 @@ size_t threads_now(void)
         closedir(d);
     return n;
 }
+
+long long node_calls(nodes *ns, size_t i, const char *command)
+{
+    redisReply *r = nodes_cmd(ns, i, "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char field[64];
+    snprintf(field, sizeof field, "cmdstat_%s:calls=", command);
+    const char *at = strstr(r->str, field);
+    long long n = at ? atoll(at + strlen(field)) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+void health_value(redlock_ctx *ctx, size_t n_nodes, size_t i, const char *field, char *out,
+               size_t len)
+{
+    size_t size = n_nodes * REDLOCK_HEALTH_LINE_MAX;
+    char *text = malloc(size);
+    assert_non_null(text);
+    assert_rc(redlock_ctx_health(ctx, text, size), REDLOCK_OK);
+    const char *line = text;
+    for (size_t n = 0; n < i; n++) {
+        line = strchr(line, '\n');
+        assert_non_null(line);
+        line++;
+    }
+    char key[40];
+    snprintf(key, sizeof key, " %s=", field);
+    const char *at = strstr(line, key), *end = strchr(line, '\n');
+    assert_non_null(at);
+    assert_true(!end || at < end);
+    at += strlen(key);
+    size_t n = strcspn(at, " \n");
+    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), at);
+    free(text);
+}

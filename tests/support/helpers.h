@@ -84,4 +84,12 @@ void assert_on_every_node_db(nodes *ns, int db, const char *key, const char *val
 /* Asserts that key's PTTL is within [low, high] on every node. */
 void assert_pttl_on_every_node(nodes *ns, const char *key, long long low, long long high);
 
+/* How many times node i ran the command named (INFO commandstats calls; a
+ * refusal by the ACL is no call): 0 when it never did. */
+long long node_calls(nodes *ns, size_t i, const char *command);
+/* The value of field in the line of node i (of n_nodes) of ctx's health
+ * (redlock_ctx_health), into out. */
+void health_value(redlock_ctx *ctx, size_t n_nodes, size_t i, const char *field, char *out,
+               size_t len);
+
 #endif /* REDLOCK_TEST_HELPERS_H */
