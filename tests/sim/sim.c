@@ -81,11 +81,14 @@
  *
  *   sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] [--trace]
  *       [--empty-restarts | --unsafe-restarts | --lose-counters [--no-restart-guard]
- *        | --beyond-drift] [--strict-wakes] [--valkey]
+ *        | --beyond-drift] [--strict-wakes] [--valkey | --no-scripting]
  *
  * --valkey makes two nodes of three Valkey 9.1 (SET ... IFEQ, DELIFEQ): the
  * engine's native extend and release run there (cmd.c), the scripts on the
- * others.
+ * others. --no-scripting makes every node refuse scripts (plain.h): every
+ * other one Valkey 9.1 without its Lua engine (SET IFEQ, DELIFEQ), the
+ * others Redis 7.0 whose ACL has no @scripting (transactions); the
+ * clients take plain locks of one resource.
  *
  * --empty-restarts adds restarts without data, quick ones (no delay), while
  * another node is up that kept its data for longer than any lease: the
@@ -297,6 +300,7 @@ typedef struct world {
     bool fencing;           /* the clients take their locks with fencing */
     int64_t failed_over_at; /* the last failover (global ms); INT64_MIN none */
     bool strict_wakes;      /* a wake not asked for again is dropped */
+    bool no_scripting;      /* every node refuses scripts: plain locks of one resource */
     bool lose_counters;     /* restarts after a long time lose the counters too */
     int64_t last_fence[RESOURCES];
     int last_fencer[RESOURCES];
@@ -1070,10 +1074,12 @@ static void within_bound(world *w, int i, const char *key, const char *token, bo
         from = w->reach_since[i];
     if (cl->connect_ok_since[i] > from)
         from = cl->connect_ok_since[i];
-    if (w->now - from > RELEASE_BOUND_MS)
+    /* A release by transaction (a node without scripts) is two round trips. */
+    int64_t bound = RELEASE_BOUND_MS + (w->no_scripting ? 2 * MAX_HOP_MS : 0);
+    if (w->now - from > bound)
         fail(w, "release bound", "n%d still holds %s = %s of c%d, given up at %" PRId64
-             ", %" PRId64 " ms after it answers (bound %d ms)", i, key, token, cl->id,
-             rec->gave_up, w->now - from, RELEASE_BOUND_MS);
+             ", %" PRId64 " ms after it answers (bound %" PRId64 " ms)", i, key, token, cl->id,
+             rec->gave_up, w->now - from, bound);
 }
 
 /* Whether a fair lock's waiting client is on a quorum of the nodes' queues
@@ -1206,11 +1212,12 @@ static void next_action(world *w, client *cl)
     }
     if (w->healing || w->ops >= w->ops_budget)
         return;
-    cl->n_res = chance(&cl->rnd, 0.25) ? 2 : 1;
+    /* Without scripts, plain locks of one resource only (the rest is refused). */
+    cl->n_res = !w->no_scripting && chance(&cl->rnd, 0.25) ? 2 : 1;
     /* Of a lock of one resource: plain half the time, else a read-write
      * lock's read or write lock (a write lock and a plain lock of one name
      * are one key). */
-    cl->mode = cl->n_res == 2 || chance(&cl->rnd, 0.5) ? 0
+    cl->mode = cl->n_res == 2 || w->no_scripting || chance(&cl->rnd, 0.5) ? 0
              : chance(&cl->rnd, 0.3) ? SIM_PERMIT
              : chance(&cl->rnd, 0.3) ? SIM_FAIR
              : chance(&cl->rnd, 0.6) ? REDLOCK_READ : REDLOCK_WRITE;
@@ -1511,6 +1518,7 @@ typedef struct mode {
     bool no_guard;          /* --no-restart-guard */
     bool beyond_drift;      /* --beyond-drift */
     bool strict_wakes;      /* --strict-wakes */
+    bool no_scripting;      /* --no-scripting */
 } mode;
 
 /* A clock's rate: 1 +- spread, at either end half the time (where the
@@ -1533,6 +1541,7 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
     w->emptied_at = INT64_MIN;
     w->lose_counters = m->lose_counters;
     w->strict_wakes = m->strict_wakes;
+    w->no_scripting = m->no_scripting;
     w->fencing = m->lose_counters || chance(&w->rnd, 0.5);
     w->permits = (int)between(&w->rnd, 1, 3);
     w->failed_over_at = INT64_MIN;
@@ -1549,7 +1558,8 @@ static void world_init(world *w, uint64_t seed, long ops, const mode *m)
         simnode_functions(w->nodes[i].sn, i % 2 == 0);
         /* With --valkey, two nodes of three are Valkey 9.1: a plain lock's
          * extend and release go there as SET IFEQ and DELIFEQ. */
-        simnode_valkey(w->nodes[i].sn, m->valkey && i % 3 != 2);
+        simnode_valkey(w->nodes[i].sn, (m->valkey && i % 3 != 2) || (m->no_scripting && i % 2 == 0));
+        simnode_scriptless(w->nodes[i].sn, m->no_scripting);
         w->nodes[i].rate = clock_rate(&w->rnd, spread);
         w->nodes[i].base = between(&w->rnd, 0, 1000000);
         w->nodes[i].failed_over_at = INT64_MIN;
@@ -1862,10 +1872,13 @@ int main(int argc, char **argv)
             m.strict_wakes = true;
         } else if (strcmp(argv[i], "--valkey") == 0) {
             m.valkey = true;
+        } else if (strcmp(argv[i], "--no-scripting") == 0) {
+            m.no_scripting = true;
         } else {
             fprintf(stderr, "usage: sim [--seed N] [--ops N] [--per-sim N] [--replay SEED] "
                             "[--trace] [--empty-restarts | --unsafe-restarts | --lose-counters "
-                            "[--no-restart-guard] | --beyond-drift] [--strict-wakes] [--valkey]\n");
+                            "[--no-restart-guard] | --beyond-drift] [--strict-wakes] [--valkey | "
+                            "--no-scripting]\n");
             return 64;
         }
     }

@@ -57,11 +57,26 @@ struct simnode {
     bool hostile_guard;   /* simnode_hostile_guard */
     bool library;         /* it holds the function library (simnode_functions) */
     bool valkey;          /* simnode_valkey */
+    bool scriptless;      /* simnode_scriptless */
     uint64_t hostile_seq; /* which arbitrary answer comes next */
 };
 
+/* A key as a WATCH saw it: EXEC runs only if it is the same then. */
+typedef struct watched {
+    char *key;
+    size_t klen;
+    bool had;
+    char *value;          /* NULL for a list, or with had false */
+    int64_t expires_at;
+} watched;
+
 struct simnode_client {
     redisReader *reader;
+    bool multi;           /* between MULTI and EXEC or DISCARD */
+    redisReply **queued;  /* the commands queued since MULTI */
+    size_t n_queued;
+    watched *watches;
+    size_t n_watches;
 };
 
 /* ---- values ---- */
@@ -577,9 +592,40 @@ static sval keyspace(simnode *n, int argc, char **argv, const size_t *lens)
     return v_str(V_ERR, "ERR unknown command or wrong number of arguments");
 }
 
+/* A node without scripts refuses them as Valkey 9.1 without its Lua engine
+ * does, or (not Valkey) as an ACL without @scripting does. */
+static bool refuse_scripts(simnode *n, int argc, char **argv, sval *out)
+{
+    const char *c = argv[0];
+    if (!n->scriptless || !(is(c, "EVAL") || is(c, "EVALSHA") || is(c, "FCALL")
+                            || is(c, "SCRIPT") || is(c, "FUNCTION")))
+        return false;
+    char msg[128], name[40];
+    snprintf(name, sizeof name, "%s%s%s", c, argc > 1 && (is(c, "SCRIPT") || is(c, "FUNCTION"))
+             ? "|" : "", argc > 1 && (is(c, "SCRIPT") || is(c, "FUNCTION")) ? argv[1] : "");
+    for (char *p = name; *p; p++)
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    if (!n->valkey)
+        snprintf(msg, sizeof msg, "NOPERM this user has no permissions to run the '%s' command",
+                 name);
+    else if (is(c, "FCALL"))
+        snprintf(msg, sizeof msg, "ERR Function not found");
+    else if (is(c, "FUNCTION"))
+        snprintf(msg, sizeof msg, "ERR Engine 'lua' not found");
+    else if (is(c, "EVALSHA"))
+        snprintf(msg, sizeof msg, "NOSCRIPT No matching script.");
+    else
+        snprintf(msg, sizeof msg, "ERR Could not find scripting engine 'lua'");
+    *out = v_str(V_ERR, msg);
+    return true;
+}
+
 static sval run(simnode *n, int argc, char **argv, const size_t *lens)
 {
     const char *c = argv[0];
+    sval refused;
+    if (refuse_scripts(n, argc, argv, &refused))
+        return refused;
     if (is(c, "EVALSHA") && argc >= 3) {
         script *s = cached(n, argv[1]);
         if (!s)
@@ -730,6 +776,11 @@ void simnode_valkey(simnode *n, bool valkey)
     n->valkey = valkey;
 }
 
+void simnode_scriptless(simnode *n, bool scriptless)
+{
+    n->scriptless = scriptless;
+}
+
 void simnode_restart(simnode *n, simnode_data data, uint64_t seed)
 {
     if (data != SIMNODE_KEEP)
@@ -747,12 +798,125 @@ simnode_client *simnode_client_new(void)
     return c;
 }
 
+static void forget_watches(simnode_client *c)
+{
+    for (size_t i = 0; i < c->n_watches; i++) {
+        free(c->watches[i].key);
+        free(c->watches[i].value);
+    }
+    free(c->watches);
+    c->watches = NULL;
+    c->n_watches = 0;
+}
+
+static void forget_queued(simnode_client *c)
+{
+    for (size_t i = 0; i < c->n_queued; i++)
+        freeReplyObject(c->queued[i]);
+    free(c->queued);
+    c->queued = NULL;
+    c->n_queued = 0;
+    c->multi = false;
+}
+
 void simnode_client_free(simnode_client *c)
 {
     if (!c)
         return;
+    forget_watches(c);
+    forget_queued(c);
     redisReaderFree(c->reader);
     free(c);
+}
+
+/* Whether every key c watches is as its WATCH saw it. */
+static bool watches_hold(simnode *n, simnode_client *c)
+{
+    for (size_t i = 0; i < c->n_watches; i++) {
+        const watched *w = &c->watches[i];
+        entry *e = find(n, w->key, w->klen);
+        if (w->had != (e != NULL))
+            return false;
+        if (e && (e->expires_at != w->expires_at || (e->value == NULL) != (w->value == NULL)
+                  || (e->value && strcmp(e->value, w->value) != 0)))
+            return false;
+    }
+    return true;
+}
+
+static sval run_request(simnode *n, const redisReply *req);
+
+/* WATCH, UNWATCH, MULTI, EXEC, DISCARD, and the commands queued in MULTI;
+ * false for any other command outside MULTI (run as usual). */
+static bool transaction(simnode *n, simnode_client *c, redisReply *req, sval *out)
+{
+    const char *cmd = req->element[0]->str ? req->element[0]->str : "";
+    if (is(cmd, "EXEC") || is(cmd, "DISCARD")) {
+        if (!c->multi) {
+            *out = v_str(V_ERR, is(cmd, "EXEC") ? "ERR EXEC without MULTI"
+                                                : "ERR DISCARD without MULTI");
+            return true;
+        }
+        bool run_them = is(cmd, "EXEC") && watches_hold(n, c);
+        if (is(cmd, "DISCARD"))
+            *out = v_str(V_STATUS, "OK");
+        else if (!run_them)
+            *out = v_nil();
+        else
+            *out = (sval){ .t = V_ARRAY, .n = c->n_queued,
+                           .a = calloc(c->n_queued ? c->n_queued : 1, sizeof(sval)) };
+        for (size_t i = 0; run_them && i < c->n_queued; i++)
+            out->a[i] = run_request(n, c->queued[i]);
+        forget_queued(c);
+        forget_watches(c);
+        return true;
+    }
+    if (is(cmd, "MULTI") || (is(cmd, "WATCH") && c->multi)) {
+        *out = c->multi ? v_str(V_ERR, "ERR MULTI calls can not be nested")
+                        : v_str(V_STATUS, "OK");
+        c->multi = true;
+        return true;
+    }
+    if (c->multi) {
+        c->queued = realloc(c->queued, (c->n_queued + 1) * sizeof *c->queued);
+        c->queued[c->n_queued++] = req;
+        *out = v_str(V_STATUS, "QUEUED");
+        return true;
+    }
+    if (is(cmd, "UNWATCH")) {
+        forget_watches(c);
+        *out = v_str(V_STATUS, "OK");
+        return true;
+    }
+    if (!is(cmd, "WATCH"))
+        return false;
+    for (size_t i = 1; i < req->elements; i++) {
+        const redisReply *k = req->element[i];
+        entry *e = find(n, k->str, k->len);
+        c->watches = realloc(c->watches, (c->n_watches + 1) * sizeof *c->watches);
+        watched *w = &c->watches[c->n_watches++];
+        *w = (watched){ .key = malloc(k->len + 1), .klen = k->len, .had = e != NULL,
+                        .value = e && e->value ? strdup(e->value) : NULL,
+                        .expires_at = e ? e->expires_at : 0 };
+        memcpy(w->key, k->str, k->len + 1);
+    }
+    *out = v_str(V_STATUS, "OK");
+    return true;
+}
+
+static sval run_request(simnode *n, const redisReply *req)
+{
+    int argc = (int)req->elements;
+    char **argv = malloc((size_t)argc * sizeof *argv);
+    size_t *lens = malloc((size_t)argc * sizeof *lens);
+    for (int i = 0; i < argc; i++) {
+        argv[i] = req->element[i]->str ? req->element[i]->str : "";
+        lens[i] = req->element[i]->len;
+    }
+    sval v = run(n, argc, argv, lens);
+    free(argv);
+    free(lens);
+    return v;
 }
 
 bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int64_t now,
@@ -774,19 +938,15 @@ bool simnode_feed(simnode *n, simnode_client *c, const char *in, size_t len, int
             freeReplyObject(req);
             return false;
         }
-        int argc = (int)req->elements;
-        char **argv = malloc((size_t)argc * sizeof *argv);
-        size_t *lens = malloc((size_t)argc * sizeof *lens);
-        for (int i = 0; i < argc; i++) {
-            argv[i] = req->element[i]->str ? req->element[i]->str : "";
-            lens[i] = req->element[i]->len;
-        }
-        sval v = run(n, argc, argv, lens);
+        sval v;
+        bool queued = c->multi;
+        if (!transaction(n, c, req, &v))
+            v = run_request(n, req);
+        bool kept = queued && v.t == V_STATUS && strcmp(v.s, "QUEUED") == 0;   /* c->queued's */
         resp(&v, out);
         v_free(&v);
-        free(argv);
-        free(lens);
-        freeReplyObject(req);
+        if (!kept)
+            freeReplyObject(req);
     }
 }
 

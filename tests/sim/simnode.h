@@ -2,7 +2,8 @@
  * simnode.h - a simulated Redis node for the deterministic simulation: an
  * in-memory keyspace that expires keys on the simulated clock, the commands
  * the library sends (SET with NX GET PX, EVAL, EVALSHA, SCRIPT LOAD and
- * FLUSH, FCALL and FUNCTION LOAD of the function library, INFO, PING, and INCR) and the project's real Lua scripts, run by an embedded
+ * FLUSH, FCALL and FUNCTION LOAD of the function library, INFO, PING, INCR,
+ * and transactions) and the project's real Lua scripts, run by an embedded
  * Lua 5.4 with a redis.call for the commands the scripts use.
  */
 #ifndef SIM_NODE_H
@@ -51,6 +52,11 @@ void simnode_functions(simnode *n, bool loaded);
  * and runs SET ... IFEQ and DELIFEQ as Valkey does; else Redis 7.0, which
  * refuses them. */
 void simnode_valkey(simnode *n, bool valkey);
+/* The node runs no scripts (EVAL, EVALSHA, FCALL, SCRIPT, FUNCTION refused:
+ * as Valkey 9.1 without its Lua engine when it is Valkey, else as an ACL
+ * without @scripting); it takes WATCH, MULTI, EXEC, UNWATCH and DISCARD as
+ * any node does (a WATCH sees a key's value and expiry). */
+void simnode_scriptless(simnode *n, bool scriptless);
 bool simnode_has_functions(const simnode *n);
 /* A neighbour with write access forges the guard's record (scripts/guard.lua):
  * the record there with its end pushed far ahead (up to INT64_MAX), or one
