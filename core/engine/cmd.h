@@ -95,14 +95,6 @@ bool rl_cmd_undone(const rl_cmd *cmd);
 /* Whether two key lists are the same keys in the same order. */
 bool rl_keys_same(const rl_keys *a, const rl_keys *b);
 
-/* Queues cmd on c, in the form the node takes (an acquire of one key on
- * Redis 7.0 and later: SET NX GET, and when fenced the INCR of its counter
- * behind it; a plain lock's extend or release of one key where the node
- * has them: SET IFEQ, DELIFEQ; FCALL when the connection calls the
- * library; EVALSHA otherwise, or EVAL for the rare commands). REDLOCK_OK,
- * or a code when it could not be queued. */
-int rl_cmd_send(rl_cmd *cmd, rl_conn *c);
-
 /* Queues cmd in form on c, as one entry (no WATCH, no wake-up beside it),
  * from its cached bytes when cache is set. REDLOCK_OK or a code. */
 int rl_cmd_send_form(rl_cmd *cmd, rl_conn *c, int form, bool cache);
@@ -151,14 +143,9 @@ bool rl_cmd_plain_votes(const rl_result *plain, signed char *out, rl_result *bad
 #define RL_CMD_US_PER_KEY 20
 int64_t rl_cmd_work_ms(const rl_cmd *cmd);
 
-/* Queues cmd again after such a reply, a new entry of the stream: as the
- * function when the connection calls the library (after a refused FCALL it
- * no longer does), else as the full script (EVAL). REDLOCK_OK or a code. */
-int rl_cmd_send_again(rl_cmd *cmd, rl_conn *c, int form, const struct redisReply *reply);
-
 /* A native command on c was refused (rl_conn_unrun): the node sends the
  * scripts in its place from now on, told once as the event native_refused.
- * rl_cmd_send_again does it; a reply nobody waits for calls it. */
+ * rl_cmd_send_again (send.h) does it; a reply nobody waits for calls it. */
 void rl_cmd_native_refused(rl_conn *c, int form, const struct redisReply *reply);
 /* A release's reply on c: after a DELIFEQ that deleted the key, the
  * wake-up its script would have published (rl_conn_wake), unless it went

@@ -9,8 +9,8 @@
 
 #include "client.h"
 #include "conn.h"
+#include "guard.h"
 #include "node.h"
-#include "plain.h"
 #include "proto.h"
 #include "records.h"
 #include "scripts.h"
@@ -147,6 +147,21 @@ static bool guard_key(rl_conn *c, char *key, size_t len)
     return true;
 }
 
+/* The guard's plain form on a node without scripts (guard.h): its reads in
+ * one transaction, as kind (its EXEC's entry). */
+static bool queue_plain_guard(rl_conn *c, rl_entry_kind kind, const char *key)
+{
+    const char *multi[1] = { "MULTI" }, *get[2] = { "GET", key };
+    const char *server[2] = { "INFO", "server" }, *repl[2] = { "INFO", "replication" };
+    const char *time[1] = { "TIME" }, *exec[1] = { "EXEC" };
+    return rl_conn_own(c, RL_ENTRY_TXN, 1, multi, NULL) == REDLOCK_OK
+        && rl_conn_own(c, RL_ENTRY_TXN, 2, get, NULL) == REDLOCK_OK
+        && rl_conn_own(c, RL_ENTRY_TXN, 2, server, NULL) == REDLOCK_OK
+        && rl_conn_own(c, RL_ENTRY_TXN, 2, repl, NULL) == REDLOCK_OK
+        && rl_conn_own(c, RL_ENTRY_TXN, 1, time, NULL) == REDLOCK_OK
+        && rl_conn_own(c, kind, 1, exec, NULL) == REDLOCK_OK;
+}
+
 /* The guard script (scripts/guard.lua) on this connection's server, as
  * kind, in form (FCALL of its function, or EVAL): *keyed is false when the
  * server serves no slot (no guard). */
@@ -158,8 +173,8 @@ static bool queue_guard(rl_conn *c, rl_entry_kind kind, rl_form form, bool *keye
     if (!*keyed)
         return true;
     /* A node without scripts reads and writes the guard with plain commands. */
-    if (rl_plain_node(c)) {
-        if (!rl_plain_guard(c, kind, key))
+    if (rl_conn_no_scripting(c)) {
+        if (!queue_plain_guard(c, kind, key))
             return false;
         c->guards_owed += kind == RL_ENTRY_GUARD;
         return true;
@@ -197,7 +212,7 @@ static bool queue_records(rl_conn *c, rl_entry_kind kind, const char *ids)
 static bool queue_guards(rl_conn *c, bool *keyed)
 {
     int way = atomic_load(&c->ctx->nodes[c->node].scripts_way);
-    if (rl_plain_node(c))
+    if (rl_conn_no_scripting(c))
         return queue_guard(c, RL_ENTRY_GUARD, RL_FORM_EXEC, keyed);
     if (!queue_guard(c, RL_ENTRY_GUARD,
                      way == RL_SCRIPTS_FUNCTIONS ? RL_FORM_FCALL : RL_FORM_EVAL, keyed))
@@ -211,6 +226,43 @@ bool rl_conn_calls_functions(const rl_conn *c)
     int way = c->scripts_way != RL_SCRIPTS_UNKNOWN
             ? c->scripts_way : atomic_load(&c->ctx->nodes[c->node].scripts_way);
     return way == RL_SCRIPTS_FUNCTIONS;
+}
+
+bool rl_conn_no_scripting(const rl_conn *c)
+{
+    return rl_node_scripting(&c->ctx->nodes[c->node], NULL, 0) == 0;
+}
+
+/* Whether a reply to a script sent in form on c (or to SCRIPT LOAD, the
+ * guard) says that no script can run on c's node: "Could not find
+ * scripting engine" (any script), or NOPERM naming 'eval' or 'evalsha'
+ * where the library cannot be called either: its FCALL refused, no library
+ * there, or no FCALL at all (before Redis 7.0, where the handshake asks no
+ * probe). An ACL that refuses FCALL alone, or EVAL alone, is not one: the
+ * other way runs the scripts. */
+static bool refuses_scripts(const rl_conn *c, int form, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ERROR)
+        return false;
+    const char *s = reply->str;
+    if (strstr(s, "Could not find scripting engine"))
+        return true;
+    if (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA)
+        return false;
+    int version = rl_node_version(&c->ctx->nodes[c->node]);
+    return strncmp(s, "NOPERM", 6) == 0 && (strstr(s, "'eval'") || strstr(s, "'evalsha'"))
+        && !rl_conn_calls_functions(c)
+        && (c->fcall_refused || c->no_library || (version > 0 && version < 700));
+}
+
+/* Such a reply came: the node runs no scripts (told once: no_scripting). */
+static void no_scripting_found(rl_conn *c, const redisReply *reply)
+{
+    rl_node *node = &c->ctx->nodes[c->node];
+    if (rl_node_no_scripting(node, reply->str))
+        RL_LOG(c->ctx, REDLOCK_LOG_WARN, "no_scripting",
+               "node=%s: %.100s (plain locks go by plain commands there; multi, read-write, "
+               "semaphore and fair locks are refused)", node->addr.label, reply->str);
 }
 
 void rl_conn_no_functions(rl_conn *c, const char *why)
@@ -252,7 +304,7 @@ static bool queue_handshake(rl_conn *c)
     /* May the library be called? Not asked of a server known to predate
      * functions (Redis 7.0). */
     int version = rl_node_version(node);
-    bool scriptless = rl_plain_node(c);   /* nothing to probe or load (plain.h) */
+    bool scriptless = rl_conn_no_scripting(c);   /* nothing to probe or load (plain.h) */
     if ((version > 0 && version < 700) || scriptless) {
         c->scripts_way = RL_SCRIPTS_EVAL;
     } else {
@@ -733,7 +785,7 @@ bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
     if (reply->type != REDIS_REPLY_ERROR)
         return false;
     if (form == RL_FORM_FCALL)
-        return rl_reply_no_function(reply) || rl_plain_node(c);
+        return rl_reply_no_function(reply) || rl_conn_no_scripting(c);
     /* A native command the server does not know (not the server its INFO
      * said), does not parse, or that the ACL refuses (NOPERM naming the
      * command, not a key: a key refused is refused to the script too). */
@@ -745,7 +797,7 @@ bool rl_conn_unrun(const rl_conn *c, int form, const redisReply *reply)
         return false;
     /* A node that runs no scripts: whatever it said, the script did not run,
      * and the command goes in its plain form (plain.h). */
-    if (rl_plain_node(c))
+    if (rl_conn_no_scripting(c))
         return true;
     /* An ACL without +eval or +evalsha (the one for the library) refuses
      * the command itself, before any script runs: NOPERM and its name. */
@@ -793,7 +845,7 @@ static bool guard_told(rl_conn *c, const rl_entry *e, const redisReply *reply)
         return true;
     rl_form form = (rl_form)e->form, other = form == RL_FORM_FCALL ? RL_FORM_EVAL : RL_FORM_FCALL;
     bool keyed;
-    if (rl_plain_node(c)) {
+    if (rl_conn_no_scripting(c)) {
         /* No script runs there: the guard in plain commands (plain.h), once
          * the other script's guard, if one went, has answered too. */
         if (c->guards_owed > 0)
@@ -840,11 +892,20 @@ static void records_reply(rl_conn *c, rl_entry_kind kind, const redisReply *repl
     }
 }
 
-/* The plain guard's answer (plain.h): its milliseconds, or -1. */
+/* The plain guard's answer (guard.h): its milliseconds, or -1; its record
+ * written with a plain SET when the script would write it. */
 static int64_t plain_guard(rl_conn *c, const redisReply *reply)
 {
-    char key[RL_GUARD_KEY_MAX];
-    return guard_key(c, key, sizeof key) ? rl_plain_guard_reply(c, key, reply) : -1;
+    char key[RL_GUARD_KEY_MAX], record[96];
+    bool refused = c->txn_error[0] != '\0';
+    c->txn_error[0] = '\0';
+    if (refused || !guard_key(c, key, sizeof key))
+        return -1;
+    int64_t left = rl_guard_plain(&c->ctx->nodes[c->node], reply, record, sizeof record);
+    const char *set[3] = { "SET", key, record };
+    if (left >= 0 && record[0] && rl_conn_own(c, RL_ENTRY_WAKE, 3, set, NULL) != REDLOCK_OK)
+        return -1;
+    return left;
 }
 
 /* A reply of the handshake: REDLOCK_OK, or breaks the connection. */
@@ -871,8 +932,8 @@ static void handshake_reply(rl_conn *c, const rl_entry *e, const redisReply *rep
      * say no (plain.h). */
     bool scripted = (kind == RL_ENTRY_SCRIPT || kind == RL_ENTRY_GUARD
                      || kind == RL_ENTRY_REGUARD) && e->form != RL_FORM_EXEC;
-    if (scripted && rl_plain_refusal(c, kind == RL_ENTRY_SCRIPT ? RL_FORM_EVAL : e->form, reply))
-        rl_plain_found(c, reply);
+    if (scripted && refuses_scripts(c, kind == RL_ENTRY_SCRIPT ? RL_FORM_EVAL : e->form, reply))
+        no_scripting_found(c, reply);
     else if ((scripted && reply->type != REDIS_REPLY_ERROR)
              || (kind == RL_ENTRY_PROBE && reply->type == REDIS_REPLY_STRING))
         rl_node_scripts_ran(node);   /* an error here: the command behind it says it too; a wake-up's is
@@ -1028,8 +1089,8 @@ int rl_conn_next(rl_conn *c, redisReply **reply, rl_entry *entry, int64_t now)
         }
         rl_entry e = pop_entry(c);
         c->heard_at = now;
-        if (e.kind == RL_ENTRY_CMD && rl_plain_refusal(c, e.form, r))
-            rl_plain_found(c, r);   /* before its owner reads it */
+        if (e.kind == RL_ENTRY_CMD && refuses_scripts(c, e.form, r))
+            no_scripting_found(c, r);   /* before its owner reads it */
         if (e.kind != RL_ENTRY_CMD) {
             handshake_reply(c, &e, r, now);
             freeReplyObject(r);

@@ -250,6 +250,14 @@ bool rl_conn_calls_functions(const rl_conn *c);
  * without +fcall: why): c and its node's next connections send the scripts
  * (EVALSHA, EVAL) until a probe finds the library callable. */
 void rl_conn_no_functions(rl_conn *c, const char *why);
+/* Whether c's node is known to run no scripts (plain.h): found once per
+ * node, from the first reply that says no script can run there ("Could not
+ * find scripting engine"; NOPERM naming 'eval' or 'evalsha' where FCALL is
+ * refused too, or cannot be called), kept by the node (node.h's scripting,
+ * the health's scripting=no, the event no_scripting once) until its run_id
+ * changes. Its handshake then loads no script, and its guard goes in plain
+ * commands (guard.h). */
+bool rl_conn_no_scripting(const rl_conn *c);
 
 /* Queues ASKING: the command queued next goes to a slot this Cluster
  * master is importing (-ASK). REDLOCK_OK or a code. */

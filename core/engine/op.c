@@ -11,6 +11,7 @@
 #include "node.h"
 #include "op.h"
 #include "round.h"
+#include "send.h"
 #include "owed.h"
 #include "plain.h"
 #include "quorum.h"

@@ -9,6 +9,7 @@
 #include "client.h"
 #include "node.h"
 #include "owed.h"
+#include "send.h"
 #include "plain.h"
 
 /* An owed release is dropped after its keys' lease plus this: by then they

@@ -10,40 +10,6 @@
 #include "node.h"
 #include "plain.h"
 
-/* ---- finding it ---- */
-
-bool rl_plain_refusal(const rl_conn *c, int form, const redisReply *reply)
-{
-    if (reply->type != REDIS_REPLY_ERROR)
-        return false;
-    const char *s = reply->str;
-    if (strstr(s, "Could not find scripting engine"))
-        return true;
-    if (form != RL_FORM_EVAL && form != RL_FORM_EVALSHA)
-        return false;
-    /* EVAL or EVALSHA refused by the ACL, where the library cannot be
-     * called either: its FCALL refused, no library there, or no FCALL at
-     * all (before Redis 7.0, where the handshake asks no probe). */
-    int version = rl_node_version(&c->ctx->nodes[c->node]);
-    return strncmp(s, "NOPERM", 6) == 0 && (strstr(s, "'eval'") || strstr(s, "'evalsha'"))
-        && !rl_conn_calls_functions(c)
-        && (c->fcall_refused || c->no_library || (version > 0 && version < 700));
-}
-
-void rl_plain_found(rl_conn *c, const redisReply *reply)
-{
-    rl_node *node = &c->ctx->nodes[c->node];
-    if (rl_node_no_scripting(node, reply->str))
-        RL_LOG(c->ctx, REDLOCK_LOG_WARN, "no_scripting",
-               "node=%s: %.100s (plain locks go by plain commands there; multi, read-write, "
-               "semaphore and fair locks are refused)", node->addr.label, reply->str);
-}
-
-bool rl_plain_node(const rl_conn *c)
-{
-    return rl_node_scripting(&c->ctx->nodes[c->node], NULL, 0) == 0;
-}
-
 /* ---- the forms ---- */
 
 rl_form rl_plain_form(const rl_cmd *cmd, rl_conn *c)
@@ -258,78 +224,7 @@ void rl_plain_unsupported(const rl_cmd *cmd, rl_conn *c, rl_result *out)
 
 void rl_plain_refused(const rl_cmd *cmd, rl_conn *c, int form, rl_result *r)
 {
-    if (r->vote == RL_VOTE_FAILED && rl_plain_node(c)
+    if (r->vote == RL_VOTE_FAILED && rl_conn_no_scripting(c)
         && (form == RL_FORM_EVAL || form == RL_FORM_EVALSHA || form == RL_FORM_FCALL))
         rl_plain_unsupported(cmd, c, r);
-}
-
-/* ---- the restart guard ---- */
-
-bool rl_plain_guard(rl_conn *c, rl_entry_kind kind, const char *key)
-{
-    const char *multi[1] = { "MULTI" }, *get[2] = { "GET", key };
-    const char *server[2] = { "INFO", "server" }, *repl[2] = { "INFO", "replication" };
-    const char *time[1] = { "TIME" }, *exec[1] = { "EXEC" };
-    return txn(c, 1, multi, NULL) == REDLOCK_OK && txn(c, 2, get, NULL) == REDLOCK_OK
-        && txn(c, 2, server, NULL) == REDLOCK_OK && txn(c, 2, repl, NULL) == REDLOCK_OK
-        && txn(c, 1, time, NULL) == REDLOCK_OK
-        && rl_conn_own(c, kind, 1, exec, NULL) == REDLOCK_OK;
-}
-
-/* Whether an INFO replication's master_replid2 is set (not all zeros): a
- * replica promoted, until its next full sync. */
-static bool promoted(const char *info)
-{
-    const char *at = strstr(info, "master_replid2:");
-    if (!at)
-        return false;
-    for (at += 15; (*at >= '0' && *at <= '9') || (*at >= 'a' && *at <= 'f'); at++)
-        if (*at != '0')
-            return true;
-    return false;
-}
-
-int64_t rl_plain_guard_reply(rl_conn *c, const char *key, const redisReply *r)
-{
-    rl_node *node = &c->ctx->nodes[c->node];
-    bool refused = c->txn_error[0] != '\0';
-    c->txn_error[0] = '\0';
-    char id[41];
-    if (refused || r->type != REDIS_REPLY_ARRAY || r->elements != 4
-        || (r->element[0]->type != REDIS_REPLY_STRING && r->element[0]->type != REDIS_REPLY_NIL)
-        || r->element[1]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_STRING
-        || r->element[3]->type != REDIS_REPLY_ARRAY || r->element[3]->elements != 2
-        || r->element[3]->element[0]->type != REDIS_REPLY_STRING
-        || r->element[3]->element[1]->type != REDIS_REPLY_STRING
-        || rl_info_run_id(r->element[1]->str, r->element[1]->len, id) != 0)
-        return -1;
-    const redisReply *seen = r->element[0], **t = (const redisReply **)r->element[3]->element;
-    long long now = strtoll(t[0]->str, NULL, 10) * 1000 + strtoll(t[1]->str, NULL, 10) / 1000;
-    long long lease = rl_node_guard_ms(node), epoch = rl_node_epoch(node);
-    /* As guard.lua: "<run_id> <epoch> <until>", or not a record at all. */
-    char was[48] = "", tail;
-    long long at_epoch = 0, at = 0;
-    bool record = seen->type == REDIS_REPLY_STRING && seen->len < 100
-               && sscanf(seen->str, "%47[0-9a-fA-F] %lld %lld%c", was, &at_epoch, &at, &tail) == 3
-               && at >= 0;
-    long long until;
-    bool write = true;
-    if (record && strcmp(was, id) == 0 && at_epoch >= epoch) {
-        until = at;
-        write = until > now + lease;   /* no record holds a server back longer */
-        if (write)
-            until = now + lease;
-    } else {
-        until = seen->type != REDIS_REPLY_NIL || epoch > 0 || promoted(r->element[2]->str)
-              ? now + lease : 0;
-        at_epoch = epoch;
-    }
-    if (write) {
-        char value[96];
-        snprintf(value, sizeof value, "%s %lld %lld", id, at_epoch, until);
-        const char *set[3] = { "SET", key, value };
-        if (rl_conn_own(c, RL_ENTRY_WAKE, 3, set, NULL) != REDLOCK_OK)
-            return -1;
-    }
-    return until > now ? until - now : 0;
 }

@@ -4,14 +4,14 @@
  * scripts' work is done by plain commands there, with the same answers.
  *
  * The rules, in one place:
- *   - Found once per node, from the first reply that says no script can run
- *     there (rl_plain_refusal): "Could not find scripting engine" (any
- *     script, SCRIPT LOAD included), or NOPERM naming 'eval' or 'evalsha'
- *     on a connection that cannot call the library either (its FCALL
- *     refused, no library there, or a server before Redis 7.0). A NOSCRIPT
- *     is sent again as EVAL first, which then says it. The node keeps it
- *     (node.h's scripting, the health's scripting=no, the event
- *     no_scripting once) until its run_id changes.
+ *   - Found once per node by the connection that reads the reply saying so
+ *     (conn.h's rl_conn_no_scripting): "Could not find scripting engine"
+ *     (any script, SCRIPT LOAD included), or NOPERM naming 'eval' or
+ *     'evalsha' on a connection that cannot call the library either (its
+ *     FCALL refused, no library there, or a server before Redis 7.0). A
+ *     NOSCRIPT is sent again as EVAL first, which then says it. The node
+ *     keeps it until its run_id changes. send.h sends each command in the
+ *     form chosen here from then on.
  *   - What has a plain form (rl_plain_form): a plain lock of one key. Its
  *     acquire is SET NX GET PX (Redis 7.0+; SET NX PX before), fenced with
  *     the INCR of its counter behind it, as on any node; its extend SET
@@ -36,10 +36,7 @@
  *   - A WATCH or MULTI refused (an ACL without them) makes the answer a
  *     failure with the refusal (txn_error), never a write: the least ACL of
  *     a node without scripts grants them (docs/servers.md).
- *   - The restart guard (scripts/guard.lua) reads the record, INFO and TIME
- *     in one MULTI/EXEC and writes its record with a plain SET: what it
- *     decides is the script's; two clients writing at once write what the
- *     same facts say.
+ *   - The restart guard goes in plain commands too: guard.h.
  */
 #ifndef RL_PLAIN_H
 #define RL_PLAIN_H
@@ -52,15 +49,6 @@
 
 struct redisReply;
 struct rl_cmd;
-struct rl_client;
-
-/* Whether a reply to a script sent in form on c (or to SCRIPT LOAD, the
- * guard) says that no script can run on c's node (see above). */
-bool rl_plain_refusal(const rl_conn *c, int form, const struct redisReply *reply);
-/* Such a reply came: the node runs no scripts (told once: no_scripting). */
-void rl_plain_found(rl_conn *c, const struct redisReply *reply);
-/* Whether c's node is known to run no scripts. */
-bool rl_plain_node(const rl_conn *c);
 
 /* The form cmd takes on c's node without scripts, or RL_FORMS when it has
  * none (it needs a script). */
@@ -81,13 +69,5 @@ void rl_plain_unsupported(const struct rl_cmd *cmd, rl_conn *c, rl_result *out);
 /* Whether r, the answer to cmd sent as a script on c, is a refusal of a node
  * without scripts: then it becomes rl_plain_unsupported's. */
 void rl_plain_refused(const struct rl_cmd *cmd, rl_conn *c, int form, rl_result *r);
-
-/* Queues the restart guard's plain form on c as kind (RL_ENTRY_GUARD or
- * RL_ENTRY_REGUARD) for the guard key `key`. false when out of memory. */
-bool rl_plain_guard(rl_conn *c, rl_entry_kind kind, const char *key);
-/* Its EXEC's reply: the milliseconds the node's votes do not count for (as
- * guard.lua returns), and its record written when the script would write
- * it; -1 when the reply is no answer (a refusal). */
-int64_t rl_plain_guard_reply(rl_conn *c, const char *key, const struct redisReply *reply);
 
 #endif /* RL_PLAIN_H */

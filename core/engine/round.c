@@ -11,6 +11,7 @@
 #include "log.h"
 #include "node.h"
 #include "round.h"
+#include "send.h"
 #include "owed.h"
 #include "quorum.h"
 #include "slots.h"
