@@ -236,10 +236,11 @@ bool rl_conn_no_scripting(const rl_conn *c)
 /* Whether a reply to a script sent in form on c (or to SCRIPT LOAD, the
  * guard) says that no script can run on c's node: "Could not find
  * scripting engine" (any script), or NOPERM naming 'eval' or 'evalsha'
- * where the library cannot be called either: its FCALL refused, no library
- * there, or no FCALL at all (before Redis 7.0, where the handshake asks no
- * probe). An ACL that refuses FCALL alone, or EVAL alone, is not one: the
- * other way runs the scripts. */
+ * where FCALL is refused too, or does not exist (before Redis 7.0, where
+ * the handshake asks no probe): the user may run no script at all. An ACL
+ * that refuses FCALL alone, or EVAL alone, is not one: the other way runs
+ * the scripts. Nor is a library missing where the ACL allows FCALL and not
+ * EVAL: the scripts can run once it is loaded, and the refusal says so. */
 static bool refuses_scripts(const rl_conn *c, int form, const redisReply *reply)
 {
     if (reply->type != REDIS_REPLY_ERROR)
@@ -251,18 +252,25 @@ static bool refuses_scripts(const rl_conn *c, int form, const redisReply *reply)
         return false;
     int version = rl_node_version(&c->ctx->nodes[c->node]);
     return strncmp(s, "NOPERM", 6) == 0 && (strstr(s, "'eval'") || strstr(s, "'evalsha'"))
-        && !rl_conn_calls_functions(c)
-        && (c->fcall_refused || c->no_library || (version > 0 && version < 700));
+        && !rl_conn_calls_functions(c) && (c->fcall_refused || (version > 0 && version < 700));
 }
 
-/* Such a reply came: the node runs no scripts (told once: no_scripting). */
+/* Such a reply came: the node runs no scripts (told once: no_scripting).
+ * Its reason names each way of running scripts that was refused. */
 static void no_scripting_found(rl_conn *c, const redisReply *reply)
 {
     rl_node *node = &c->ctx->nodes[c->node];
-    if (rl_node_no_scripting(node, reply->str))
+    char why[100];
+    if (strncmp(reply->str, "NOPERM", 6) == 0)
+        snprintf(why, sizeof why, "NOPERM for '%s' and %s",
+                 strstr(reply->str, "'evalsha'") ? "evalsha" : "eval",
+                 c->fcall_refused ? "'fcall'" : "no FCALL before Redis 7.0");
+    else
+        snprintf(why, sizeof why, "%s", reply->str);
+    if (rl_node_no_scripting(node, why))
         RL_LOG(c->ctx, REDLOCK_LOG_WARN, "no_scripting",
-               "node=%s: %.100s (plain locks go by plain commands there; multi, read-write, "
-               "semaphore and fair locks are refused)", node->addr.label, reply->str);
+               "node=%s: %s (plain locks go by plain commands there; multi, read-write, "
+               "semaphore and fair locks are refused)", node->addr.label, why);
 }
 
 void rl_conn_no_functions(rl_conn *c, const char *why)

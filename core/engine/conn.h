@@ -253,7 +253,7 @@ void rl_conn_no_functions(rl_conn *c, const char *why);
 /* Whether c's node is known to run no scripts (plain.h): found once per
  * node, from the first reply that says no script can run there ("Could not
  * find scripting engine"; NOPERM naming 'eval' or 'evalsha' where FCALL is
- * refused too, or cannot be called), kept by the node (node.h's scripting,
+ * refused too, or does not exist), kept by the node (node.h's scripting,
  * the health's scripting=no, the event no_scripting once) until its run_id
  * changes. Its handshake then loads no script, and its guard goes in plain
  * commands (guard.h). */

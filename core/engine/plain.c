@@ -176,8 +176,10 @@ int rl_plain_reply(rl_cmd *cmd, rl_conn *c, const rl_entry *e, const redisReply 
     memset(out, 0, sizeof *out);
     if (refused[0]) {
         /* WATCH or MULTI refused: nothing was written in a transaction. */
-        rl_result_fail(out, rl_reply_error_code(refused), "%s (a transaction in place of a "
-                       "script: the node runs none)", refused);
+        char why[100];
+        rl_node_scripting(&c->ctx->nodes[c->node], why, sizeof why);
+        rl_result_fail(out, rl_reply_error_code(refused), "%s (a transaction: the node runs no "
+                       "scripts, %s)", refused, why);
         return e->form == RL_FORM_READ ? answer(c, out) : 0;
     }
     if (e->form == RL_FORM_READ)
@@ -216,7 +218,7 @@ void rl_plain_unsupported(const rl_cmd *cmd, rl_conn *c, rl_result *out)
                      : "a lock of several keys";
     char why[100];
     rl_node_scripting(node, why, sizeof why);
-    rl_result_fail(out, REDLOCK_EUNSUPPORTED, "node %s runs no scripting (%.60s): %s needs a "
+    rl_result_fail(out, REDLOCK_EUNSUPPORTED, "node %s runs no scripting (%s): %s needs a "
                    "Lua script there; plain locks of one key work without", node->addr.label,
                    why, what);
     rl_fail(REDLOCK_EUNSUPPORTED, "%s", out->why);
@@ -224,7 +226,8 @@ void rl_plain_unsupported(const rl_cmd *cmd, rl_conn *c, rl_result *out)
 
 void rl_plain_refused(const rl_cmd *cmd, rl_conn *c, int form, rl_result *r)
 {
-    if (r->vote == RL_VOTE_FAILED && rl_conn_no_scripting(c)
+    /* A PING goes as no script whatever its form says: its refusal is its own. */
+    if (r->vote == RL_VOTE_FAILED && cmd->kind != RL_CMD_PING && rl_conn_no_scripting(c)
         && (form == RL_FORM_EVAL || form == RL_FORM_EVALSHA || form == RL_FORM_FCALL))
         rl_plain_unsupported(cmd, c, r);
 }

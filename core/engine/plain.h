@@ -7,8 +7,8 @@
  *   - Found once per node by the connection that reads the reply saying so
  *     (conn.h's rl_conn_no_scripting): "Could not find scripting engine"
  *     (any script, SCRIPT LOAD included), or NOPERM naming 'eval' or
- *     'evalsha' on a connection that cannot call the library either (its
- *     FCALL refused, no library there, or a server before Redis 7.0). A
+ *     'evalsha' on a connection refused FCALL too (or a server before Redis
+ *     7.0): the user may run no script at all (not a missing library). A
  *     NOSCRIPT is sent again as EVAL first, which then says it. The node
  *     keeps it until its run_id changes. send.h sends each command in the
  *     form chosen here from then on.

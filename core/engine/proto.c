@@ -173,8 +173,11 @@ int rl_reply_error_code(const char *err)
     if (strncmp(err, "NOAUTH", 6) == 0 || strncmp(err, "WRONGPASS", 9) == 0
         || strstr(err, "invalid password") || strstr(err, "invalid username-password"))
         return REDLOCK_EAUTH;
+    /* EXECABORT: a transaction (a node without scripts) whose EXEC, or a
+     * command queued in it, the ACL refused. */
     if (strncmp(err, "NOPERM", 6) == 0 || strstr(err, "The user executing the script can't")
-        || strstr(err, "ACL failure in script"))
+        || strstr(err, "ACL failure in script")
+        || (strncmp(err, "EXECABORT", 9) == 0 && strstr(err, "NOPERM")))
         return REDLOCK_ENOPERM;
     return REDLOCK_EREDIS;
 }

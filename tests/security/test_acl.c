@@ -6,7 +6,8 @@
  *
  * The ACLs are not copied here: the test reads the documented lines ("ACL
  * SETUSER locker ..." for the nodes with the function library, "ACL SETUSER
- * locker-eval ..." for those without, in README.md or a page of docs/) when
+ * locker-eval ..." for those without, "ACL SETUSER locker-plain ..." for
+ * nodes without scripting, in README.md or a page of docs/) when
  * it starts, so the lines users copy are the ones tested. Their permissions
  * are then given to test users, all of them or all but one.
  *
@@ -39,6 +40,7 @@
 #define NODES 3
 #define USER "locker"              /* the documented user, for nodes with the library */
 #define USER_EVAL "locker-eval"    /* the documented user for nodes without it */
+#define USER_PLAIN "locker-plain"  /* the documented user for nodes without scripting */
 #define PASSWORD "Lk-9f2.w"
 #define PREFIX "app:"
 
@@ -54,7 +56,8 @@ typedef struct acl {
     size_t n_permissions;
 } acl;
 
-static acl documented = { .user = USER }, documented_eval = { .user = USER_EVAL };
+static acl documented = { .user = USER }, documented_eval = { .user = USER_EVAL },
+           documented_plain = { .user = USER_PLAIN };
 
 /* Permissions without which the library still works, with less (SCRIPT
  * LOAD: EVAL every time; INFO: no restart guard; APPEND: no records of the
@@ -175,11 +178,14 @@ static void load_library(nodes *ns)
 
 static int group_setup(void **state)
 {
-    if (load_documented_acl(&documented) != 0 || load_documented_acl(&documented_eval) != 0)
+    if (load_documented_acl(&documented) != 0 || load_documented_acl(&documented_eval) != 0
+        || load_documented_acl(&documented_plain) != 0)
         return -1;
     print_message("documented ACL (%s): %s\n", documented.in, documented.line);
     print_message("documented ACL without the library (%s): %s\n", documented_eval.in,
                   documented_eval.line);
+    print_message("documented ACL without scripting (%s): %s\n", documented_plain.in,
+                  documented_plain.line);
     *state = nodes_start(NODES, NULL);
     if (*state == NULL)
         return -1;
@@ -310,6 +316,17 @@ typedef struct outcome {
         }                                                                                \
     } while (0)
 
+/* Three nodes, three counts for the fencing counter of name: whichever
+ * two take its lock disagree, and the larger count is written back to the
+ * other (the fence script, or its transaction). */
+static void counters_apart(nodes *ns, const char *name)
+{
+    char counter[128];
+    size_t len = beside_key(counter, sizeof(counter), name, "fence");
+    assert_int_equal(nodes_exec(ns, 0, "SET %b 1000", counter, len), 0);
+    assert_int_equal(nodes_exec(ns, 1, "SET %b 500", counter, len), 0);
+}
+
 /*
  * Every feature but waiting and kept locks (tested below) as user: lock, a
  * refused lock, extend, inspect and unlock one resource; lock, a refused
@@ -380,11 +397,7 @@ static outcome use_everything_as(nodes *ns, const char *user, int unix_socket, e
     STEP("fenced multi-lock unlock", redlock_unlock(h), REDLOCK_OK);
     redlock_handle_free(h);
     h = NULL;
-    /* Three nodes, three counts: whichever two take the lock disagree, and
-     * the larger count is written back to the other (the fence script). */
-    static const char counter[] = PREFIX "acl-fenced\0fence";
-    assert_int_equal(nodes_exec(ns, 0, "SET %b 1000", counter, sizeof(counter) - 1), 0);
-    assert_int_equal(nodes_exec(ns, 1, "SET %b 500", counter, sizeof(counter) - 1), 0);
+    counters_apart(ns, PREFIX "acl-fenced");
     STEP("fence written back", redlock_lock(&h, fenced, "acl-fenced", 10000, 0), REDLOCK_OK);
     assert_rc(redlock_handle_fence(h, 0, &fence), REDLOCK_OK);
     CHECK("fence written back", fence == 501 || fence == 1001);
@@ -482,12 +495,11 @@ static void the_documented_acl_is_enough_for_every_feature(void **state)
     redlock_ctx_free(ctx);
 }
 
-/* A kept lock is renewed past its lease. */
-static void a_kept_lock_is_renewed(void **state)
+/* A kept lock of user (from a's line) is renewed past its lease. */
+static void kept_lock_renewed_as(nodes *ns, const acl *a, const char *user)
 {
-    nodes *ns = *state;
-    create_user(ns, USER, NULL);
-    redlock_ctx *ctx = client_as(ns, USER, 0, PREFIX, 0);
+    create_user_as(ns, a, user, NULL);
+    redlock_ctx *ctx = client_as(ns, user, 0, PREFIX, 0);
     events *ev = events_new();
     events_record(ev, ctx, REDLOCK_LOG_DEBUG);
     redlock_handle *h = NULL;
@@ -503,6 +515,15 @@ static void a_kept_lock_is_renewed(void **state)
     redlock_handle_free(h);
     redlock_ctx_free(ctx);
     events_free(ev);
+}
+
+/* A kept lock is renewed past its lease: by the documented user, and by
+ * the one for nodes without scripting (its own extend, a transaction). */
+static void a_kept_lock_is_renewed(void **state)
+{
+    nodes *ns = *state;
+    kept_lock_renewed_as(ns, &documented, USER);
+    kept_lock_renewed_as(ns, &documented_plain, USER_PLAIN);
 }
 
 static void keys_outside_the_prefix_are_refused(void **state)
@@ -529,43 +550,180 @@ static void keys_outside_the_prefix_are_refused(void **state)
     }
 }
 
-/* Without any one of the required permissions some feature fails, with
+/* Without any one of a's required permissions (those of a line the
+ * user is made from, the others given) the run `use` fails, with
  * REDLOCK_ENOPERM (not REDLOCK_EAUTH: the credentials are fine), a message
- * naming the nodes and the missing command, and the nodes' permission_denied
- * events naming it too. */
-static void each_required_permission_is_needed(void **state)
+ * naming the nodes and the missing command, and the nodes' events naming it
+ * too: permission_denied, or for a user left without any way to run a
+ * script (the library's line without +fcall) no_scripting, as its nodes
+ * then take plain locks without scripts. The number of permissions tried. */
+static size_t each_needed(nodes *ns, const acl *a, const char *name,
+                          outcome (*use)(nodes *, const char *, events *))
 {
-    nodes *ns = *state;
-    create_user(ns, USER, NULL);
     size_t required = 0;
-    for (size_t i = 0; i < documented.n_permissions; i++) {
-        const char *missing = documented.permissions[i];
+    for (size_t i = 0; i < a->n_permissions; i++) {
+        const char *missing = a->permissions[i];
         if (is_optional(missing))
             continue;
         required++;
         const char *command = missing + 1;   /* "+incr": incr */
         char user[32];
-        snprintf(user, sizeof(user), "lesser%zu", i);
-        create_user(ns, user, missing);
+        snprintf(user, sizeof(user), "%s%zu", name, i);
+        create_user_as(ns, a, user, missing);
         events *ev = events_new();
-        outcome o = use_everything(ns, user, 0, ev);
+        outcome o = use(ns, user, ev);
         if (o.rc != REDLOCK_ENOPERM)
             fail_msg("without %s: %s gave %d (%s), expected REDLOCK_ENOPERM; errmsg: %s",
                      missing, o.step, o.rc, redlock_strerror(o.rc), o.message);
         if (!strstr(o.message, "127.0.0.1:") || !names_command(o.message, command))
             fail_msg("without %s: %s's message names no node or not %s: %s", missing, o.step,
                      command, o.message);
+        int scriptless = a == &documented && strcmp(missing, "+fcall") == 0;
+        if (scriptless && !strstr(o.message, "runs no scripts"))
+            fail_msg("without %s: %s's message does not say the node runs no scripts: %s",
+                     missing, o.step, o.message);
+        const char *kind = scriptless ? "no_scripting" : "permission_denied";
+        int level = scriptless ? REDLOCK_LOG_WARN : REDLOCK_LOG_ERROR;
         char event[1200];
-        size_t n_events = events_count(ev, "permission_denied", NULL);
-        if (n_events == 0 || events_find(ev, "permission_denied", NULL, event, sizeof(event))
-                                 != REDLOCK_LOG_ERROR
+        size_t n_events = events_count(ev, kind, NULL);
+        if (n_events == 0 || events_find(ev, kind, NULL, event, sizeof(event)) != level
             || strncmp(event, "node=127.0.0.1:", 15) != 0 || !names_command(event, command))
-            fail_msg("without %s: %zu permission_denied events, the first: %s", missing,
-                     n_events, n_events ? event : "");
+            fail_msg("without %s: %zu %s events, the first: %s", missing, n_events, kind,
+                     n_events ? event : "");
         print_message("without %-10s %s: %s\n", missing, o.step, o.message);
         events_free(ev);
     }
-    assert_true(required >= 10);
+    return required;
+}
+
+static outcome use_everything_tcp(nodes *ns, const char *user, events *ev)
+{
+    return use_everything(ns, user, 0, ev);
+}
+
+static void each_required_permission_is_needed(void **state)
+{
+    nodes *ns = *state;
+    create_user(ns, USER, NULL);
+    assert_true(each_needed(ns, &documented, "lesser", use_everything_tcp) >= 10);
+}
+
+/* How many nodes' health lines of ctx say scripting=no. */
+static size_t nodes_scriptless(redlock_ctx *ctx)
+{
+    char health[NODES * REDLOCK_HEALTH_LINE_MAX];
+    assert_rc(redlock_ctx_health(ctx, health, sizeof(health)), REDLOCK_OK);
+    size_t n = 0;
+    for (const char *p = strstr(health, " scripting=no"); p; p = strstr(p + 1, " scripting=no"))
+        n++;
+    return n;
+}
+
+/*
+ * What a user of the line for nodes without scripting (docs/servers.md)
+ * has, its nodes running no script for it: 20 cycles of lock, extend and
+ * unlock of one resource, a rival's lock refused; inspect; an unlock that
+ * finds another's token (its read answers, UNWATCH) leaves that key, and
+ * the next cycle works; a fenced lock, and its fence written back to the
+ * nodes that counted less; ping; a multi-lock refused with
+ * REDLOCK_EUNSUPPORTED naming scripting and a node; every node's health
+ * says scripting=no. The rival is the documented user of that line. ev (or
+ * NULL) records the events of user's clients. The nodes are emptied
+ * afterwards.
+ */
+static outcome use_plain(nodes *ns, const char *user, events *ev)
+{
+    outcome result = { .rc = REDLOCK_OK, .step = "" }, *out = &result;
+    redlock_ctx *ctx = client_as(ns, user, 0, PREFIX, 0);
+    redlock_ctx *fenced = client_as(ns, user, 0, PREFIX, 1);
+    redlock_ctx *rival = client_as(ns, USER_PLAIN, 0, PREFIX, 0);
+    if (ev) {
+        events_record(ev, ctx, REDLOCK_LOG_WARN);
+        events_record(ev, fenced, REDLOCK_LOG_WARN);
+    }
+    redlock_handle *h = NULL, *other = NULL;
+    int locked = -1, answered = -1;
+    int64_t ttl = 0, fence = 0;
+    const char *names[] = {"acl-plain-a", "acl-plain-b"};
+
+    for (int i = 0; i < 20; i++) {
+        STEP("lock", redlock_lock(&h, ctx, "acl-plain", 10000, 0), REDLOCK_OK);
+        if (i == 0)
+            STEP("refused lock", redlock_lock(&other, rival, "acl-plain", 10000, 0),
+                 REDLOCK_ELOCKED);
+        STEP("extend", redlock_extend(h, 20000), REDLOCK_OK);
+        STEP("unlock", redlock_unlock(h), REDLOCK_OK);
+        redlock_handle_free(h);
+        h = NULL;
+    }
+    STEP("lock to inspect", redlock_lock(&h, ctx, "acl-plain", 10000, 0), REDLOCK_OK);
+    STEP("inspect", redlock_inspect(ctx, "acl-plain", &locked, &ttl), REDLOCK_OK);
+    CHECK("inspect", locked == 1 && ttl > 0 && ttl <= 10000);
+    for (size_t i = 0; i < NODES; i++)
+        assert_int_equal(nodes_exec(ns, i, "SET %s theirs", PREFIX "acl-plain"), 0);
+    STEP("unlock of a key taken over", redlock_unlock(h), REDLOCK_ENOTHELD);
+    redlock_handle_free(h);
+    h = NULL;
+    CHECK("their key kept", nodes_count_value(ns, PREFIX "acl-plain", "theirs") == NODES);
+    for (size_t i = 0; i < NODES; i++)
+        assert_int_equal(nodes_exec(ns, i, "DEL %s", PREFIX "acl-plain"), 0);
+    STEP("lock after it", redlock_lock(&h, ctx, "acl-plain", 10000, 0), REDLOCK_OK);
+    STEP("extend after it", redlock_extend(h, 20000), REDLOCK_OK);
+    STEP("unlock after it", redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+    h = NULL;
+
+    counters_apart(ns, PREFIX "acl-plain-fenced");
+    STEP("fenced lock", redlock_lock(&h, fenced, "acl-plain-fenced", 10000, 0), REDLOCK_OK);
+    assert_rc(redlock_handle_fence(h, 0, &fence), REDLOCK_OK);
+    CHECK("fenced lock", fence == 501 || fence == 1001);
+    STEP("fenced extend", redlock_extend(h, 20000), REDLOCK_OK);
+    STEP("fenced unlock", redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+    h = NULL;
+    /* Written back: the next fence is above the last on a quorum. */
+    STEP("fenced lock again", redlock_lock(&h, fenced, "acl-plain-fenced", 10000, 0),
+         REDLOCK_OK);
+    int64_t next = 0;
+    assert_rc(redlock_handle_fence(h, 0, &next), REDLOCK_OK);
+    CHECK("fence written back", next > fence);
+    STEP("fenced unlock again", redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+    h = NULL;
+
+    STEP("ping", redlock_ctx_ping(ctx, &answered), REDLOCK_OK);
+    CHECK("ping", answered == NODES);
+    STEP("refused multi-lock", redlock_lock_multi(&other, ctx, names, 2, 10000, 0),
+         REDLOCK_EUNSUPPORTED);
+    const char *said = redlock_errmsg();
+    if (!strstr(said, "no scripting") || !strstr(said, "127.0.0.1:")) {
+        out->rc = 1;
+        snprintf(out->message, sizeof(out->message), "names no scripting or node: %s", said);
+        goto done;
+    }
+    CHECK("scripting=no", nodes_scriptless(ctx) == NODES);
+done:
+    redlock_handle_free(h);
+    redlock_handle_free(other);
+    redlock_ctx_free(rival);
+    redlock_ctx_free(fenced);
+    redlock_ctx_free(ctx);
+    for (size_t i = 0; i < NODES; i++)
+        assert_int_equal(nodes_exec(ns, i, "FLUSHALL"), 0);
+    return result;
+}
+
+/* The line for nodes without scripting is enough for what plain locks do
+ * there (use_plain), and each of its required permissions is needed. */
+static void the_scriptless_line_is_enough_and_needed(void **state)
+{
+    nodes *ns = *state;
+    create_user_as(ns, &documented_plain, USER_PLAIN, NULL);
+    outcome o = use_plain(ns, USER_PLAIN, NULL);
+    if (o.rc != REDLOCK_OK)
+        fail_msg("%s as %s failed: %d (%s); errmsg: %s", o.step, USER_PLAIN, o.rc,
+                 redlock_strerror(o.rc), o.message);
+    assert_true(each_needed(ns, &documented_plain, "plainless", use_plain) >= 10);
 }
 
 /* The health line of node i of ctx, into line. */
@@ -868,6 +1026,7 @@ int main(void)
         cmocka_unit_test(a_release_wakes_the_waiter),
         cmocka_unit_test(keys_outside_the_prefix_are_refused),
         cmocka_unit_test(each_required_permission_is_needed),
+        cmocka_unit_test(the_scriptless_line_is_enough_and_needed),
         cmocka_unit_test(optional_permissions_only_cost_something),
         cmocka_unit_test(without_channels_waiting_falls_back_on_retries),
         cmocka_unit_test(the_documented_user_runs_no_code_of_its_own),
