@@ -237,7 +237,9 @@ bool rl_conn_no_scripting(const rl_conn *c)
  * guard) says that no script can run on c's node: "Could not find
  * scripting engine" (any script), or NOPERM naming 'eval' or 'evalsha'
  * where FCALL is refused too, or does not exist (before Redis 7.0, where
- * the handshake asks no probe): the user may run no script at all. An ACL
+ * the handshake asks no probe), or was not asked (c was made while its node
+ * ran no scripts, which a new run_id then forgot: an ACL outlives a
+ * restart): the user may run no script at all. An ACL
  * that refuses FCALL alone, or EVAL alone, is not one: the other way runs
  * the scripts. Nor is a library missing where the ACL allows FCALL and not
  * EVAL: the scripts can run once it is loaded, and the refusal says so. */
@@ -252,7 +254,8 @@ static bool refuses_scripts(const rl_conn *c, int form, const redisReply *reply)
         return false;
     int version = rl_node_version(&c->ctx->nodes[c->node]);
     return strncmp(s, "NOPERM", 6) == 0 && (strstr(s, "'eval'") || strstr(s, "'evalsha'"))
-        && !rl_conn_calls_functions(c) && (c->fcall_refused || (version > 0 && version < 700));
+        && !rl_conn_calls_functions(c)
+        && (c->fcall_refused || c->opened_scriptless || (version > 0 && version < 700));
 }
 
 /* Such a reply came: the node runs no scripts (told once: no_scripting).
@@ -313,6 +316,7 @@ static bool queue_handshake(rl_conn *c)
      * functions (Redis 7.0). */
     int version = rl_node_version(node);
     bool scriptless = rl_conn_no_scripting(c);   /* nothing to probe or load (plain.h) */
+    c->opened_scriptless = scriptless;
     if ((version > 0 && version < 700) || scriptless) {
         c->scripts_way = RL_SCRIPTS_EVAL;
     } else {

@@ -157,6 +157,7 @@ typedef struct redlock_conn {
     int8_t scripts_way;         /* node.h's rl_scripts_way, as its probe answered (unknown
                                  * before: then the node's) */
     bool fcall_refused;         /* its ACL refused FCALL (NOPERM) */
+    bool opened_scriptless;     /* made while its node ran no scripts: no probe */
     bool no_library;            /* its probe found no library of this version */
     uint8_t guards_owed;        /* guard scripts of its handshake still unanswered */
     uint8_t guard_forms;        /* the forms its guard went in (bits of 1 << rl_form) */
