@@ -27,6 +27,12 @@
 #
 # DIR/uris holds the TCP URIs, DIR/sockets the unix:// URIs, DIR/I/ each
 # node's files. REDIS_SERVER names the binary (default: redis-server on PATH).
+# REDIS_NO_SCRIPTING, read by start, makes nodes that run no scripts, as
+# tests/support/nodes.c does: "lua" unloads the Lua engine (MODULE UNLOAD lua,
+# Valkey 9.1; the nodes run with --enable-module-command yes), "acl" takes
+# @scripting from the default user (ACL SETUSER default -@scripting); unset,
+# empty or 0: scripts run. EVAL must be refused after, or start fails. The
+# group keeps its choice in DIR/no-scripting: start-node applies it again.
 set -euo pipefail
 
 server=${REDIS_SERVER:-redis-server}
@@ -38,7 +44,7 @@ case $("$server" --version 2>/dev/null) in
 esac
 
 usage() {
-  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 64
 }
 
@@ -87,16 +93,23 @@ listen_args() {
   fi
 }
 
+# The group's way of running no scripts (DIR/no-scripting): lua, acl or "".
+scripting_off() {
+  cat "$1/no-scripting" 2>/dev/null || true
+}
+
 start_node() {
   local dir=$1 i=$2 port=$3
   local ndir="$dir/$i"
   mkdir -p "$ndir"
-  local listen
+  local listen module_option=()
   mapfile -t listen < <(listen_args "$dir" "$port")
+  # MODULE UNLOAD lua follows (without_scripting).
+  [ "$(scripting_off "$dir")" = lua ] && module_option=(--enable-module-command yes)
   "$server" "${listen[@]}" --bind 127.0.0.1 --unixsocket "$ndir/redis.sock" \
     --unixsocketperm 700 --dir "$ndir" --save "" --appendonly no \
     --daemonize no --logfile "$ndir/redis.log" --protected-mode no \
-    "${debug_option[@]}" >/dev/null 2>&1 &
+    "${debug_option[@]}" "${module_option[@]}" >/dev/null 2>&1 &
   local pid=$!
   echo "$pid" > "$ndir/pid"
   echo "$port" > "$ndir/port"
@@ -104,6 +117,32 @@ start_node() {
     echo "redis-nodes: node $i (port $port) did not start; see $ndir/redis.log" >&2
     return 1
   fi
+}
+
+# Node I, just started, made to run no scripts as the group asks; checked:
+# EVAL is refused after. Says why and fails otherwise.
+without_scripting() {
+  local dir=$1 i=$2 how sock out
+  how=$(scripting_off "$dir")
+  [ -n "$how" ] || return 0
+  sock="$dir/$i/redis.sock"
+  if [ "$how" = lua ]; then
+    out=$(redis-cli -s "$sock" MODULE UNLOAD lua 2>&1)
+  else
+    out=$(redis-cli -s "$sock" ACL SETUSER default -@scripting 2>&1)
+  fi
+  if [ "$out" != OK ]; then
+    echo "redis-nodes: node $i keeps its scripts (REDIS_NO_SCRIPTING=$how): $out" >&2
+    return 1
+  fi
+  out=$(redis-cli -s "$sock" EVAL "return 1" 0 2>&1)
+  case $out in
+    ERR*|NOPERM*) ;;
+    *)
+      echo "redis-nodes: node $i still runs EVAL (REDIS_NO_SCRIPTING=$how): $out" >&2
+      return 1
+      ;;
+  esac
 }
 
 # Running, and not a zombie waiting for a parent that may never reap it.
@@ -142,7 +181,15 @@ case "$cmd" in
     n=${3:-}
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || usage
     mkdir -p "$dir"
-    rm -f "$dir/tls"
+    rm -f "$dir/tls" "$dir/no-scripting"
+    case ${REDIS_NO_SCRIPTING:-} in
+      ""|0) ;;
+      lua|acl) echo "$REDIS_NO_SCRIPTING" > "$dir/no-scripting" ;;
+      *)
+        echo "redis-nodes: REDIS_NO_SCRIPTING must be lua or acl, not '$REDIS_NO_SCRIPTING'" >&2
+        exit 64
+        ;;
+    esac
     scheme=redis
     if [ "${4:-}" = --tls ]; then
       certs=$(cd "${5:?--tls needs the directory of the certificates}" && pwd)
@@ -172,6 +219,10 @@ case "$cmd" in
         "$0" stop "$dir"
         exit 1
       fi
+      if ! without_scripting "$dir" "$i"; then
+        "$0" stop "$dir"
+        exit 1
+      fi
       echo "$scheme://127.0.0.1:$port" >> "$dir/uris"
       echo "unix://$(cd "$dir/$i" && pwd)/redis.sock" >> "$dir/sockets"
     done
@@ -192,6 +243,10 @@ case "$cmd" in
     i=${3:-}
     [ -f "$dir/$i/port" ] || usage
     start_node "$dir" "$i" "$(cat "$dir/$i/port")"
+    if ! without_scripting "$dir" "$i"; then
+      stop_node "$dir/$i"
+      exit 1
+    fi
     ;;
   uris)
     cat "$dir/uris"

@@ -5,6 +5,13 @@ local runner = {}
 
 local tests = {}
 
+--- The binding built in module_dir (redlock.lua, redlock_core.so) comes
+-- first for require.
+function runner.use_module(module_dir)
+  package.path = module_dir .. "/?.lua;" .. package.path
+  package.cpath = module_dir .. "/?.so;" .. package.cpath
+end
+
 --- Registers a test.
 function runner.test(name, fn)
   tests[#tests + 1] = { name = name, fn = fn }
@@ -34,13 +41,18 @@ function runner.sleep_ms(ms)
 end
 
 --- Nodes: starts n redis-server processes in a fresh temporary folder
--- (extra: more arguments of the script, quoted: "--tls DIR" for TLS nodes).
+-- (extra: more arguments of the script, quoted: "--tls DIR" for TLS nodes;
+-- env: variables of the script's environment, { REDIS_NO_SCRIPTING = "acl" }).
 -- Returns an object with uris, sockets, stop_node(i), start_node(i), record(),
 -- get(i, key), pttl(i, key) and stop(); commands go over the unix sockets.
-function runner.start_nodes(script, n, extra)
+function runner.start_nodes(script, n, extra, env)
   local dir = assert(runner.sh("mktemp -d")):gsub("%s+$", "")
-  local out, ok = runner.sh(("bash %s start %s %d %s"):format(quote(script), quote(dir), n,
-                                                             extra or ""))
+  local vars = {}
+  for name, value in pairs(env or {}) do
+    vars[#vars + 1] = name .. "=" .. quote(value)
+  end
+  local out, ok = runner.sh(("env %s bash %s start %s %d %s"):format(
+    table.concat(vars, " "), quote(script), quote(dir), n, extra or ""))
   local nodes = { dir = dir, uris = {}, sockets = {} }
   function nodes.stop()
     runner.sh(("bash %s stop %s; rm -rf %s"):format(quote(script), quote(dir), quote(dir)))

@@ -4,10 +4,10 @@
 local module_dir, nodes_script = arg[1], arg[2]
 assert(module_dir and nodes_script, "usage: test_redlock.lua MODULE_DIR REDIS_NODES_SCRIPT")
 local here = arg[0]:match("^(.*)/[^/]*$") or "."
-package.path = module_dir .. "/?.lua;" .. here .. "/?.lua;" .. package.path
-package.cpath = module_dir .. "/?.so;" .. package.cpath
+package.path = here .. "/?.lua;" .. package.path
 
 local t = require "runner"
+t.use_module(module_dir)
 local redlock = require "redlock"
 local core = require "redlock_core"
 

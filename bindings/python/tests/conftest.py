@@ -23,17 +23,27 @@ class Nodes(NamedTuple):
     sockets: List[str]  # unix:///.../redis.sock, the same nodes
 
 
+def start_nodes(path: Path, n: int, **env: str) -> Nodes:
+    """Starts n nodes in path with scripts/redis-nodes.sh, env added to its
+    environment (REDIS_NO_SCRIPTING, say)."""
+    subprocess.run([str(NODES_SCRIPT), "start", str(path), str(n)], check=True,
+                   stdout=subprocess.DEVNULL, env={**os.environ, **env})
+    return Nodes(path, (path / "uris").read_text().split(),
+                 (path / "sockets").read_text().split())
+
+
+def stop_nodes(nodes: Nodes) -> None:
+    subprocess.run([str(NODES_SCRIPT), "stop", str(nodes.dir)], check=True)
+
+
 @pytest.fixture(scope="session")
 def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
     """Five independent nodes for the whole session."""
-    path = tmp_path_factory.mktemp("nodes")
-    subprocess.run([str(NODES_SCRIPT), "start", str(path), "5"], check=True,
-                   stdout=subprocess.DEVNULL)
+    started = start_nodes(tmp_path_factory.mktemp("nodes"), 5)
     try:
-        yield Nodes(path, (path / "uris").read_text().split(),
-                    (path / "sockets").read_text().split())
+        yield started
     finally:
-        subprocess.run([str(NODES_SCRIPT), "stop", str(path)], check=True)
+        stop_nodes(started)
 
 
 @pytest.fixture(scope="session")

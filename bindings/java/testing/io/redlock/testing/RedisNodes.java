@@ -14,6 +14,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
@@ -40,8 +41,17 @@ public final class RedisNodes implements AutoCloseable {
     }
 
     public static RedisNodes start(int n) throws IOException, InterruptedException {
+        return start(n, Map.of());
+    }
+
+    /**
+     * n nodes started with env added to the script's environment: REDIS_NO_SCRIPTING "lua" or
+     * "acl" makes nodes that run no scripts (see scripts/redis-nodes.sh).
+     */
+    public static RedisNodes start(int n, Map<String, String> env)
+            throws IOException, InterruptedException {
         Path dir = Files.createTempDirectory("redlock-java-");
-        String out = run(SCRIPT.toString(), "start", dir.toString(), Integer.toString(n));
+        String out = run(env, SCRIPT.toString(), "start", dir.toString(), Integer.toString(n));
         return new RedisNodes(dir, List.of(out.trim().split("\n")));
     }
 
@@ -194,7 +204,14 @@ public final class RedisNodes implements AutoCloseable {
     }
 
     public static String run(String... command) throws IOException, InterruptedException {
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        return run(Map.of(), command);
+    }
+
+    private static String run(Map<String, String> env, String... command)
+            throws IOException, InterruptedException {
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().putAll(env);
+        Process process = builder.start();
         byte[] out = process.getInputStream().readAllBytes();
         if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
             throw new IOException(String.join(" ", command) + " failed: "
