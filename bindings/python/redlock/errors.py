@@ -48,7 +48,9 @@ class LockExpired(LockError):
 
 class Unsupported(LockError):
     """Not supported by this build or system (rediss:// where OpenSSL 3's
-    libssl.so.3 is missing)."""
+    libssl.so.3 is missing), or by the nodes: a multi, read-write or fair
+    lock or a semaphore needs scripts, and too many nodes run none (the
+    message names scripting and the nodes)."""
 
 
 class AuthError(LockError):
