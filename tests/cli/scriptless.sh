@@ -3,7 +3,8 @@
 # elsewhere, unless set): a command runs under a plain lock kept past its
 # ttl, a second -w 0 is refused with 75 meanwhile, fences increase, -v tells
 # no_scripting for each node and --check finds them healthy; --shared,
-# --fair and --permits exit 70 naming scripting; no script ran.
+# --fair and --permits exit 70 naming scripting; a node started again runs
+# no scripts either; no script ran.
 . "$(dirname "$0")/lib.sh"
 if [ -z "${REDIS_NO_SCRIPTING:-}" ]; then
   case ${REDIS_SERVER:-} in
@@ -51,6 +52,16 @@ for option in --shared --fair "--permits 2"; do
     fail "$option: $(cat "$work/err")"
 done
 [ ! -e "$work/ran" ] || fail "a refused command ran"
+
+# A node started again runs no scripts either, and locks go on.
+"$REDIS_NODES_SH" stop-node "$work/nodes" 1
+"$REDIS_NODES_SH" start-node "$work/nodes" 1
+case $(cli_node 1 EVAL "return 1" 0) in
+  ERR*|NOPERM*) ;;
+  *) fail "node 1 runs scripts after start-node" ;;
+esac
+run redlock --nodes "$NODES" -w 0 job -- true
+expect_eq 0 "$status" "status after node 1 started again"
 
 # No script ran: every call of one failed (for want of Lua) or was refused
 # by the ACL, which counts none.
