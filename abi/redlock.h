@@ -63,7 +63,8 @@ extern "C" {
 #define REDLOCK_EINVAL       -4   /* invalid argument */
 #define REDLOCK_ENOMEM       -5   /* out of memory */
 #define REDLOCK_EEXPIRED     -6   /* the lease ran out: while acquiring, or before a renewal */
-#define REDLOCK_EUNSUPPORTED -7   /* not supported by this build or system (TLS: no OpenSSL 3) */
+#define REDLOCK_EUNSUPPORTED -7   /* not supported by this build, the system or the nodes
+                                     (TLS: no OpenSSL 3; scripts where too many run none) */
 #define REDLOCK_EAUTH        -8   /* a node refused the credentials */
 #define REDLOCK_EWRONGTYPE   -9   /* the key exists and is not a lock (wrong Redis type) */
 #define REDLOCK_EREDIS       -10  /* nodes answered with a Redis error (READONLY, OOM, ...) */
