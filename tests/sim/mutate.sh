@@ -48,7 +48,8 @@ here=$top/tests/sim
 # scripts also go as functions; seeds 1, 3, 4 and 7 took 132003, 47227,
 # 40935 and 118218, seeds 2 and 8 did not catch it in 300000),
 # permit-majority 4022,
-# release-skips-unanswered 2366, guard-uncapped 4911 to 5835; of the
+# release-skips-unanswered 2366, guard-uncapped 4911 to 5835, plain-token-ignored
+# 438 (--no-scripting); of the
 # scripts: rw-reader-beside-writer 49, sem-one-more 2442, fair-unordered
 # 57588 (38819 with master seed 6 since the scripts also go as functions;
 # seeds 1 to 5 took 163737, 202800, 255388, 67889 and 21922). Any change of the engine or of the workload moves where a seed
@@ -73,6 +74,7 @@ release-skips-unanswered 1 6000
 guard-uncapped 1 20000
 records-ignored 1 40000 --empty-restarts
 delifeq-unconditional 1 10000 --valkey
+plain-token-ignored 1 6000 --no-scripting
 "
 
 cc=${CC:-cc}
