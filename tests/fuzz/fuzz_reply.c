@@ -32,6 +32,7 @@
 #include "engine.h"
 #include "fuzz.h"
 #include "node.h"
+#include "send.h"
 #include "slots.h"
 
 #define T0 100000
@@ -155,7 +156,7 @@ static void classify_all(const redisReply *reply)
             signed char votes[3];
             rl_result bad;
             memset(&bad, 0, sizeof bad);
-            if (!rl_cmd_many_votes(many, reply, votes, &bad))
+            if (!rl_cmd_many_votes(many, RL_FORM_EVAL, reply, votes, &bad))
                 check_result(&bad);
             rl_cmd_unref(many);
             rl_keys_unref(keys);
