@@ -741,7 +741,7 @@ bool rl_op_cancel(rl_op *op, int64_t now)
 {
     if (op->kind != OP_LOCK || op->phase == PHASE_DONE)
         return false;
-    if (op->phase == PHASE_ROUND) {
+    if (op->phase == PHASE_ROUND || op->keep_token) {   /* keys taken, or kept for the next round */
         rl_round_detach_cmds(op);
         rl_round_undo_attempt(op, now);
     }

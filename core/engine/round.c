@@ -456,7 +456,9 @@ int rl_round_start(rl_op *op, rl_cmd_kind kind, int64_t now)
 {
     redlock_handle *h = op->h;
     rl_round_resume(op);
-    if (kind == RL_CMD_ACQUIRE) {
+    bool again = kind == RL_CMD_ACQUIRE && op->keep_token;
+    op->keep_token = false;
+    if (kind == RL_CMD_ACQUIRE && !again) {
         int rc = rl_round_new_token(op->ctx, h->token);
         if (rc != REDLOCK_OK)
             return rl_fail(rc, "the operating system's random source failed");
@@ -484,7 +486,8 @@ int rl_round_start(rl_op *op, rl_cmd_kind kind, int64_t now)
         op->attempt = rl_cmd_ref(op->cmd);
     }
     op->phase = PHASE_ROUND;
-    op->round_start = now;
+    if (!again)   /* the keys kept may date from the round before */
+        op->round_start = now;
     op->saw_noscript = false;
     /* only a Cluster node's */
     int key_slot = rl_handle_has_cluster(op->ctx) ? rl_handle_keys_slot(h->keys) : -1;
@@ -725,6 +728,17 @@ void rl_round_end(rl_op *op, const rl_verdict *v, int64_t now)
         }
         if (h->keys->kind == RL_LOCK_FAIR && op->ticket == 0)
             op->ticket = ticket_of(op);
+        /* A plain lock's yes votes that waited for the records stand: the
+         * next round takes the same keys for the same token (a key that
+         * holds it counts as taken), from this round's start, and nothing is
+         * undone (an undo and a new token could meet the undo still under
+         * way on a node without scripts, and made a fenced lock's first
+         * fence 2). */
+        if (v->rc == REDLOCK_ENOQUORUM && h->keys->kind == RL_LOCK_PLAIN && settles(op)) {
+            op->keep_token = true;
+            pause_at_once(op, v->rc, now);
+            return;
+        }
         rl_round_undo_attempt(op, now);
         if (v->rc == REDLOCK_ENOQUORUM && settles(op)) {
             pause_at_once(op, v->rc, now);

@@ -100,6 +100,7 @@ struct redlock_op {
     int64_t started;      /* when the operation was made */
     unsigned attempts;    /* lock: acquire rounds started */
     bool settled;         /* lock, ping: a round went again at once for the records (round.c) */
+    bool keep_token;      /* lock: the next round takes the same keys again for the same token */
     int64_t wake_at;      /* pause: when the next attempt starts */
     phase phase;
     rl_cmd *cmd;          /* the current round's command */
