@@ -12,7 +12,15 @@ run_bg b redlock --nodes "$NODES" --shared data -- sh -c '
   touch "$0/b-started"; while [ ! -e "$0/b-go" ]; do sleep 0.05; done' "$work"
 wait_for_file "$work/a-started"
 wait_for_file "$work/b-started"
-shared=$(cli_node 1 GET data)
+# Each was granted by a quorum: node 1 may take the second reader a moment
+# after that one's command started.
+for _ in $(seq 1 300); do
+  shared=$(cli_node 1 GET data)
+  case $shared in
+    "redlock:readers "*:*" "*:*) break ;;
+  esac
+  sleep 0.01
+done
 case $shared in
   "redlock:readers "*:*" "*:*) ;;
   *) fail "the key while shared holds '$shared', not two readers" ;;

@@ -416,10 +416,12 @@ def test_a_python_driver_keeps_a_lock_by_the_engines_rules(lib, uris):
         assert what != KEEP_LOST, lib.redlock_keep_message(keep)
         extended += what == KEEP_EXTEND
         time.sleep(max(0, at - lib.redlock_now_ms()) / 1000)
-    # Every 200 ms for 2 s, and the key is still on every node.
+    # Every 200 ms for 2 s, and the key is still on a quorum of the nodes (a
+    # node that missed an extension's deadline on a busy machine may have
+    # let its copy expire: the lock stands on the others).
     assert 6 <= extended <= 12, extended
     token = lib.redlock_handle_token(handle).decode()
-    assert all(get_key(uri, "engine-keep") == token for uri in uris)
+    assert sum(get_key(uri, "engine-keep") == token for uri in uris) > len(uris) // 2
 
     for uri in uris:
         subprocess.run(["redis-cli", "-u", uri, "DEL", "engine-keep"], check=True,
