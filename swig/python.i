@@ -41,20 +41,27 @@ SWIGEXPORT PyObject *PyInit__capi(void);
 #define redlock_py_append(result, obj) SWIG_Python_AppendOutput(result, obj)
 #endif
 
-/* Raises the exception redlock.errors.error_for() builds for a status code,
- * with the detail of this thread's last failure. */
-static void redlock_py_raise(int code)
+/* The exception redlock.errors.error_for() builds for a status code and its
+ * detail (a new reference), or NULL with the failure set. */
+static PyObject *redlock_py_error(int code, const char *detail)
 {
-  const char *detail = redlock_errmsg();
   PyObject *errors, *exc;
 
   errors = PyImport_ImportModule("redlock.errors");
   if (errors == NULL) {
-    return;
+    return NULL;
   }
   exc = PyObject_CallMethod(errors, "error_for", "iN", code,
                             PyUnicode_DecodeUTF8(detail, (Py_ssize_t)strlen(detail), "replace"));
   Py_DECREF(errors);
+  return exc;
+}
+
+/* Raises that exception, with the detail of this thread's last failure. */
+static void redlock_py_raise(int code)
+{
+  PyObject *exc = redlock_py_error(code, redlock_errmsg());
+
   if (exc != NULL) {
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
@@ -289,6 +296,46 @@ static int redlock_py_watch(redlock_handle *h, unsigned long long id)
   $result = SWIG_Py_Void();
 }
 int redlock_py_watch(redlock_handle *h, unsigned long long id);
+
+/* ---- The release of the sync client, in one call ----
+ *
+ * redlock_py_release(h, quiet) unlocks h and frees it, with the GIL released
+ * once for both: it returns (lost, error), lost whether h was lost
+ * (redlock_handle_lost after the unlock), error None or, unless quiet, the
+ * exception of the unlock's failure, which the caller raises (h is freed
+ * either way). The failure's detail is copied before the free. */
+%{
+static int redlock_py_release(redlock_handle *h, int quiet, int *lost, char *why, size_t whylen)
+{
+  int rc = redlock_unlock(h);
+
+  *lost = redlock_handle_lost(h);
+  if (rc < 0 && !quiet) {
+    snprintf(why, whylen, "%s", redlock_errmsg());
+  }
+  redlock_handle_free(h);
+  return quiet ? REDLOCK_OK : rc;
+}
+%}
+%typemap(in, numinputs=0) int *lost (int temp = 0) %{ $1 = &temp; %}
+/* The library keeps at most 1024 bytes of a failure's detail. */
+%typemap(in, numinputs=0) (char *why, size_t whylen) (char temp[1024]) %{
+  temp[0] = '\0';
+  $1 = temp;
+  $2 = sizeof(temp);
+%}
+%typemap(out) int redlock_py_release {
+  PyObject *error = $1 < 0 ? redlock_py_error($1, arg4) : Py_None;
+
+  if (error == NULL) {
+    SWIG_fail;
+  }
+  if (error == Py_None) {
+    Py_INCREF(error);
+  }
+  $result = Py_BuildValue("(NN)", PyBool_FromLong(*arg3), error);
+}
+int redlock_py_release(redlock_handle *h, int quiet, int *lost, char *why, size_t whylen);
 
 /* ---- Events: redlock_ctx_set_log with a Python dispatch ----
  *

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import (Any, Callable, ContextManager, Dict, Iterator, Optional, Set, Sequence, Tuple,
                     Type)
 
-from . import capi
+from . import _capi, capi
 from ._front import (  # noqa: F401 - re-exported for the modules that import them from here
     _FOREVER_MS,
     DEFAULT_LEASE,
@@ -71,57 +71,66 @@ def _lost(ident: int, status: int, message: str) -> None:
 
 
 class _Gate:
-    """The calls in flight on one C client, and its closing (docs/locks.md,
-    "A closed client"). Every call that gives C the client's ctx or one of
-    its handles runs between enter() and leave(); close() refuses new calls
-    at once, ends the waits under way (redlock_py_closing: at the interrupt
-    check's next look), waits for the calls in flight, and frees the ctx
-    only then: no call ever reaches a freed ctx or handle, whichever thread
-    makes it."""
+    """The calls in flight on one C client, its acquisitions not yet freed,
+    and its closing (docs/locks.md, "A closed client"). Every call that
+    gives C the client's ctx runs between enter() and leave(), every call on
+    a handle through its _Held; close() refuses new calls at once, ends the
+    waits under way (redlock_py_closing: at the interrupt check's next
+    look), waits for the calls in flight, releases what is still held, and
+    frees the ctx only then: no call ever reaches a freed ctx or handle,
+    whichever thread makes it. The gate refers to no Lock nor client, so
+    that a client's finalizer may hold it (Redlock: a collected client is
+    closed, and so is one left open at exit)."""
 
     def __init__(self, ctx: Any) -> None:
-        self._ctx = ctx
-        self._cond = threading.Condition(threading.Lock())
+        self.ctx = ctx
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._calls = 0
         self.closing = False
-        self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
+        self._freed = False
+        # Every _Held of the client not yet freed.
+        self.live: Set[_Held] = set()
+        # Guards each _Held's handle and its count of calls under way; a
+        # free waits on handles_free for that count to reach 0.
+        self.handles = threading.Lock()
+        self.handles_free = threading.Condition(self.handles)
 
     def enter(self, what: str) -> Any:
         """A caller's call: the ctx, counted in flight; ClientClosed (naming
         what) once close() began."""
-        with self._cond:
+        with self._mutex:
             if self.closing:
                 raise ClientClosed(what)
             self._calls += 1
-        return self._ctx
+        return self.ctx
 
     def leave(self) -> None:
-        with self._cond:
+        with self._mutex:
             self._calls -= 1
-            if self._calls == 0:
+            if self.closing and self._calls == 0:
                 self._cond.notify_all()
 
-    def begin_close(self) -> bool:
-        """Refuses new calls and ends the waits under way; False when
-        close() began before."""
-        with self._cond:
+    def close(self) -> None:
+        """Redlock.close(): once; a second call returns at once."""
+        with self._mutex:
             if self.closing:
-                return False
+                return
             self.closing = True
-        if self._finalizer.alive:
-            capi.redlock_py_closing(self._ctx, 1)
-        return True
+        capi.redlock_py_closing(self.ctx, 1)
+        self._drain(())
+        for held in list(self.live):
+            held.discard()
+        self._drain(self.live)  # and the releases that others began
+        self._freed = True
+        capi.redlock_ctx_free(self.ctx)
+        capi.redlock_py_closing(self.ctx, 0)
 
-    def drain(self, live: Set[_Held]) -> None:
+    def _drain(self, live: Any) -> None:
         """Waits until no call is in flight and nothing is in live."""
-        with self._cond:
+        with self._mutex:
             while self._calls or live:
                 self._cond.wait(0.05)
-
-    def free(self) -> None:
-        if self._finalizer.detach() is not None:
-            capi.redlock_ctx_free(self._ctx)
-            capi.redlock_py_closing(self._ctx, 0)
 
 
 class Redlock(_ClientFront):
@@ -145,12 +154,13 @@ class Redlock(_ClientFront):
 
     def __init__(self, nodes: Sequence[str], **options: OptionValue) -> None:
         ctx = self._setup(nodes, options)
-        # Every _Held made through this client and not yet freed.
-        self._live: Set[_Held] = set()
         # The state get_rlock() objects of one name share, while any is alive.
         self._rlocks: weakref.WeakValueDictionary[str, _Shared] = weakref.WeakValueDictionary()
         self._rlocks_mutex = threading.Lock()
-        self._gate = _Gate(ctx)
+        self._gate = gate = _Gate(ctx)
+        # Closes the client once it is collected, or at exit if still open
+        # (its locks released first, then the ctx freed).
+        self._closer = weakref.finalize(self, gate.close)
 
     def get_lock(self, name: str) -> Lock:
         """A lock on one resource (not acquired yet)."""
@@ -273,14 +283,7 @@ class Redlock(_ClientFront):
         closes the connections. Calls under way in other threads end first:
         a wait for a lock ends with ClientClosed. Every call after it raises
         ClientClosed. Calling it again does nothing."""
-        gate = self._gate
-        if not gate.begin_close():
-            return
-        gate.drain(set())
-        for held in list(self._live):
-            held.discard()
-        gate.drain(self._live)  # and the releases that others began
-        gate.free()
+        self._closer()
 
     def __enter__(self) -> Redlock:
         return self
@@ -303,27 +306,29 @@ class Redlock(_ClientFront):
 
 class _Held:
     """One C handle of an acquired lock, freed exactly once: by release(), by
-    discard() (close() discards them all), or, when the Lock owning it is
-    collected, by its finalizer (which releases the lock first, best effort).
-    The free waits for the C calls on the handle under way (use()) and
-    none starts after it began: none reaches a freed handle."""
+    discard() (close() discards them all), or once the Lock owning it is
+    collected (released first, best effort): whoever takes the handle
+    (_take) frees it. The free waits for the C calls on the handle under way
+    (use()) and none starts after it began: none reaches a freed handle."""
 
-    def __init__(self, owner: Lock, client: Redlock, handle: Any) -> None:
-        self.client = client
+    __slots__ = ("gate", "handle", "_in_use", "_owner", "_id", "_lost_error", "_was_lost")
+
+    def __init__(self, owner: Lock, gate: _Gate, handle: Any) -> None:
+        self.gate = gate
         self.handle = handle
-        self._users = threading.Condition(threading.Lock())
         self._in_use = 0
-        self._owner = weakref.ref(owner)
+        # The owner, weakly: its collection discards the acquisition.
+        self._owner: Optional[weakref.ref[Lock]] = weakref.ref(owner, self._owner_gone)
         self._id = 0  # in _kept while kept
         self._lost_error: Optional[LockError] = None
         self._was_lost = False
-        self._finalizer = weakref.finalize(owner, self._free, True)
-        client._live.add(self)
+        gate.live.add(self)
 
     def use(self, call: Callable[..., Any], *args: Any, default: Any = None) -> Any:
         """call(handle, *args), or default once the handle is freed (or
         its free began)."""
-        with self._users:
+        gate = self.gate
+        with gate.handles:
             handle = self.handle
             if handle is None:
                 return default
@@ -331,10 +336,10 @@ class _Held:
         try:
             return call(handle, *args)
         finally:
-            with self._users:
+            with gate.handles:
                 self._in_use -= 1
-                if self._in_use == 0:
-                    self._users.notify_all()
+                if self._in_use == 0 and self.handle is None:
+                    gate.handles_free.notify_all()
 
     def keep(self) -> None:
         """Has the client's thread renew the lock until it is released."""
@@ -345,14 +350,15 @@ class _Held:
     def lose(self, error: LockError) -> None:
         """The C library's report that this kept lock was lost."""
         self._lost_error = error
-        owner = self._owner()
+        ref = self._owner
+        owner = None if ref is None else ref()
         if owner is not None and owner._held is self:
             owner._tell_lost(error)
 
     def lost(self) -> bool:
         if self._lost_error is not None:
             return True
-        return self.use(lambda handle: capi.redlock_handle_lost(handle) == 1,
+        return self.use(lambda handle: _capi.redlock_handle_lost(handle) == 1,
                         default=self._was_lost)
 
     def kept(self) -> bool:
@@ -365,16 +371,30 @@ class _Held:
         """Unlocks on the nodes and frees the handle. LockNotHeld when the
         lock had expired or been lost; ClientClosed when the client was
         closed (which released it)."""
-        if self.client._gate.closing or self._finalizer.detach() is None:
+        if self.gate.closing:
             raise ClientClosed("unlock")
-        self._free(False)
+        handle = self._take()
+        if handle is None:
+            raise ClientClosed("unlock")
+        try:
+            # Once unlocked, the C library reports no loss any more.
+            self._was_lost, error = _capi.redlock_py_release(handle, 0)
+        finally:
+            self._forget()
+        if error is not None:
+            raise error
 
     def discard(self) -> None:
         """Unlocks on the nodes, ignoring failures, and frees the handle."""
-        self._finalizer()
+        handle = self._take()
+        if handle is not None:
+            try:
+                self._was_lost = _capi.redlock_py_release(handle, 1)[0]
+            finally:
+                self._forget()
 
     def extend(self, lease_ms: int) -> None:
-        if self.client._gate.closing:
+        if self.gate.closing:
             raise ClientClosed("extend")
         if not self.use(lambda handle: capi.redlock_extend(handle, lease_ms) or True):
             raise ClientClosed("extend")
@@ -385,31 +405,28 @@ class _Held:
     def token(self) -> Optional[str]:
         return self.use(capi.redlock_handle_token)
 
-    def _free(self, quiet: bool) -> None:
-        try:
-            with self._users:
-                handle, self.handle = self.handle, None
-                if handle is not None:
-                    # What lost() says from here on (the release may find more).
-                    self._was_lost = capi.redlock_handle_lost(handle) == 1
-                while self._in_use:
-                    self._users.wait()
-            if handle is not None:
-                self._unlock_and_free(handle, quiet)
-        finally:
-            self.client._live.discard(self)
-            _kept.pop(self._id, None)
+    def _owner_gone(self, _ref: Any) -> None:
+        self.discard()
 
-    def _unlock_and_free(self, handle: Any, quiet: bool) -> None:
-        try:
-            capi.redlock_unlock(handle)
-        except LockError:
-            if not quiet:
-                raise
-        finally:
-            # Once unlocked, the C library reports no loss any more.
-            self._was_lost = capi.redlock_handle_lost(handle) == 1
-            capi.redlock_handle_free(handle)
+    def _take(self) -> Any:
+        """The handle, taken to be freed once the calls on it under way
+        ended; None when another took it first."""
+        gate = self.gate
+        with gate.handles:
+            handle, self.handle = self.handle, None
+            if handle is not None:
+                # What lost() says from here on (the release may find more).
+                self._was_lost = _capi.redlock_handle_lost(handle) == 1
+                while self._in_use:
+                    gate.handles_free.wait()
+        return handle
+
+    def _forget(self) -> None:
+        """The handle is freed: nothing refers to this acquisition any more
+        but its Lock (for lost)."""
+        self.gate.live.discard(self)
+        _kept.pop(self._id, None)
+        self._owner = None
 
 
 class Lock(_LockFront):
@@ -437,8 +454,8 @@ class Lock(_LockFront):
     Threads may share it, like a threading.Lock.
 
     A Lock that is collected while held is released on the nodes, best effort
-    (a weakref finalizer runs the release); release explicitly rather than
-    rely on it.
+    (a weak reference's callback runs the release); release explicitly
+    rather than rely on it.
     """
 
     _client: Redlock
@@ -628,7 +645,7 @@ class Lock(_LockFront):
             gate.leave()
 
     def _hold(self, handle: Any, keep: bool) -> None:
-        held = _Held(self, self._client, handle)
+        held = _Held(self, self._client._gate, handle)
         if keep:
             try:
                 held.keep()
@@ -652,7 +669,7 @@ class Lock(_LockFront):
 
     def _lock_call(self, ctx: Any, lease_ms: int, wait_ms: int) -> Any:
         if len(self._names) == 1:
-            return capi.redlock_lock(ctx, self._names[0], lease_ms, wait_ms)
+            return _capi.redlock_lock(ctx, self._names[0], lease_ms, wait_ms)
         return capi.redlock_lock_multi(ctx, self._names, lease_ms, wait_ms)
 
 

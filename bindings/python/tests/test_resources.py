@@ -2,6 +2,8 @@
 
 import gc
 import os
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -61,6 +63,50 @@ def test_a_collected_lock_in_a_reference_cycle_is_released(client, other):
     lock.cycle = lock
     del lock
     gc.collect()
+    assert other.get_lock("job").try_lock()
+
+
+# A client left open at exit, holding a kept lock, a lock with a lease and
+# one held by a Lock in a global; a thread's client, in the middle of a
+# wait for a lock held elsewhere.
+AT_EXIT = """
+import sys, threading, time
+import redlock
+uris = sys.argv[1].split(",")
+client = redlock.Redlock(uris, key_prefix=sys.argv[2])
+kept = client.get_lock("kept")
+assert kept.try_lock()
+leased = client.get_lock("leased")
+assert leased.try_lock(lease=60)
+waiter = redlock.Redlock(uris, key_prefix=sys.argv[2])
+def wait():
+    try:
+        waiter.get_lock("leased").try_lock(wait=60)
+    except redlock.ClientClosed:  # the exit closed the client
+        pass
+threading.Thread(target=wait, daemon=True).start()
+time.sleep(0.2)
+print("held")
+"""
+
+
+def test_locks_left_held_at_exit_are_released(nodes, prefix, other):
+    done = subprocess.run([sys.executable, "-c", AT_EXIT, ",".join(nodes.uris), prefix],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "held\n" and done.stderr == ""
+    assert on_every_node(nodes, "EXISTS", prefix + "kept", prefix + "leased") == ["0"] * 5
+    assert other.get_lock("leased").try_lock()
+
+
+def test_a_lock_outliving_its_client_object_keeps_it(nodes, prefix, other):
+    client = redlock.Redlock(nodes.uris, key_prefix=prefix)
+    lock = client.get_lock("job")
+    assert lock.try_lock()
+    del client
+    gc.collect()
+    assert not other.get_lock("job").try_lock()
+    lock.unlock()
     assert other.get_lock("job").try_lock()
 
 
