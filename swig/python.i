@@ -475,6 +475,88 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
   }
 %}
 
+/* ---- The sockets of redlock.asyncio's plain connections ----
+ *
+ * A connection without TLS is a non-blocking socket of the driver's, watched
+ * by the loop (add_reader, add_writer), whose bytes move here in one call
+ * each way, without a Python object per read or write:
+ *   redlock_py_conn_read(c, fd, now) reads what the socket holds and feeds
+ *     it to c: REDLOCK_PY_READ (fed), REDLOCK_PY_BROKEN (c broke on it:
+ *     redlock_conn_received), REDLOCK_PY_NOTHING (nothing to read), REDLOCK_PY_EOF
+ *     (the node closed it), or -errno when reading failed;
+ *   redlock_py_conn_send(c, fd) writes what c has to send, and reports it:
+ *     0 (all written), 1 (the socket is full: the rest when writable), or
+ *     -errno when writing failed. */
+%{
+#include <errno.h>
+#include <sys/socket.h>
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0   /* Python ignores SIGPIPE */
+#endif
+
+#define REDLOCK_PY_READ 0
+#define REDLOCK_PY_BROKEN 1
+#define REDLOCK_PY_NOTHING 2
+#define REDLOCK_PY_EOF 3
+
+static int redlock_py_conn_read(redlock_conn *c, int fd, int64_t now)
+{
+  char buf[16384];
+  int fed = 0;
+
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      fed = 1;
+      if (redlock_conn_received(c, buf, (size_t)n, now) != 0) {
+        return REDLOCK_PY_BROKEN;
+      }
+      if ((size_t)n < sizeof buf) {
+        return REDLOCK_PY_READ;
+      }
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (fed) {
+      return REDLOCK_PY_READ;   /* the end or the failure, at the next read */
+    } else if (n == 0) {
+      return REDLOCK_PY_EOF;
+    } else {
+      return errno == EAGAIN || errno == EWOULDBLOCK ? REDLOCK_PY_NOTHING : -errno;
+    }
+  }
+}
+
+static int redlock_py_conn_send(redlock_conn *c, int fd)
+{
+  for (;;) {
+    const char *bytes;
+    size_t len = redlock_conn_output(c, &bytes);
+    ssize_t n;
+
+    if (len == 0) {
+      return 0;
+    }
+    n = send(fd, bytes, len, MSG_NOSIGNAL);
+    if (n > 0) {
+      redlock_conn_wrote(c, (size_t)n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return 1;
+    } else {
+      return n < 0 ? -errno : -EPIPE;
+    }
+  }
+}
+%}
+
 %nothread;
 %include "redlock_engine.h"
+#define REDLOCK_PY_READ 0
+#define REDLOCK_PY_BROKEN 1
+#define REDLOCK_PY_NOTHING 2
+#define REDLOCK_PY_EOF 3
+int redlock_py_conn_read(redlock_conn *c, int fd, int64_t now);
+int redlock_py_conn_send(redlock_conn *c, int fd);
 %clearnothread;

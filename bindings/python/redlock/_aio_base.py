@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import _capi, capi
 
-_now = capi.redlock_now_ms
+_now = _capi.redlock_now_ms
 # The engine's calls made on every reply go straight to the extension module
 # (the generated capi.py wraps each in one more Python call).
 _received = _capi.redlock_conn_received
@@ -14,6 +14,15 @@ _wrote = _capi.redlock_conn_wrote
 _op_drive = _capi.redlock_op_drive
 _op_next_wanted = _capi.redlock_op_next_wanted
 _op_react = _capi.redlock_op_react
+# A plain connection's socket, read and written by the C library.
+_conn_read = _capi.redlock_py_conn_read
+_conn_send = _capi.redlock_py_conn_send
+
+# What redlock_py_conn_read says.
+_READ = capi.REDLOCK_PY_READ
+_BROKEN = capi.REDLOCK_PY_BROKEN
+_NOTHING = capi.REDLOCK_PY_NOTHING
+_EOF = capi.REDLOCK_PY_EOF
 
 # What the engine asks of a run (redlock_op_drive's bits).
 _CONNECT = capi.REDLOCK_DRIVE_CONNECT

@@ -9,12 +9,15 @@ it owns the client's wake-ups (_aio_wakes) and renewals (_aio_keeper)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import ssl
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from . import capi
-from ._aio_base import (_AWAITS, _CONNECT, _DONE, _NEVER, _TAIL, _WRITE, _now, _op_drive,
-                        _op_next_wanted, _op_react, _output, _received, _wrote)
+from . import _capi
+from ._aio_base import (_AWAITS, _BROKEN, _CONNECT, _DONE, _EOF, _NEVER, _NOTHING, _READ,
+                        _TAIL, _WRITE, _conn_read, _conn_send, _now, _op_drive, _op_next_wanted,
+                        _op_react, _output, _received, _wrote)
 from ._aio_keeper import _Renewer
 from ._aio_tls import _connect_failure, _tls_context, _TLSFailure
 from ._aio_wakes import _Wakes
@@ -30,7 +33,7 @@ class _Conn(asyncio.BufferedProtocol):
         self.driver = driver
         self.node = node
         self.conn = conn
-        self.tls = bool(capi.redlock_ctx_node_tls(driver.ctx, node))
+        self.tls = bool(_capi.redlock_ctx_node_tls(driver.ctx, node))
         self.replied = False  # the node sent bytes (over TLS: it accepted the session)
         self.run: Optional[_Run] = None  # the operation it serves, if any
         self.transport: Optional[asyncio.Transport] = None
@@ -47,7 +50,7 @@ class _Conn(asyncio.BufferedProtocol):
         if self.freed:
             transport.close()
             return
-        capi.redlock_conn_connected(self.conn, _now())
+        _capi.redlock_conn_connected(self.conn, _now())
         self.event()
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -110,6 +113,95 @@ class _Conn(asyncio.BufferedProtocol):
             self.transport.write(out)
             _wrote(self.conn, len(out))
 
+    def shut(self) -> None:
+        """Closes the socket (the driver freed the connection)."""
+        if self.transport is not None:
+            self.transport.close()
+
+
+class _RawConn(_Conn):
+    """A connection without TLS: a non-blocking socket of its own (its
+    transport) watched by the loop, whose bytes the C library reads and
+    writes in one call each way (redlock_py_conn_read, _send), with no
+    Python object per read or write. Otherwise a _Conn."""
+
+    def __init__(self, driver: _Driver, node: int, conn: Any) -> None:
+        super().__init__(driver, node, conn)
+        self.fd = -1
+        self.writing = False  # waits for the socket to take the rest
+
+    def made(self, sock: socket.socket) -> None:
+        """Connected: the loop watches the socket from here on."""
+        if self.freed:
+            sock.close()
+            return
+        self.transport = sock  # type: ignore[assignment]
+        self.fd = sock.fileno()
+        self.driver.loop.add_reader(self.fd, self.readable)
+        _capi.redlock_conn_connected(self.conn, _now())
+        self.event()
+
+    def readable(self) -> None:
+        if self.freed:
+            return
+        now = _now()
+        got = _conn_read(self.conn, self.fd, now)
+        if got == _READ:
+            run = self.run
+            if run is not None and run.waiting is not None:
+                # Most replies change nothing the run waits for (a vote
+                # before the quorum): the engine says so in one call.
+                if _op_react(run.op, self.conn, now, run.waiting):
+                    run.step()
+                return
+            self.flush()
+            if run is not None:
+                run.step()
+        elif got == _BROKEN:
+            run = self.run
+            self.driver.close(self, None)
+            if run is not None:
+                run.step()
+        elif got != _NOTHING:
+            self.lost(None if got == _EOF else OSError(-got, os.strerror(-got)))
+
+    def flush(self) -> None:
+        if self.freed or self.transport is None or self.writing:
+            return
+        sent = _conn_send(self.conn, self.fd)
+        if sent == 1:
+            self.writing = True
+            self.driver.loop.add_writer(self.fd, self.writable)
+        elif sent < 0:
+            # As a transport does: the loss is told from the loop, not
+            # from within the step that wrote.
+            self.driver.loop.call_soon(self.lost, OSError(-sent, os.strerror(-sent)))
+
+    def writable(self) -> None:
+        sent = _conn_send(self.conn, self.fd) if not self.freed else 0
+        if sent != 1:
+            self.writing = False
+            self.driver.loop.remove_writer(self.fd)
+        if sent < 0:
+            self.lost(OSError(-sent, os.strerror(-sent)))
+
+    def lost(self, exc: Optional[Exception]) -> None:
+        """The socket failed or the node closed it (exc None)."""
+        if self.transport is None:
+            return
+        self.shut()
+        self.connection_lost(exc)
+
+    def shut(self) -> None:
+        sock, self.transport = self.transport, None
+        if sock is not None:
+            loop = self.driver.loop
+            loop.remove_reader(self.fd)
+            if self.writing:
+                self.writing = False
+                loop.remove_writer(self.fd)
+            sock.close()
+
 
 class _Run:
     """One engine operation driven to its end by the loop's callbacks. The
@@ -165,11 +257,7 @@ class _Run:
             what, at = _op_drive(op, now)
         if what & _WRITE:
             for conn in self.conns.values():
-                if conn.transport is not None and not conn.freed:
-                    out = _output(conn.conn)
-                    if out:
-                        conn.transport.write(out)
-                        _wrote(conn.conn, len(out))
+                conn.flush()
         if what & _AWAITS and self.may_wait:
             self.may_wait = False
             self.driver.wakes.add(self)
@@ -199,7 +287,7 @@ class _Run:
     def woken(self) -> None:
         """A release of its keys: the pause ends, and a new attempt starts."""
         if self.op is not None:
-            capi.redlock_op_wake(self.op, _now())
+            _capi.redlock_op_wake(self.op, _now())
             self.step()
 
     def _finish(self, now: int) -> None:
@@ -209,20 +297,20 @@ class _Run:
         op, self.op = self.op, None
         if self.wait_id:
             self.driver.wakes.remove(self, op)
-        status = capi.redlock_op_status(op)
-        message = capi.redlock_op_message(op)
-        handle = capi.redlock_op_take_handle(op)
-        answer = tuple(capi.redlock_op_answer(op)) if self.query else None
+        status = _capi.redlock_op_status(op)
+        message = _capi.redlock_op_message(op)
+        handle = _capi.redlock_op_take_handle(op)
+        answer = tuple(_capi.redlock_op_answer(op)) if self.query else None
         while True:
-            c = capi.redlock_op_take_conn(op)
+            c = _capi.redlock_op_take_conn(op)
             if c is None:
                 break
-            self.driver.give_back(capi.redlock_conn_node(c), c)
+            self.driver.give_back(_capi.redlock_conn_node(c), c)
         if self.before_free is not None:
             self.before_free(op)
-        capi.redlock_op_free(op)
+        _capi.redlock_op_free(op)
         if self.handle is not None:
-            capi.redlock_handle_free(self.handle)
+            _capi.redlock_handle_free(self.handle)
             self.handle = None
         self.conns.clear()
         self.driver.runs.discard(self)
@@ -243,8 +331,8 @@ class _Driver:
     def __init__(self, ctx: Any, loop: asyncio.AbstractEventLoop) -> None:
         self.ctx = ctx
         self.loop = loop
-        self.n_nodes = capi.redlock_ctx_node_count(ctx)
-        self.pool_size = int(capi.redlock_ctx_get_option(ctx, "pool_size"))
+        self.n_nodes = _capi.redlock_ctx_node_count(ctx)
+        self.pool_size = int(_capi.redlock_ctx_get_option(ctx, "pool_size"))
         self.idle: List[List[_Conn]] = [[] for _ in range(self.n_nodes)]
         self.by_ptr: Dict[int, _Conn] = {}
         self.runs: Set[_Run] = set()
@@ -295,7 +383,7 @@ class _Driver:
             elif cancellable:
                 run.abandoned = True
                 if run.op is not None:
-                    capi.redlock_op_cancel(run.op, _now())
+                    _capi.redlock_op_cancel(run.op, _now())
                     run.step()
             raise
 
@@ -303,12 +391,12 @@ class _Driver:
         """Gives run's operation a connection to node: an idle one, or a new
         one unless the engine says none may be made now (it then fails the
         node itself)."""
-        fresh = capi.redlock_op_wants_fresh(run.op, node)
+        fresh = _capi.redlock_op_wants_fresh(run.op, node)
         conn = None if fresh else self._take_idle(run.op, node)
         if conn is not None:
-            capi.redlock_op_attach(run.op, node, conn.conn, now)
+            _capi.redlock_op_attach(run.op, node, conn.conn, now)
         else:
-            c = capi.redlock_op_connect(run.op, node, now)
+            c = _capi.redlock_op_connect(run.op, node, now)
             if c is None:
                 return
             conn = self._connect(node, c)
@@ -321,21 +409,67 @@ class _Driver:
         pool = self.idle[node]
         for i in range(len(pool) - 1, -1, -1):
             conn = pool[i]
-            if conn.freed or capi.redlock_conn_broken(conn.conn):
+            if conn.freed or _capi.redlock_conn_broken(conn.conn):
                 del pool[i]
-            elif not capi.redlock_conn_poolable(conn.conn):
+            elif not _capi.redlock_conn_poolable(conn.conn):
                 del pool[i]
                 self.close(conn, "the node's master moved")   # a Sentinel node's
-            elif capi.redlock_op_fits(op, node, conn.conn):
+            elif _capi.redlock_op_fits(op, node, conn.conn):
                 del pool[i]
                 return conn
         return None
 
     def _connect(self, node: int, c: Any) -> _Conn:
-        conn = _Conn(self, node, c)
-        self.by_ptr[int(conn.conn)] = conn
-        conn.connecting = self.open(node, conn, c)
-        return conn
+        if _capi.redlock_ctx_node_tls(self.ctx, node):
+            conn = _Conn(self, node, c)
+            self.by_ptr[int(conn.conn)] = conn
+            conn.connecting = self.open(node, conn, c)
+            return conn
+        raw = _RawConn(self, node, c)
+        self.by_ptr[int(raw.conn)] = raw
+        raw.connecting = self._watch(raw, self._open_raw(raw, c))
+        return raw
+
+    async def _open_raw(self, conn: _RawConn, c: Any) -> None:
+        """Connects conn's socket to where c goes (a node's address, over TCP
+        or a unix socket), as the loop's own connections do."""
+        host = _capi.redlock_conn_host(c)
+        if host is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.setblocking(False)
+                await self.loop.sock_connect(sock, _capi.redlock_ctx_node_path(self.ctx,
+                                                                                conn.node))
+            except BaseException:
+                sock.close()
+                raise
+            conn.made(sock)
+            return
+        port = _capi.redlock_conn_port(c)
+        try:  # a numeric address needs no lookup
+            found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_NUMERICHOST)
+        except socket.gaierror:
+            found = await self.loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        failures: List[OSError] = []
+        for family, kind, proto, _, address in found:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                await self.loop.sock_connect(sock, address)
+            except OSError as failure:
+                sock.close()
+                failures.append(failure)
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            conn.made(sock)
+            return
+        if len(failures) == 1:
+            raise failures[0]
+        raise OSError(f"Multiple exceptions: {', '.join(map(str, failures))}")
 
     def open(self, node: int, protocol: Any, c: Any = None) -> asyncio.Task[Any]:
         """Connects protocol to node (over TLS for a rediss:// node: the
@@ -344,17 +478,22 @@ class _Driver:
         With the engine's connection c, to where it goes (for a Sentinel
         node, its master or a sentinel); without, to the node's server now."""
         if c is not None:
-            host = capi.redlock_conn_host(c)
-            where = (host, capi.redlock_conn_port(c), capi.redlock_conn_server_name(c))
+            host = _capi.redlock_conn_host(c)
+            where = (host, _capi.redlock_conn_port(c), _capi.redlock_conn_server_name(c))
         else:
-            host = capi.redlock_ctx_node_host(self.ctx, node)
-            where = (host, capi.redlock_ctx_node_port(self.ctx, node),
-                     capi.redlock_ctx_node_server_name(self.ctx, node))
+            host = _capi.redlock_ctx_node_host(self.ctx, node)
+            where = (host, _capi.redlock_ctx_node_port(self.ctx, node),
+                     _capi.redlock_ctx_node_server_name(self.ctx, node))
         if host is not None:
             coro = self._connect_tcp(protocol, node, *where)
         else:
             coro = self.loop.create_unix_connection(lambda: protocol,
-                                                    capi.redlock_ctx_node_path(self.ctx, node))
+                                                    _capi.redlock_ctx_node_path(self.ctx, node))
+        return self._watch(protocol, coro)
+
+    def _watch(self, protocol: Any, coro: Any) -> asyncio.Task[Any]:
+        """The task that connects protocol: when it fails,
+        protocol.ended(why, tls)."""
         task = self.loop.create_task(coro)
 
         def connected(task: asyncio.Task[Any]) -> None:
@@ -367,7 +506,7 @@ class _Driver:
 
     async def _connect_tcp(self, protocol: Any, node: int, host: str, port: int,
                            server_name: Optional[str]) -> Any:
-        if not capi.redlock_ctx_node_tls(self.ctx, node):
+        if not _capi.redlock_ctx_node_tls(self.ctx, node):
             return await self.loop.create_connection(lambda: protocol, host, port)
         return await self.loop.create_connection(
             lambda: protocol, host, port, ssl=self._tls_context(), server_hostname=server_name)
@@ -390,7 +529,7 @@ class _Driver:
             return
         conn.run = None
         pool = self.idle[node]
-        if (not self.closed and capi.redlock_conn_poolable(c) and conn.transport is not None
+        if (not self.closed and _capi.redlock_conn_poolable(c) and conn.transport is not None
                 and len(pool) < self.pool_size):
             pool.append(conn)
         else:
@@ -404,18 +543,17 @@ class _Driver:
         if conn.freed:
             return
         if why is not None:
-            (capi.redlock_conn_tls_failed if tls else capi.redlock_conn_lost)(conn.conn, why,
+            (_capi.redlock_conn_tls_failed if tls else _capi.redlock_conn_lost)(conn.conn, why,
                                                                               _now())
             # What it still owed may be releases owed now: delivered in time.
             self.after_run()
-        if capi.redlock_conn_held(conn.conn):
+        if _capi.redlock_conn_held(conn.conn):
             return
         conn.run = None
         conn.freed = True
         self.by_ptr.pop(int(conn.conn), None)
-        capi.redlock_conn_free(conn.conn)
-        if conn.transport is not None:
-            conn.transport.close()
+        _capi.redlock_conn_free(conn.conn)
+        conn.shut()
         if conn.connecting is not None:
             conn.connecting.cancel()
 
@@ -427,7 +565,7 @@ class _Driver:
         if self.closed or self.delivering:
             return
         now = _now()
-        at = capi.redlock_ctx_owed_at(self.ctx, now)
+        at = _capi.redlock_ctx_owed_at(self.ctx, now)
         if at >= _NEVER or (self.deliver_timer is not None and self.deliver_at <= at):
             return
         if self.deliver_timer is not None:
@@ -438,11 +576,11 @@ class _Driver:
     def _deliver(self) -> None:
         self.deliver_timer = None
         now = _now()
-        if self.closed or capi.redlock_ctx_owed_at(self.ctx, now) > now:
+        if self.closed or _capi.redlock_ctx_owed_at(self.ctx, now) > now:
             self.after_run()
             return
         self.delivering = True
-        task = self.loop.create_task(self.run(capi.redlock_op_deliver(self.ctx, now)))
+        task = self.loop.create_task(self.run(_capi.redlock_op_deliver(self.ctx, now)))
         self.background.add(task)
 
         def done(t: asyncio.Task[Any]) -> None:
@@ -456,12 +594,12 @@ class _Driver:
         """Unlocks a handle nobody will use (a cancelled acquire's), then
         frees it."""
         if self.closed:
-            capi.redlock_handle_free(handle)
+            _capi.redlock_handle_free(handle)
             return
         try:
-            op = capi.redlock_op_unlock(handle, _now())
+            op = _capi.redlock_op_unlock(handle, _now())
         except LockError:
-            capi.redlock_handle_free(handle)
+            _capi.redlock_handle_free(handle)
             return
 
         async def release() -> None:

@@ -9,7 +9,7 @@ import asyncio
 import heapq
 from typing import Any, Callable, List, Optional, Protocol, Set, Tuple
 
-from . import capi
+from . import _capi, capi
 from ._aio_base import _NEVER, _now
 from .errors import LockError, error_for
 
@@ -51,7 +51,7 @@ class _Keeper:
         self.error: Optional[LockError] = None
         # Its result: the error when lost, None when stopped first.
         self.ended: asyncio.Future[Optional[LockError]] = driver.loop.create_future()
-        self.keep: Any = capi.redlock_keep_new(handle, _now())
+        self.keep: Any = _capi.redlock_keep_new(handle, _now())
         self.extending = False   # in a renewal under way
         self.stopped = False
         self.due = 0             # the number of its live entry in the renewer's heap
@@ -71,7 +71,7 @@ class _Keeper:
 
     def _free(self) -> None:
         if self.keep is not None:
-            capi.redlock_keep_free(self.keep)
+            _capi.redlock_keep_free(self.keep)
             self.keep = None
         if not self.idle.done():
             self.idle.set_result(None)
@@ -127,20 +127,20 @@ class _Renewer:
             if keeper.due != seq or keeper.keep is None or keeper.stopped \
                     or keeper.error is not None:
                 continue  # looked at since, or no more kept
-            what, next_at = capi.redlock_keep_next(keeper.keep, now)
+            what, next_at = _capi.redlock_keep_next(keeper.keep, now)
             if what == capi.REDLOCK_KEEP_LOST:
-                keeper._lose(error_for(capi.redlock_keep_status(keeper.keep),
-                                       capi.redlock_keep_message(keeper.keep)))
+                keeper._lose(error_for(_capi.redlock_keep_status(keeper.keep),
+                                       _capi.redlock_keep_message(keeper.keep)))
                 if not keeper.extending:
                     keeper._free()
                 continue
             if what == capi.REDLOCK_KEEP_EXTEND:
                 if renewal is None:
-                    renewal = capi.redlock_renewal_new()
-                if capi.redlock_renewal_add(renewal, keeper.keep) == capi.REDLOCK_RENEWAL_FULL:
+                    renewal = _capi.redlock_renewal_new()
+                if _capi.redlock_renewal_add(renewal, keeper.keep) == capi.REDLOCK_RENEWAL_FULL:
                     self._start(renewal, batch, now)
-                    renewal, batch = capi.redlock_renewal_new(), []
-                    capi.redlock_renewal_add(renewal, keeper.keep)
+                    renewal, batch = _capi.redlock_renewal_new(), []
+                    _capi.redlock_renewal_add(renewal, keeper.keep)
                 batch.append(keeper)
                 keeper.extending = True
             # Extending, it is looked at again when validity runs out.
@@ -161,11 +161,11 @@ class _Renewer:
             self.waiting.append((renewal, batch))
             return
         try:
-            op = capi.redlock_renewal_start(renewal, now)
+            op = _capi.redlock_renewal_start(renewal, now)
         except LockError:
             op = None  # each keep was told already
         if op is None:
-            capi.redlock_renewal_free(renewal)
+            _capi.redlock_renewal_free(renewal)
             self._ended(batch)
             return
         task = self.driver.loop.create_task(self._run(renewal, op, batch))
@@ -180,11 +180,11 @@ class _Renewer:
 
     async def _run(self, renewal: Any, op: Any, batch: List[_Keeper]) -> None:
         def tell(done_op: Any) -> None:
-            capi.redlock_renewal_ended(renewal, done_op, _now())
+            _capi.redlock_renewal_ended(renewal, done_op, _now())
         try:
             await self.driver.run(op, before_free=tell)
         finally:
-            capi.redlock_renewal_free(renewal)
+            _capi.redlock_renewal_free(renewal)
             self._ended(batch)
 
     def _ended(self, batch: List[_Keeper]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ssl
 from typing import Any, Tuple
 
-from . import capi
+from . import _capi, capi
 
 
 class _TLSFailure(Exception):
@@ -18,15 +18,15 @@ def _tls_context(ctx: Any) -> ssl.SSLContext:
     """An SSLContext with the settings the C library's own TLS takes from
     the tls_* options (redlock_ctx_tls_*): they are the library's, only
     applied here to Python's ssl."""
-    if capi.redlock_ctx_tls_check(ctx) != capi.REDLOCK_OK:
-        raise _TLSFailure(capi.redlock_errmsg())
+    if _capi.redlock_ctx_tls_check(ctx) != capi.REDLOCK_OK:
+        raise _TLSFailure(_capi.redlock_errmsg())
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.minimum_version = ssl.TLSVersion(capi.redlock_ctx_tls_min_version(ctx))
-    ca_file, ca_dir = capi.redlock_ctx_tls_ca_file(ctx), capi.redlock_ctx_tls_ca_dir(ctx)
-    cert, key = capi.redlock_ctx_tls_cert_file(ctx), capi.redlock_ctx_tls_key_file(ctx)
+    context.minimum_version = ssl.TLSVersion(_capi.redlock_ctx_tls_min_version(ctx))
+    ca_file, ca_dir = _capi.redlock_ctx_tls_ca_file(ctx), _capi.redlock_ctx_tls_ca_dir(ctx)
+    cert, key = _capi.redlock_ctx_tls_cert_file(ctx), _capi.redlock_ctx_tls_key_file(ctx)
     what = ""
     try:
-        if not capi.redlock_ctx_tls_verify(ctx):
+        if not _capi.redlock_ctx_tls_verify(ctx):
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
         elif ca_file or ca_dir:

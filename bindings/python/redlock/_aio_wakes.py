@@ -39,7 +39,7 @@ class _Sub(asyncio.Protocol):
     def __init__(self, wakes: _Wakes, node: int) -> None:
         self.wakes = wakes
         self.node = node
-        self.sub = capi.redlock_sub_new(wakes.driver.ctx, node)
+        self.sub = _capi.redlock_sub_new(wakes.driver.ctx, node)
         self.transport: Optional[asyncio.Transport] = None
         self.connecting: Optional[asyncio.Task[Any]] = None
         self.closed = False
@@ -60,9 +60,9 @@ class _Sub(asyncio.Protocol):
             event = _capi.redlock_sub_next(sub)
             if event == 0:
                 break
-            broken = event < 0 or capi.redlock_waiters_event(
-                waiters, self.node, event, capi.redlock_sub_channel(sub),
-                capi.redlock_sub_text(sub)) != 0
+            broken = event < 0 or _capi.redlock_waiters_event(
+                waiters, self.node, event, _capi.redlock_sub_channel(sub),
+                _capi.redlock_sub_text(sub)) != 0
         self.wakes.wake_woken()
         if broken:
             self.ended("broken or refused")
@@ -89,7 +89,7 @@ class _Sub(asyncio.Protocol):
             self.transport.close()
         if self.connecting is not None:
             self.connecting.cancel()
-        capi.redlock_sub_free(self.sub)
+        _capi.redlock_sub_free(self.sub)
 
 
 class _Wakes:
@@ -101,7 +101,7 @@ class _Wakes:
 
     def __init__(self, driver: _Opener) -> None:
         self.driver = driver
-        self.waiters = capi.redlock_waiters_new(driver.ctx)
+        self.waiters = _capi.redlock_waiters_new(driver.ctx)
         self.runs: Dict[int, _Waiting] = {}
         self.last_id = 0
         self.subs: List[Optional[_Sub]] = [None] * driver.n_nodes
@@ -114,7 +114,7 @@ class _Wakes:
         if self.closed:
             return
         self.last_id += 1
-        if capi.redlock_waiters_add(self.waiters, self.last_id, run.op) == capi.REDLOCK_OK:
+        if _capi.redlock_waiters_add(self.waiters, self.last_id, run.op) == capi.REDLOCK_OK:
             run.wait_id = self.last_id
             self.runs[run.wait_id] = run
             self.tend()
@@ -122,7 +122,7 @@ class _Wakes:
     def remove(self, run: _Waiting, op: Any) -> None:
         """Ends the registration of a run whose op is done (its message
         says so if a node refused the subscription)."""
-        capi.redlock_waiters_remove(self.waiters, run.wait_id, op, _now())
+        _capi.redlock_waiters_remove(self.waiters, run.wait_id, op, _now())
         del self.runs[run.wait_id]
         run.wait_id = 0
         self.tend()
@@ -140,7 +140,7 @@ class _Wakes:
         """A subscriber connection failed (or the node refused it)."""
         self.subs[sub.node] = None
         sub.close()
-        capi.redlock_waiters_closed(self.waiters, sub.node, 1, _now())
+        _capi.redlock_waiters_closed(self.waiters, sub.node, 1, _now())
         self.tend()
 
     def tend(self) -> None:
@@ -150,7 +150,7 @@ class _Wakes:
         if self.closed:
             return
         now = _now()
-        idle_at = capi.redlock_waiters_idle_at(self.waiters)
+        idle_at = _capi.redlock_waiters_idle_at(self.waiters)
         if now >= idle_at:
             self._close_subs(now)
             return
@@ -159,14 +159,14 @@ class _Wakes:
             if sub is None:
                 if idle_at < _NEVER:
                     continue  # nobody waits: none is made
-                at = capi.redlock_waiters_connect_at(self.waiters, node)
+                at = _capi.redlock_waiters_connect_at(self.waiters, node)
                 if now >= at:
                     sub = self.subs[node] = _Sub(self, node)
                     sub.connecting = self.driver.open(node, sub)
                 else:
                     next_at = min(next_at, at)
             elif sub.transport is not None:
-                capi.redlock_waiters_match(self.waiters, node, sub.sub)
+                _capi.redlock_waiters_match(self.waiters, node, sub.sub)
                 sub.flush()
         if self.timer is not None:
             self.timer.cancel()
@@ -178,7 +178,7 @@ class _Wakes:
             if sub is not None:
                 self.subs[node] = None
                 sub.close()
-                capi.redlock_waiters_closed(self.waiters, node, 0, now)
+                _capi.redlock_waiters_closed(self.waiters, node, 0, now)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -188,4 +188,4 @@ class _Wakes:
         if not self.closed:
             self._close_subs(_now())
             self.closed = True
-            capi.redlock_waiters_free(self.waiters)
+            _capi.redlock_waiters_free(self.waiters)

@@ -58,7 +58,7 @@ from types import TracebackType
 from typing import (Any, AsyncContextManager, AsyncIterator, Callable, Dict, List, Optional,
                     Sequence, Set, Tuple, Type)
 
-from . import capi
+from . import _capi, capi
 from ._aio_base import _now
 from ._aio_driver import _Driver
 from ._aio_keeper import _Keeper
@@ -121,7 +121,7 @@ class Redlock(_ClientFront):
         # The state get_rlock() objects of one name share, while any is alive.
         self._rlocks: weakref.WeakValueDictionary[str, _Reentrant[Lock]] = \
             weakref.WeakValueDictionary()
-        self._finalizer = weakref.finalize(self, capi.redlock_ctx_free, ctx)
+        self._finalizer = weakref.finalize(self, _capi.redlock_ctx_free, ctx)
 
     def get_lock(self, name: str) -> Lock:
         """A lock on one resource (not acquired yet)."""
@@ -218,7 +218,7 @@ class Redlock(_ClientFront):
         """redlock.Redlock.ping on the loop: PING to every node at once, the
         number that answered and count; NoQuorum when fewer than a quorum."""
         driver = self._drive()
-        status, message, answer = await driver.run(capi.redlock_op_ping(driver.ctx, _now()),
+        status, message, answer = await driver.run(_capi.redlock_op_ping(driver.ctx, _now()),
                                                    query=True)
         _check_status(status, message)
         return int(answer[2])
@@ -319,13 +319,13 @@ class Lock(_LockFront):
                 renewal.add_done_callback(lambda _: driver.release_in_background(handle))
                 raise
         try:
-            op = capi.redlock_op_unlock(handle, _now())
+            op = _capi.redlock_op_unlock(handle, _now())
         except BaseException:
-            capi.redlock_handle_free(handle)
+            _capi.redlock_handle_free(handle)
             raise
         # The C library tells, once the release started, whether the keys
         # could have expired before it.
-        self._was_lost = self._was_lost or capi.redlock_handle_lost(handle) == 1
+        self._was_lost = self._was_lost or _capi.redlock_handle_lost(handle) == 1
         # Cancelled, the release goes on to its end all the same.
         status, message, _ = await driver.run(op, handle=handle)
         _check_status(status, message)
@@ -339,7 +339,7 @@ class Lock(_LockFront):
         self._client._check_open()
         if self._handle is None:
             raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
-        op = capi.redlock_op_extend(self._handle, lease_ms, _now())
+        op = _capi.redlock_op_extend(self._handle, lease_ms, _now())
         status, message, _ = await self._client._drive().run(op)
         _check_status(status, message)
         if self._keeper is not None:
@@ -350,7 +350,7 @@ class Lock(_LockFront):
         """Seconds of validity left; <= 0 when not held or lost."""
         if self._handle is None or self.lost:
             return 0.0
-        return capi.redlock_handle_validity_ms(self._handle) / 1000
+        return _capi.redlock_handle_validity_ms(self._handle) / 1000
 
     @property
     def lost(self) -> bool:
@@ -363,7 +363,7 @@ class Lock(_LockFront):
             return self._was_lost
         keeper = self._keeper
         return (keeper is not None and keeper.error is not None) \
-            or capi.redlock_handle_lost(handle) == 1
+            or _capi.redlock_handle_lost(handle) == 1
 
     def on_lost(self, callback: Callable[[Lock, LockError], Any]) -> None:
         """Calls ``callback(lock, error)`` on the loop when a kept
@@ -386,7 +386,7 @@ class Lock(_LockFront):
     @property
     def token(self) -> Optional[str]:
         """The random token of the current acquisition, None when released."""
-        return None if self._handle is None else capi.redlock_handle_token(self._handle)
+        return None if self._handle is None else _capi.redlock_handle_token(self._handle)
 
     async def locked(self) -> bool:
         """Whether the lock is held, by anyone: asks the nodes, as redis-py's
@@ -414,14 +414,14 @@ class Lock(_LockFront):
         answer = -2
         for name in self._names:
             locked, ttl_ms, _ = await self._inspect(name, False)
-            answer = capi.redlock_inspect_merge(answer, ttl_ms if locked else -2)
+            answer = _capi.redlock_inspect_merge(answer, ttl_ms if locked else -2)
         return answer
 
     async def _inspect(self, name: str, force: bool) -> Tuple[int, int, int]:
         """Asks the nodes about name, or forces it open: (locked, ttl_ms,
         deleted), as the engine's redlock_op_answer."""
         driver = self._client._drive()
-        make = capi.redlock_op_force_unlock if force else capi.redlock_op_inspect
+        make = _capi.redlock_op_force_unlock if force else _capi.redlock_op_inspect
         status, message, answer = await driver.run(make(driver.ctx, name, _now()), query=True)
         _check_status(status, message)
         locked, ttl_ms, deleted = answer
@@ -465,7 +465,7 @@ class Lock(_LockFront):
                 driver.release_in_background(old)
 
     def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
-        return capi.redlock_op_lock(driver.ctx, self._names, lease_ms, wait_ms, _now())
+        return _capi.redlock_op_lock(driver.ctx, self._names, lease_ms, wait_ms, _now())
 
     def _tell_lost(self, error: LockError) -> None:
         for exc in self._run_callbacks(error):
@@ -489,7 +489,7 @@ class _FairLock(Lock):
     _KIND = " (fair)"
 
     def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
-        return capi.redlock_op_lock_fair(driver.ctx, self._names[0], lease_ms, wait_ms, _now())
+        return _capi.redlock_op_lock_fair(driver.ctx, self._names[0], lease_ms, wait_ms, _now())
 
 
 class ReadWriteLock(_ReadWriteFront[Lock]):
@@ -515,7 +515,7 @@ class _ReadWriteHalf(Lock):
 
     def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
         held = self._pair._other(self._mode)._current_handle()
-        return capi.redlock_op_lock_rw(driver.ctx, self._names[0], self._mode, held, lease_ms,
+        return _capi.redlock_op_lock_rw(driver.ctx, self._names[0], self._mode, held, lease_ms,
                                        wait_ms, _now())
 
     def __repr__(self) -> str:
@@ -562,10 +562,10 @@ class Semaphore(_SemaphoreFront):
     async def available_permits(self) -> int:
         """How many permits could be taken now (redlock.Semaphore's)."""
         driver = self._client._drive()
-        op = capi.redlock_op_permits(driver.ctx, self._name, self._permits, _now())
+        op = _capi.redlock_op_permits(driver.ctx, self._name, self._permits, _now())
         available: List[int] = []
         status, message, _ = await driver.run(
-            op, before_free=lambda done: available.append(capi.redlock_op_available(done)))
+            op, before_free=lambda done: available.append(_capi.redlock_op_available(done)))
         _check_status(status, message)
         return available[0]
 
@@ -586,7 +586,7 @@ class Permit(_PermitFront, Lock):
         return self
 
     def _op(self, driver: _Driver, lease_ms: int, wait_ms: int) -> Any:
-        return capi.redlock_op_acquire_permit(driver.ctx, self._names[0],
+        return _capi.redlock_op_acquire_permit(driver.ctx, self._names[0],
                                               self._semaphore.permits, lease_ms, wait_ms, _now())
 
     async def _acquire(self, wait_ms: Optional[int], lease_ms: int, keep: bool) -> None:
