@@ -551,6 +551,26 @@ static int redlock_py_conn_send(redlock_conn *c, int fd)
 }
 %}
 
+/* redlock_py_op_conns(op) takes back an operation's connections at once
+ * (redlock_op_take_conn): a list of their addresses, as int() of each
+ * gives it. */
+%{
+static PyObject *redlock_py_op_conns(redlock_op *op)
+{
+  PyObject *addresses = PyList_New(0);
+  redlock_conn *c;
+
+  while (addresses != NULL && (c = redlock_op_take_conn(op)) != NULL) {
+    PyObject *address = PyLong_FromVoidPtr(c);
+    if (address == NULL || PyList_Append(addresses, address) != 0) {
+      Py_CLEAR(addresses);
+    }
+    Py_XDECREF(address);
+  }
+  return addresses;
+}
+%}
+
 %nothread;
 %include "redlock_engine.h"
 #define REDLOCK_PY_READ 0
@@ -559,4 +579,5 @@ static int redlock_py_conn_send(redlock_conn *c, int fd)
 #define REDLOCK_PY_EOF 3
 int redlock_py_conn_read(redlock_conn *c, int fd, int64_t now);
 int redlock_py_conn_send(redlock_conn *c, int fd);
+PyObject *redlock_py_op_conns(redlock_op *op);
 %clearnothread;

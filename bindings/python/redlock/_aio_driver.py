@@ -301,11 +301,8 @@ class _Run:
         message = _capi.redlock_op_message(op)
         handle = _capi.redlock_op_take_handle(op)
         answer = tuple(_capi.redlock_op_answer(op)) if self.query else None
-        while True:
-            c = _capi.redlock_op_take_conn(op)
-            if c is None:
-                break
-            self.driver.give_back(_capi.redlock_conn_node(c), c)
+        for address in _capi.redlock_py_op_conns(op):
+            self.driver.give_back(address)
         if self.before_free is not None:
             self.before_free(op)
         _capi.redlock_op_free(op)
@@ -523,14 +520,16 @@ class _Driver:
             raise _TLSFailure(self.tls_failure)
         return self.tls
 
-    def give_back(self, node: int, c: Any) -> None:
-        conn = self.by_ptr.get(int(c))
+    def give_back(self, address: int) -> None:
+        """Pools the connection at address (int() of the engine's pointer)
+        that an operation gave back, or closes it."""
+        conn = self.by_ptr.get(address)
         if conn is None:
             return
         conn.run = None
-        pool = self.idle[node]
-        if (not self.closed and _capi.redlock_conn_poolable(c) and conn.transport is not None
-                and len(pool) < self.pool_size):
+        pool = self.idle[conn.node]
+        if (not self.closed and _capi.redlock_conn_poolable(conn.conn)
+                and conn.transport is not None and len(pool) < self.pool_size):
             pool.append(conn)
         else:
             self.close(conn, "closed by the client")
