@@ -605,7 +605,8 @@ REDLOCK_API int redlock_ctx_set_log(redlock_ctx *ctx, redlock_log_fn fn, int min
  *
  * Why text rather than a count and getters: one call gives a consistent line
  * per node, any FFI can read it without new types, and a field added later
- * changes no function.
+ * changes no function. redlock_health_type and redlock_health_value (1.3)
+ * read a field of it back, decoded, with its type: no binding parses it.
  */
 REDLOCK_API int redlock_ctx_health(const redlock_ctx *ctx, char *buf, size_t buflen);
 
@@ -722,6 +723,104 @@ REDLOCK_API int redlock_lock_fair(redlock_handle **out, redlock_ctx *ctx, const 
 /* redlock_lock_fair on the client's thread, as redlock_lock_async. */
 REDLOCK_API int redlock_lock_fair_async(redlock_ctx *ctx, const char *resource, int64_t ttl_ms,
                                         int64_t wait_ms, redlock_done_fn done, void *data);
+
+/* ---- 1.3: what every binding checks and decodes, once ----
+ *
+ * The rules of arguments, the health of the nodes field by field, the
+ * options' table and lists of node URIs: a binding calls these instead of
+ * keeping a copy, so that every language checks, decodes and words them
+ * alike. Each is a pure function of its arguments (no I/O, no ctx), safe
+ * from any thread.
+ */
+
+/* The types of a value, which each binding maps to its own: a field of a
+ * node's health (redlock_health_type) and an option (redlock_option_type). */
+#define REDLOCK_TYPE_NONE 0   /* no value: None in Python, nil in Lua, empty in Java */
+#define REDLOCK_TYPE_TEXT 1   /* text */
+#define REDLOCK_TYPE_INT  2   /* a whole number, in decimal */
+#define REDLOCK_TYPE_REAL 3   /* a number in decimal, which may have a fraction */
+#define REDLOCK_TYPE_BOOL 4   /* an option that is 0 or 1 */
+
+/* The arguments redlock_arg_check knows, each with one rule. */
+#define REDLOCK_ARG_WAIT    1 /* a time to wait, in ms: finite, 0 or more */
+#define REDLOCK_ARG_LEASE   2 /* a lease, in ms: above 0, at most REDLOCK_MAX_TTL_MS */
+#define REDLOCK_ARG_PERMITS 3 /* a semaphore's permits: a whole number from 1 to
+                               * REDLOCK_MAX_PERMITS */
+
+/*
+ * Checks value, an argument of kind arg (REDLOCK_ARG_*) as a caller got it,
+ * and writes into *out (may be NULL) what the calls take: a time (a binding
+ * converts its own unit to milliseconds first, with any fraction) rounded
+ * to the microsecond, then up to a whole millisecond (a float of seconds
+ * times 1000 is off by a little: 1.1 s is 1100 ms, not 1101), and a wait
+ * beyond 2^62 ms as 2^62; the permits as they are. REDLOCK_EINVAL when value
+ * breaks the rule, with the rule's one message, which every binding shows as
+ * it is: "lease must be a time above 0 ms and at most 2147483647 ms, not
+ * -1000 ms", "wait must be a finite time of 0 ms or more, not NaN", "permits
+ * must be a whole number from 1 to 10000, not 0". what names the argument
+ * in it (NULL: "wait", "lease" or "permits"). redlock_lock and the other
+ * calls refuse a bad ttl_ms, wait_ms or permits with the same messages.
+ */
+REDLOCK_API int redlock_arg_check(int64_t *out, int arg, const char *what, double value);
+
+/* The fields of a line of redlock_ctx_health, in their order: the name of
+ * field index ("node", "state", ...), NULL past the last. Static. */
+REDLOCK_API const char *redlock_health_field(size_t index);
+
+/* How many nodes' lines text (from redlock_ctx_health) holds; 0 for NULL. */
+REDLOCK_API size_t redlock_health_nodes(const char *text);
+
+/*
+ * The type of field (a name of redlock_health_field) on the line of node
+ * index node (from 0) of text, from redlock_ctx_health: REDLOCK_TYPE_NONE
+ * where the node has no value (last_error "", rtt_ms -1, server "-"), else
+ * the field's own type, REDLOCK_TYPE_TEXT, REDLOCK_TYPE_INT or
+ * REDLOCK_TYPE_REAL. REDLOCK_EINVAL (the message says which) for a NULL
+ * text or field, an unknown field, or a node past the last.
+ */
+REDLOCK_API int redlock_health_type(const char *text, size_t node, const char *field);
+
+/*
+ * The value of field on node's line of text into buf (buflen bytes, NUL
+ * included), decoded (the percent-encoding undone): "" where its type is
+ * REDLOCK_TYPE_NONE; REDLOCK_HEALTH_LINE_MAX bytes are always enough.
+ * REDLOCK_EINVAL as redlock_health_type, and for a NULL buf or one too
+ * small (the message says how much is needed).
+ */
+REDLOCK_API int redlock_health_value(const char *text, size_t node, const char *field,
+                                     char *buf, size_t buflen);
+
+/* The options of redlock_ctx_set_option, in their order: how many, and the
+ * name of option index (NULL past the last). Static. */
+REDLOCK_API size_t redlock_option_count(void);
+REDLOCK_API const char *redlock_option_name(size_t index);
+
+/* The type of option name: REDLOCK_TYPE_INT, REDLOCK_TYPE_BOOL,
+ * REDLOCK_TYPE_REAL or REDLOCK_TYPE_TEXT; REDLOCK_EINVAL for NULL or an
+ * unknown name (the message lists the known ones). */
+REDLOCK_API int redlock_option_type(const char *name);
+
+/*
+ * The default of option name into buf (buflen bytes, NUL included), as the
+ * text redlock_ctx_set_option takes (the list above). watchdog_lease_ms's is
+ * its own: a ctx where it is not set uses max_lease_ms when that is less.
+ * REDLOCK_EINVAL for NULL or an unknown name, or a buf too small (the
+ * message says how much is needed).
+ */
+REDLOCK_API int redlock_option_default(const char *name, char *buf, size_t buflen);
+
+/* How many node URIs list holds, split as redlock_uri_list_next says: 0 for
+ * NULL, "" or only spaces, else one more than the commas that start a URI. */
+REDLOCK_API size_t redlock_uri_list_count(const char *list);
+
+/*
+ * URI index (from 0) of list into buf (buflen bytes, NUL included), without
+ * the spaces around it. REDLOCK_EINVAL when it is empty ("URI 1 of the list
+ * of nodes is empty": the rule of every binding and the tool), for a NULL
+ * list, an index past the last, or a buf too small (the message says how
+ * much is needed).
+ */
+REDLOCK_API int redlock_uri_list_item(const char *list, size_t index, char *buf, size_t buflen);
 
 #ifdef __cplusplus
 }

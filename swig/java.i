@@ -446,11 +446,40 @@ JNIEXPORT void JNICALL JNI_OnUnload(JavaVM *vm, void *reserved)
     redlock_java_native_client = NULL;
 }
 
-/* An option's value, or NULL with this thread's error set. */
+/* The calls that write text into a buffer, as text: the value, or NULL
+ * with this thread's error set (always REDLOCK_EINVAL). */
+static _Thread_local char redlock_java_text[4200];
+
 static const char *redlock_java_get_option(const redlock_ctx *ctx, const char *name)
 {
-    static _Thread_local char value[4200];
-    return redlock_ctx_get_option(ctx, name, value, sizeof value) == REDLOCK_OK ? value : NULL;
+    return redlock_ctx_get_option(ctx, name, redlock_java_text, sizeof redlock_java_text)
+        == REDLOCK_OK ? redlock_java_text : NULL;
+}
+
+static const char *redlock_java_health_value(const char *text, size_t node, const char *field)
+{
+    return redlock_health_value(text, node, field, redlock_java_text, sizeof redlock_java_text)
+        == REDLOCK_OK ? redlock_java_text : NULL;
+}
+
+static const char *redlock_java_option_default(const char *name)
+{
+    return redlock_option_default(name, redlock_java_text, sizeof redlock_java_text)
+        == REDLOCK_OK ? redlock_java_text : NULL;
+}
+
+static const char *redlock_java_uri_list_item(const char *list, size_t index)
+{
+    return redlock_uri_list_item(list, index, redlock_java_text, sizeof redlock_java_text)
+        == REDLOCK_OK ? redlock_java_text : NULL;
+}
+
+/* redlock_arg_check's value, or -1 (never a checked value) with this
+ * thread's error set (REDLOCK_EINVAL). */
+static int64_t redlock_java_arg_check(int arg, const char *what, double value)
+{
+    int64_t out = 0;
+    return redlock_arg_check(&out, arg, what, value) == REDLOCK_OK ? out : -1;
 }
 
 %}
@@ -469,7 +498,9 @@ static const char *redlock_java_get_option(const redlock_ctx *ctx, const char *n
 %typemap(javain) const char *UTF8 "$javainput.getBytes(java.nio.charset.StandardCharsets.UTF_8)"
 %typemap(in) const char *UTF8 "$1 = redlock_java_cstring(jenv, $input);"
 %typemap(freearg) const char *UTF8 "free($1);"
-%apply const char *UTF8 { const char *name, const char *value, const char *resource };
+%apply const char *UTF8 { const char *name, const char *value, const char *resource,
+                          const char *text, const char *field, const char *list,
+                          const char *what };
 
 /* ---- string arrays in: Java String[] -> UTF-8 array plus count ---- */
 %typemap(jni) (const char *const *STRINGS, size_t COUNT) "jobjectArray"
@@ -554,19 +585,24 @@ REDLOCK_INTERRUPTIBLE(redlock_lock_rw)
 REDLOCK_INTERRUPTIBLE(redlock_acquire_permit)
 REDLOCK_INTERRUPTIBLE(redlock_lock_fair)
 
-/* Options are read back through a wrapper that returns the text, as UTF-8
- * bytes made into a Java String (a key_prefix may hold any character, and
- * JNI's NewStringUTF takes modified UTF-8). An unknown name throws
- * InvalidArgumentException; the out code never returns early, so the
- * freearg code still frees the name. */
+/* Options, and the other calls that write text into a buffer (1.3: a
+ * health field, an option's default, a URI of a list), are read through
+ * wrappers that return the text, as UTF-8 bytes made into a Java String (a
+ * key_prefix may hold any character, and JNI's NewStringUTF takes modified
+ * UTF-8). A failure throws InvalidArgumentException; the out code never
+ * returns early, so the freearg code still frees the arguments. */
 %ignore redlock_ctx_get_option;
-%typemap(jni) const char *redlock_java_get_option "jbyteArray"
-%typemap(jtype) const char *redlock_java_get_option "byte[]"
-%typemap(jstype) const char *redlock_java_get_option "String"
-%typemap(javaout) const char *redlock_java_get_option {
+%ignore redlock_health_value;
+%ignore redlock_option_default;
+%ignore redlock_uri_list_item;
+%define REDLOCK_RETURNS_TEXT(FUNC)
+%typemap(jni) const char *FUNC "jbyteArray"
+%typemap(jtype) const char *FUNC "byte[]"
+%typemap(jstype) const char *FUNC "String"
+%typemap(javaout) const char *FUNC {
     return new String($jnicall, java.nio.charset.StandardCharsets.UTF_8);
   }
-%typemap(out) const char *redlock_java_get_option {
+%typemap(out) const char *FUNC {
     if ($1 == NULL) {
         redlock_java_throw(jenv, REDLOCK_EINVAL);
     } else {
@@ -576,7 +612,30 @@ REDLOCK_INTERRUPTIBLE(redlock_lock_fair)
             (*jenv)->SetByteArrayRegion(jenv, $result, 0, len, (const jbyte *)$1);
     }
 }
+%enddef
+REDLOCK_RETURNS_TEXT(redlock_java_get_option)
+REDLOCK_RETURNS_TEXT(redlock_java_health_value)
+REDLOCK_RETURNS_TEXT(redlock_java_option_default)
+REDLOCK_RETURNS_TEXT(redlock_java_uri_list_item)
 const char *redlock_java_get_option(const redlock_ctx *ctx, const char *name);
+const char *redlock_java_health_value(const char *text, size_t node, const char *field);
+const char *redlock_java_option_default(const char *name);
+const char *redlock_java_uri_list_item(const char *list, size_t index);
+
+/* A checked argument (redlock_arg_check) as a long; a type (REDLOCK_TYPE_*)
+ * as an int. A failure throws InvalidArgumentException. */
+%ignore redlock_arg_check;
+%typemap(out) int64_t redlock_java_arg_check {
+    if ($1 < 0)
+        redlock_java_throw(jenv, REDLOCK_EINVAL);
+    $result = (jlong)$1;
+}
+int64_t redlock_java_arg_check(int arg, const char *what, double value);
+%typemap(out) int redlock_health_type, int redlock_option_type {
+    if ($1 < 0)
+        redlock_java_throw(jenv, $1);
+    $result = (jint)$1;
+}
 
 REDLOCK_RETURNS_OUT(redlock_ctx_new, redlock_ctx)
 REDLOCK_RETURNS_OUT(redlock_lock, redlock_handle)

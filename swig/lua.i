@@ -74,7 +74,10 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
 }
 %typemap(out) int64_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 
-/* redlock_ctx_get_option returns the status, then the value (or nil). */
+/* redlock_ctx_get_option returns the status, then the value (or nil); so do
+ * the other calls that write text into a buffer (1.3: a health field, an
+ * option's default, a URI of a list). redlock_arg_check returns the status,
+ * then the checked value (0 on failure). */
 %typemap(in, numinputs=0) (char *buf, size_t buflen) (char temp[4200]) %{
   temp[0] = '\0';
   $1 = temp;
@@ -91,9 +94,11 @@ SWIGEXPORT int luaopen_redlock_core(lua_State *L);
 
 /* The 64-bit outputs (a time to live, a fence) are whole numbers: integers
  * in Lua 5.4 (LuaJIT's numbers hold them exactly below 2^53). */
-%typemap(in, numinputs=0) int64_t *ttl_ms (int64_t temp = 0), int64_t *fence (int64_t temp = 0)
+%typemap(in, numinputs=0) int64_t *ttl_ms (int64_t temp = 0), int64_t *fence (int64_t temp = 0),
+                          int64_t *out (int64_t temp = 0)
   %{ $1 = &temp; %}
-%typemap(argout) int64_t *ttl_ms, int64_t *fence %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
+%typemap(argout) int64_t *ttl_ms, int64_t *fence, int64_t *out
+  %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 #define REDLOCK_INT64_OUTPUTS
 
 /* A semaphore's permits: a whole number an int holds (the C library checks

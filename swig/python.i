@@ -173,12 +173,15 @@ void redlock_py_closing(redlock_ctx *ctx, int closing);
   $result = SWIG_Py_Void();
 }
 
-/* redlock_ctx_get_option returns the value as str. */
+/* redlock_ctx_get_option returns the value as str, and so do the other
+ * calls that write text into a buffer (1.3: a health field, an option's
+ * default, a URI of a list); redlock_arg_check the checked value. */
 %typemap(in, numinputs=0) (char *buf, size_t buflen) (char temp[4200]) %{
   $1 = temp;
   $2 = sizeof(temp);
 %}
-%typemap(out) int redlock_ctx_get_option {
+%typemap(out) int redlock_ctx_get_option, int redlock_health_value, int redlock_option_default,
+              int redlock_uri_list_item, int redlock_arg_check {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;
@@ -188,6 +191,15 @@ void redlock_py_closing(redlock_ctx *ctx, int closing);
 %typemap(argout) (char *buf, size_t buflen) %{
   $result = redlock_py_append($result, PyUnicode_DecodeUTF8($1, (Py_ssize_t)strlen($1), "replace"));
 %}
+
+/* A type (REDLOCK_TYPE_*) is returned as an int; a failure raises. */
+%typemap(out) int redlock_health_type, int redlock_option_type {
+  if ($1 < 0) {
+    redlock_py_raise($1);
+    SWIG_fail;
+  }
+  $result = PyLong_FromLong((long)$1);
+}
 
 /* Output parameters become the return value. */
 %typemap(in, numinputs=0) redlock_ctx **out (redlock_ctx *temp = NULL),

@@ -25,12 +25,12 @@
 
 /* The answers of the queries (redlock_inspect, redlock_inspect_multi,
  * redlock_force_unlock, and the engine's redlock_op_answer), the fence
- * (redlock_handle_fence) and the holds left (redlock_handle_leave) come
- * back as extra return values (a language file that defines
+ * (redlock_handle_fence), the holds left (redlock_handle_leave) and a
+ * checked argument (redlock_arg_check) come back as extra return values (a language file that defines
  * REDLOCK_INT64_OUTPUTS has its own typemaps for the 64-bit ones). */
 %apply int *OUTPUT { int *locked, int *deleted, int *answered, int *left };
 #ifndef REDLOCK_INT64_OUTPUTS
-%apply long long *OUTPUT { int64_t *ttl_ms, int64_t *fence };
+%apply long long *OUTPUT { int64_t *ttl_ms, int64_t *fence, int64_t *out };
 #endif
 
 /* A function pointer is no use to a script: each language file installs its

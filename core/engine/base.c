@@ -1,4 +1,5 @@
-/* base.c - the calling thread's failure message (see base.h). */
+/* base.c - the calling thread's failure message, and the helpers every file shares (see base.h). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -40,5 +41,27 @@ void rl_free_secret(char *s)
     if (s) {
         rl_wipe(s, strlen(s));
         free(s);
+    }
+}
+
+void rl_format_double(char *buf, size_t len, double v)
+{
+    if (isnan(v)) {
+        snprintf(buf, len, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, len, "%sinfinity", v < 0 ? "-" : "");
+        return;
+    }
+    /* A whole number as such: "-1000", not "-1e+03". */
+    if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) {
+        snprintf(buf, len, "%.0f", v);
+        return;
+    }
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return;
     }
 }

@@ -27,6 +27,9 @@ const char *rl_errmsg(void);
 void rl_wipe(void *p, size_t n);
 /* Wipes the string s holds (a password, AUTH's bytes) and frees it; NULL is fine. */
 void rl_free_secret(char *s);
+/* The shortest decimal text of v that reads back as v ("0.01", "-1000",
+ * "1e+20"); "NaN", "infinity" or "-infinity" for those. */
+void rl_format_double(char *buf, size_t len, double v);
 /* rl_escape_controls and rl_has_controls: control bytes escaped. */
 #include "escape.h"
 /* a + b and a - b held to int64_t's range: for numbers a node answered,

@@ -6,6 +6,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "check.h"
 #include "client.h"
 #include "log.h"
 #include "node.h"
@@ -209,11 +210,9 @@ int rl_handle_new(redlock_handle **out, rl_client *ctx, const char *const *names
  * it. */
 int rl_handle_check_lease(const rl_client *ctx, int64_t ttl_ms)
 {
-    if (ttl_ms <= 0)
-        return rl_fail(REDLOCK_EINVAL, "ttl_ms must be positive, got %lld", (long long)ttl_ms);
-    if (ttl_ms > REDLOCK_MAX_TTL_MS)
-        return rl_fail(REDLOCK_EINVAL, "ttl_ms must be at most %d, got %lld", REDLOCK_MAX_TTL_MS,
-                       (long long)ttl_ms);
+    int rc = rl_check_arg(NULL, REDLOCK_ARG_LEASE, NULL, (double)ttl_ms);
+    if (rc != REDLOCK_OK)
+        return rc;
     if (ttl_ms > ctx->opt.max_lease_ms)
         return rl_fail(REDLOCK_EINVAL,
                        "a lease of %lld ms is longer than max_lease_ms (%lld ms), the longest "

@@ -6,6 +6,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "check.h"
 #include "client.h"
 #include "log.h"
 #include "node.h"
@@ -77,9 +78,8 @@ static int lock_new(rl_op **out, rl_client *ctx, const char *const *names, size_
     int rc = rl_handle_check_lease(ctx, ttl_ms);
     if (rc != REDLOCK_OK)
         return rc;
-    if (wait_ms < 0)
-        return rl_fail(REDLOCK_EINVAL, "wait_ms must not be negative, got %lld",
-                       (long long)wait_ms);
+    if ((rc = rl_check_arg(NULL, REDLOCK_ARG_WAIT, NULL, (double)wait_ms)) != REDLOCK_OK)
+        return rc;
     if ((kind != RL_LOCK_PLAIN || n > 1) && (rc = scripts_enough(ctx, kind, permits)) != REDLOCK_OK)
         return rc;
     redlock_handle *h = NULL;
@@ -188,18 +188,10 @@ int rl_op_lock_fair(rl_op **out, rl_client *ctx, const char *name, int64_t ttl_m
     return lock_new(out, ctx, &name, 1, RL_LOCK_FAIR, "", 0, ttl_ms, wait_ms, now);
 }
 
-static int check_permits(const char *name, int permits)
-{
-    if (permits < 1 || permits > REDLOCK_MAX_PERMITS)
-        return rl_fail(REDLOCK_EINVAL, "semaphore '%.200s': permits must be from 1 to %d, "
-                       "got %d", name ? name : "", REDLOCK_MAX_PERMITS, permits);
-    return REDLOCK_OK;
-}
-
 int rl_op_acquire_permit(rl_op **out, rl_client *ctx, const char *name, int permits,
                          int64_t ttl_ms, int64_t wait_ms, int64_t now)
 {
-    int rc = check_permits(name, permits);
+    int rc = rl_check_arg(NULL, REDLOCK_ARG_PERMITS, NULL, permits);
     if (rc != REDLOCK_OK)
         return rc;
     return lock_new(out, ctx, &name, 1, RL_LOCK_PERMIT, "", permits, ttl_ms, wait_ms, now);
@@ -307,7 +299,7 @@ int rl_op_query(rl_op **out, rl_client *ctx, const char *name, bool force, int64
 
 int rl_op_permits(rl_op **out, rl_client *ctx, const char *name, int permits, int64_t now)
 {
-    int rc = check_permits(name, permits);
+    int rc = rl_check_arg(NULL, REDLOCK_ARG_PERMITS, NULL, permits);
     if (rc != REDLOCK_OK)
         return rc;
     return query_new(out, ctx, name, false, permits, now);

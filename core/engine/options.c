@@ -79,6 +79,19 @@ static int unknown(const char *name)
     return rl_fail(REDLOCK_EINVAL, "unknown option '%.64s' (known: %s)", name, known);
 }
 
+/* The option of name, or NULL with this thread's message set. */
+static const option *lookup(const char *name)
+{
+    if (!name) {
+        rl_fail(REDLOCK_EINVAL, "option name is NULL");
+        return NULL;
+    }
+    const option *opt = find(name);
+    if (!opt)
+        unknown(name);
+    return opt;
+}
+
 /* A whole decimal number in [min, max], nothing before or after it. */
 static int parse_int(const option *opt, const char *value, int64_t *out)
 {
@@ -172,11 +185,9 @@ int rl_options_set(rl_options *o, const char *name, const char *value)
 
 static int set(rl_options *o, const char *name, const char *value)
 {
-    if (!name)
-        return rl_fail(REDLOCK_EINVAL, "option name is NULL");
-    const option *opt = find(name);
+    const option *opt = lookup(name);
     if (!opt)
-        return unknown(name);
+        return REDLOCK_EINVAL;
     if (!value)
         return rl_fail(REDLOCK_EINVAL, "option %.64s: value is NULL", name);
     void *field = (char *)o + opt->offset;
@@ -234,13 +245,22 @@ bool rl_options_is_tls(const char *name)
     return name && strncmp(name, "tls_", 4) == 0;
 }
 
+/* Copies option name's text into buf, when it fits (NUL included). */
+static int copy_out(const char *name, const char *text, char *buf, size_t buflen)
+{
+    size_t need = strlen(text) + 1;
+    if (!buf || need > buflen)
+        return rl_fail(REDLOCK_EINVAL, "option %.64s: the buffer needs %zu bytes, not %zu", name,
+                       need, buflen);
+    memcpy(buf, text, need);
+    return REDLOCK_OK;
+}
+
 int rl_options_get(const rl_options *o, const char *name, char *buf, size_t buflen)
 {
-    if (!name)
-        return rl_fail(REDLOCK_EINVAL, "option name is NULL");
-    const option *opt = find(name);
+    const option *opt = lookup(name);
     if (!opt)
-        return unknown(name);
+        return REDLOCK_EINVAL;
     const void *field = (const char *)o + opt->offset;
     char number[32];
     const char *text = number;
@@ -253,21 +273,47 @@ int rl_options_get(const rl_options *o, const char *name, char *buf, size_t bufl
         /* The shortest text that reads back as the same number. */
         double v;
         __atomic_load((const double *)field, &v, __ATOMIC_RELAXED);
-        for (int digits = 1; digits <= 17; digits++) {
-            snprintf(number, sizeof number, "%.*g", digits, v);
-            if (strtod(number, NULL) == v)
-                break;
-        }
+        rl_format_double(number, sizeof number, v);
         break;
     }
     case STRING:
         text = *(char *const *)field;
         break;
     }
-    size_t need = strlen(text) + 1;
-    if (!buf || need > buflen)
-        return rl_fail(REDLOCK_EINVAL, "option %.64s: the buffer needs %zu bytes, not %zu", name,
-                       need, buflen);
-    memcpy(buf, text, need);
-    return REDLOCK_OK;
+    return copy_out(name, text, buf, buflen);
+}
+
+/* ---- The table through the ABI (redlock_option_*), for the bindings ---- */
+
+size_t redlock_option_count(void)
+{
+    return N_OPTIONS;
+}
+
+const char *redlock_option_name(size_t index)
+{
+    return index < N_OPTIONS ? table[index].info.name : NULL;
+}
+
+int redlock_option_type(const char *name)
+{
+    rl_clear_error();
+    const option *opt = lookup(name);
+    if (!opt)
+        return REDLOCK_EINVAL;
+    switch (opt->kind) {
+    case INT:      return REDLOCK_TYPE_INT;
+    case BOOL:     return REDLOCK_TYPE_BOOL;
+    case FRACTION: return REDLOCK_TYPE_REAL;
+    default:       return REDLOCK_TYPE_TEXT;
+    }
+}
+
+int redlock_option_default(const char *name, char *buf, size_t buflen)
+{
+    rl_clear_error();
+    const option *opt = lookup(name);
+    if (!opt)
+        return REDLOCK_EINVAL;
+    return copy_out(name, opt->info.def, buf, buflen);
 }

@@ -496,3 +496,56 @@ size_t redlock_uri_list_next(const char *list)
             return i;
     return strlen(list);
 }
+
+static bool blank(char c)
+{
+    return isspace((unsigned char)c) != 0;
+}
+
+/* Whether list holds no URI: nothing, or only spaces. */
+static bool list_empty(const char *list)
+{
+    while (blank(*list))
+        list++;
+    return *list == '\0';
+}
+
+size_t redlock_uri_list_count(const char *list)
+{
+    if (!list || list_empty(list))
+        return 0;
+    /* Each comma that starts a URI adds one. */
+    size_t n = 1;
+    for (const char *p = list + redlock_uri_list_next(list); *p;
+         p += 1 + redlock_uri_list_next(p + 1))
+        n++;
+    return n;
+}
+
+int redlock_uri_list_item(const char *list, size_t index, char *buf, size_t buflen)
+{
+    rl_clear_error();
+    if (!list)
+        return rl_fail(REDLOCK_EINVAL, "list is NULL");
+    size_t count = redlock_uri_list_count(list);
+    if (index >= count)
+        return rl_fail(REDLOCK_EINVAL, "the list of nodes has %zu URIs: there is no URI %zu",
+                       count, index + 1);
+    for (size_t i = 0; i < index; i++)
+        list += redlock_uri_list_next(list) + 1;
+    size_t len = redlock_uri_list_next(list);
+    while (len > 0 && blank(*list)) {
+        list++;
+        len--;
+    }
+    while (len > 0 && blank(list[len - 1]))
+        len--;
+    if (len == 0)
+        return rl_fail(REDLOCK_EINVAL, "URI %zu of the list of nodes is empty", index + 1);
+    if (!buf || len + 1 > buflen)
+        return rl_fail(REDLOCK_EINVAL, "URI %zu of the list of nodes: the buffer needs %zu "
+                       "bytes, not %zu", index + 1, len + 1, buflen);
+    memcpy(buf, list, len);
+    buf[len] = '\0';
+    return REDLOCK_OK;
+}

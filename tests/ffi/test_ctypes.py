@@ -124,3 +124,29 @@ def test_errors(lib):
     lib.redlock_handle_free(None)
     assert lib.redlock_handle_validity_ms(None) == 0
     assert lib.redlock_handle_token(None) is None
+
+
+def test_what_bindings_read_from_the_library(lib):
+    """1.3: a double in, an int64_t and texts out, through plain libffi."""
+    lib.redlock_arg_check.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
+                                      ctypes.c_char_p, ctypes.c_double]
+    lib.redlock_option_name.restype = ctypes.c_char_p
+    lib.redlock_option_name.argtypes = [ctypes.c_size_t]
+    lib.redlock_option_default.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.redlock_uri_list_count.restype = ctypes.c_size_t
+    lib.redlock_uri_list_item.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                          ctypes.c_size_t]
+    lease, lease_rule = 2, ctypes.c_int64(0)
+    assert lib.redlock_arg_check(ctypes.byref(lease_rule), lease, None, 1.1 * 1000) == OK
+    assert lease_rule.value == 1100
+    assert lib.redlock_arg_check(None, lease, b"lease", -1000.0) == EINVAL
+    assert lib.redlock_errmsg() == (b"lease must be a time above 0 ms and at most 2147483647 ms, "
+                                    b"not -1000 ms")
+    names = [lib.redlock_option_name(i) for i in range(lib.redlock_option_count())]
+    assert names[0] == b"node_timeout_ms" and lib.redlock_option_name(len(names)) is None
+    buf = ctypes.create_string_buffer(64)
+    assert lib.redlock_option_default(b"watchdog_lease_ms", buf, 64) == OK
+    assert buf.value == b"30000"
+    assert lib.redlock_uri_list_count(b" ,redis://a") == 2
+    assert lib.redlock_uri_list_item(b" ,redis://a", 0, buf, 64) == EINVAL
+    assert lib.redlock_errmsg() == b"URI 1 of the list of nodes is empty"
