@@ -192,6 +192,19 @@ void redlock_py_closing(redlock_ctx *ctx, int closing);
   $result = redlock_py_append($result, PyUnicode_DecodeUTF8($1, (Py_ssize_t)strlen($1), "replace"));
 %}
 
+/* The calls of 1.3 are quick and pure: they keep the GIL. */
+%nothread redlock_arg_check;
+%nothread redlock_health_field;
+%nothread redlock_health_nodes;
+%nothread redlock_health_type;
+%nothread redlock_health_value;
+%nothread redlock_option_count;
+%nothread redlock_option_name;
+%nothread redlock_option_type;
+%nothread redlock_option_default;
+%nothread redlock_uri_list_count;
+%nothread redlock_uri_list_item;
+
 /* A type (REDLOCK_TYPE_*) is returned as an int; a failure raises. */
 %typemap(out) int redlock_health_type, int redlock_option_type {
   if ($1 < 0) {

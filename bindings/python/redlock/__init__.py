@@ -20,7 +20,7 @@ redlock.capi; the classes here are the supported interface.
 """
 
 from . import capi
-from ._front import split_nodes
+from ._front import option_defaults, split_nodes
 from .client import DEFAULT_LEASE, Lock, Permit, ReadWriteLock, Redlock, RLock, Semaphore
 from .errors import (
     AuthError,
@@ -67,5 +67,6 @@ __all__ = [
     "TLSError",
     "Unsupported",
     "WrongTypeError",
+    "option_defaults",
     "split_nodes",
 ]

@@ -22,19 +22,27 @@ The rules (docs/locks.md; abi/redlock.h says them for C):
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections.abc import Iterable
 from numbers import Integral, Real
-from urllib.parse import unquote
 from typing import Any, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union
 
 from . import capi
 from .errors import InvalidArgument, LockError, LockNotHeld
 
+def option_defaults() -> Dict[str, str]:
+    """Every option of the library (docs/options.md) with its default, as
+    the text an option takes, in the library's order: read from the
+    library's table, as the clients' options are set."""
+    return {name: capi.redlock_option_default(name)
+            for name in map(capi.redlock_option_name, range(capi.redlock_option_count()))}
+
+
 #: The default of the option ``watchdog_lease_ms``, in seconds: the lease of
 #: a kept lock (one acquired without a lease), renewed every third of it.
-DEFAULT_LEASE = 30.0
+DEFAULT_LEASE = int(capi.redlock_option_default("watchdog_lease_ms")) / 1000
 
 # "As long as it takes": the C library saturates a wait this long.
 _FOREVER_MS = 2**62
@@ -42,23 +50,23 @@ _FOREVER_MS = 2**62
 OptionValue = Union[str, int, float]
 
 
-def _millis(seconds: Any, what: str) -> int:
+def _millis(seconds: Any, what: str, arg: int = capi.REDLOCK_ARG_WAIT) -> int:
+    """A time in seconds as the whole milliseconds the calls take, checked
+    by the library's rule for arg (a wait, or a lease): InvalidArgument (a
+    ValueError) with the rule's message, the same in every language."""
     kind = type(seconds)
     # int and float skip the abstract-class check, which costs more than the rest.
     if kind is not int and kind is not float and (kind is bool or not isinstance(seconds, Real)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
-    value = float(seconds)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} must be a finite number of seconds >= 0, not {seconds!r}")
-    return math.ceil(value * 1000)
+    try:
+        ms = float(seconds) * 1000
+    except OverflowError:   # an int beyond any float
+        ms = math.inf if seconds > 0 else -math.inf
+    return capi.redlock_arg_check(arg, what, ms)
 
 
 def _lease_ms(lease: Any) -> int:
-    ms = _millis(lease, "lease")
-    if ms == 0 or ms > capi.REDLOCK_MAX_TTL_MS:
-        raise ValueError(f"lease must be above 0 and at most {capi.REDLOCK_MAX_TTL_MS / 1000} "
-                         f"seconds, not {lease!r}")
-    return ms
+    return _millis(lease, "lease", capi.REDLOCK_ARG_LEASE)
 
 
 def _wait_ms(wait: Optional[float]) -> Optional[int]:
@@ -143,30 +151,31 @@ def _log_events(ctx: Any) -> None:
         capi.redlock_py_set_log(ctx, level)
 
 
-_HEALTH_NUMBERS = ("for_ms", "retry_in_ms", "guard_ms", "commands", "failures", "timeouts")
+#: The fields of a node's health, in their order, and how each type of the
+#: library's (redlock_health_type) becomes Python's.
+_HEALTH_FIELDS = tuple(itertools.takewhile(lambda field: field is not None,
+                                           map(capi.redlock_health_field, itertools.count())))
+_HEALTH_TYPES = {capi.REDLOCK_TYPE_TEXT: str, capi.REDLOCK_TYPE_INT: int,
+                 capi.REDLOCK_TYPE_REAL: float}
+
+
+def _health_value(text: str, node: int, field: str) -> Any:
+    """One field of a node's health, as the library types it: None where
+    the node has no value."""
+    kind = capi.redlock_health_type(text, node, field)
+    if kind == capi.REDLOCK_TYPE_NONE:
+        return None
+    return _HEALTH_TYPES[kind](capi.redlock_health_value(text, node, field))
 
 
 def _health(ctx: Any) -> List[Dict[str, Any]]:
-    """redlock_ctx_health's lines, one dict per node (docs/logging.md):
-    node, state, last_error (None for none), rtt_ms (None before
-    any reply), the counters and times as ints, run_id and version."""
+    """redlock_ctx_health's lines, one dict per node (docs/logging.md), read
+    field by field through the library, which decodes and types them."""
     text = capi.redlock_swig_health(ctx)
     if text is None:
         raise MemoryError("redlock_ctx_health")
-    nodes = []
-    for line in text.splitlines():
-        node: Dict[str, Any] = {}
-        for field in line.split(" "):
-            key, _, value = field.partition("=")
-            node[key] = unquote(value)
-        for key in _HEALTH_NUMBERS:
-            node[key] = int(node[key])
-        rtt = float(node["rtt_ms"])
-        node["rtt_ms"] = None if rtt < 0 else rtt
-        node["last_error"] = node["last_error"] or None
-        node["server"] = None if node.get("server", "-") == "-" else node["server"]
-        nodes.append(node)
-    return nodes
+    return [{field: _health_value(text, node, field) for field in _HEALTH_FIELDS}
+            for node in range(capi.redlock_health_nodes(text))]
 
 
 def _check_name(name: Any) -> str:
@@ -176,28 +185,24 @@ def _check_name(name: Any) -> str:
 
 
 def _check_permits(permits: Any) -> int:
-    """A semaphore's number of permits, checked: an int from 1 to
-    REDLOCK_MAX_PERMITS (not a bool)."""
-    if isinstance(permits, bool) or not isinstance(permits, Integral) \
-            or not 1 <= permits <= capi.REDLOCK_MAX_PERMITS:
-        raise InvalidArgument(capi.REDLOCK_EINVAL, "a semaphore's permits must be an int from 1 "
-                              f"to {capi.REDLOCK_MAX_PERMITS}, not {permits!r}")
-    return int(permits)
+    """A semaphore's number of permits: an int (not a bool), checked by the
+    library's rule (from 1 to REDLOCK_MAX_PERMITS)."""
+    if isinstance(permits, bool) or not isinstance(permits, Integral):
+        raise InvalidArgument(capi.REDLOCK_EINVAL,
+                              f"permits must be an int, not {type(permits).__name__}")
+    # An int too large for a float is refused as 2**53 is.
+    number = float(max(min(permits, 2**53), -2**53))
+    return capi.redlock_arg_check(capi.REDLOCK_ARG_PERMITS, "permits", number)
 
 
 def split_nodes(text: str) -> List[str]:
     """The node URIs of one string (an environment variable such as
     REDLOCK_NODES, a setting): a comma followed by ``scheme://`` starts the
-    next URI, so the commas between a Sentinel URI's sentinels stay in it."""
+    next URI, so the commas between a Sentinel URI's sentinels stay in it.
+    The library splits it and refuses an empty URI (InvalidArgument)."""
     if not isinstance(text, str):
         raise TypeError(f"nodes must be a str, not {type(text).__name__}")
-    rest = text.encode()
-    uris = []
-    while rest:
-        n = capi.redlock_uri_list_next(rest.decode())   # bytes of the first URI
-        uris.append(rest[:n].decode().strip())
-        rest = rest[n + 1:]
-    return uris
+    return [capi.redlock_uri_list_item(text, i) for i in range(capi.redlock_uri_list_count(text))]
 
 
 def _check_nodes(nodes: Any) -> List[str]:
@@ -211,8 +216,12 @@ def _check_nodes(nodes: Any) -> List[str]:
 
 
 def _option_text(name: str, value: Any) -> str:
+    """An option's value as the text the library takes; a bool where the
+    library's table says the option is one (0 or 1)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, bool) and capi.redlock_option_type(name) == capi.REDLOCK_TYPE_BOOL:
+        return "1" if value else "0"
     if isinstance(value, Real) and not isinstance(value, bool):
         return repr(value)
     raise TypeError(f"option {name} must be str, int or float, not {type(value).__name__}")
@@ -281,11 +290,13 @@ class _ClientFront:
         ``guard_ms``, ``run_id``, ``version``, ``kind`` ("master", or
         "sentinel" for a Sentinel group) and ``server`` (where a new
         connection goes: a Sentinel group's master as its sentinels last
-        named it, None before), and as strings the other fields of the
-        line (docs/logging.md), such as ``scripts`` and ``native`` (the
-        commands a node takes in place of a plain lock's scripts:
-        "ifeq,delifeq" on Valkey 9, "none", "unknown"). No I/O: it is what
-        the calls so far have seen (ping() refreshes it)."""
+        named it, None before), and the other fields of the line
+        (docs/logging.md), such as ``conns`` (an int), ``scripts`` and
+        ``native`` (the commands a node takes in place of a plain lock's
+        scripts: "ifeq,delifeq" on Valkey 9, "none", "unknown"). The
+        library types each field, and says where a node has none (None),
+        as for every language. No I/O: it is what the calls so far have
+        seen (ping() refreshes it)."""
         return self._with_ctx(_health)
 
 

@@ -211,7 +211,7 @@ def test_a_permit_is_not_taken_again_nor_a_lock(client) -> None:
 
 def test_bad_input_is_refused(client) -> None:
     for permits in BAD_PERMITS:
-        with pytest.raises(redlock.InvalidArgument, match="from 1 to 10000"):
+        with pytest.raises(redlock.InvalidArgument, match="permits must be"):
             client.get_semaphore("bad", permits)
     with pytest.raises(TypeError):
         client.get_semaphore(7, 2)
@@ -369,7 +369,7 @@ async def test_asyncio_scoped_forms_release_on_exit(nodes, prefix) -> None:
 async def test_asyncio_bad_input_is_refused(nodes, prefix) -> None:
     async with aredlock.Redlock(nodes.uris, key_prefix=prefix) as client:
         for permits in BAD_PERMITS:
-            with pytest.raises(redlock.InvalidArgument, match="from 1 to 10000"):
+            with pytest.raises(redlock.InvalidArgument, match="permits must be"):
                 client.get_semaphore("bad", permits)
         semaphore = client.get_semaphore("bad", 2)
         assert repr(semaphore) == "<redlock.asyncio.Semaphore 'bad' permits=2>"
