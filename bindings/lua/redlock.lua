@@ -88,6 +88,8 @@ local check_lease_fn, run_holding = locks.check_lease_fn, locks.run_holding
 local Client = { __name = "redlock client" }
 Client.__index = Client
 
+-- An option's value as the text the library takes; a boolean where the
+-- library's table says the option is one (0 or 1).
 local function option_text(name, value)
   local kind = type(value)
   if kind == "string" then
@@ -96,6 +98,8 @@ local function option_text(name, value)
     return ("%d"):format(value)
   elseif kind == "number" then
     return tostring(value)
+  elseif kind == "boolean" and core.redlock_option_type(name) == core.REDLOCK_TYPE_BOOL then
+    return value and "1" or "0"
   end
   argerror(2, "new", ("option '%s': string or number expected, got %s"):format(name, kind), 1)
 end
@@ -121,17 +125,33 @@ end
 --- The node URIs of one string (an environment variable such as
 -- REDLOCK_NODES, a setting): a comma followed by "scheme://" starts the next
 -- URI, so the commas between a Sentinel URI's sentinels stay in it.
+-- The C library splits it, and refuses an empty URI: a Lua error, as for
+-- any bad argument.
 function redlock.split_nodes(text)
   if type(text) ~= "string" then
     argerror(1, "split_nodes", "string expected, got " .. type(text))
   end
   local uris = {}
-  while #text > 0 do
-    local n = core.redlock_uri_list_next(text)
-    uris[#uris + 1] = text:sub(1, n):match("^%s*(.-)%s*$")
-    text = text:sub(n + 2)
+  for i = 1, core.redlock_uri_list_count(text) do
+    local rc, uri = core.redlock_uri_list_item(text, i - 1)
+    if rc ~= core.REDLOCK_OK then
+      argerror(1, "split_nodes", core.redlock_errmsg())
+    end
+    uris[i] = uri
   end
   return uris
+end
+
+--- Every option of the C library (docs/options.md) with its default, as the
+-- text an option takes: a table of name = default, read from the library.
+function redlock.option_defaults()
+  local defaults = {}
+  for i = 0, core.redlock_option_count() - 1 do
+    local name = core.redlock_option_name(i)
+    local _, default = core.redlock_option_default(name)
+    defaults[name] = default
+  end
+  return defaults
 end
 
 --- Makes a client for the nodes (an array of redis://, rediss://, unix:// or
@@ -213,19 +233,38 @@ function Client:get_option(name)
   return value
 end
 
-local HEALTH_NUMBERS = { "for_ms", "retry_in_ms", "guard_ms", "commands", "failures",
-                         "timeouts" }
+-- The fields of a node's health, in their order (redlock_health_field).
+local HEALTH_FIELDS = {}
+while core.redlock_health_field(#HEALTH_FIELDS) do
+  HEALTH_FIELDS[#HEALTH_FIELDS + 1] = core.redlock_health_field(#HEALTH_FIELDS)
+end
 
-local function unescape(value)
-  return (value:gsub("%%(%x%x)", function(hex) return string.char(tonumber(hex, 16)) end))
+-- One field of node i's health (from 0) in text, as the C library decodes
+-- and types it: nil where the node has no value; or nil and the code of a
+-- failure.
+local function health_value(text, i, field)
+  local kind = core.redlock_health_type(text, i, field)
+  if kind < 0 then
+    return nil, kind
+  elseif kind == core.REDLOCK_TYPE_NONE then
+    return nil
+  end
+  local rc, value = core.redlock_health_value(text, i, field)
+  if rc ~= core.REDLOCK_OK then
+    return nil, rc
+  end
+  return kind == core.REDLOCK_TYPE_TEXT and value or tonumber(value)
 end
 
 --- What the client knows of each node, in the order of the URIs: an array
--- of tables { node = "host:port", state = "unknown" | "up" | "slow" | "down"
--- | "guarded" | "auth_refused" | "permission_denied", last_error = text or
+-- of tables, one key per field of the C library's health (docs/logging.md):
+-- node = "host:port", state = "unknown" | "up" | "slow" | "down" |
+-- "guarded" | "auth_refused" | "permission_denied", last_error = text or
 -- nil, rtt_ms = a recent round trip or nil before any, commands, failures,
 -- timeouts (counts since the client was made), for_ms, retry_in_ms,
--- guard_ms, run_id, version }.
+-- guard_ms, run_id, version, kind, server (nil before a Sentinel group's
+-- master is named), conns, ... The library types each field and says where
+-- a node has none (nil), as for every language.
 -- No I/O: what the calls so far have seen (client:ping() refreshes it).
 function Client:health()
   check_self(self, Client, "health")
@@ -235,18 +274,16 @@ function Client:health()
     return fail(make_error(core.REDLOCK_ENOMEM, "out of memory"))
   end
   local nodes = {}
-  for line in text:gmatch("[^\n]+") do
+  for i = 1, core.redlock_health_nodes(text) do
     local node = {}
-    for key, value in line:gmatch("(%S-)=(%S*)") do
-      node[key] = unescape(value)
+    for _, field in ipairs(HEALTH_FIELDS) do
+      local value, code = health_value(text, i - 1, field)
+      if code then
+        return fail(make_error(code))
+      end
+      node[field] = value
     end
-    for _, key in ipairs(HEALTH_NUMBERS) do
-      node[key] = tonumber(node[key])
-    end
-    local rtt = tonumber(node.rtt_ms)
-    node.rtt_ms = rtt >= 0 and rtt or nil
-    node.last_error = node.last_error ~= "" and node.last_error or nil
-    nodes[#nodes + 1] = node
+    nodes[i] = node
   end
   return nodes
 end
@@ -353,7 +390,7 @@ function Client:with_lock(name, lease_ms, fn, ...)
   check_self(self, Client, "with_lock")
   check_open(self, "with_lock")
   check_name(1, "with_lock", name)
-  check_lease_fn(2, "with_lock", lease_ms, fn)
+  lease_ms = check_lease_fn(2, "with_lock", lease_ms, fn)
   return run_holding(new_lock(self._ctx, { name }), "with_lock", lease_ms, fn, ...)
 end
 
@@ -381,7 +418,7 @@ function Client:get_semaphore(name, permits)
   check_self(self, Client, "get_semaphore")
   check_open(self, "get_semaphore")
   check_name(1, "get_semaphore", name)
-  check_permits(2, "get_semaphore", permits)
+  permits = check_permits(2, "get_semaphore", permits)
   return setmetatable({ _ctx = self._ctx, _name = name, _permits = permits }, Semaphore)
 end
 
@@ -432,7 +469,7 @@ end
 function Semaphore:with_permit(lease_ms, fn, ...)
   check_self(self, Semaphore, "with_permit")
   check_open(self, "with_permit")
-  check_lease_fn(1, "with_permit", lease_ms, fn)
+  lease_ms = check_lease_fn(1, "with_permit", lease_ms, fn)
   return run_holding(new_permit(self), "with_permit", lease_ms, fn, ...)
 end
 

@@ -2,9 +2,8 @@
 -- redlock.lua).
 local core = require "redlock_core"
 
-local MAX_TTL_MS = core.REDLOCK_MAX_TTL_MS
+-- The longest wait the raw module takes: a number of Lua's holds it exactly.
 local MAX_MS = 2 ^ 53
-local MAX_PERMITS = core.REDLOCK_MAX_PERMITS
 
 -- Argument checks. The error points at the caller of the public function;
 -- depth says how many helpers lie between that function and argerror.
@@ -21,40 +20,47 @@ local function check_self(self, class, fname)
   end
 end
 
--- Why value is not a whole number of units (milliseconds, permits) from
--- min to max, or nil.
-local function whole_problem(value, min, max, units)
+-- A number checked by the C library's rule for arg (redlock_arg_check),
+-- whose message is the same in every language: the whole milliseconds (or
+-- permits) the calls take. (depth: helpers between the public function and
+-- the one that called this. The callers keep their frames, no tail call,
+-- so that the count holds.)
+local function checked(n, fname, value, arg, what, depth)
   if type(value) ~= "number" then
-    return "number expected, got " .. type(value)
+    argerror(n, fname, "number expected, got " .. type(value), 1 + depth)
   end
-  if value ~= math.floor(value) or value < min or value > max then
-    return ("whole number of %s from %d to %d expected, got %s"):format(
-      units, min, max, tostring(value))
+  local rc, out = core.redlock_arg_check(arg, what, value)
+  if rc ~= core.REDLOCK_OK then
+    argerror(n, fname, core.redlock_errmsg(), 1 + depth)
   end
+  return out
 end
 
--- (depth: helpers between the public function and this one.)
+-- A lease in milliseconds: the whole milliseconds it takes.
 local function check_lease(n, fname, value, depth)
-  local problem = whole_problem(value, 1, MAX_TTL_MS, "milliseconds")
-  if problem then argerror(n, fname, problem, 1 + (depth or 0)) end
+  local ms = checked(n, fname, value, core.REDLOCK_ARG_LEASE, "lease", 1 + (depth or 0))
+  return ms
 end
 
+-- A wait in milliseconds: the whole milliseconds it takes (at most MAX_MS,
+-- which is as long as it takes).
 local function check_wait(n, fname, value, depth)
-  local problem = whole_problem(value, 0, MAX_MS, "milliseconds")
-  if problem then argerror(n, fname, problem, 1 + (depth or 0)) end
+  local ms = checked(n, fname, value, core.REDLOCK_ARG_WAIT, "wait", 1 + (depth or 0))
+  return math.min(ms, MAX_MS)
 end
 
 -- A lease or nil (a kept lock).
 local function check_kept_lease(n, fname, value, depth)
   if value ~= nil then
-    check_lease(n, fname, value, 1 + (depth or 0))
+    local ms = check_lease(n, fname, value, 1 + (depth or 0))
+    return ms
   end
 end
 
 -- A semaphore's permits: from 1 to REDLOCK_MAX_PERMITS.
 local function check_permits(n, fname, value)
-  local problem = whole_problem(value, 1, MAX_PERMITS, "permits")
-  if problem then argerror(n, fname, problem, 1) end
+  local permits = checked(n, fname, value, core.REDLOCK_ARG_PERMITS, "permits", 1)
+  return permits
 end
 
 local function check_name(n, fname, value)

@@ -71,14 +71,12 @@ local function reenter(state)
 end
 
 -- Checks try_lock's and try_acquire's wait_ms (nil: 0, one attempt) and
--- lease_ms (nil: kept); returns wait_ms.
+-- lease_ms (nil: kept); returns them as the calls take them.
 local function check_try(fname, wait_ms, lease_ms)
   if wait_ms == nil then
     wait_ms = 0
   end
-  check_wait(1, fname, wait_ms, 1)
-  check_kept_lease(2, fname, lease_ms, 1)
-  return wait_ms
+  return check_wait(1, fname, wait_ms, 1), check_kept_lease(2, fname, lease_ms, 1)
 end
 
 -- The common part of try_lock and lock, once their arguments are checked.
@@ -124,12 +122,11 @@ end
 local function define_acquires(class, try_name, wait_name, acquire_fn)
   class[try_name] = function(self, wait_ms, lease_ms)
     check_self(self, class, try_name)
-    return acquire_fn(self, try_name, check_try(try_name, wait_ms, lease_ms), lease_ms)
+    return acquire_fn(self, try_name, check_try(try_name, wait_ms, lease_ms))
   end
   class[wait_name] = function(self, lease_ms)
     check_self(self, class, wait_name)
-    check_kept_lease(1, wait_name, lease_ms)
-    return acquire_fn(self, wait_name, MAX_MS, lease_ms)
+    return acquire_fn(self, wait_name, MAX_MS, check_kept_lease(1, wait_name, lease_ms))
   end
 end
 
@@ -207,7 +204,7 @@ end
 -- has expired, was lost or was released).
 function Lock:extend(lease_ms)
   check_self(self, Lock, "extend")
-  check_lease(1, "extend", lease_ms)
+  lease_ms = check_lease(1, "extend", lease_ms)
   local state = self._state
   if state.ctx.closed then
     error("extend: the Redlock client is closed", 2)
@@ -410,12 +407,14 @@ local function check_open(self, fname)
   poll_lost(self._ctx)
 end
 
--- Checks with_lock's and with_permit's lease_ms (argument n) and fn (n + 1).
+-- Checks with_lock's and with_permit's lease_ms (argument n) and fn (n + 1);
+-- returns lease_ms as the calls take it.
 local function check_lease_fn(n, fname, lease_ms, fn)
-  check_kept_lease(n, fname, lease_ms, 1)
+  lease_ms = check_kept_lease(n, fname, lease_ms, 1)
   if type(fn) ~= "function" then
     argerror(n + 1, fname, "function expected, got " .. type(fn), 1)
   end
+  return lease_ms
 end
 
 -- Runs fn(...) holding lock (a Lock, or a new permit), taken as
@@ -446,7 +445,7 @@ end
 function Lock:with_lock(lease_ms, fn, ...)
   check_self(self, Lock, "with_lock")
   check_open(self, "with_lock")
-  check_lease_fn(1, "with_lock", lease_ms, fn)
+  lease_ms = check_lease_fn(1, "with_lock", lease_ms, fn)
   return run_holding(self, "with_lock", lease_ms, fn, ...)
 end
 
