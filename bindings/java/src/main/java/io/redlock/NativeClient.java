@@ -181,10 +181,8 @@ final class NativeClient {
             throw new OutOfMemoryError("redlock_ctx_health");
         }
         List<NodeHealth> nodes = new ArrayList<>();
-        for (String line : text.split("\n")) {
-            if (!line.isEmpty()) {
-                nodes.add(NodeHealth.parse(line));
-            }
+        for (long i = 0, n = RedlockNative.redlock_health_nodes(text); i < n; i++) {
+            nodes.add(NodeHealth.read(text, i));
         }
         return nodes;
     }

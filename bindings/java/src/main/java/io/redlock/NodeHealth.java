@@ -1,57 +1,85 @@
 package io.redlock;
 
-import java.io.ByteArrayOutputStream;
-import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
+import io.redlock.internal.RedlockNative;
+import io.redlock.internal.RedlockNativeConstants;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalDouble;
 
 /**
  * What a client knows of one node ({@link Redlock#health()}): its state as the calls so far
- * left it, its last error, a recent round trip, and counters since the client was made.
+ * left it, its last error, a recent round trip, and counters since the client was made. The
+ * library decodes and types every field, and says where the node has no value (an empty
+ * {@link Optional}, null in {@link #fields()}), as for every language.
  */
 public final class NodeHealth {
-    private final Map<String, String> fields;
+    // The fields of a node's health, in their order (redlock_health_field).
+    private static final List<String> FIELDS = fieldNames();
 
-    private NodeHealth(Map<String, String> fields) {
-        this.fields = fields;
+    private final Map<String, Object> fields;
+
+    private NodeHealth(Map<String, Object> fields) {
+        this.fields = Collections.unmodifiableMap(fields);
     }
 
-    /** One line of redlock_ctx_health: space-separated key=value fields, values percent-encoded. */
-    static NodeHealth parse(String line) {
-        Map<String, String> fields = new HashMap<>();
-        for (String field : line.split(" ")) {
-            int eq = field.indexOf('=');
-            if (eq > 0) {
-                fields.put(field.substring(0, eq), unescape(field.substring(eq + 1)));
-            }
+    private static List<String> fieldNames() {
+        List<String> names = new ArrayList<>();
+        String name = RedlockNative.redlock_health_field(0);
+        while (name != null) {
+            names.add(name);
+            name = RedlockNative.redlock_health_field(names.size());
+        }
+        return Collections.unmodifiableList(names);
+    }
+
+    /** The node of index node (from 0) in text, from redlock_ctx_health, read field by field. */
+    static NodeHealth read(String text, long node) {
+        Map<String, Object> fields = new LinkedHashMap<>();
+        for (String field : FIELDS) {
+            fields.put(field, value(text, node, field));
         }
         return new NodeHealth(fields);
     }
 
-    private static String unescape(String value) {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (c == '%' && i + 2 < value.length()) {
-                bytes.write(Integer.parseInt(value.substring(i + 1, i + 3), 16));
-                i += 2;
-            } else {
-                bytes.write(c);
-            }
+    /** One field, as the library types it: null where the node has none. */
+    private static Object value(String text, long node, String field) {
+        int type = RedlockNative.redlock_health_type(text, node, field);
+        if (type == RedlockNativeConstants.REDLOCK_TYPE_NONE) {
+            return null;
         }
-        return new String(bytes.toByteArray(), StandardCharsets.UTF_8);
+        String value = RedlockNative.redlock_java_health_value(text, node, field);
+        if (type == RedlockNativeConstants.REDLOCK_TYPE_INT) {
+            return Long.valueOf(value);
+        }
+        return type == RedlockNativeConstants.REDLOCK_TYPE_REAL ? Double.valueOf(value) : value;
+    }
+
+    /**
+     * Every field of the node's health (docs/logging.md), by name in the library's order: a
+     * String, a Long (counts and times) or a Double (rtt_ms), null where the node has none.
+     */
+    public Map<String, Object> fields() {
+        return fields;
     }
 
     private long number(String key) {
-        return Long.parseLong(fields.getOrDefault(key, "0"));
+        Object value = fields.get(key);
+        return value instanceof Number ? ((Number) value).longValue() : 0;
+    }
+
+    private String text(String key, String otherwise) {
+        Object value = fields.get(key);
+        return value instanceof String ? (String) value : otherwise;
     }
 
     /** "host:port", "unix:path" or, for a Sentinel group, "NAME@host:port" of its first
      *  sentinel (never a password). */
     public String node() {
-        return fields.get("node");
+        return text("node", null);
     }
 
     /**
@@ -59,7 +87,7 @@ public final class NodeHealth {
      * "permission_denied" (its ACL refused a command or key: {@link #lastError()} says which).
      */
     public String state() {
-        return fields.get("state");
+        return text("state", null);
     }
 
     /** How long it has been in that state, in ms. */
@@ -79,8 +107,9 @@ public final class NodeHealth {
 
     /** A recent round trip in ms (an average of its replies' times); empty before any. */
     public OptionalDouble rttMs() {
-        double rtt = Double.parseDouble(fields.getOrDefault("rtt_ms", "-1"));
-        return rtt < 0 ? OptionalDouble.empty() : OptionalDouble.of(rtt);
+        Object rtt = fields.get("rtt_ms");
+        return rtt instanceof Number ? OptionalDouble.of(((Number) rtt).doubleValue())
+                : OptionalDouble.empty();
     }
 
     /** Commands sent to the node since the client was made. */
@@ -100,17 +129,17 @@ public final class NodeHealth {
 
     /** The run_id its INFO gave ("" before). */
     public String runId() {
-        return fields.getOrDefault("run_id", "");
+        return text("run_id", "");
     }
 
     /** Its Redis version, "7.0" ("0" before). */
     public String version() {
-        return fields.getOrDefault("version", "0");
+        return text("version", "0");
     }
 
     /** "master" (a redis://, rediss:// or unix:// node) or "sentinel" (a Sentinel group). */
     public String kind() {
-        return fields.getOrDefault("kind", "master");
+        return text("kind", "master");
     }
 
     /**
@@ -118,14 +147,12 @@ public final class NodeHealth {
      * its sentinels last named it; empty before they have.
      */
     public Optional<String> server() {
-        String server = fields.getOrDefault("server", "-");
-        return server.equals("-") ? Optional.empty() : Optional.of(server);
+        return Optional.ofNullable(text("server", null));
     }
 
     /** The last failure seen, if any (it stays once the node is back). */
     public Optional<String> lastError() {
-        String error = fields.getOrDefault("last_error", "");
-        return error.isEmpty() ? Optional.empty() : Optional.of(error);
+        return Optional.ofNullable(text("last_error", null));
     }
 
     @Override

@@ -118,9 +118,11 @@ import java.util.concurrent.locks.Lock;
 public final class RLock implements Lock, AutoCloseable {
     /**
      * The lease, in milliseconds, of a kept lock (the methods that take none) when the client's
-     * option {@code watchdog_lease_ms} is not set: 30 seconds, renewed every 10 seconds.
+     * option {@code watchdog_lease_ms} is not set: 30 seconds, renewed every 10 seconds. Read
+     * from the library's table of options ({@link Redlock#optionDefaults()}).
      */
-    public static final long DEFAULT_LEASE_MS = 30_000;
+    public static final long DEFAULT_LEASE_MS =
+            Long.parseLong(Redlock.optionDefaults().get("watchdog_lease_ms"));
 
     /** {@link #remainTimeToLive()} when the lock is not held, as Redisson's (and PTTL's). */
     public static final long NOT_LOCKED = NativeClient.NOT_LOCKED;
@@ -221,10 +223,7 @@ public final class RLock implements Lock, AutoCloseable {
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
             throws InterruptedException {
         long leaseMs = acquireLeaseMs(leaseTime, unit);
-        if (waitTime < 0) {
-            throw new IllegalArgumentException("waitTime must not be negative, got " + waitTime);
-        }
-        return tryLockMs(unit.toMillis(waitTime), leaseMs);
+        return tryLockMs(Checks.waitMs(waitTime, unit), leaseMs);
     }
 
     /**
@@ -268,7 +267,7 @@ public final class RLock implements Lock, AutoCloseable {
 
     /** {@link #extend(long, TimeUnit)} for the owner ownerId. */
     void extend(long leaseTime, TimeUnit unit, long ownerId) {
-        long leaseMs = leaseMs(leaseTime, unit);
+        long leaseMs = Checks.leaseMs(leaseTime, unit);
         client.nativeClient().checkOpen("extend");
         synchronized (state) {
             state.checkOwner("extend", ownerId, this);
@@ -510,10 +509,7 @@ public final class RLock implements Lock, AutoCloseable {
     public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
             long threadId) {
         long leaseMs = acquireLeaseMs(leaseTime, unit);
-        if (waitTime < 0) {
-            throw new IllegalArgumentException("waitTime must not be negative, got " + waitTime);
-        }
-        return acquireAsync(unit.toMillis(waitTime), leaseMs, threadId);
+        return acquireAsync(Checks.waitMs(waitTime, unit), leaseMs, threadId);
     }
 
     /** {@link #unlock()} asynchronously, by the calling thread. */
@@ -560,7 +556,7 @@ public final class RLock implements Lock, AutoCloseable {
      * {@link LockNotHeldException} when its lease had run out.
      */
     public CompletableFuture<Void> extendAsync(long leaseTime, TimeUnit unit, long threadId) {
-        long leaseMs = leaseMs(leaseTime, unit);
+        long leaseMs = Checks.leaseMs(leaseTime, unit);
         NativeHandle held;
         synchronized (state) {
             try {
@@ -799,17 +795,6 @@ public final class RLock implements Lock, AutoCloseable {
     /** An acquiring method's lease: {@link #KEPT} keeps the lock, else as leaseMs. */
     private static long acquireLeaseMs(long leaseTime, TimeUnit unit) {
         Objects.requireNonNull(unit, "unit");
-        return leaseTime == KEPT ? KEEP : leaseMs(leaseTime, unit);
-    }
-
-    private static long leaseMs(long leaseTime, TimeUnit unit) {
-        Objects.requireNonNull(unit, "unit");
-        long ms = unit.toMillis(leaseTime);
-        if (ms <= 0 || ms > RedlockNativeConstants.REDLOCK_MAX_TTL_MS) {
-            throw new IllegalArgumentException("the lease must be from 1 ms to "
-                    + RedlockNativeConstants.REDLOCK_MAX_TTL_MS + " ms, got " + leaseTime + " "
-                    + unit);
-        }
-        return ms;
+        return leaseTime == KEPT ? KEEP : Checks.leaseMs(leaseTime, unit);
     }
 }

@@ -1,6 +1,5 @@
 package io.redlock;
 
-import io.redlock.internal.RedlockNativeConstants;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -40,14 +39,9 @@ public final class RPermitExpirableSemaphore {
     private final Map<String, RLock> held = new ConcurrentHashMap<>();
 
     RPermitExpirableSemaphore(Redlock client, String name, int permits) {
-        if (permits < 1 || permits > RedlockNativeConstants.REDLOCK_MAX_PERMITS) {
-            throw new InvalidArgumentException(RedlockNativeConstants.REDLOCK_EINVAL,
-                    "a semaphore's permits must be from 1 to "
-                    + RedlockNativeConstants.REDLOCK_MAX_PERMITS + ", not " + permits);
-        }
         this.client = client;
         this.name = name;
-        this.permits = permits;
+        this.permits = Checks.permits(permits);
     }
 
     /**

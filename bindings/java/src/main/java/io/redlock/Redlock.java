@@ -4,11 +4,12 @@ import io.redlock.internal.RedlockNative;
 import io.redlock.internal.RedlockNativeConstants;
 import java.lang.ref.Cleaner;
 import java.lang.ref.WeakReference;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -46,11 +47,10 @@ import java.util.function.Function;
  * node: its master, followed through failovers)
  * {@code redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]?sentinelMasterId=NAME};
  * connections are made on first use.
- * Options, by name, with their text values: {@code node_timeout_ms} (50),
- * {@code connect_timeout_ms} (100), {@code retry_delay_ms} (200), {@code retry_jitter_ms} (100),
- * {@code drift_factor} (0.01), {@code key_prefix} (""), {@code pool_size} (16),
- * {@code restart_guard} (1) and {@code watchdog_lease_ms} (30000: the lease of the locks that
- * {@link RLock} keeps, those taken without a lease, renewed every third of it).
+ * Options, by name, with their text values: those of the library, whose table
+ * {@link #optionDefaults()} reads (docs/options.md says what each does), such as
+ * {@code node_timeout_ms}, {@code key_prefix} or {@code watchdog_lease_ms} (the lease of the
+ * locks that {@link RLock} keeps, those taken without a lease, renewed every third of it).
  *
  * <p>Events: the library's events (acquired, released, no_quorum, node_down, lost, ...) go to
  * the {@link System.Logger} named {@code io.redlock}, and so to whatever backend the service
@@ -246,20 +246,29 @@ public final class Redlock implements AutoCloseable {
     /**
      * The node URIs of one string (an environment variable such as REDLOCK_NODES, a setting): a
      * comma followed by {@code scheme://} starts the next URI, so the commas between a Sentinel
-     * URI's sentinels stay in it.
+     * URI's sentinels stay in it. The library splits it, and refuses an empty URI
+     * (InvalidArgumentException).
      */
     public static List<String> splitNodes(String text) {
         Objects.requireNonNull(text, "text");
         List<String> uris = new ArrayList<>();
-        String rest = text;
-        while (!rest.isEmpty()) {
-            byte[] bytes = rest.getBytes(StandardCharsets.UTF_8);
-            int n = (int) RedlockNative.redlock_uri_list_next(rest);   // bytes of the first URI
-            uris.add(new String(bytes, 0, n, StandardCharsets.UTF_8).strip());
-            rest = n + 1 < bytes.length
-                ? new String(bytes, n + 1, bytes.length - n - 1, StandardCharsets.UTF_8) : "";
+        for (long i = 0, n = RedlockNative.redlock_uri_list_count(text); i < n; i++) {
+            uris.add(RedlockNative.redlock_java_uri_list_item(text, i));
         }
         return uris;
+    }
+
+    /**
+     * Every option of the library with its default, as the text an option takes, in the
+     * library's order (docs/options.md says what each does): read from the library's table.
+     */
+    public static Map<String, String> optionDefaults() {
+        Map<String, String> defaults = new LinkedHashMap<>();
+        for (long i = 0, n = RedlockNative.redlock_option_count(); i < n; i++) {
+            String name = RedlockNative.redlock_option_name(i);
+            defaults.put(name, RedlockNative.redlock_java_option_default(name));
+        }
+        return Collections.unmodifiableMap(defaults);
     }
 
     /** The native library's version, such as "1.2.0". */

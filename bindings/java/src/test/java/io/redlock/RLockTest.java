@@ -286,7 +286,7 @@ class RLockTest extends TwoClients {
         assertThrows(IllegalArgumentException.class, () -> lock.tryLock(-1, 1000, TimeUnit.MILLISECONDS));
         assertThrows(IllegalArgumentException.class, () -> lock.tryLock(0, 0, TimeUnit.MILLISECONDS));
         assertThrows(IllegalArgumentException.class, () -> lock.tryLock(0, -5, TimeUnit.SECONDS));
-        assertThrows(IllegalArgumentException.class, () -> lock.tryLock(0, 500, TimeUnit.MICROSECONDS));
+        assertThrows(IllegalArgumentException.class, () -> lock.tryLock(0, 400, TimeUnit.NANOSECONDS));
         assertThrows(IllegalArgumentException.class, () -> lock.tryLock(0, 30, TimeUnit.DAYS));
         assertThrows(IllegalArgumentException.class, () -> lock.lock(0, TimeUnit.SECONDS));
         assertThrows(NullPointerException.class, () -> lock.tryLock(0, 1, null));
