@@ -118,17 +118,27 @@ static int exit_code_arg(const char *text)
     return (int)value;
 }
 
+/* A number read here, and checked by the library's rule for arg
+ * (redlock_arg_check): its message is the one of every language. */
+static int64_t checked_arg(int arg, const char *option, double value)
+{
+    int64_t out;
+
+    if (redlock_arg_check(&out, arg, option, value) != REDLOCK_OK)
+        usage_error("%s", redlock_errmsg());
+    return out;
+}
+
 static int permits_arg(const char *text)
 {
     char *end;
-    long value;
+    double value;
 
-    errno = 0;
-    value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < 1 || value > REDLOCK_MAX_PERMITS)
+    value = strtod(text, &end);
+    if (end == text || *end != '\0' || !isdigit((unsigned char)text[*text == '-']))
         usage_error("--permits takes a number from 1 to %d, not '%s'", REDLOCK_MAX_PERMITS,
                     text);
-    return (int)value;
+    return (int)checked_arg(REDLOCK_ARG_PERMITS, "--permits", value);
 }
 
 /* Whether NAME looks like the list of nodes that "-n URI" used to give. */
@@ -253,9 +263,7 @@ void parse_args(struct config *cfg, int argc, char **argv)
             hide_list_credentials(optarg);
             break;
         case 't':
-            cfg->ttl_ms = duration_arg("ttl", optarg);
-            if (cfg->ttl_ms == 0)
-                usage_error("--ttl must be more than 0");
+            cfg->ttl_ms = checked_arg(REDLOCK_ARG_LEASE, "--ttl", duration_arg("ttl", optarg));
             break;
         case 'w':
             cfg->wait_ms = duration_arg("wait", optarg);

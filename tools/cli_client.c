@@ -116,36 +116,24 @@ static size_t collect_nodes(const struct config *cfg, const char *password, char
         lists = &env;
         n_lists = 1;
     }
-    for (size_t i = 0; i < n_lists; i++) {
-        for (const char *p = lists[i]; *p; p++)
-            max += *p == ',';
-        max++;
-    }
+    for (size_t i = 0; i < n_lists; i++)
+        max += redlock_uri_list_count(lists[i]);
+    if (max == 0)
+        usage_error("no nodes: use --nodes URI[,URI...] or set REDLOCK_NODES");
     uris = xmalloc(sizeof *uris * max);
+    /* The library splits each list (a comma that starts a new URI) and
+     * refuses an empty URI, with the message of every language. */
     for (size_t i = 0; i < n_lists; i++) {
-        const char *p = lists[i];
+        size_t size = strlen(lists[i]) + 1;
+        char *uri = xmalloc(size);
 
-        for (;;) {
-            size_t len = redlock_uri_list_next(p);   /* a comma that starts a new URI */
-            size_t start = 0;
-            char *uri;
-
-            while (start < len && isspace((unsigned char)p[start]))
-                start++;
-            while (len > start && isspace((unsigned char)p[len - 1]))
-                len--;
-            if (len == start)
-                usage_error("empty node URI in the list of nodes");
-            uri = xmalloc(len - start + 1);
-            memcpy(uri, p + start, len - start);
-            uri[len - start] = '\0';
+        for (size_t k = 0, count = redlock_uri_list_count(lists[i]); k < count; k++) {
+            if (redlock_uri_list_item(lists[i], k, uri, size) != REDLOCK_OK)
+                usage_error("%s", redlock_errmsg());
             uris[n++] = uri_with_password(uri, password);
-            free_secret(uri);
-            p += redlock_uri_list_next(p);
-            if (*p == '\0')
-                break;
-            p++;
         }
+        wipe(uri, size);   /* each URI held there, a longer one's tail too */
+        free(uri);
     }
     *out = uris;
     return n;
@@ -161,13 +149,14 @@ static void on_event(void *data, int level, const char *event, const char *messa
         say("cannot extend '%s': %s", (const char *)data, message);
 }
 
-/* The client's lease of a kept lock (watchdog_lease_ms). */
+/* The client's lease of a kept lock (watchdog_lease_ms; its default, from
+ * the library's table, should the client not say). */
 int64_t kept_lease_ms(redlock_ctx *ctx)
 {
-    char value[32];
+    char value[32] = "";
 
     if (redlock_ctx_get_option(ctx, "watchdog_lease_ms", value, sizeof value) != REDLOCK_OK)
-        return 30000;
+        redlock_option_default("watchdog_lease_ms", value, sizeof value);
     return strtoll(value, NULL, 10);
 }
 

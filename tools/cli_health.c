@@ -3,7 +3,6 @@
  * health from redlock_ctx_health, and whether a quorum answers) and
  * --load-functions (the function library loaded on every node).
  */
-#include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,86 +11,51 @@
 
 #include "cli.h"
 
-/* Decodes a percent-encoded value of redlock_ctx_health in place. */
-static char *unescape(char *value)
+/* The value of field on node's line of text (redlock_ctx_health's), as the
+ * library decodes it (redlock_health_value): buf, "" where the node has none. */
+static const char *health_field(const char *text, size_t node, const char *field,
+                                char buf[REDLOCK_HEALTH_LINE_MAX])
 {
-    char *out = value;
-
-    for (const char *p = value; *p; p++) {
-        if (p[0] == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
-            char hex[3] = {p[1], p[2], '\0'};
-
-            *out++ = (char)strtol(hex, NULL, 16);
-            p += 2;
-        } else {
-            *out++ = *p;
-        }
-    }
-    *out = '\0';
-    return value;
+    if (redlock_health_value(text, node, field, buf, REDLOCK_HEALTH_LINE_MAX) != REDLOCK_OK)
+        buf[0] = '\0';
+    return buf;
 }
 
-/* The value of key in a line of redlock_ctx_health (decoded in place), or "". */
-static const char *health_field(char **fields, size_t n, const char *key)
+/* Prints the line of node in text for the health check (quiet: only reads
+ * it); whether the node answers. */
+static bool print_node(const char *text, size_t node, bool quiet)
 {
-    size_t len = strlen(key);
-
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(fields[i], key, len) == 0 && fields[i][len] == '=')
-            return fields[i] + len + 1;
-    }
-    return "";
-}
-
-/* Splits a line of redlock_ctx_health into its fields (up to 32, values
- * decoded in place); how many. */
-static size_t split_health(char *line, char *fields[32])
-{
-    size_t n = 0;
-
-    for (char *f = strtok(line, " "); f != NULL && n < 32; f = strtok(NULL, " ")) {
-        char *eq = strchr(f, '=');
-
-        if (eq != NULL)
-            unescape(eq + 1);
-        fields[n++] = f;
-    }
-    return n;
-}
-
-/* Prints one node's line of the health check (quiet: only reads it);
- * whether the node answers. */
-static bool print_node(char *line, bool quiet)
-{
-    char *fields[32];
-    size_t n = split_health(line, fields);
-    const char *state, *error, *rtt;
+    char state[REDLOCK_HEALTH_LINE_MAX], error[REDLOCK_HEALTH_LINE_MAX];
+    char rtt[REDLOCK_HEALTH_LINE_MAX], kind[REDLOCK_HEALTH_LINE_MAX];
+    char value[REDLOCK_HEALTH_LINE_MAX], version[REDLOCK_HEALTH_LINE_MAX];
     bool answers;
 
-    state = health_field(fields, n, "state");
-    error = health_field(fields, n, "last_error");
-    rtt = health_field(fields, n, "rtt_ms");
+    health_field(text, node, "state", state);
+    health_field(text, node, "last_error", error);
+    health_field(text, node, "rtt_ms", rtt);
     answers = strcmp(state, "up") == 0 || strcmp(state, "guarded") == 0;
     if (quiet)
         return answers;
-    printf("%s", health_field(fields, n, "node"));
+    printf("%s", health_field(text, node, "node", value));
     /* A Sentinel group: the master its sentinels named; a Cluster: its
      * masters (each with a run_id of its own). */
-    const char *kind = health_field(fields, n, "kind");
+    health_field(text, node, "kind", kind);
     bool cluster = strcmp(kind, "cluster") == 0;
-    if (strcmp(kind, "sentinel") == 0 || cluster)
-        printf(" (%s %s)", cluster ? "masters" : "master", health_field(fields, n, "server"));
+    if (strcmp(kind, "sentinel") == 0 || cluster) {
+        const char *server = health_field(text, node, "server", value);
+        printf(" (%s %s)", cluster ? "masters" : "master", *server ? server : "-");
+    }
     printf(" %s", state);
     /* The library's clock counts whole milliseconds: less than one reads 0.x. */
+    health_field(text, node, "version", version);
     if (answers && cluster)
-        printf(" rtt %s ms, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
-               health_field(fields, n, "version"));
+        printf(" rtt %s ms, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt, version);
     else if (answers)
         printf(" rtt %s ms, run_id %s, redis %s", strtod(rtt, NULL) < 1 ? "<1" : rtt,
-               health_field(fields, n, "run_id"), health_field(fields, n, "version"));
+               health_field(text, node, "run_id", value), version);
     if (strcmp(state, "guarded") == 0)
         printf(" (may have lost keys, restarted or failed over: not counted for new locks for "
-               "%s ms more)", health_field(fields, n, "guard_ms"));
+               "%s ms more)", health_field(text, node, "guard_ms", value));
     else if (!answers && *error)
         printf(" (%s)", error);
     putchar('\n');
@@ -115,12 +79,9 @@ int check_nodes(redlock_ctx *ctx)
         return EX_SOFTWARE;
     }
     size_t answer = 0;
-    for (char *line = text, *end; *line; line = end + 1) {
-        end = strchr(line, '\n');
-        *end = '\0';
-        answer += print_node(line, verbosity == QUIET);
-        n++;
-    }
+    n = redlock_health_nodes(text);
+    for (size_t i = 0; i < n; i++)
+        answer += print_node(text, i, verbosity == QUIET);
     /* Nodes may answer and not count: guarded, or young beside records
      * that cannot be read on a majority (restart_records). */
     const char *verdict = rc == REDLOCK_OK ? "healthy" : "not healthy";
@@ -179,15 +140,15 @@ int load_functions(redlock_ctx *ctx)
         free(text);
         return EX_SOFTWARE;
     }
-    for (char *line = text, *end; *line; line = end + 1) {
-        char *fields[32], mark[REDLOCK_HEALTH_LINE_MAX];
-        end = strchr(line, '\n');
-        *end = '\0';
-        size_t n = split_health(line, fields);
-        const char *node = health_field(fields, n, "node");
-        const char *way = health_field(fields, n, "scripts");
-        const char *error = health_field(fields, n, "last_error");
+    for (size_t i = 0, n = redlock_health_nodes(text); i < n; i++) {
+        char node[REDLOCK_HEALTH_LINE_MAX], way[REDLOCK_HEALTH_LINE_MAX];
+        char error[REDLOCK_HEALTH_LINE_MAX], kind[REDLOCK_HEALTH_LINE_MAX];
+        char mark[REDLOCK_HEALTH_LINE_MAX + 8];
         const char *what = "already loaded";
+
+        health_field(text, i, "node", node);
+        health_field(text, i, "scripts", way);
+        health_field(text, i, "last_error", error);
 
         snprintf(mark, sizeof mark, "node=%s ", node);
         if (strcmp(way, "functions") == 0 && strstr(loads.text, mark)) {
@@ -201,7 +162,7 @@ int load_functions(redlock_ctx *ctx)
         }
         /* A Cluster's masters each hold their own functions: this run
          * reached some of them. */
-        const char *note = strcmp(health_field(fields, n, "kind"), "cluster") == 0
+        const char *note = strcmp(health_field(text, i, "kind", kind), "cluster") == 0
                          ? " (on the Cluster masters it reached; each needs it)" : "";
         if (verbosity != QUIET && strcmp(what, "not loaded") == 0)
             printf("%s: not loaded (%s)%s\n", node, *error ? error

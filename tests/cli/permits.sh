@@ -57,11 +57,18 @@ for _ in $(seq 1 100); do
 done
 expect_eq 000 "$(permits_held 1)$(permits_held 2)$(permits_held 3)" "permits left after all ended"
 
-# Bad values.
-for bad in 0 -1 10001 two 1.5 ""; do
+# Bad values: not a number, or out of the library's range (its message, the
+# same in every language).
+for bad in two ""; do
   run redlock --nodes "$NODES" --permits "$bad" jobs -- true 2> "$work/err"
   expect_eq 64 "$status" "status of --permits '$bad'"
   grep -q "permits takes a number from 1" "$work/err" || fail "message for '$bad': $(cat "$work/err")"
+done
+for bad in 0 -1 10001 1.5; do
+  run redlock --nodes "$NODES" --permits "$bad" jobs -- true 2> "$work/err"
+  expect_eq 64 "$status" "status of --permits '$bad'"
+  grep -qF -- "--permits must be a whole number from 1 to 10000, not $bad" "$work/err" ||
+    fail "message for '$bad': $(cat "$work/err")"
 done
 run redlock --nodes "$NODES" --permits 2 -s jobs -- true 2> "$work/err"
 expect_eq 64 "$status" "--permits with --shared"

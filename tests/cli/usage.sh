@@ -19,8 +19,14 @@ for duration in 10x -5s "" s 10sec " 10s" 99999999999999999999 2147483648ms 597h
   expect_usage_error --nodes "$nodes" --wait "$duration" job -- touch "$work/ran"
   expect_usage_error --nodes "$nodes" --node-timeout "$duration" job -- touch "$work/ran"
 done
-expect_usage_error --nodes "$nodes" --ttl 0 job -- touch "$work/ran"
 expect_usage_error --nodes "$nodes" --ttl 0ms job -- touch "$work/ran"
+# The library's messages, the same in every language.
+expect_usage_error --nodes "$nodes" --ttl 0 job -- touch "$work/ran"
+grep -qF -- "--ttl must be a time above 0 ms and at most 2147483647 ms, not 0 ms" "$work/err" ||
+  fail "message of --ttl 0: $(cat "$work/err")"
+expect_usage_error --nodes " ,$nodes" job -- touch "$work/ran"
+grep -qF "URI 1 of the list of nodes is empty" "$work/err" ||
+  fail "message of an empty URI: $(cat "$work/err")"
 
 expect_usage_error
 expect_usage_error --nodes "$nodes"

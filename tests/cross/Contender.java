@@ -19,7 +19,8 @@ import java.util.concurrent.TimeUnit;
  * released at once when taken; "hold": one attempt, held until a line arrives on standard input.
  * Prints "acquired" then "released", or "refused". MODE "rules": the scenarios of the rules every
  * language follows (docs/locks.md) on resources named after NAMES' first one; prints one line of
- * observations per rule, which test_parity.py compares across languages.
+ * observations per rule, which test_parity.py compares across languages. MODE "messages": the
+ * same bad inputs as every language's; prints each case and the library's message for it.
  */
 public class Contender {
     public static void main(String[] args) throws Exception {
@@ -27,6 +28,10 @@ public class Contender {
         String[] names = args[2].split(",");
         if (mode.equals("rules")) {
             rules(args[1].split(","), names[0]);
+            return;
+        }
+        if (mode.equals("messages")) {
+            messages(args[1].split(","), names[0]);
             return;
         }
         String kind = args.length > 3 ? args[3] : "plain";
@@ -90,6 +95,36 @@ public class Contender {
             return "open";
         } catch (ClientClosedException e) {
             return "closed";
+        }
+    }
+
+    /** A call that may throw anything. */
+    private interface Call {
+        void run() throws Exception;
+    }
+
+    /** The message of what call throws. */
+    private static String message(Call call) {
+        try {
+            call.run();
+            return "accepted";
+        } catch (Exception e) {
+            return e.getMessage();
+        }
+    }
+
+    private static void messages(String[] nodes, String name) {
+        try (Redlock c = Redlock.create(nodes)) {
+            RLock lock = c.getLock(name);
+            System.out.println("negative-lease "
+                    + message(() -> lock.tryLock(0, -1000, TimeUnit.MILLISECONDS)));
+            System.out.println("zero-lease " + message(() -> lock.tryLock(0, 0, TimeUnit.SECONDS)));
+            System.out.println("long-lease " + message(() -> lock.tryLock(0, 30, TimeUnit.DAYS)));
+            System.out.println("negative-wait "
+                    + message(() -> lock.tryLock(-1, 1, TimeUnit.SECONDS)));
+            System.out.println("zero-permits "
+                    + message(() -> c.getPermitExpirableSemaphore("s", 0)));
+            System.out.println("empty-uri " + message(() -> Redlock.splitNodes(" ,redis://a")));
         }
     }
 

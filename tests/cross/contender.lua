@@ -9,6 +9,8 @@
 -- MODE "rules": the scenarios of the rules every language follows
 -- (docs/locks.md) on resources named after NAMES' first one; prints one line
 -- of observations per rule, which test_parity.py compares across languages.
+-- MODE "messages": the same bad inputs as every language's (milliseconds
+-- here); prints each case and the library's message for it.
 local dir, mode, nodes_csv, names_csv, kind = ...
 package.path = dir .. "/?.lua;" .. package.path
 package.cpath = dir .. "/?.so;" .. package.cpath
@@ -48,6 +50,25 @@ local function closed(fn, ...)
   end
   assert(tostring(problem):find("the Redlock client is closed", 1, true), tostring(problem))
   return "closed"
+end
+
+if mode == "messages" then
+  local c = assert(redlock.new(split(nodes_csv)))
+  local lock = c:get_lock(split(names_csv)[1])
+  -- The message of the error fn(...) raises: "bad argument #N to 'f' (...)".
+  local function message(fn, ...)
+    local ok, err = pcall(fn, ...)
+    assert(not ok, "accepted")
+    return tostring(err):match("%((.+)%)$")
+  end
+  print("negative-lease " .. message(lock.try_lock, lock, 0, -1000))
+  print("zero-lease " .. message(lock.try_lock, lock, 0, 0))
+  print("long-lease " .. message(lock.try_lock, lock, 0, 30 * 24 * 3600 * 1000))
+  print("negative-wait " .. message(lock.try_lock, lock, -1000, 1000))
+  print("zero-permits " .. message(c.get_semaphore, c, "s", 0))
+  print("empty-uri " .. message(redlock.split_nodes, " ,redis://a"))
+  c:close()
+  os.exit(0)
 end
 
 if mode == "rules" then

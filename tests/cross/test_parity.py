@@ -366,14 +366,15 @@ async def _aword(awaitable) -> str:
     return "ok"
 
 
-def contender_rules(language: str, nodes: List[str], base: str) -> List[str]:
+def contender_rules(language: str, nodes: List[str], base: str,
+                    mode: str = "rules") -> List[str]:
     here = ROOT / "tests" / "cross"
     if language == "java":
         argv = ["java", "-cp", os.environ["REDLOCK_JAR"], str(here / "Contender.java")]
     else:
         variable = {"lua5.4": "REDLOCK_LUA54_DIR", "luajit": "REDLOCK_LUAJIT_DIR"}[language]
         argv = [language, str(here / "contender.lua"), os.environ[variable]]
-    run = subprocess.run(argv + ["rules", ",".join(nodes), base], capture_output=True,
+    run = subprocess.run(argv + [mode, ",".join(nodes), base], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     return run.stdout.splitlines()
@@ -390,3 +391,47 @@ def test_the_rules_hold_alike_in_every_language(nodes: List[str], language: str)
     else:
         lines = contender_rules(language, nodes, base)
     assert lines == RULES
+
+
+# ---- The messages of the argument checks, one per rule (the C library's) ----
+#
+# The same bad inputs, each language in its own units: a lease of -1000 ms,
+# of 0, of 30 days, a wait of -1000 ms, a semaphore of 0 permits, a list of
+# nodes whose first URI is empty. Every language must print these lines.
+
+LEASE_RULE = "lease must be a time above 0 ms and at most 2147483647 ms, not "
+MESSAGES = [
+    "negative-lease " + LEASE_RULE + "-1000 ms",
+    "zero-lease " + LEASE_RULE + "0 ms",
+    "long-lease " + LEASE_RULE + "2592000000 ms",
+    "negative-wait wait must be a finite time of 0 ms or more, not -1000 ms",
+    "zero-permits permits must be a whole number from 1 to 10000, not 0",
+    "empty-uri URI 1 of the list of nodes is empty",
+]
+
+
+def python_messages(nodes: List[str], base: str) -> List[str]:
+    def message(call) -> str:
+        with pytest.raises(redlock.InvalidArgument) as refused:
+            call()
+        return str(refused.value)
+
+    with redlock.Redlock(nodes) as c:
+        lock = c.get_lock(base)
+        return [f"negative-lease {message(lambda: lock.try_lock(lease=-1.0))}",
+                f"zero-lease {message(lambda: lock.try_lock(lease=0))}",
+                f"long-lease {message(lambda: lock.try_lock(lease=30 * 24 * 3600))}",
+                f"negative-wait {message(lambda: lock.try_lock(wait=-1.0, lease=1.0))}",
+                f"zero-permits {message(lambda: c.get_semaphore('s', 0))}",
+                f"empty-uri {message(lambda: redlock.split_nodes(' ,redis://a'))}"]
+
+
+@pytest.mark.parametrize("language", ["python", "lua5.4", "luajit", "java"])
+def test_the_same_bad_input_has_the_same_message_in_every_language(nodes: List[str],
+                                                                   language: str) -> None:
+    base = f"messages-{language}"
+    if language == "python":
+        lines = python_messages(nodes, base)
+    else:
+        lines = contender_rules(language, nodes, base, "messages")
+    assert lines == MESSAGES
