@@ -125,19 +125,29 @@ static void health_is_read_field_by_field(void **state)
     assert_int_equal(redlock_health_nodes(health_text), 2);
     assert_int_equal(redlock_health_nodes(""), 0);
     assert_int_equal(redlock_health_nodes(NULL), 0);
-    assert_health(health_text, 0, "node", REDLOCK_TYPE_TEXT, "a:1");
-    assert_health(health_text, 0, "rtt_ms", REDLOCK_TYPE_REAL, "0.3");
-    assert_health(health_text, 0, "for_ms", REDLOCK_TYPE_INT, "12");
-    assert_health(health_text, 0, "conns", REDLOCK_TYPE_INT, "2");
-    assert_health(health_text, 0, "server", REDLOCK_TYPE_TEXT, "a:1");
-    assert_health(health_text, 0, "last_error", REDLOCK_TYPE_TEXT, "no route%");
-    /* No value: one type, NONE, whatever the line writes for it. */
-    assert_health(health_text, 1, "node", REDLOCK_TYPE_TEXT, "unix:/tmp/x y.sock");
-    assert_health(health_text, 1, "rtt_ms", REDLOCK_TYPE_NONE, "");
-    assert_health(health_text, 1, "server", REDLOCK_TYPE_NONE, "");
-    assert_health(health_text, 1, "last_error", REDLOCK_TYPE_NONE, "");
-    assert_health(health_text, 1, "run_id", REDLOCK_TYPE_TEXT, "");
-    assert_health(health_text, 1, "kind", REDLOCK_TYPE_TEXT, "sentinel");
+    static const struct {
+        size_t node;
+        const char *field;
+        int type;
+        const char *value;
+    } expected[] = {
+        {0, "node", REDLOCK_TYPE_TEXT, "a:1"},
+        {0, "rtt_ms", REDLOCK_TYPE_REAL, "0.3"},
+        {0, "for_ms", REDLOCK_TYPE_INT, "12"},
+        {0, "conns", REDLOCK_TYPE_INT, "2"},
+        {0, "server", REDLOCK_TYPE_TEXT, "a:1"},
+        {0, "last_error", REDLOCK_TYPE_TEXT, "no route%"},
+        {1, "node", REDLOCK_TYPE_TEXT, "unix:/tmp/x y.sock"},
+        /* No value: one type, NONE, whatever the line writes for it. */
+        {1, "rtt_ms", REDLOCK_TYPE_NONE, ""},
+        {1, "server", REDLOCK_TYPE_NONE, ""},
+        {1, "last_error", REDLOCK_TYPE_NONE, ""},
+        {1, "run_id", REDLOCK_TYPE_TEXT, ""},
+        {1, "kind", REDLOCK_TYPE_TEXT, "sentinel"},
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof *expected; i++)
+        assert_health(health_text, expected[i].node, expected[i].field, expected[i].type,
+                      expected[i].value);
 
     /* Every field of the table is on every line, in its order. */
     size_t n = 0;
