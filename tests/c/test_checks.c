@@ -105,10 +105,10 @@ static void calls_refuse_with_the_same_messages(void **state)
 static const char health_text[] =
     "node=a:1 state=up for_ms=12 retry_in_ms=0 guard_ms=0 rtt_ms=0.3 commands=4 failures=1 "
     "timeouts=0 run_id=abc version=7.0 kind=master server=a:1 last_error=no%20route%25 conns=2 "
-    "scripts=eval native=none\n"
+    "scripts=eval native=none scripting=yes\n"
     "node=unix:%2Ftmp%2Fx%20y.sock state=unknown for_ms=0 retry_in_ms=0 guard_ms=0 rtt_ms=-1 "
     "commands=0 failures=0 timeouts=0 run_id= version=0 kind=sentinel server=- last_error= "
-    "conns=0 scripts=unknown native=unknown\n";
+    "conns=0 scripts=unknown native=unknown scripting=unknown\n";
 
 static void assert_health(const char *text, size_t node, const char *field, int type,
                           const char *value)
@@ -144,6 +144,7 @@ static void health_is_read_field_by_field(void **state)
         {1, "last_error", REDLOCK_TYPE_NONE, ""},
         {1, "run_id", REDLOCK_TYPE_TEXT, ""},
         {1, "kind", REDLOCK_TYPE_TEXT, "sentinel"},
+        {0, "scripting", REDLOCK_TYPE_TEXT, "yes"},
     };
     for (size_t i = 0; i < sizeof expected / sizeof *expected; i++)
         assert_health(health_text, expected[i].node, expected[i].field, expected[i].type,
@@ -153,7 +154,7 @@ static void health_is_read_field_by_field(void **state)
     size_t n = 0;
     while (redlock_health_field(n))
         n++;
-    assert_int_equal(n, 17);
+    assert_int_equal(n, 18);
     assert_string_equal(redlock_health_field(0), "node");
     assert_null(redlock_health_field(n));
     assert_null(redlock_health_field(SIZE_MAX));

@@ -150,6 +150,19 @@ public final class NodeHealth {
         return Optional.ofNullable(text("server", null));
     }
 
+    /** How the scripts go there: "functions" (FCALL), "eval" or "unknown" before it is known. */
+    public String scripts() {
+        return text("scripts", "unknown");
+    }
+
+    /**
+     * Whether it runs scripts: "yes", "no" (plain locks go by plain commands there, and what needs
+     * a script is refused: docs/servers.md) or "unknown" before it is known.
+     */
+    public String scripting() {
+        return text("scripting", "unknown");
+    }
+
     /** The last failure seen, if any (it stays once the node is back). */
     public Optional<String> lastError() {
         return Optional.ofNullable(text("last_error", null));

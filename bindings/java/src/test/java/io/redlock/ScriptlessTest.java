@@ -104,6 +104,9 @@ class ScriptlessTest {
             lock.unlock();
             assertFalse(lock.isHeldByCurrentThread());
             assertReleasedEverywhere("plain");
+            for (NodeHealth node : c.health()) {
+                assertEquals("no", node.scripting(), node.toString());
+            }
         }
     }
 
