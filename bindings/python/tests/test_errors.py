@@ -311,9 +311,9 @@ def test_a_command_the_acl_forbids_is_not_refused_credentials(nodes, prefix, cap
     user, password = "noincr", "pw-noincr-7"
     # Everything locking needs, but +incr (fencing's counter).
     on_every_node(nodes, "ACL", "SETUSER", user, "reset", "on", ">" + password,
-                  f"~{prefix}*", "resetchannels", "-@all", "+set", "+get", "+exists", "+mget",
-                  "+del", "+pexpire", "+pttl", "+type", "+eval", "+evalsha", "+script|load",
-                  "+info", "+ping")
+                  f"~{prefix}*", "resetchannels", "-@all", "+set", "+get", "+append", "+exists",
+                  "+mget", "+del", "+pexpire", "+pttl", "+type", "+eval", "+evalsha",
+                  "+script|load", "+info", "+ping")
     uris = [uri.replace("redis://", f"redis://{user}:{password}@") for uri in nodes.uris]
     labels = [uri[len("redis://"):] for uri in nodes.uris]
     caplog.set_level(logging.ERROR, logger="redlock")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import redis_cli
+from conftest import record_group, redis_cli
 
 import redlock
 import redlock.asyncio as aredlock
@@ -18,6 +18,9 @@ import redlock.asyncio as aredlock
 
 @pytest.fixture
 def fenced(nodes, prefix):
+    # A group in use: a fresh group's first fenced lock counts each of its
+    # two rounds (its fence is 2), and these tests count fences from 1.
+    record_group(nodes, prefix)
     with redlock.Redlock(nodes.uris, key_prefix=prefix, fencing=1) as c:
         yield c
 
@@ -60,8 +63,10 @@ def test_without_fencing_there_is_no_fence_and_no_counter(nodes, prefix, client)
     assert lock.try_lock(lease=10)
     assert lock.fence is None and lock.fences == {}
     lock.unlock()
-    # (Only the guard's key, kept by every connection's handshake.)
-    assert redis_cli(nodes.uris[0], "KEYS", f"{prefix}*") == f"{prefix}redlock:guard"
+    # (Only the guard's key and the group's record, kept by every
+    # connection's handshake.)
+    keys = redis_cli(nodes.uris[0], "KEYS", f"{prefix}*").split()
+    assert sorted(keys) == [f"{prefix}redlock:guard", f"{prefix}redlock:members"]
 
 
 def test_the_rlock_shows_its_locks_fence(fenced):
