@@ -507,6 +507,94 @@ REDLOCK_API int redlock_renewal_start(redlock_op **out, redlock_renewal *r, int6
 REDLOCK_API void redlock_renewal_ended(redlock_renewal *r, const redlock_op *op,
                                        int64_t now_ms);
 
+/* ---- A keeper: kept locks scheduled (experimental) ----
+ *
+ * The scheduling of every lock a driver keeps, in one object, the one the
+ * C client's own thread uses for redlock_handle_watch: which lock is due
+ * when (the rules of redlock_keep above), which renewals go together (those
+ * of redlock_renewal: one operation for up to 500 locks, of one slot on a
+ * Cluster node), how many run at once, and which locks were lost. At most
+ * max(1, pool_size) renewals run at once, so that they run on each node's
+ * pooled connections; the locks of the others wait their turn, their
+ * validity still counting. The driver keeps one redlock_keeper per client
+ * and, on one thread (it is not thread-safe):
+ *   1. adds each lock it keeps under an id of its own (redlock_keeper_add),
+ *      and removes it when it stops (redlock_keeper_remove, before an
+ *      unlock: when it says a renewal is under way, the unlock waits until
+ *      the keeper tells that renewal ended, step 3);
+ *   2. drives it (redlock_keeper_drive) after adding, after an operation
+ *      ended, and at the time it gives at the latest; the answer is bits:
+ *      - RUN: operations to run, each taken once (redlock_keeper_take_op
+ *        until NULL): the driver runs each like any other operation, tells
+ *        its end (redlock_keeper_op_ended) before freeing it, then drives
+ *        again;
+ *      - LOST: kept locks lost, each told once (redlock_keeper_next_lost
+ *        until 0), why from redlock_keeper_status and _message; a lock
+ *        lost is renewed no more, and stays until removed;
+ *      - ENDED: locks removed whose last renewal ended
+ *        (redlock_keeper_next_ended until 0): their handles are the
+ *        driver's again, and their unlocks may go;
+ *      none: nothing to do before the time given;
+ *   3. frees it (redlock_keeper_free) once nothing is kept and none of its
+ *      operations runs.
+ * The events renewal_failed and lost (redlock_ctx_set_log) are told from
+ * these calls. The handles must outlive their ids in the keeper. */
+typedef struct redlock_keeper redlock_keeper;
+
+#define REDLOCK_KEEPER_RUN   1   /* operations to run: redlock_keeper_take_op */
+#define REDLOCK_KEEPER_LOST  2   /* locks lost: redlock_keeper_next_lost */
+#define REDLOCK_KEEPER_ENDED 4   /* removed locks whose renewal ended: redlock_keeper_next_ended */
+
+/* The keeper of ctx's kept locks. REDLOCK_OK, REDLOCK_EINVAL or
+ * REDLOCK_ENOMEM. */
+REDLOCK_API int redlock_keeper_new(redlock_keeper **out, redlock_ctx *ctx);
+/* Frees it, and the operations it made that were not taken. NULL is a no-op. */
+REDLOCK_API void redlock_keeper_free(redlock_keeper *k);
+/* Keeps h, held (taken or extended) at now_ms, under id (not 0, not kept
+ * already). REDLOCK_OK; REDLOCK_ENOTHELD when h is not held (released,
+ * lost, or its validity over); REDLOCK_EINVAL (NULL, a lock of another
+ * ctx, an id 0 or in use) or REDLOCK_ENOMEM. */
+REDLOCK_API int redlock_keeper_add(redlock_keeper *k, uint64_t id, redlock_handle *h,
+                                   int64_t now_ms);
+/* Stops keeping id: no renewal of it starts from now on. 0: done, the
+ * handle is the driver's; 1: a renewal of it is under way (the handle is
+ * used until the keeper tells ENDED of id); REDLOCK_EINVAL when id is not
+ * kept. */
+REDLOCK_API int redlock_keeper_remove(redlock_keeper *k, uint64_t id);
+/* No renewal starts from now on (the client is closing); locks are still
+ * found lost when their validity runs out. */
+REDLOCK_API void redlock_keeper_halt(redlock_keeper *k);
+/* Looks at the locks due at now_ms and starts the renewals that may start:
+ * REDLOCK_KEEPER_* bits. *at_ms (may be NULL): when to drive it again if
+ * nothing happens (INT64_MAX: nothing kept). */
+REDLOCK_API int redlock_keeper_drive(redlock_keeper *k, int64_t now_ms, int64_t *at_ms);
+/* The next operation to run, each once; NULL when none. */
+REDLOCK_API redlock_op *redlock_keeper_take_op(redlock_keeper *k);
+/* op, taken from k (or made by redlock_keeper_extend), ended: done, or
+ * given up (not done: each of its locks is told REDLOCK_ENOQUORUM). Each
+ * lock is told its outcome. REDLOCK_OK, or REDLOCK_EINVAL when op is not
+ * one of k's under way. */
+REDLOCK_API int redlock_keeper_op_ended(redlock_keeper *k, redlock_op *op, int64_t now_ms);
+/* The next lock lost, the first found first (its id); 0 when none. */
+REDLOCK_API uint64_t redlock_keeper_next_lost(redlock_keeper *k);
+/* The next lock removed whose renewal ended (its id); 0 when none. */
+REDLOCK_API uint64_t redlock_keeper_next_ended(redlock_keeper *k);
+/* REDLOCK_OK while id is kept; once lost, why (REDLOCK_EEXPIRED,
+ * REDLOCK_ENOTHELD...) and a message that belongs to k until id is
+ * removed ("" while kept); REDLOCK_EINVAL when id is not kept. */
+REDLOCK_API int redlock_keeper_status(const redlock_keeper *k, uint64_t id);
+REDLOCK_API const char *redlock_keeper_message(const redlock_keeper *k, uint64_t id);
+/* 1 while an extension of id waits for its turn or runs (after removal:
+ * until ENDED), 0 when none does; REDLOCK_EINVAL when id is not kept. */
+REDLOCK_API int redlock_keeper_busy(const redlock_keeper *k, uint64_t id);
+/* The owner's extension of kept id by ttl_ms, run by the driver and told
+ * with redlock_keeper_op_ended like the keeper's own: the lock's renewals
+ * are planned from it. REDLOCK_EINVAL when id is not kept or an extension
+ * of it runs (wait while redlock_keeper_busy), REDLOCK_ENOTHELD once
+ * lost; when the operation cannot be made, its status (the keeper knows). */
+REDLOCK_API int redlock_keeper_extend(redlock_op **out, redlock_keeper *k, uint64_t id,
+                                      int64_t ttl_ms, int64_t now_ms);
+
 #ifdef __cplusplus
 }
 #endif

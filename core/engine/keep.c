@@ -80,13 +80,18 @@ int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev)
     if (k->extending)
         return RL_KEEP_WAIT;
     if (now >= k->next_at - k->early) {
-        k->extending = true;
-        k->until = expires_at;
+        rl_keep_start(k);
         return RL_KEEP_EXTEND;
     }
     if (k->next_at < *at)
         *at = k->next_at;
     return RL_KEEP_WAIT;
+}
+
+void rl_keep_start(rl_keep *k)
+{
+    k->extending = true;
+    k->until = k->h->expires_at;
 }
 
 int64_t rl_keep_when(const rl_keep *k)

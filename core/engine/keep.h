@@ -1,8 +1,8 @@
 /*
  * keep.h - the renewal of a kept lock: when to extend it, and when it is
- * lost. No I/O, no threads: the blocking client's thread (async.c) and the
- * drivers of other event loops (redlock_engine.h) ask it what to do, run the
- * extensions it asks for, and tell it how each ended.
+ * lost. No I/O, no threads: the keeper of a driver's kept locks (keeper.h)
+ * and the drivers that use redlock_keep (redlock_engine.h) ask it what to
+ * do, run the extensions it asks for, and tell it how each ended.
  *
  * The rules, in one place:
  *   - The lock is extended by its lease (the one it was last taken or
@@ -79,6 +79,9 @@ typedef struct rl_keep_event {
 void rl_keep_init(rl_keep *k, redlock_handle *h, int64_t now);
 /* What to do at now; *at: when to ask again at the latest. */
 int rl_keep_next(rl_keep *k, int64_t now, int64_t *at, rl_keep_event *ev);
+/* An extension starts now that rl_keep_next did not ask for (the owner's):
+ * it is told as any with rl_keep_extended. */
+void rl_keep_start(rl_keep *k);
 /* The latest time rl_keep_next must be asked again if nothing changes:
  * when validity runs out, or sooner when the next extension falls due (not
  * while one is under way). A driver of many keeps looks at all of them
