@@ -1,9 +1,10 @@
 /*
  * async.c - the asynchronous calls (redlock_lock_async, ...; their entry
  * points are calls.c's): one thread per client drives every call under way,
- * all in one poll loop, with the blocking driver's sockets and pools (io.h).
- * The thread starts with the first call and ends when none is left
- * (worker.h); callbacks run on it.
+ * all in one poll loop, with the blocking driver's sockets and pools (io.h),
+ * and the renewals of the client's watched handles, which the engine's
+ * keeper schedules (keeper.h, used under the mutex). The thread starts with
+ * the first call and ends when none is left (worker.h); callbacks run on it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,7 @@
 #include "clock.h"
 #include "driver.h"
 #include "io.h"
-#include "keep.h"
+#include "keeper.h"
 #include "log.h"
 #include "service.h"
 #include "wake.h"
@@ -33,31 +34,28 @@ typedef struct job {
     rl_op *op;
     bool is_lock;
     bool is_unlock;
+    bool renewal;            /* the keeper's: its end is told to the keeper */
     redlock_done_fn done;    /* NULL for a renewal */
     void *data;
-    struct rl_watch **batch; /* the watches a renewal is for (rl_op_extend_many) */
-    size_t n_batch;
     rl_waiter *waiter;       /* a lock waiting for a release (wake.c) */
     struct job *next;
 } job;
 
-/* The renewal of a watched handle (redlock_handle_watch). Linked in the
- * client's list and from its handle, under the client's mutex. */
+/* A watched handle (redlock_handle_watch), kept by the client's keeper
+ * under the watch's address. Linked in the client's list and from its
+ * handle, under the client's mutex. */
 typedef struct rl_watch {
     redlock_handle *h;
     redlock_lost_fn lost;
     void *data;
-    rl_keep keep;            /* when to extend it, and whether it is lost */
     bool notifying;          /* its lost callback runs */
     bool over;               /* lost or stopped: no more extensions */
-    bool free_handle;        /* free the handle once extending and notifying end */
-    job *parked;             /* unlocks held back until the extension ends */
+    bool removed;            /* out of the keeper */
+    bool renewing;           /* removed with a renewal under way: the keeper tells its end */
+    bool free_handle;        /* free the handle once renewing and notifying end */
+    job *parked;             /* unlocks held back until the renewal ends */
     struct rl_watch *next, **prev;   /* prev: the pointer to it, to unlink it at once */
-    int64_t when;            /* its key in the heap: when its keep is to be asked next */
-    size_t slot;             /* its place in the heap, NOT_QUEUED when not there */
 } rl_watch;
-
-#define NOT_QUEUED SIZE_MAX
 
 /* A lost callback to make, outside the mutex. */
 typedef struct notice {
@@ -66,9 +64,16 @@ typedef struct notice {
     void *data;
     int status;
     char message[256];
-    rl_keep_event ev;        /* the event of the loss */
     struct notice *next;
 } notice;
+
+/* What the keeper told, to act on outside the mutex: its events, the lost
+ * callbacks, and the watches whose handles are to be freed with them. */
+typedef struct told {
+    rl_keeper_event *events;
+    notice *notices;
+    rl_watch *doomed;
+} told;
 
 /* A connection taken back from a finished job with replies still owed: it
  * is read until they are in (a late reply may call for a release: an
@@ -86,13 +91,8 @@ struct rl_async {
     int wake[2];             /* a pipe: a byte in it wakes the thread */
     draining *drains;        /* the thread's own */
     rl_watch *watches;       /* every watch, over ones too, until dropped */
-    /* The live watches by when each keep is to be asked next (a binary
-     * min-heap on rl_watch.when): plan_watches looks only at those due, so
-     * holding many locks costs nothing between their renewals. Room for
-     * every watch is made when it is linked. */
-    rl_watch **heap;
-    size_t heap_n, heap_cap;
-    pthread_cond_t changed;  /* a watch's extension or lost callback ended */
+    rl_keeper *keeper;       /* the renewals of the watches: made with the first */
+    pthread_cond_t changed;  /* a watch's renewal or lost callback ended */
 };
 
 struct rl_async *rl_async_new(void)
@@ -109,6 +109,19 @@ struct rl_async *rl_async_new(void)
     return a;
 }
 
+/* Forgets every watch and the keeper (their handles stay). */
+static void forget_watches(struct rl_async *a)
+{
+    while (a->watches) {
+        rl_watch *w = a->watches;
+        a->watches = w->next;
+        w->h->driver_data = NULL;
+        free(w);
+    }
+    rl_keeper_free(a->keeper);
+    a->keeper = NULL;
+}
+
 void rl_async_forget(struct rl_async *a)
 {
     /* In a child after fork(): the parent's thread and its calls are not
@@ -118,13 +131,7 @@ void rl_async_forget(struct rl_async *a)
     a->submitted = NULL;
     rl_worker_forget(&a->worker);
     /* Renewing the parent's locks is the parent's work. */
-    while (a->watches) {
-        rl_watch *w = a->watches;
-        a->watches = w->next;
-        w->h->driver_data = NULL;
-        free(w);
-    }
-    a->heap_n = 0;
+    forget_watches(a);
 }
 
 static void wake(struct rl_async *a)
@@ -154,13 +161,7 @@ void rl_async_free(rl_client *ctx, struct rl_async *a)
         rl_worker_join(&a->worker);
     /* Handles still watched (they should have been freed first) keep no
      * pointer into the client. */
-    while (a->watches) {
-        rl_watch *w = a->watches;
-        a->watches = w->next;
-        w->h->driver_data = NULL;
-        free(w);
-    }
-    free(a->heap);
+    forget_watches(a);
     close(a->wake[0]);
     close(a->wake[1]);
     pthread_cond_destroy(&a->changed);
@@ -168,147 +169,131 @@ void rl_async_free(rl_client *ctx, struct rl_async *a)
     free(a);
 }
 
-/* ---- watches: the renewal of kept locks ---- */
+/* ---- watches: the renewal of kept locks (under the mutex unless said) ---- */
 
-/* Whether the caller is the client's thread (under the mutex). */
+/* Whether the caller is the client's thread. */
 static bool on_client_thread(const struct rl_async *a)
 {
     return rl_worker_is_self(&a->worker);
 }
 
-/* ---- the heap of watches by time (under the mutex) ---- */
-
-static void heap_put(struct rl_async *a, size_t i, rl_watch *w)
+static uint64_t id_of(const rl_watch *w)
 {
-    a->heap[i] = w;
-    w->slot = i;
+    return (uint64_t)(uintptr_t)w;
 }
 
-static void sift_up(struct rl_async *a, size_t i)
+static rl_watch *watch_of(uint64_t id)
 {
-    rl_watch *w = a->heap[i];
-    while (i > 0 && a->heap[(i - 1) / 2]->when > w->when) {
-        heap_put(a, i, a->heap[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    heap_put(a, i, w);
+    return (rl_watch *)(uintptr_t)id;
 }
 
-static void sift_down(struct rl_async *a, size_t i)
+/* Links w first in the client's list. */
+static void link_watch(struct rl_async *a, rl_watch *w)
 {
-    rl_watch *w = a->heap[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= a->heap_n)
-            break;
-        if (c + 1 < a->heap_n && a->heap[c + 1]->when < a->heap[c]->when)
-            c++;
-        if (a->heap[c]->when >= w->when)
-            break;
-        heap_put(a, i, a->heap[c]);
-        i = c;
-    }
-    heap_put(a, i, w);
-}
-
-/* Queues w to be asked at `when`, or moves it there. */
-static void heap_set(struct rl_async *a, rl_watch *w, int64_t when)
-{
-    if (w->slot == NOT_QUEUED) {
-        w->when = when;
-        heap_put(a, a->heap_n++, w);   /* room was made when w was linked */
-        sift_up(a, w->slot);
-        return;
-    }
-    int64_t old = w->when;
-    w->when = when;
-    if (when < old)
-        sift_up(a, w->slot);
-    else
-        sift_down(a, w->slot);
-}
-
-static void heap_remove(struct rl_async *a, rl_watch *w)
-{
-    size_t i = w->slot;
-    if (i == NOT_QUEUED)
-        return;
-    w->slot = NOT_QUEUED;
-    rl_watch *last = a->heap[--a->heap_n];
-    if (last == w)
-        return;
-    heap_put(a, i, last);
-    sift_up(a, i);
-    sift_down(a, last->slot);
-}
-
-/* Links w first in the client's list and queues it; REDLOCK_ENOMEM when
- * the heap has no room for it. */
-static int link_watch(struct rl_async *a, rl_watch *w)
-{
-    /* Only a watch linked here enters the heap anew (one taken out goes back
-     * in its place, or for good once over): heap_n stays within heap_cap. */
-    if (a->heap_n == a->heap_cap) {
-        size_t cap = a->heap_cap ? 2 * a->heap_cap : 64;
-        rl_watch **grown = realloc(a->heap, cap * sizeof *grown);
-        if (!grown)
-            return REDLOCK_ENOMEM;
-        a->heap = grown;
-        a->heap_cap = cap;
-    }
     w->next = a->watches;
     w->prev = &a->watches;
     if (a->watches)
         a->watches->prev = &w->next;
     a->watches = w;
-    w->slot = NOT_QUEUED;
-    heap_set(a, w, rl_keep_when(&w->keep));
-    return REDLOCK_OK;
 }
 
-/* Unlinks w and frees it (under the mutex): at once, however many locks
- * are kept. */
-static void drop_watch(struct rl_async *a, rl_watch *w)
+/* Unlinks w from the list and its handle. */
+static void unlink_watch(rl_watch *w)
 {
-    heap_remove(a, w);
     *w->prev = w->next;
     if (w->next)
         w->next->prev = w->prev;
     w->h->driver_data = NULL;
+}
+
+/* No extension of w starts from now on; one under way is told by the
+ * keeper when it ends (w->renewing until then). */
+static void stop(struct rl_async *a, rl_watch *w)
+{
+    w->over = true;
+    if (!w->removed) {
+        w->removed = true;
+        w->renewing = rl_keeper_remove(a->keeper, id_of(w)) == 1;
+    }
+}
+
+/* Ends w (stopped, no renewal under way) and frees it: at once, however
+ * many locks are kept. */
+static void drop_watch(struct rl_async *a, rl_watch *w)
+{
+    stop(a, w);
+    unlink_watch(w);
     free(w);
 }
 
-/* Marks w lost (its keep says why) and queues its callback and event
- * (under the mutex). */
-static void lose(rl_watch *w, const rl_keep_event *ev, notice **notices)
+/* Marks w lost (status, message: why), stops it, and queues its callback. */
+static void lose(struct rl_async *a, rl_watch *w, int status, const char *message,
+                 notice **notices)
 {
-    w->over = true;
-    w->h->lost = true;
     notice *n = calloc(1, sizeof *n);
+    if (n) {
+        *n = (notice){ .w = w, .lost = w->lost, .data = w->data, .status = status,
+                       .next = *notices };
+        snprintf(n->message, sizeof n->message, "%s", message);
+    }
+    stop(a, w);   /* message belonged to the keeper's record of w, gone now */
+    w->h->lost = true;
     if (!n)
         return;   /* out of memory: the lost state is there to poll */
-    *n = (notice){ .w = w, .lost = w->lost, .data = w->data, .status = w->keep.status,
-                   .ev = *ev, .next = *notices };
-    snprintf(n->message, sizeof n->message, "%s", w->keep.message);
     w->notifying = true;
     *notices = n;
 }
 
+/* Takes what the keeper has to tell: each lock lost is marked and its
+ * callback queued; each renewal ended after its watch stopped lets the
+ * unlocks parked behind it go on, and frees its handle when that waited. */
+static void collect(struct rl_async *a, told *t)
+{
+    uint64_t id;
+    while ((id = rl_keeper_next_lost(a->keeper)) != 0) {
+        const char *message;
+        int status = rl_keeper_status(a->keeper, id, &message);
+        lose(a, watch_of(id), status, message, &t->notices);
+    }
+    while ((id = rl_keeper_next_ended(a->keeper)) != 0) {
+        rl_watch *w = watch_of(id);
+        w->renewing = false;
+        if (w->parked) {
+            job *last = w->parked;
+            while (last->next)
+                last = last->next;
+            last->next = a->submitted;
+            a->submitted = w->parked;
+            w->parked = NULL;
+        }
+        if (w->free_handle && !w->notifying) {
+            unlink_watch(w);
+            w->next = t->doomed;
+            t->doomed = w;
+        }
+    }
+    /* Newest last: the events of a collect after one not yet told follow. */
+    rl_keeper_event **end = &t->events;
+    while (*end)
+        end = &(*end)->next;
+    *end = rl_keeper_events(a->keeper);
+    pthread_cond_broadcast(&a->changed);
+}
+
 /* Makes the lost callbacks, outside the mutex; a handle freed by its own
- * callback is freed once that returns. Each loss is an event first. */
+ * callback is freed once that returns. */
 static void notify(struct rl_async *a, notice *notices)
 {
     while (notices) {
         notice *n = notices;
         notices = n->next;
-        rl_keep_tell(n->w->h->ctx, &n->ev);
         if (n->lost)
             n->lost(n->data, n->w->h, n->status, n->message);
         pthread_mutex_lock(&a->mu);
         rl_watch *w = n->w;
         w->notifying = false;
         redlock_handle *doomed = NULL;
-        if (w->free_handle && !w->keep.extending) {
+        if (w->free_handle && !w->renewing) {
             doomed = w->h;
             drop_watch(a, w);
         }
@@ -319,152 +304,67 @@ static void notify(struct rl_async *a, notice *notices)
     }
 }
 
-/* Starts a renewal of the batch's watches (their keep said extend), as a
- * job added to *active; when it cannot be made, each keep is told. */
-static void start_batch(rl_client *ctx, struct rl_async *a, rl_watch **batch, size_t n,
-                        int64_t now, job **active, size_t *n_active, notice **notices)
+/* Acts on what collect took, outside the mutex: the events first (a loss's
+ * before its callback), the handles freed, then the callbacks. */
+static void tell(rl_client *ctx, struct rl_async *a, told *t)
 {
-    redlock_handle *hs[RL_KEEP_BATCH_LOCKS];
-    for (size_t i = 0; i < n; i++)
-        hs[i] = batch[i]->h;
-    rl_op *op = NULL;
-    job *j = malloc(sizeof *j);
-    rl_watch **ws = j ? malloc(n * sizeof *ws) : NULL;
-    int rc = ws ? rl_op_extend_many(&op, ctx, hs, n, now) : REDLOCK_ENOMEM;
-    if (rc == REDLOCK_OK) {
-        memcpy(ws, batch, n * sizeof *ws);
-        *j = (job){ .op = op, .batch = ws, .n_batch = n, .next = *active };
+    rl_keeper_tell(ctx, t->events);
+    while (t->doomed) {
+        rl_watch *w = t->doomed;
+        t->doomed = w->next;
+        rl_handle_free(w->h);
+        free(w);
+    }
+    notify(a, t->notices);
+}
+
+/* The renewals the keeper made, as jobs added to *active. */
+static void take_renewals(struct rl_async *a, int64_t now, job **active, size_t *n_active)
+{
+    rl_op *op;
+    while ((op = rl_keeper_take_op(a->keeper)) != NULL) {
+        job *j = malloc(sizeof *j);
+        if (!j) {
+            /* Out of memory: given up, and each of its locks told so. */
+            rl_keeper_op_ended(a->keeper, op, now);
+            rl_op_free(op);
+            continue;
+        }
+        *j = (job){ .op = op, .renewal = true, .next = *active };
         *active = j;
         (*n_active)++;
-        return;
-    }
-    free(ws);
-    free(j);
-    const char *why = rc == REDLOCK_ENOMEM ? "out of memory" : rl_errmsg();
-    for (size_t i = 0; i < n; i++) {
-        rl_watch *w = batch[i];
-        rl_keep_event ev = { 0 };
-        int64_t at;
-        rl_keep_extended(&w->keep, rc, why, now, &ev);
-        if (rl_keep_next(&w->keep, now, &at, &ev) == RL_KEEP_LOST)
-            lose(w, &ev, notices);
-        else
-            heap_set(a, w, at);   /* its retry */
     }
 }
 
-/* Starts the renewals that are due, in batches (one command per node for
- * up to RL_KEEP_BATCH_LOCKS locks or RL_KEEP_BATCH_KEYS keys), and marks
- * lost the watches whose validity ran out, adding renewal jobs to *active.
- * Returns when a watch next needs the thread (INT64_MAX: no live watch).
- * It looks only at the watches due (the heap's first). */
+/* Drives the keeper: the renewals it starts become jobs in *active, the
+ * locks found lost are told. Returns when it next needs the thread
+ * (INT64_MAX: no lock kept, or the client is being freed). */
 static int64_t plan_watches(rl_client *ctx, struct rl_async *a, bool stopping, int64_t now,
                             job **active, size_t *n_active)
 {
     int64_t first = INT64_MAX;
-    notice *notices = NULL;
-    rl_watch *batch[RL_KEEP_BATCH_LOCKS];
-    size_t n_batch = 0, n_keys = 0;
+    told t = { 0 };
     pthread_mutex_lock(&a->mu);
-    while (!stopping && a->heap_n > 0 && a->heap[0]->when <= now) {
-        rl_watch *w = a->heap[0];
-        heap_remove(a, w);
-        if (w->over)
-            continue;   /* stopped: it goes for good */
-        rl_keep_event ev = { 0 };
-        int64_t at;
-        int what = rl_keep_next(&w->keep, now, &at, &ev);
-        if (what == RL_KEEP_EXTEND) {
-            size_t keys = w->h->keys->n;
-            if (n_batch > 0 && (n_batch == RL_KEEP_BATCH_LOCKS
-                                || n_keys + keys > RL_KEEP_BATCH_KEYS
-                                || !rl_op_batches_with(batch[0]->h, w->h))) {
-                start_batch(ctx, a, batch, n_batch, now, active, n_active, &notices);
-                n_batch = n_keys = 0;
-            }
-            batch[n_batch++] = w;
-            n_keys += keys;
-        }
-        if (what == RL_KEEP_LOST) {
-            lose(w, &ev, &notices);
-            continue;
-        }
-        heap_set(a, w, at);   /* extending: asked again when validity runs out */
+    if (!stopping && a->keeper) {
+        rl_keeper_drive(a->keeper, now, &first);
+        take_renewals(a, now, active, n_active);
+        collect(a, &t);
     }
-    if (n_batch > 0)
-        start_batch(ctx, a, batch, n_batch, now, active, n_active, &notices);
-    if (!stopping && a->heap_n > 0)
-        first = a->heap[0]->when;
     pthread_mutex_unlock(&a->mu);
-    notify(a, notices);
+    tell(ctx, a, &t);
     return first;
 }
 
-/* A watch's renewal ended with status: the next one is planned, or the lock
- * is lost; unlocks that waited for it go on (under the mutex). Returns the
- * handle to free, if any. */
-static redlock_handle *watch_renewed(struct rl_async *a, rl_watch *w, int status,
-                                     const char *message, int64_t now, rl_keep_event *ev,
-                                     notice **notices)
-{
-    redlock_handle *doomed = NULL;
-    if (w->parked) {
-        job *last = w->parked;
-        while (last->next)
-            last = last->next;
-        last->next = a->submitted;
-        a->submitted = w->parked;
-        w->parked = NULL;
-    }
-    if (w->over) {
-        w->keep.extending = false;
-        if (w->free_handle && !w->notifying) {
-            doomed = w->h;
-            drop_watch(a, w);
-        }
-    } else {
-        rl_keep_extended(&w->keep, status, message, now, ev);
-        if (w->keep.status != REDLOCK_OK) {
-            lose(w, ev, notices);
-            ev->name = NULL;   /* told with the notice */
-        } else {
-            heap_set(a, w, rl_keep_when(&w->keep));
-        }
-    }
-    return doomed;
-}
-
-/* A batch's renewal ended: each watch is told its lock's outcome. */
+/* A renewal ended: the keeper tells each lock its outcome. */
 static void renewal_ended(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
 {
-    notice *notices = NULL;
-    size_t n = j->n_batch;
-    redlock_handle **doomed = calloc(n, sizeof *doomed);
-    rl_keep_event *evs = calloc(n, sizeof *evs);   /* renewal_failed, told unlocked */
+    told t = { 0 };
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < n; i++) {
-        const char *message = "";
-        int status = rl_op_done(j->op) ? rl_op_many_status(j->op, i, &message)
-                                       : rl_op_status(j->op);
-        rl_keep_event one = { 0 };
-        redlock_handle *h = watch_renewed(a, j->batch[i], status, message, now,
-                                          evs ? &evs[i] : &one, &notices);
-        if (doomed)
-            doomed[i] = h;
-        else
-            rl_handle_free(h);   /* out of memory: freed under the mutex, with no I/O */
-    }
-    pthread_cond_broadcast(&a->changed);
+    rl_keeper_op_ended(a->keeper, j->op, now);
+    collect(a, &t);
     pthread_mutex_unlock(&a->mu);
-    for (size_t i = 0; evs && i < n; i++)
-        rl_keep_tell(ctx, &evs[i]);
-    wake(a);
-    for (size_t i = 0; doomed && i < n; i++)
-        rl_handle_free(doomed[i]);
-    free(doomed);
-    free(evs);
-    free(j->batch);
-    notify(a, notices);
+    wake(a);   /* the next renewal may start, parked unlocks go on */
+    tell(ctx, a, &t);
 }
 
 /* No extension of h starts from now on (an unlock is coming); one under way
@@ -474,11 +374,11 @@ void rl_async_stop_renewals(redlock_handle *h)
     struct rl_async *a = rl_io_async(h->ctx);
     pthread_mutex_lock(&a->mu);
     if (h->driver_data)
-        ((rl_watch *)h->driver_data)->over = true;
+        stop(a, h->driver_data);
     pthread_mutex_unlock(&a->mu);
 }
 
-/* An unlock of a watched handle waits for the extension under way, if any,
+/* An unlock of a watched handle waits for the renewal under way, if any,
  * and ends the watch (on the client's thread). True when j was parked. */
 static bool park(struct rl_async *a, job *j)
 {
@@ -486,7 +386,9 @@ static bool park(struct rl_async *a, job *j)
         return false;
     pthread_mutex_lock(&a->mu);
     rl_watch *w = rl_op_handle(j->op)->driver_data;   /* the mutex is held */
-    bool parked = w && w->keep.extending;
+    if (w)
+        stop(a, w);
+    bool parked = w && w->renewing;
     if (parked) {
         j->next = w->parked;
         w->parked = j;
@@ -516,18 +418,22 @@ int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data)
     if (!w)
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     *w = (rl_watch){ .h = h, .lost = lost, .data = data };
-    rl_keep_init(&w->keep, h, now);
     pthread_mutex_lock(&a->mu);
     int rc = h->driver_data ? rl_fail(REDLOCK_EINVAL, "watch: the lock is watched already")
                       : ensure_running(h->ctx, a);
-    if (rc == REDLOCK_OK)
-        rc = link_watch(a, w) == REDLOCK_OK ? REDLOCK_OK : rl_fail(REDLOCK_ENOMEM, "out of memory");
-    /* The thread sleeps until the first watch is due: it needs waking only
+    if (rc == REDLOCK_OK && !a->keeper && !(a->keeper = rl_keeper_new(h->ctx)))
+        rc = rl_fail(REDLOCK_ENOMEM, "out of memory");
+    /* The thread sleeps until the first lock is due: it needs waking only
      * when this one is due first (20,000 locks kept one after another would
      * otherwise wake it 20,000 times, for nothing). */
-    bool first = rc == REDLOCK_OK && a->heap[0] == w;
+    int64_t due = rc == REDLOCK_OK ? rl_keeper_at(a->keeper) : 0;
     if (rc == REDLOCK_OK)
+        rc = rl_keeper_add(a->keeper, id_of(w), h, now);
+    bool first = rc == REDLOCK_OK && rl_keeper_at(a->keeper) < due;
+    if (rc == REDLOCK_OK) {
+        link_watch(a, w);
         h->driver_data = w;
+    }
     pthread_mutex_unlock(&a->mu);
     if (rc != REDLOCK_OK) {
         free(w);
@@ -545,18 +451,18 @@ bool rl_async_unwatch(redlock_handle *h, bool freeing)
     rl_watch *w = h->driver_data;
     bool now = true;
     if (w) {
-        w->over = true;
+        stop(a, w);
         if (on_client_thread(a)) {
             /* From a callback: what runs on this thread cannot be waited
              * for; the handle is freed when it ends. */
-            if (w->keep.extending || w->notifying) {
+            if (w->renewing || w->notifying) {
                 w->free_handle = w->free_handle || freeing;
                 now = !freeing;
             } else {
                 drop_watch(a, w);
             }
         } else {
-            while (w->keep.extending || w->notifying)
+            while (w->renewing || w->notifying)
                 pthread_cond_wait(&a->changed, &a->mu);
             drop_watch(a, w);
         }
@@ -580,7 +486,7 @@ static void finish(rl_client *ctx, struct rl_async *a, job *j, int64_t now)
         *d = (draining){ .c = c, .until = now + ctx->opt.node_timeout_ms, .next = a->drains };
         a->drains = d;
     }
-    if (j->batch) {
+    if (j->renewal) {
         renewal_ended(ctx, a, j, now);
     } else {
         redlock_handle *h = rl_op_take_handle(j->op);
