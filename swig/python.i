@@ -416,7 +416,10 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
  * out as bytes and come in from any bytes-like object. redlock_op_drive
  * returns (bits, at_ms) and redlock_op_connect a connection or None; the
  * TLS settings (redlock_ctx_tls_*) are str or None, redlock_ctx_tls_check a
- * status that does not raise (the driver makes it its connects' failure). */
+ * status that does not raise (the driver makes it its connects' failure).
+ * The keeper's ids are ints: redlock_keeper_drive returns (bits, at_ms),
+ * redlock_keeper_take_op an operation or None, redlock_keeper_remove 0 or
+ * 1 (a renewal under way). */
 %{
 #include "redlock_engine.h"
 %}
@@ -432,6 +435,8 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %nodefaultdtor redlock_keep;
 %nodefaultctor redlock_renewal;
 %nodefaultdtor redlock_renewal;
+%nodefaultctor redlock_keeper;
+%nodefaultdtor redlock_keeper;
 %apply long long *OUTPUT { int64_t *at_ms };
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
@@ -439,10 +444,11 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
                           redlock_sub **out (redlock_sub *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
                           redlock_keep **out (redlock_keep *temp = NULL),
-                          redlock_renewal **out (redlock_renewal *temp = NULL)
+                          redlock_renewal **out (redlock_renewal *temp = NULL),
+                          redlock_keeper **out (redlock_keeper *temp = NULL)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_conn **out, redlock_sub **out, redlock_waiters **out,
-                 redlock_keep **out, redlock_renewal **out
+                 redlock_keep **out, redlock_renewal **out, redlock_keeper **out
 %{ $result = redlock_py_append($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 %typemap(out) int redlock_op_lock, int redlock_op_lock_rw, int redlock_op_lock_fair,
@@ -450,12 +456,23 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
               int redlock_op_permits, int redlock_op_ping, int redlock_conn_new,
               int redlock_sub_new, int redlock_waiters_new, int redlock_keep_new,
-              int redlock_keep_extend, int redlock_renewal_new, int redlock_renewal_start {
+              int redlock_keep_extend, int redlock_renewal_new, int redlock_renewal_start,
+              int redlock_keeper_new, int redlock_keeper_add, int redlock_keeper_op_ended,
+              int redlock_keeper_extend {
   if ($1 < 0) {
     redlock_py_raise($1);
     SWIG_fail;
   }
   $result = SWIG_Py_Void();
+}
+
+/* redlock_keeper_remove returns 0 or 1 (a renewal under way), or raises. */
+%typemap(out) int redlock_keeper_remove {
+  if ($1 < 0) {
+    redlock_py_raise($1);
+    SWIG_fail;
+  }
+  $result = PyLong_FromLong($1);
 }
 
 /* redlock_conn_output and redlock_sub_output return the bytes to write
@@ -493,7 +510,7 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 
 %typemap(check) redlock_op *op, const redlock_op *op, redlock_conn *c, const redlock_conn *c,
                 redlock_sub *s, const redlock_sub *s, redlock_waiters *w,
-                const redlock_waiters *w %{
+                const redlock_waiters *w, redlock_keeper *k, const redlock_keeper *k %{
   if ($1 == NULL) {
     PyErr_SetString(PyExc_TypeError, "$symname: $1_name must not be None");
     SWIG_fail;

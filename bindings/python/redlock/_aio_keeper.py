@@ -1,24 +1,28 @@
 """redlock.asyncio's kept locks (no lease given): renewed on the loop by the
-client's _Renewer, each acquisition's renewal a _Keeper; when to extend,
-which go together and when a lock is lost are the C library's rules
-(redlock_keep, redlock_renewal)."""
+client's _Renewer, a loop over the C library's keeper (redlock_keeper: when
+each lock is due, which renewals go together, how many run at once, which
+locks were lost); each acquisition's renewal is a _Keeper."""
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-from typing import Any, Callable, List, Optional, Protocol, Set, Tuple
+from typing import Any, Callable, Dict, Optional, Protocol, Set, Tuple
 
 from . import _capi, capi
 from ._aio_base import _NEVER, _now
 from .errors import LockError, error_for
+
+# What the keeper asks of its driver (redlock_keeper_drive's bits).
+_RUN = capi.REDLOCK_KEEPER_RUN
+_LOST = capi.REDLOCK_KEEPER_LOST
+_ENDED = capi.REDLOCK_KEEPER_ENDED
 
 
 class _Runner(Protocol):
     """What the renewal needs of the client's driver (_aio_driver._Driver)."""
 
     loop: asyncio.AbstractEventLoop
-    pool_size: int
+    ctx: Any
 
     def renewer(self) -> _Renewer: ...
 
@@ -36,13 +40,13 @@ class _Holder(Protocol):
 class _Keeper:
     """The renewal of one kept acquisition, on its client's _Renewer. When
     to extend and when the lock is lost are the C library's rules, the same
-    as its own renewal's (redlock_keep: a third of the lease after each
-    success, a little sooner so that locks taken together spread out, again
-    after a pause while validity lasts when the nodes fail, lost when a
-    quorum says it is not ours or when validity runs out first, even with an
-    extension under way), and so are the events renewal_failed and lost.
-    stop() ends it after the extension under way, if any, so that no
-    extension follows the release."""
+    as its own renewal's (a third of the lease after each success, a little
+    sooner so that locks taken together spread out, again after a pause
+    while validity lasts when the nodes fail, lost when a quorum says it is
+    not ours or when validity runs out first, even with an extension under
+    way), and so are the events renewal_failed and lost. stop() ends it
+    after the extension under way, if any, so that no extension follows the
+    release."""
 
     def __init__(self, lock: _Holder, driver: _Runner, handle: Any) -> None:
         self.lock = lock
@@ -51,30 +55,21 @@ class _Keeper:
         self.error: Optional[LockError] = None
         # Its result: the error when lost, None when stopped first.
         self.ended: asyncio.Future[Optional[LockError]] = driver.loop.create_future()
-        self.keep: Any = _capi.redlock_keep_new(handle, _now())
-        self.extending = False   # in a renewal under way
         self.stopped = False
-        self.due = 0             # the number of its live entry in the renewer's heap
+        self.removed = False   # out of the keeper
         # Done once it is stopped and no extension is under way.
         self.idle: asyncio.Future[None] = driver.loop.create_future()
+        self.id = 0            # the keeper's, set by the renewer
         self.renewer = driver.renewer()
-        self.renewer.add(self, _now())
+        self.renewer.add(self)
 
     def stop(self) -> asyncio.Future[None]:
         """Ends the renewal; the future is done once no extension is under way."""
         self.stopped = True
         if not self.ended.done():
             self.ended.set_result(None)
-        if not self.extending:
-            self._free()
+        self.renewer.remove(self)
         return self.idle
-
-    def _free(self) -> None:
-        if self.keep is not None:
-            _capi.redlock_keep_free(self.keep)
-            self.keep = None
-        if not self.idle.done():
-            self.idle.set_result(None)
 
     def _lose(self, error: LockError) -> None:
         if self.stopped or self.ended.done():
@@ -85,31 +80,67 @@ class _Keeper:
 
 
 class _Renewer:
-    """The renewal of a client's kept locks on the loop: one timer for all
-    of them, over a heap of when each must be looked at. The locks whose
-    keeps ask for an extension (a keep asks a little early, so that those
-    due together go together) are renewed in batches (redlock_renewal: one
-    command per node for up to 500 locks), each lock still decided on its
-    own; the keeps are told each lock's outcome and say what follows."""
+    """The renewal of a client's kept locks on the loop: the keeper says what
+    to do, and when to ask again (one timer for all of them); this runs the
+    renewals it hands out, and tells each lock's holder when it is lost."""
 
     def __init__(self, driver: _Runner) -> None:
         self.driver = driver
-        self.heap: List[Tuple[int, int, _Keeper]] = []
-        self.seq = 0
+        self.keeper: Any = _capi.redlock_keeper_new(driver.ctx)  # None once closed
+        self.kept: Dict[int, _Keeper] = {}  # by id, until removed and idle
+        self.last_id = 0
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = _NEVER
         self.renewals: Set[asyncio.Task[None]] = set()
-        # Renewals made, waiting their turn: as many run at once as a node's
-        # pool keeps connections, so that they run on pooled connections
-        # rather than each wave opening (and handshaking) new ones.
-        self.waiting: List[Tuple[Any, List[_Keeper]]] = []
-        self.places = max(1, driver.pool_size)
 
-    def add(self, keeper: _Keeper, at: int) -> None:
-        """Looks at keeper again at `at`."""
-        self.seq += 1
-        keeper.due = self.seq   # its entries before this one are stale
-        heapq.heappush(self.heap, (at, self.seq, keeper))
+    def add(self, keeper: _Keeper) -> None:
+        """Keeps keeper's lock, under an id of its own."""
+        self.last_id += 1
+        _capi.redlock_keeper_add(self.keeper, self.last_id, keeper.handle, _now())
+        keeper.id = self.last_id
+        self.kept[keeper.id] = keeper
+        self._drive()
+
+    def remove(self, keeper: _Keeper) -> None:
+        """Keeps it no more; its idle future is done at once, or once the
+        renewal under way ends."""
+        if keeper.removed:
+            return
+        keeper.removed = True
+        if self.keeper is None or not _capi.redlock_keeper_remove(self.keeper, keeper.id):
+            self._idle(keeper)
+
+    def _idle(self, keeper: _Keeper) -> None:
+        self.kept.pop(keeper.id, None)
+        if not keeper.idle.done():
+            keeper.idle.set_result(None)
+
+    def _drive(self) -> None:
+        """Does what the keeper says now, and sets the timer for its next time."""
+        keeper = self.keeper
+        if keeper is None:
+            return
+        what, at = _capi.redlock_keeper_drive(keeper, _now())
+        if what & _RUN:
+            op = _capi.redlock_keeper_take_op(keeper)
+            while op is not None:
+                task = self.driver.loop.create_task(self._run(op))
+                self.renewals.add(task)
+                task.add_done_callback(self.renewals.discard)
+                op = _capi.redlock_keeper_take_op(keeper)
+        if what & _LOST:
+            lost = _capi.redlock_keeper_next_lost(keeper)
+            while lost:
+                holder = self.kept[lost]
+                holder._lose(error_for(_capi.redlock_keeper_status(keeper, lost),
+                                       _capi.redlock_keeper_message(keeper, lost)))
+                self.remove(holder)
+                lost = _capi.redlock_keeper_next_lost(keeper)
+        if what & _ENDED:
+            ended = _capi.redlock_keeper_next_ended(keeper)
+            while ended:
+                self._idle(self.kept[ended])
+                ended = _capi.redlock_keeper_next_ended(keeper)
         if at < self.timer_at:
             if self.timer is not None:
                 self.timer.cancel()
@@ -118,87 +149,23 @@ class _Renewer:
 
     def _tick(self) -> None:
         self.timer, self.timer_at = None, _NEVER
-        now = _now()
-        renewal: Any = None
-        batch: List[_Keeper] = []
-        heap = self.heap
-        while heap and heap[0][0] <= now:
-            _, seq, keeper = heapq.heappop(heap)
-            if keeper.due != seq or keeper.keep is None or keeper.stopped \
-                    or keeper.error is not None:
-                continue  # looked at since, or no more kept
-            what, next_at = _capi.redlock_keep_next(keeper.keep, now)
-            if what == capi.REDLOCK_KEEP_LOST:
-                keeper._lose(error_for(_capi.redlock_keep_status(keeper.keep),
-                                       _capi.redlock_keep_message(keeper.keep)))
-                if not keeper.extending:
-                    keeper._free()
-                continue
-            if what == capi.REDLOCK_KEEP_EXTEND:
-                if renewal is None:
-                    renewal = _capi.redlock_renewal_new()
-                if _capi.redlock_renewal_add(renewal, keeper.keep) == capi.REDLOCK_RENEWAL_FULL:
-                    self._start(renewal, batch, now)
-                    renewal, batch = _capi.redlock_renewal_new(), []
-                    _capi.redlock_renewal_add(renewal, keeper.keep)
-                batch.append(keeper)
-                keeper.extending = True
-            # Extending, it is looked at again when validity runs out.
-            self.add(keeper, next_at)
-        if renewal is not None:
-            self._start(renewal, batch, now)
-        # The first entry may be older than the ones looked at: the timer
-        # is for it.
-        if heap and heap[0][0] < self.timer_at:
-            if self.timer is not None:
-                self.timer.cancel()
-            self.timer_at = heap[0][0]
-            self.timer = self.driver.loop.call_later(max(0, self.timer_at - now) / 1000,
-                                                     self._tick)
+        self._drive()
 
-    def _start(self, renewal: Any, batch: List[_Keeper], now: int) -> None:
-        if len(self.renewals) >= self.places:
-            self.waiting.append((renewal, batch))
-            return
-        try:
-            op = _capi.redlock_renewal_start(renewal, now)
-        except LockError:
-            op = None  # each keep was told already
-        if op is None:
-            _capi.redlock_renewal_free(renewal)
-            self._ended(batch)
-            return
-        task = self.driver.loop.create_task(self._run(renewal, op, batch))
-        self.renewals.add(task)
-        task.add_done_callback(self._run_ended)
-
-    def _run_ended(self, task: asyncio.Task[None]) -> None:
-        self.renewals.discard(task)
-        if self.waiting:
-            renewal, batch = self.waiting.pop(0)
-            self._start(renewal, batch, _now())
-
-    async def _run(self, renewal: Any, op: Any, batch: List[_Keeper]) -> None:
+    async def _run(self, op: Any) -> None:
         def tell(done_op: Any) -> None:
-            _capi.redlock_renewal_ended(renewal, done_op, _now())
+            if self.keeper is not None:
+                _capi.redlock_keeper_op_ended(self.keeper, done_op, _now())
         try:
             await self.driver.run(op, before_free=tell)
         finally:
-            _capi.redlock_renewal_free(renewal)
-            self._ended(batch)
-
-    def _ended(self, batch: List[_Keeper]) -> None:
-        """A renewal ended: each of its keepers is looked at again now."""
-        now = _now()
-        for keeper in batch:
-            keeper.extending = False
-            if keeper.stopped or keeper.error is not None:
-                keeper._free()
-            else:
-                self.add(keeper, now)
+            self._drive()
 
     def close(self) -> None:
+        """The client is closed: no renewal is left running, none starts."""
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         self.timer_at = _NEVER
+        if self.keeper is not None:
+            _capi.redlock_keeper_free(self.keeper)
+            self.keeper = None
