@@ -366,14 +366,16 @@ void redlock_lua_log_free(redlock_lua_log *q);
 /* ---- The engine (redlock_engine.h, experimental), for the cosocket driver
  * in redlock/_cosocket.lua and redlock/_drive.lua ----
  *
- * An operation, a subscriber and a waiters object are SWIG pointers; a
- * connection is a light userdata, so that the driver can key its own state
- * by it (the same pointer is the same Lua value). Constructors return the
- * status, then the object or nil. The bytes of connections and subscribers
- * go out and come in as Lua strings; the waiters' ids are integers.
- * redlock_op_drive returns its bits, then when to drive again (ms, from the
- * at_ms typemap below); redlock_op_connect a connection or nil; the TLS
- * settings (redlock_ctx_tls_*) strings or nil. */
+ * An operation, a subscriber, a waiters object and a keeper are SWIG
+ * pointers; a connection is a light userdata, so that the driver can key
+ * its own state by it (the same pointer is the same Lua value).
+ * Constructors return the status, then the object or nil. The bytes of
+ * connections and subscribers go out and come in as Lua strings; the ids of
+ * waiters and kept locks are integers. redlock_op_drive and
+ * redlock_keeper_drive return their bits, then when to drive again (ms,
+ * from the at_ms typemap below); redlock_op_connect a connection or nil,
+ * redlock_keeper_take_op an operation or nil; the TLS settings
+ * (redlock_ctx_tls_*) strings or nil. */
 %{
 #include "redlock_engine.h"
 %}
@@ -387,15 +389,18 @@ void redlock_lua_log_free(redlock_lua_log *q);
 %nodefaultdtor redlock_keep;
 %nodefaultctor redlock_renewal;
 %nodefaultdtor redlock_renewal;
+%nodefaultctor redlock_keeper;
+%nodefaultdtor redlock_keeper;
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_sub **out (redlock_sub *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
                           redlock_keep **out (redlock_keep *temp = NULL),
-                          redlock_renewal **out (redlock_renewal *temp = NULL)
+                          redlock_renewal **out (redlock_renewal *temp = NULL),
+                          redlock_keeper **out (redlock_keeper *temp = NULL)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_sub **out, redlock_waiters **out,
-                 redlock_keep **out, redlock_renewal **out {
+                 redlock_keep **out, redlock_renewal **out, redlock_keeper **out {
   if (*$1) {
     SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
   } else {
@@ -427,12 +432,13 @@ void redlock_lua_log_free(redlock_lua_log *q);
 %typemap(out) size_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 
 /* redlock_keep_next: what to do, then when to ask again (ms); likewise
- * redlock_op_drive. */
+ * redlock_op_drive and redlock_keeper_drive. */
 %typemap(in, numinputs=0) int64_t *at_ms (int64_t temp = 0) %{ $1 = &temp; %}
 %typemap(argout) int64_t *at_ms %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 
-/* A waiter's id: a whole number from 1 to 2^53, as a Lua number holds it
- * exactly (0 from redlock_waiters_next: none). */
+/* A waiter's or a kept lock's id: a whole number from 1 to 2^53, as a Lua
+ * number holds it exactly (0 from redlock_waiters_next and the keeper's
+ * next_lost and next_ended: none). */
 %typemap(in, checkfn="lua_isnumber") uint64_t id {
   lua_Number id = lua_tonumber(L, $input);
   if (!(id >= 1 && id <= 9007199254740992.0) || (lua_Number)(uint64_t)id != id) {
@@ -441,7 +447,11 @@ void redlock_lua_log_free(redlock_lua_log *q);
   }
   $1 = (uint64_t)id;
 }
-%typemap(out) uint64_t redlock_waiters_next %{ lua_pushnumber(L, (lua_Number)$1); SWIG_arg++; %}
+%typemap(out) uint64_t redlock_waiters_next, uint64_t redlock_keeper_next_lost,
+              uint64_t redlock_keeper_next_ended %{
+  lua_pushnumber(L, (lua_Number)$1);
+  SWIG_arg++;
+%}
 
 /* redlock_conn_output and redlock_sub_output return the bytes to write ("" when none). */
 %typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}

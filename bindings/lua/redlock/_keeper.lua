@@ -34,12 +34,13 @@ local handle_call = calls.handle_call
 -- client or any of its locks.
 --
 -- Inside nginx the keeper does it: one ngx.timer per client in each worker,
--- running while the client has kept locks. The rules are the C library's
--- (redlock_keep, the ones its own thread follows): for each lock the keeper
--- asks its keep what to do, runs the extension it asks for (a light thread
--- each, over the cosocket driver), marks it lost when the keep says so, and
--- runs the callbacks (a light thread each). The events renewal_failed and
--- lost come from the keep.
+-- running while the client has kept locks, over the C library's keeper
+-- (redlock_keeper: when each lock is due, which renewals go together, how
+-- many run at once, which locks were lost; the rules its own thread follows).
+-- The timer drives it, runs each renewal it hands out (a light thread each,
+-- over the cosocket driver), marks lost the locks it reports, and runs their
+-- callbacks (a light thread each). The events renewal_failed and lost come
+-- from it.
 -- One timer rather than one per lock: a timer that waits between renewals
 -- counts against lua_max_running_timers (256 by default) for as long as its
 -- lock is kept, and one loop can watch every deadline, as the C thread does.
@@ -50,22 +51,46 @@ local handle_call = calls.handle_call
 --   lost, err, detail  latched once lost; err is what the callback gets
 --   told               the callback was run (or there was none)
 --   watch              outside nginx: the C record of the loss
---   keep               inside nginx: its redlock_keep (when to extend it,
---                      whether it is lost), freed with the hold
---   busy               inside nginx: a semaphore while an extension is under
---                      way, posted when it ends
+--   keeper, id         inside nginx: the client's keeper (below) and the
+--                      hold's id in it
+--   removed            inside nginx: out of the keeper (its renewal under
+--                      way, if any, still ends first)
+--
+-- A client's keeper, inside nginx:
+--   ptr                its redlock_keeper (nil once freed, with no hold left)
+--   holds              the holds in it, by id, until removed and idle
+--   untold             the holds lost whose callback is still to run
+--   last_id, running   the last id given; whether its timer runs
+--   sem                wakes the timer (a lock added, lost or removed, a
+--                      renewal ended)
+--   changed            posted to all when an extension ended
 
 local WATCH_WAIT = 1    -- the keeper looks at its locks at least this often (s)
+
+-- What the keeper asks of the timer (redlock_keeper_drive's bits), and a test
+-- of one that Lua 5.1 and LuaJIT can read (they have no bit operators).
+local RUN, LOST, ENDED = core.REDLOCK_KEEPER_RUN, core.REDLOCK_KEEPER_LOST,
+                         core.REDLOCK_KEEPER_ENDED
+local function has(bits, flag)
+  return bits % (flag + flag) >= flag
+end
 
 local function lost_error(code, detail)
   return (error_names[code] or "unknown") .. ": the kept lock was lost: " .. detail
 end
 
+-- Inside nginx: the client's keeper, made with its first kept lock; nil and
+-- an error when it cannot be made.
 local function keeper_of(ctx)
   local d = driver_of(ctx)
   local k = d.keeper
   if not k then
-    k = { holds = {}, sem = new_semaphore(), running = false }
+    local rc, ptr = core.redlock_keeper_new(ctx.ptr)
+    if rc ~= core.REDLOCK_OK then
+      return nil, make_error(rc)
+    end
+    k = { ptr = ptr, holds = {}, untold = {}, last_id = 0, sem = new_semaphore(),
+          changed = new_semaphore(), running = false }
     d.keeper = k
   end
   return k
@@ -77,27 +102,53 @@ local function lose(hold, code, detail)
   if not hold.lost then
     hold.lost, hold.kept = true, false
     hold.err, hold.detail = lost_error(code, detail), detail
-    if hold.ctx.drv and hold.ctx.drv.keeper then
-      hold.ctx.drv.keeper.sem:post(1)   -- the keeper tells it now
+    local k = hold.keeper
+    if k then
+      k.untold[hold] = true
+      k.sem:post(1)   -- the keeper tells it now
     end
   end
 end
 
--- Inside nginx: what hold's keep says to do now (core.REDLOCK_KEEP_*), and
--- when to ask again; latches the loss it tells.
-local function ask_keep(hold)
-  local what, at = core.redlock_keep_next(hold.keep, now_ms())
-  drain_events(hold.ctx)
-  if what == core.REDLOCK_KEEP_LOST then
-    lose(hold, core.redlock_keep_status(hold.keep), core.redlock_keep_message(hold.keep))
+-- Inside nginx: takes hold out of its keeper (once); it stays among the
+-- keeper's holds while a renewal of it runs.
+local function remove_hold(hold)
+  local k = hold.keeper
+  if not hold.removed and k and k.ptr then
+    hold.removed = true
+    if core.redlock_keeper_remove(k.ptr, hold.id) ~= 1 then
+      k.holds[hold.id] = nil
+    end
+    k.sem:post(1)
   end
-  return what, at
+end
+
+-- Inside nginx: whether an extension of hold waits or runs.
+local function busy(hold)
+  local k = hold.keeper
+  return k ~= nil and k.ptr ~= nil and core.redlock_keeper_busy(k.ptr, hold.id) == 1
+end
+
+-- Inside nginx: looks at hold's lock now (its validity has run out): the
+-- keeper finds it lost, and why.
+local function ask_keeper(hold)
+  local k = hold.keeper
+  if not (k and k.ptr) or hold.removed then
+    return
+  end
+  core.redlock_keeper_drive(k.ptr, now_ms())
+  drain_events(hold.ctx)
+  local status = core.redlock_keeper_status(k.ptr, hold.id)
+  if status ~= core.REDLOCK_OK then
+    lose(hold, status, core.redlock_keeper_message(k.ptr, hold.id))
+  end
+  k.sem:post(1)   -- the timer takes what the keeper has to say
 end
 
 -- Whether hold was lost; latches it when it is found lost now: outside
 -- nginx when the C thread recorded it, or while kept when its validity has
 -- run out (the C thread marks it too, a moment later); inside nginx when
--- its validity has run out while kept (the keep then says lost, and why).
+-- its validity has run out while kept (the keeper then says lost, and why).
 local function check_hold(hold)
   if hold.lost then
     return true
@@ -111,7 +162,7 @@ local function check_hold(hold)
            "its validity ran out 0 ms ago before an extension succeeded")
     end
   elseif hold.kept and core.redlock_handle_validity_ms(hold.handle) <= 0 then
-    ask_keep(hold)
+    ask_keeper(hold)
   end
   return hold.lost
 end
@@ -167,17 +218,35 @@ local function post_all(sem)
   end
 end
 
--- Inside nginx: waits until no extension of hold is under way.
+-- Inside nginx: waits until no extension of hold waits or runs.
 local function wait_idle(hold)
-  while hold.busy do
-    hold.busy:wait(WATCH_WAIT)
+  while busy(hold) do
+    hold.keeper.changed:wait(WATCH_WAIT)
   end
 end
 
--- Inside nginx: extends a kept lock over the cosocket driver: a renewal
--- (lease_ms nil: the one its keep asked for) or the owner's extend, whose
--- end its keep is told as well. Returns the status and, when it failed, the
--- error. Nothing else extends it meanwhile (busy).
+-- Inside nginx: an operation of k run over the cosocket driver, its end told
+-- to k (given up when the drive failed first). Returns the drive's results,
+-- or false and the problem.
+local function run_kept(ctx, k, op)
+  local told = false
+  local ok, status, message = pcall(drive, ctx, op, function(done)
+    core.redlock_keeper_op_ended(k.ptr, done, now_ms())
+    told = true
+  end)
+  if not told then
+    core.redlock_keeper_op_ended(k.ptr, op, now_ms())
+  end
+  drain_events(ctx)
+  post_all(k.changed)
+  k.sem:post(1)
+  return ok, status, message
+end
+
+-- Inside nginx: the owner's extension of a kept lock by lease_ms, over the
+-- cosocket driver, through the keeper (which plans the renewals from it).
+-- Returns the status and, when it failed, the error. It waits for an
+-- extension of the lock under way first: one at a time.
 local function extend_kept(ctx, hold, lease_ms)
   wait_idle(hold)
   if not hold.kept then
@@ -185,19 +254,12 @@ local function extend_kept(ctx, hold, lease_ms)
                                              and "the kept lock was lost: " .. hold.detail
                                              or "the lock was released")
   end
-  local busy = new_semaphore()
-  hold.busy = busy
-  local rc, op
-  if lease_ms then
-    rc, op = core.redlock_op_extend(hold.handle, lease_ms, now_ms())
-  else
-    -- When it cannot start, the keep knows already.
-    rc, op = core.redlock_keep_extend(hold.keep, now_ms())
-  end
+  local k = hold.keeper
+  -- When it cannot start, the keeper knows already.
+  local rc, op = core.redlock_keeper_extend(k.ptr, hold.id, lease_ms, now_ms())
   local status, message = rc, nil
   if rc == core.REDLOCK_OK then
-    -- Whatever happens, busy ends: unlock waits for it.
-    local ok, drove, detail = pcall(drive, ctx, op)
+    local ok, drove, detail = run_kept(ctx, k, op)
     if ok then
       status, message = drove, detail
     else
@@ -205,18 +267,12 @@ local function extend_kept(ctx, hold, lease_ms)
     end
   else
     message = core.redlock_errmsg()
+    drain_events(ctx)
   end
-  if rc == core.REDLOCK_OK or lease_ms then
-    core.redlock_keep_extended(hold.keep, status, message or "", now_ms())
-  end
-  drain_events(ctx)
-  local lost = core.redlock_keep_status(hold.keep)
+  local lost = core.redlock_keeper_status(k.ptr, hold.id)
   if hold.kept and lost ~= core.REDLOCK_OK then
-    lose(hold, lost, core.redlock_keep_message(hold.keep))
+    lose(hold, lost, core.redlock_keeper_message(k.ptr, hold.id))
   end
-  hold.busy = nil   -- from here the keeper may free the keep
-  post_all(busy)
-  ctx.drv.keeper.sem:post(1)
   if hold.lost then
     return core.REDLOCK_ENOTHELD, make_error(core.REDLOCK_ENOTHELD,
                                              "the kept lock was lost: " .. hold.detail)
@@ -226,62 +282,13 @@ local function extend_kept(ctx, hold, lease_ms)
   return status
 end
 
--- Inside nginx: renews the holds whose keeps asked for it, all in one
--- renewal (redlock_renewal: one command per node for all their keys, each
--- lock decided on its own), each hold busy until it ends; its keep is told
--- its lock's outcome and says whether it is lost.
-local function renew(ctx, holds, renewal)
-  local busy = new_semaphore()
-  for _, hold in ipairs(holds) do
-    hold.busy = busy
+-- Inside nginx: a renewal the keeper handed out (one command per node for
+-- all its locks, each decided on its own), run to its end.
+local function renew(ctx, k, op)
+  local ok, problem = run_kept(ctx, k, op)
+  if not ok then
+    report("a renewal", problem)
   end
-  local rc, op = core.redlock_renewal_start(renewal, now_ms())
-  if rc == core.REDLOCK_OK then
-    local told = false
-    local _, problem = pcall(drive, ctx, op, function(done)
-      core.redlock_renewal_ended(renewal, done, now_ms())
-      told = true
-    end)
-    if not told then
-      -- The drive failed before the end: each lock's renewal failed.
-      core.redlock_renewal_ended(renewal, nil, now_ms())
-      report("a renewal", problem)
-    end
-  end
-  core.redlock_renewal_free(renewal)
-  drain_events(ctx)
-  for _, hold in ipairs(holds) do
-    local lost = core.redlock_keep_status(hold.keep)
-    if hold.kept and lost ~= core.REDLOCK_OK then
-      lose(hold, lost, core.redlock_keep_message(hold.keep))
-    end
-    hold.busy = nil   -- from here the keeper may free the keep
-  end
-  post_all(busy)
-  ctx.drv.keeper.sem:post(1)
-end
-
--- Inside nginx: the holds whose keeps asked for an extension, in renewals
--- of as many as one holds (redlock_renewal_add says when one is full).
-local function batch_renewals(holds)
-  local batches = {}
-  local renewal, batch
-  for _, hold in ipairs(holds) do
-    local rc = renewal and core.redlock_renewal_add(renewal, hold.keep)
-    if rc ~= core.REDLOCK_OK then
-      if renewal then
-        batches[#batches + 1] = { renewal, batch }
-      end
-      rc, renewal = core.redlock_renewal_new()
-      batch = {}
-      core.redlock_renewal_add(renewal, hold.keep)
-    end
-    batch[#batch + 1] = hold
-  end
-  if renewal then
-    batches[#batches + 1] = { renewal, batch }
-  end
-  return batches
 end
 
 local function run_callback(hold)
@@ -293,53 +300,65 @@ end
 -- still tells the losses when the validity runs out, then ends.
 local function keep_watching(premature, ctx)
   local k = ctx.drv.keeper
-  while true do
+  -- A client closed and freed (ctx.ptr nil) has no kept lock left.
+  while ctx.ptr do
+    if premature or ctx.closed or ngx.worker.exiting() then
+      core.redlock_keeper_halt(k.ptr)
+    end
     local now = now_ms()
-    local stopping = premature or ctx.closed or ngx.worker.exiting()
-    local first = now + WATCH_WAIT * 1000
-    local renewals, lost = {}, {}
-    for hold in pairs(k.holds) do
-      if hold.kept and (stopping or hold.busy) then
-        -- No renewal now: only whether its validity ran out.
-        check_hold(hold)
-        first = math.min(first, now + core.redlock_handle_validity_ms(hold.handle))
-      elseif hold.kept then
-        local what, at = ask_keep(hold)
-        if what == core.REDLOCK_KEEP_EXTEND then
-          renewals[#renewals + 1] = hold
-        end
-        first = math.min(first, at)
-      end
-      if hold.lost and not hold.told then
-        lost[#lost + 1] = hold
-      end
-      -- Its keep goes once no extension of it runs.
-      if not hold.kept and not hold.busy then
-        k.holds[hold] = nil
-        core.redlock_keep_free(hold.keep)
-        hold.keep = nil
+    local what, at = core.redlock_keeper_drive(k.ptr, now)
+    drain_events(ctx)
+    if has(what, LOST) then
+      local id = core.redlock_keeper_next_lost(k.ptr)
+      while id ~= 0 do
+        local hold = k.holds[id]
+        lose(hold, core.redlock_keeper_status(k.ptr, id), core.redlock_keeper_message(k.ptr, id))
+        remove_hold(hold)
+        id = core.redlock_keeper_next_lost(k.ptr)
       end
     end
-    -- Light threads run at once until they first wait, so they start after
-    -- the walk over k.holds (a callback may take a new kept lock).
-    for _, b in ipairs(batch_renewals(renewals)) do
-      ngx.thread.spawn(renew, ctx, b[2], b[1])
+    if has(what, ENDED) then
+      local id = core.redlock_keeper_next_ended(k.ptr)
+      while id ~= 0 do
+        k.holds[id] = nil
+        id = core.redlock_keeper_next_ended(k.ptr)
+      end
+      post_all(k.changed)
     end
-    for _, hold in ipairs(lost) do
-      hold.told = true
-      ngx.thread.spawn(run_callback, hold)
+    -- Light threads run at once until they first wait, so they start once
+    -- the keeper was asked (a callback may take a new kept lock).
+    if has(what, RUN) then
+      local op = core.redlock_keeper_take_op(k.ptr)
+      while op do
+        ngx.thread.spawn(renew, ctx, k, op)
+        op = core.redlock_keeper_take_op(k.ptr)
+      end
     end
-    if next(k.holds) == nil then
+    local untold = k.untold
+    k.untold = {}
+    for hold in pairs(untold) do
+      if not hold.told then
+        hold.told = true
+        ngx.thread.spawn(run_callback, hold)
+      end
+    end
+    if next(k.holds) == nil and next(k.untold) == nil then
       break
     end
-    k.sem:wait(math.max(1, first - now_ms()) / 1000)
+    k.sem:wait(math.max(1, math.min(at, now + WATCH_WAIT * 1000) - now_ms()) / 1000)
   end
+  -- Nothing kept, nothing running: the next kept lock makes a new keeper.
+  core.redlock_keeper_free(k.ptr)
+  k.ptr = nil
+  ctx.drv.keeper = nil
 end
 
 local function keep_loop(premature, ctx)
   local ok, problem = xpcall(function() keep_watching(premature, ctx) end,
                               debug.traceback)
-  ctx.drv.keeper.running = false
+  if ctx.drv.keeper then
+    ctx.drv.keeper.running = false
+  end
   if not ok then
     -- The next kept lock starts the keeper again, for all of them.
     ngx.log(ngx.ERR, "redlock: the renewal timer failed: ", problem)
@@ -347,21 +366,34 @@ local function keep_loop(premature, ctx)
 end
 
 -- Inside nginx: hands a kept lock to the keeper (starting its timer).
--- A worker that exits keeps no new lock: nothing would renew it.
+-- A worker that exits keeps no new lock: nothing would renew it. Returns
+-- true, or nil and an error.
 local function start_keeping(ctx, hold)
   if ngx.worker.exiting() then
-    return fail("process exiting")
+    return nil, make_error(core.REDLOCK_ESYSTEM, "cannot start the renewal timer: "
+                           .. "process exiting")
   end
-  local k = keeper_of(ctx)
-  k.holds[hold] = true
+  local k, problem = keeper_of(ctx)
+  if not k then
+    return nil, problem
+  end
+  local id = k.last_id + 1
+  local rc = core.redlock_keeper_add(k.ptr, id, hold.handle, now_ms())
+  if rc ~= core.REDLOCK_OK then
+    return nil, make_error(rc)
+  end
+  k.last_id = id
+  hold.keeper, hold.id = k, id
+  k.holds[id] = hold
   if k.running then
     k.sem:post(1)
     return true
   end
   local ok, err = ngx.timer.at(0, keep_loop, ctx)
   if not ok then
-    k.holds[hold] = nil
-    return fail(err)
+    remove_hold(hold)
+    return nil, make_error(core.REDLOCK_ESYSTEM, "cannot start the renewal timer: "
+                           .. tostring(err))
   end
   k.running = true
   return true
@@ -381,19 +413,8 @@ local function keep_lock(lock, state, lease_ms, blocking)
       problem = make_error(rc)
     end
   else
-    local rc, keep = core.redlock_keep_new(handle, now_ms())
-    if rc ~= core.REDLOCK_OK then
-      problem = make_error(rc)
-    else
-      hold.keep = keep
-      local ok, err = start_keeping(ctx, hold)
-      if not ok then
-        core.redlock_keep_free(keep)
-        hold.keep = nil
-        problem = make_error(core.REDLOCK_ESYSTEM, "cannot start the renewal timer: "
-                             .. tostring(err))
-      end
-    end
+    local _
+    _, problem = start_keeping(ctx, hold)
   end
   if problem then
     hold.kept = false
@@ -410,11 +431,9 @@ local function stop_keeping(state)
   local hold = state.hold
   if hold and hold.kept then
     hold.kept = false
-    if not hold.watch then
-      hold.ctx.drv.keeper.sem:post(1)
-    end
   end
   if hold and not hold.watch then
+    remove_hold(hold)
     wait_idle(hold)
   end
 end
@@ -425,4 +444,5 @@ return {
   extend_kept = extend_kept,
   keep_lock = keep_lock,
   stop_keeping = stop_keeping,
+  busy = busy,
 }

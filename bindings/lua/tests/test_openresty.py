@@ -34,7 +34,7 @@ KEPT_LEASE_MS = 900    # watchdog_lease_ms of the kept locks' client: renewed ev
 MANY_LEASE_MS = 3000   # the same, of the many kept locks' client
 
 APP = r"""
-local redlock = require "redlock"
+local redlock, keeper = require "redlock", require "redlock._keeper"
 local now_ms = require("redlock_core").redlock_now_ms   -- the library's clock
 local state = ngx.shared.state
 local app = {}
@@ -445,15 +445,15 @@ function app.release()
   local busy = false
   if ngx.var.arg_busy then
     local deadline = now_ms() + 3000
-    while not lock._state.hold.busy and now_ms() < deadline do
+    while not keeper.busy(lock._state.hold) and now_ms() < deadline do
       ngx.sleep(0.002)
     end
-    busy = lock._state.hold.busy ~= nil
+    busy = keeper.busy(lock._state.hold)
   end
   local started = now_ms()
   local ok, _, code = lock:unlock()
   ngx.say(tostring(ok), " ", code or "-", " ", tostring(busy), " ",
-          now_ms() - started, " ", tostring(lock._state.hold.busy == nil))
+          now_ms() - started, " ", tostring(not keeper.busy(lock._state.hold)))
 end
 
 -- What the on_lost callback recorded.
