@@ -106,6 +106,12 @@ class Nodes:
         """Starts node i again on its port, empty, and waits for PING."""
         subprocess.run([str(NODES_SCRIPT), "start-node", str(self.dir), str(i + 1)], check=True)
 
+    def record(self) -> None:
+        """Writes the group's records (restart_records) of the servers running
+        now, as a group in use holds them once its new servers have run for
+        max_lease_ms: a client counts them at once."""
+        subprocess.run([str(NODES_SCRIPT), "record", str(self.dir)], check=True)
+
     def pause(self, i: int, ms: int) -> None:
         """CLIENT PAUSE ms ALL: node i accepts connections, answers nothing."""
         assert self.cli(i, "CLIENT", "PAUSE", str(ms), "ALL") == "OK"

@@ -57,12 +57,20 @@ def test_three_of_five_impaired_fail_fast_and_leave_nothing(proxied, make_client
     if how in ("down", "killed"):
         # The three came back empty, with new run_ids: the restart guard sets
         # them aside for the largest lease this client used (30 s), so no
-        # quorum yet. A client that never saw their old run_ids cannot tell.
+        # quorum yet.
         detail = expect_failure(client, "majority", redlock.NoQuorum, lease=30, wait=1.0)
         assert "restart_guard" in detail, detail
+        # A client that never saw their old run_ids is held back too: the
+        # records of the two others name the servers they replaced.
+        late = make_client(proxied.uris)
+        detail = expect_failure(late, "majority", redlock.NoQuorum, lease=30)
+        assert "may have lost its data" in detail, detail
         # Its attempts were released everywhere (a release may still be in
         # flight: a SET arriving before it would be refused there).
         wait_until(lambda: nodes.having("majority") == [], 3, "the attempts to be released")
+        # Recorded as the group's (as after max_lease_ms), they count at once
+        # for a new client.
+        nodes.record()
         client = make_client(proxied.uris)
     lock = client.get_lock("majority")
     assert lock.try_lock(lease=30, wait=10)
