@@ -261,6 +261,13 @@ class SemaphoreTest extends KeptClients {
         assertTrue(cancelled.cancel(false));
         theirs.releaseAsync(next).get(10, TimeUnit.SECONDS);
         theirs.release(permit(theirs.tryAcquire(5, 10, TimeUnit.SECONDS)));
+        // The cancelled acquisition may take the permit after theirs went back,
+        // and give it back a moment later: within a few seconds, not its lease.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (mine.availablePermitsAsync().get(10, TimeUnit.SECONDS) != 1
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
         assertEquals(1, mine.availablePermitsAsync().get(10, TimeUnit.SECONDS));
     }
 
