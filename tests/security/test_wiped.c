@@ -63,7 +63,10 @@ static void the_check_sees_a_password(void **state)
 {
     (void)state;
     char *block = malloc(64);
-    assert_non_null(block);
+    if (block == NULL) {   /* (assert_non_null is not known to end the test) */
+        fail();
+        return;
+    }
     snprintf(block, 64, "AUTH %s", PASSWORD);
     atomic_store(&found, 0);
     atomic_store(&armed, 1);
