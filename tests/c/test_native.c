@@ -97,15 +97,6 @@ static long long wait_calls(nodes *ns, const char *command, long long want)
     return n;
 }
 
-static void cycle(redlock_ctx *ctx, const char *name)
-{
-    redlock_handle *h = NULL;
-    assert_rc(redlock_lock(&h, ctx, name, 10000, 0), REDLOCK_OK);
-    assert_rc(redlock_extend(h, 20000), REDLOCK_OK);
-    assert_rc(redlock_unlock(h), REDLOCK_OK);
-    redlock_handle_free(h);
-}
-
 /* 20 lock/extend/unlock cycles of a plain lock: on a server with the
  * commands, no script at all, a SET IFEQ and a DELIFEQ each (and the
  * wake-up's PUBLISH after each DELIFEQ that deleted); elsewhere the
@@ -119,7 +110,7 @@ static void plain_cycles_use_the_native_commands_where_there(void **state)
     health_value(ctx, NODES, 0, "native", value, sizeof value);
     assert_string_equal(value, "unknown");   /* no INFO read yet */
     /* The first commands go before the nodes' INFO is read: the scripted way. */
-    cycle(ctx, "native-warm");
+    lock_extend_unlock(ctx, "native-warm");
     /* The nodes past the quorum take and release it too, after the calls
      * returned (a PING on each connection delivers what is still queued):
      * the counts are read once they stay still for 100 ms. */
@@ -140,7 +131,7 @@ static void plain_cycles_use_the_native_commands_where_there(void **state)
     /* And their wake-ups follow the releases' answers (native: one each). */
     long long publish = native ? wait_calls(ns, "publish", delifeq) : 0;
     for (int i = 0; i < CYCLES; i++)
-        cycle(ctx, "native-cycle");
+        lock_extend_unlock(ctx, "native-cycle");
     if (native) {
         assert_int_equal(wait_calls(ns, "delifeq", delifeq + NODES * CYCLES),
                          delifeq + NODES * CYCLES);
@@ -175,7 +166,7 @@ static void native_votes_match_the_scripts(void **state)
 {
     nodes *ns = *state;
     redlock_ctx *ctx = ctx_for(ns, NULL);
-    cycle(ctx, "native-warm2");   /* the nodes' INFO is read */
+    lock_extend_unlock(ctx, "native-warm2");   /* the nodes' INFO is read */
     long long delifeq = calls_everywhere(ns, "delifeq"), set = calls_everywhere(ns, "set");
     redlock_handle *h = NULL;
     assert_rc(redlock_lock(&h, ctx, "native-votes", 10000, 0), REDLOCK_OK);
@@ -222,7 +213,7 @@ static void a_refused_command_falls_back_to_the_script(void **state)
     /* INFO is read in the first; then DELIFEQ is refused, the script goes
      * in its place, and the next releases go by the script. */
     for (int i = 0; i < 6; i++)
-        cycle(ctx, "native-acl");
+        lock_extend_unlock(ctx, "native-acl");
     sleep_ms(100);
     long long now = 0;
     for (size_t i = 0; i < NODES; i++)

@@ -67,20 +67,11 @@ static void settle(nodes *ns, long long out[N_COUNTED])
 }
 
 
-static void cycle(redlock_ctx *ctx, const char *name)
-{
-    redlock_handle *h = NULL;
-    assert_rc(redlock_lock(&h, ctx, name, 10000, 0), REDLOCK_OK);
-    assert_rc(redlock_extend(h, 20000), REDLOCK_OK);
-    assert_rc(redlock_unlock(h), REDLOCK_OK);
-    redlock_handle_free(h);
-}
-
 /* A client whose first cycle found the nodes without scripts. */
 static redlock_ctx *warm_ctx(nodes *ns, const char *const *options)
 {
     redlock_ctx *ctx = ctx_for(ns, options);
-    cycle(ctx, "warm");
+    lock_extend_unlock(ctx, "warm");
     return ctx;
 }
 
@@ -98,7 +89,7 @@ static void plain_cycles_run_no_script(void **state)
     assert_on_every_node(ns, "warm", NULL);
     long long t0 = now_ms();
     for (int i = 0; i < CYCLES; i++)
-        cycle(ctx, "plain-cycle");
+        lock_extend_unlock(ctx, "plain-cycle");
     long long took = now_ms() - t0;
     assert_rc(redlock_ctx_ping(ctx, &answered), REDLOCK_OK);
     settle(ns, after);
@@ -272,7 +263,7 @@ static void what_needs_a_script_is_refused(void **state)
     for (int known = 0; known < 2; known++) {
         redlock_ctx *ctx = ctx_for(ns, NULL);
         if (known)
-            cycle(ctx, "refused-warm");
+            lock_extend_unlock(ctx, "refused-warm");
         redlock_handle *h = NULL;
         const char *both[2] = { "multi-a", "multi-b" };
         assert_unsupported(redlock_lock_multi(&h, ctx, both, 2, 10000, 5000));
@@ -282,7 +273,7 @@ static void what_needs_a_script_is_refused(void **state)
         assert_unsupported(redlock_lock_fair(&h, ctx, "fair", 10000, 5000));
         assert_null(h);
         /* And plain locks still work. */
-        cycle(ctx, "refused-plain");
+        lock_extend_unlock(ctx, "refused-plain");
         redlock_ctx_free(ctx);
     }
     for (const char *const *k = (const char *const[]){ "multi-a", "multi-b", "rw", "sem", "fair",

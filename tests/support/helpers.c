@@ -206,3 +206,12 @@ void health_value(redlock_ctx *ctx, size_t n_nodes, size_t i, const char *field,
     snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), at);
     free(text);
 }
+
+void lock_extend_unlock(redlock_ctx *ctx, const char *name)
+{
+    redlock_handle *h = NULL;
+    assert_rc(redlock_lock(&h, ctx, name, 10000, 0), REDLOCK_OK);
+    assert_rc(redlock_extend(h, 20000), REDLOCK_OK);
+    assert_rc(redlock_unlock(h), REDLOCK_OK);
+    redlock_handle_free(h);
+}

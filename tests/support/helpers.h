@@ -87,6 +87,8 @@ void assert_pttl_on_every_node(nodes *ns, const char *key, long long low, long l
 /* How many times node i ran the command named (INFO commandstats calls; a
  * refusal by the ACL is no call): 0 when it never did. */
 long long node_calls(nodes *ns, size_t i, const char *command);
+/* One plain lock of name taken (10 s), extended (20 s) and released. */
+void lock_extend_unlock(redlock_ctx *ctx, const char *name);
 /* The value of field in the line of node i (of n_nodes) of ctx's health
  * (redlock_ctx_health), into out. */
 void health_value(redlock_ctx *ctx, size_t n_nodes, size_t i, const char *field, char *out,
