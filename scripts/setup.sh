@@ -15,6 +15,7 @@ packages=(
   lua5.4 liblua5.4-dev luarocks                  # Lua 5.4 binding
   luajit2 libluajit2-5.1-dev                     # LuaJIT binding (OpenResty's branch,
   nginx libnginx-mod-http-lua                    #   the one nginx's Lua module uses)
+  php8.2-dev php8.2-cli phpunit                  # PHP binding: headers and php-config, PHPUnit
 )
 
 missing=()
