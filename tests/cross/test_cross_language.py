@@ -1,10 +1,11 @@
-"""One lock across stacks: Python, Lua 5.4, LuaJIT, Java and C exclude each other.
+"""One lock across stacks: Python, Lua 5.4, LuaJIT, Java, PHP and C exclude each other.
 
 Python takes locks in this process through the binding; the other languages run
-as separate processes (tests/cross/contender.lua, Contender.java, and the
-`redlock` command-line tool for C). Where each built piece is comes from the
-environment, set by CTest: REDLOCK_LUA54_DIR, REDLOCK_LUAJIT_DIR, REDLOCK_JAR,
-REDLOCK_TOOL.
+as separate processes (tests/cross/contender.lua, Contender.java, contender.php,
+and the `redlock` command-line tool for C). Where each built piece is comes from
+the environment, set by CTest: REDLOCK_LUA54_DIR, REDLOCK_LUAJIT_DIR, REDLOCK_JAR,
+REDLOCK_TOOL, and REDLOCK_PHP_EXTENSION (the PHP extension, where the build made
+one: PHP takes part only then).
 """
 
 import os
@@ -18,6 +19,8 @@ import redlock
 
 HERE = Path(__file__).resolve().parent
 LEASE = 30.0
+# PHP takes part where the build made its extension (php-config found).
+PHP = ["php"] if os.environ.get("REDLOCK_PHP_EXTENSION") else []
 
 
 def _required(name: str) -> str:
@@ -42,6 +45,9 @@ def commands(nodes: List[str]) -> Dict[str, List[str]]:
         "luajit": ["luajit", lua, _required("REDLOCK_LUAJIT_DIR")],
         "java": ["java", "-cp", _required("REDLOCK_JAR"), str(HERE / "Contender.java")],
         "c": [_required("REDLOCK_TOOL"), "--nodes", csv, "--wait", "0"],
+        **({"php": ["php", "-d", f"extension={_required('REDLOCK_PHP_EXTENSION')}",
+                    str(HERE / "contender.php"), str(HERE.parents[1] / "bindings" / "php")]}
+           if PHP else {}),
     }
 
 
@@ -100,7 +106,7 @@ class Holder:
         assert out.split() == ["released"], out + err
 
 
-OTHERS = ["lua5.4", "luajit", "java", "c"]
+OTHERS = ["lua5.4", "luajit", "java", "c"] + PHP
 
 
 def test_a_python_lock_excludes_every_other_language(client: redlock.Redlock,
@@ -146,7 +152,7 @@ def test_a_python_multi_lock_excludes_single_locks_on_its_resources(
         assert attempt(nodes, language, ["cross:m2"]) == "acquired", language
 
 
-@pytest.mark.parametrize("holder", ["lua5.4", "luajit", "java"])
+@pytest.mark.parametrize("holder", ["lua5.4", "luajit", "java"] + PHP)
 def test_a_multi_lock_held_elsewhere_excludes_python_and_the_rest(
         client: redlock.Redlock, nodes: List[str], holder: str) -> None:
     names = [f"cross:{holder}:a", f"cross:{holder}:b"]
@@ -223,7 +229,7 @@ def test_a_fair_lock_is_one_lock_across_stacks(client: redlock.Redlock,
     try:
         assert not client.get_fair_lock(name).try_lock(wait=0, lease=LEASE)
         assert not client.get_lock(name).try_lock(wait=0, lease=LEASE)
-        for language in ("luajit", "java", "c"):
+        for language in ["luajit", "java", "c"] + PHP:
             assert attempt(nodes, language, [name], "fair") == "refused", language
             assert attempt(nodes, language, [name]) == "refused", language
     finally:

@@ -3,8 +3,10 @@
 C names are looked up in abi/redlock.h, Python names on the package's classes
 (redlock.asyncio's for the asynchronous table), Lua names on real client and
 lock objects (in Lua 5.4 and LuaJIT; OpenResty's are the same objects), Java
-names in the jar's classes (javap). Paths come from the environment, as for
-test_cross_language.py.
+names in the jar's classes (javap), PHP names on the classes of namespace
+Redlock (method_exists, with the extension REDLOCK_PHP_EXTENSION names; the
+PHP column is the synchronous table's only: the Swoole driver is to come).
+Paths come from the environment, as for test_cross_language.py.
 """
 
 import inspect
@@ -21,6 +23,7 @@ import redlock.asyncio
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGUAGES = ["C", "Python", "Lua", "Java"]
+PHP_EXTENSION = os.environ.get("REDLOCK_PHP_EXTENSION", "")
 
 
 def table_rows(first_column_line: str) -> List[Dict[str, str]]:
@@ -47,7 +50,7 @@ def name_in(cell: str) -> Tuple[str, str]:
     return match.group(1), match.group(2)
 
 
-SYNC_ROWS = table_rows("| operation | C | Python | Lua | Java |")
+SYNC_ROWS = table_rows("| operation | C | Python | Lua | Java | PHP |")
 ASYNC_ROWS = table_rows("| operation | C | Python asyncio | OpenResty | Java |")
 ROWS = [("sync", row) for row in SYNC_ROWS] + [("async", row) for row in ASYNC_ROWS]
 IDS = [f"{kind}-{row['operation']}" for kind, row in ROWS]
@@ -65,6 +68,7 @@ def test_the_tables_cover_the_issue_operations() -> None:
             "scoped use", "fencing token", "events (logging)", "health of the nodes",
             "close"} <= {row["operation"] for row in ASYNC_ROWS}
     assert all(set(LANGUAGES) <= set(row) for _, row in ROWS)
+    assert all("PHP" in row for row in SYNC_ROWS)
 
 
 @pytest.mark.parametrize("kind,row", ROWS, ids=IDS)
@@ -156,6 +160,45 @@ def test_java_names_exist() -> None:
             continue
         receiver, member = name_in(row["Java"])
         assert member in members.get(JAVA_CLASSES[receiver], set()), f"{receiver}.{member}"
+
+
+PHP_PROBE = r"""<?php
+declare(strict_types=1);
+require $argv[1] . '/autoload.php';
+while (($line = fgets(STDIN)) !== false) {
+    [$class, $method] = explode(' ', trim($line));
+    echo $class, ' ', $method, ' ', method_exists("Redlock\\$class", $method) ? 'method' : 'missing', "\n";
+}
+"""
+
+PHP_CLASSES = {"Client": "Client", "client": "Client", "lock": "Lock", "semaphore": "Semaphore",
+               "permit": "Permit"}
+
+
+def php_name_in(cell: str) -> Tuple[str, str]:
+    """`$receiver->member(...)`, `Class::member(...)` or `new Redlock\\Class(...)`
+    -> (class, member); a constructor's member is __construct."""
+    made = re.match(r"`new (?:Redlock\\)?(\w+)\(", cell)
+    if made:
+        return made.group(1), "__construct"
+    match = re.match(r"`\$?(\w+)(?:->|::)(\w+)\(", cell)
+    assert match, f"cannot read a name from {cell!r}"
+    return PHP_CLASSES[match.group(1)], match.group(2)
+
+
+def test_php_names_exist(tmp_path: Path) -> None:
+    if not PHP_EXTENSION:
+        pytest.skip("the PHP extension was not built (php-config missing): no PHP column to check")
+    names = sorted({php_name_in(row["PHP"]) for row in SYNC_ROWS if row["PHP"] != "—"})
+    probe = tmp_path / "probe.php"
+    probe.write_text(PHP_PROBE)
+    run = subprocess.run(["php", "-d", f"extension={PHP_EXTENSION}", str(probe),
+                          str(ROOT / "bindings" / "php")],
+                         check=True, text=True, capture_output=True,
+                         input="\n".join(f"{c} {m}" for c, m in names))
+    kinds = dict(((c, m), k) for c, m, k in (line.split() for line in run.stdout.splitlines()))
+    for name in names:
+        assert kinds[name] == "method", f"{name[0]}::{name[1]}"
 
 
 # ---- The rules (docs/locks.md), the same in every language ----
@@ -371,6 +414,9 @@ def contender_rules(language: str, nodes: List[str], base: str,
     here = ROOT / "tests" / "cross"
     if language == "java":
         argv = ["java", "-cp", os.environ["REDLOCK_JAR"], str(here / "Contender.java")]
+    elif language == "php":
+        argv = ["php", "-d", f"extension={PHP_EXTENSION}", str(here / "contender.php"),
+                str(ROOT / "bindings" / "php")]
     else:
         variable = {"lua5.4": "REDLOCK_LUA54_DIR", "luajit": "REDLOCK_LUAJIT_DIR"}[language]
         argv = [language, str(here / "contender.lua"), os.environ[variable]]
@@ -380,7 +426,11 @@ def contender_rules(language: str, nodes: List[str], base: str,
     return run.stdout.splitlines()
 
 
-@pytest.mark.parametrize("language", ["python", "asyncio", "lua5.4", "luajit", "java"])
+# PHP takes part where its extension was built.
+PHP = ["php"] if PHP_EXTENSION else []
+
+
+@pytest.mark.parametrize("language", ["python", "asyncio", "lua5.4", "luajit", "java"] + PHP)
 def test_the_rules_hold_alike_in_every_language(nodes: List[str], language: str) -> None:
     base = f"rules-{language}"
     if language == "python":
@@ -426,7 +476,7 @@ def python_messages(nodes: List[str], base: str) -> List[str]:
                 f"empty-uri {message(lambda: redlock.split_nodes(' ,redis://a'))}"]
 
 
-@pytest.mark.parametrize("language", ["python", "lua5.4", "luajit", "java"])
+@pytest.mark.parametrize("language", ["python", "lua5.4", "luajit", "java"] + PHP)
 def test_the_same_bad_input_has_the_same_message_in_every_language(nodes: List[str],
                                                                    language: str) -> None:
     base = f"messages-{language}"
