@@ -34,7 +34,7 @@ from typing import Dict, List, NamedTuple, Optional
 ROOT = Path(__file__).resolve().parents[2]
 NODES_SCRIPT = ROOT / "scripts" / "redis-nodes.sh"
 TIMEOUT = 60          # seconds, for one block
-RUNNABLE = {"c", "python", "lua", "java", "nginx", "sh", "console", "redis"}
+RUNNABLE = {"c", "python", "lua", "java", "php", "nginx", "sh", "console", "redis"}
 SHOWN = {"text"}      # output, or formats: shown, never run
 MARKERS = {"fragment", "setup"}
 # Repository paths that a setup block may name (checked to exist).
@@ -240,6 +240,19 @@ class Runner:
             mod = self.build / "bindings" / "lua" / sub
             env = dict(self.env, LUA_PATH=f"{mod}/?.lua;{work}/?.lua;;", LUA_CPATH=f"{mod}/?.so;;")
             run([interpreter, str(f)], env, work, interpreter, first=True)
+
+    def run_php(self, block: Block, work: Path) -> None:
+        """With the extension and the PHP files of the install (the build's
+        redlock.so, share/php/redlock/), as a reader's php.ini and
+        include_path would have them: `require 'redlock/autoload.php'`."""
+        prefix = self.tmp / "prefix"
+        ext = glob.glob(str(prefix / "lib*" / "php" / "extensions" / "redlock.so"))
+        if not ext:
+            raise Failure("the install has no PHP extension (php-config missing when the build was configured)")
+        f = work / f"block{block.line}.php"
+        f.write_text(block.body)
+        run(["php", "-d", f"extension={ext[0]}", "-d", f"include_path=.:{prefix / 'share' / 'php'}",
+             str(f)], self.env, work, "php")
 
     def run_c(self, block: Block, work: Path) -> None:
         src = work / f"block{block.line}.c"
