@@ -56,25 +56,33 @@
  * Wake-ups (optional; without them a waiting lock retries on its timer,
  * retry_delay_ms +- retry_jitter_ms). A release publishes its token on a
  * channel named after each key it deleted; a lock that waits for a lock held
- * elsewhere can try again as soon as it is released. The driver
- *   1. keeps one redlock_waiters per ctx, and registers in it every lock
- *      operation for which redlock_op_awaits_release turns 1
- *      (redlock_waiters_add, under an id of its own), until the operation is
- *      done or given up (redlock_waiters_remove);
- *   2. while redlock_waiters_idle_at lies ahead, holds one subscriber
- *      connection per node (redlock_sub_new, then its own connect to the
- *      node's address), made no sooner than redlock_waiters_connect_at of
- *      that node; it has redlock_waiters_match queue on each the SUBSCRIBE and
- *      UNSUBSCRIBE that the waiters need (after adding or removing one, and
- *      on connecting), and writes what redlock_sub_output gives;
- *   3. feeds what it reads (redlock_sub_received), reads the events one at a
- *      time (redlock_sub_next, redlock_sub_channel, redlock_sub_text) and
- *      passes each to redlock_waiters_event;
- *   4. wakes every operation redlock_waiters_next names (redlock_op_wake,
- *      then redlock_op_step);
- *   5. closes a subscriber connection that broke, that redlock_waiters_event
- *      says to close (the node refused it), or that is no longer needed at
- *      redlock_waiters_idle_at, and reports it (redlock_waiters_closed).
+ * elsewhere can try again as soon as it is released. redlock_waiters is the
+ * state machine of it: who waits, and the subscriber connection each node
+ * needs for them. The driver keeps one per ctx and
+ *   1. registers in it every lock operation for which
+ *      redlock_op_awaits_release turns 1 (redlock_waiters_add, under an id
+ *      of its own), until the operation is done or given up
+ *      (redlock_waiters_remove);
+ *   2. drives it (redlock_waiters_drive) after each call below, and at the
+ *      time it gives at the latest; the answer is bits, to act on in this
+ *      order:
+ *      - CLOSE: closes the subscriber connection of each node
+ *        redlock_waiters_next_close names (until -1); nothing more of that
+ *        connection is reported;
+ *      - CONNECT: connects a subscriber to each node redlock_waiters_next_connect
+ *        names (until -1), to the node's server (redlock_ctx_node_host and
+ *        _port: a Sentinel node's master), over TLS when
+ *        redlock_ctx_node_tls says so, and reports it connected
+ *        (redlock_waiters_connected, after the handshake) or lost
+ *        (redlock_waiters_lost, also when it cannot be made);
+ *      - WRITE: writes what redlock_waiters_output gives for each connected
+ *        node, and reports it (redlock_waiters_wrote);
+ *      - WAKE: wakes every operation redlock_waiters_next names (until 0;
+ *        redlock_op_wake, then redlock_op_step);
+ *   3. feeds what a subscriber reads (redlock_waiters_received), and reports
+ *      a connection that broke (redlock_waiters_lost);
+ *   4. frees it once no operation is registered, after closing its
+ *      connections.
  * Who is woken when is the library's rule, the one the blocking calls
  * follow: on a subscription confirmed, every waiter for the channel once;
  * on a release told by a quorum of the nodes, the waiter for its key that
@@ -82,8 +90,8 @@
  * shorten waits; they are never input to safety.
  *
  * Threads: an operation and its connections belong to one thread at a time;
- * different operations on one ctx may run on different threads. So do a
- * redlock_waiters and its driver's subscribers.
+ * different operations on one ctx may run on different threads. A
+ * redlock_waiters belongs to one thread at a time, as its operations do.
  */
 #ifndef REDLOCK_ENGINE_H
 #define REDLOCK_ENGINE_H
@@ -96,14 +104,13 @@ extern "C" {
 
 typedef struct redlock_op redlock_op;
 typedef struct redlock_conn redlock_conn;
-typedef struct redlock_sub redlock_sub;
 typedef struct redlock_waiters redlock_waiters;
 
-/* The events of a subscriber connection (redlock_sub_next). */
-#define REDLOCK_SUB_SUBSCRIBED 1   /* the node confirmed the channel: releases are heard */
-#define REDLOCK_SUB_MESSAGE    2   /* a release on the channel; text: its token */
-#define REDLOCK_SUB_REFUSED    3   /* AUTH or SUBSCRIBE refused (say, no channel permission in
-                                    * the node's ACL); text: the node's error */
+/* What redlock_waiters_drive says to do (wake-ups, above). */
+#define REDLOCK_WAITERS_CONNECT 1   /* subscribers to connect: redlock_waiters_next_connect */
+#define REDLOCK_WAITERS_WRITE   2   /* bytes to write: redlock_waiters_output */
+#define REDLOCK_WAITERS_CLOSE   4   /* subscribers to close: redlock_waiters_next_close */
+#define REDLOCK_WAITERS_WAKE    8   /* operations to wake: redlock_waiters_next */
 
 /* The engine's clock: monotonic milliseconds, as the blocking API uses. */
 REDLOCK_API int64_t redlock_now_ms(void);
@@ -363,33 +370,10 @@ REDLOCK_API const char *redlock_op_key(const redlock_op *op, size_t i);
  * redlock_op_step. Anything else is left alone. */
 REDLOCK_API void redlock_op_wake(redlock_op *op, int64_t now_ms);
 
-/* A subscriber connection to node of ctx (its AUTH queued when the node's
- * URI has credentials), waiting for the driver's connect. */
-REDLOCK_API int redlock_sub_new(redlock_sub **out, redlock_ctx *ctx, size_t node);
-/* NULL is a no-op. */
-REDLOCK_API void redlock_sub_free(redlock_sub *s);
-/* Queues SUBSCRIBE (on 1) or UNSUBSCRIBE (on 0) of channel; drivers leave it
- * to redlock_waiters_match. REDLOCK_OK, REDLOCK_EINVAL or REDLOCK_ENOMEM. */
-REDLOCK_API int redlock_sub_want(redlock_sub *s, const char *channel, int on);
-/* The bytes to write (*bytes belongs to the subscriber, valid until the
- * next call on it), then how many were written. */
-REDLOCK_API size_t redlock_sub_output(const redlock_sub *s, const char **bytes);
-REDLOCK_API void redlock_sub_wrote(redlock_sub *s, size_t n);
-/* Bytes read: REDLOCK_OK, or REDLOCK_EREDIS when the stream is broken (the
- * driver closes the connection). */
-REDLOCK_API int redlock_sub_received(redlock_sub *s, const char *bytes, size_t len);
-/* The next event of the bytes received: REDLOCK_SUB_SUBSCRIBED,
- * REDLOCK_SUB_MESSAGE or REDLOCK_SUB_REFUSED; 0 when no further one is
- * complete; REDLOCK_EREDIS when the stream is not Redis protocol (the
- * driver closes the connection). Then the event's channel and text ("" for
- * none), which belong to the subscriber until its next redlock_sub_next. */
-REDLOCK_API int redlock_sub_next(redlock_sub *s);
-REDLOCK_API const char *redlock_sub_channel(const redlock_sub *s);
-REDLOCK_API const char *redlock_sub_text(const redlock_sub *s);
-
-/* Who is woken when, for the lock operations of ctx that wait: no I/O. */
+/* The wake-ups of ctx's lock operations that wait (no I/O). REDLOCK_OK,
+ * REDLOCK_EINVAL or REDLOCK_ENOMEM. */
 REDLOCK_API int redlock_waiters_new(redlock_waiters **out, const redlock_ctx *ctx);
-/* NULL is a no-op. */
+/* NULL is a no-op. The driver closes its subscriber connections. */
 REDLOCK_API void redlock_waiters_free(redlock_waiters *w);
 /* Registers op, which redlock_op_awaits_release, under id (not 0, unique
  * among those registered), after the waiters registered already. It waits
@@ -401,24 +385,28 @@ REDLOCK_API int redlock_waiters_add(redlock_waiters *w, uint64_t id, const redlo
  * says that waiters are not woken by releases. */
 REDLOCK_API void redlock_waiters_remove(redlock_waiters *w, uint64_t id, redlock_op *op,
                                         int64_t now_ms);
-/* When the subscriber connections are to be closed, nobody having waited
- * for a while (INT64_MAX while someone waits); in the past when none are
- * needed. */
-REDLOCK_API int64_t redlock_waiters_idle_at(const redlock_waiters *w);
-/* When a new subscriber connection to node may be made: after one failed,
- * not before a pause (longer after a refusal). */
-REDLOCK_API int64_t redlock_waiters_connect_at(const redlock_waiters *w, size_t node);
-/* Node's subscriber connection is gone: failed 1 when it broke or was
- * refused, 0 when the driver closed it at redlock_waiters_idle_at. */
-REDLOCK_API void redlock_waiters_closed(redlock_waiters *w, size_t node, int failed,
-                                        int64_t now_ms);
-/* Queues on s, node's connected subscriber, the SUBSCRIBE and UNSUBSCRIBE
- * that the waiters need. REDLOCK_OK, REDLOCK_EINVAL or REDLOCK_ENOMEM. */
-REDLOCK_API int redlock_waiters_match(redlock_waiters *w, size_t node, redlock_sub *s);
-/* An event of node's subscriber (redlock_sub_next and its channel and
- * text). 1 when the connection is to be closed (refused), else 0. */
-REDLOCK_API int redlock_waiters_event(redlock_waiters *w, size_t node, int event,
-                                      const char *channel, const char *text);
+/* What to do at now_ms: REDLOCK_WAITERS_* bits, 0 for nothing. *at_ms (may
+ * be NULL): when to drive it again if nothing happens (INT64_MAX: never;
+ * once no operation has waited for a while, its connections are closed). */
+REDLOCK_API int redlock_waiters_drive(redlock_waiters *w, int64_t now_ms, int64_t *at_ms);
+/* The next node whose subscriber is to be connected, or closed; -1 when
+ * none. */
+REDLOCK_API int redlock_waiters_next_connect(redlock_waiters *w);
+REDLOCK_API int redlock_waiters_next_close(redlock_waiters *w);
+/* Node's subscriber connected (for TLS: its handshake done), or lost: it
+ * failed, broke, or could not be made (a new one comes after a pause). */
+REDLOCK_API void redlock_waiters_connected(redlock_waiters *w, size_t node);
+REDLOCK_API void redlock_waiters_lost(redlock_waiters *w, size_t node, int64_t now_ms);
+/* Bytes node's subscriber read. REDLOCK_OK; REDLOCK_EREDIS when the
+ * connection is to be closed (the stream broke, or the node refused the
+ * subscription): the next drive says CLOSE; REDLOCK_EINVAL. */
+REDLOCK_API int redlock_waiters_received(redlock_waiters *w, size_t node, const char *bytes,
+                                         size_t len, int64_t now_ms);
+/* The bytes node's connected subscriber has to write (*bytes belongs to w,
+ * valid until its next call), then how many were written. */
+REDLOCK_API size_t redlock_waiters_output(const redlock_waiters *w, size_t node,
+                                          const char **bytes);
+REDLOCK_API void redlock_waiters_wrote(redlock_waiters *w, size_t node, size_t n);
 /* The next waiter to wake (its id), the longest waiting first; 0 when none. */
 REDLOCK_API uint64_t redlock_waiters_next(redlock_waiters *w);
 

@@ -381,8 +381,6 @@ void redlock_lua_log_free(redlock_lua_log *q);
 %}
 %nodefaultctor redlock_op;
 %nodefaultdtor redlock_op;
-%nodefaultctor redlock_sub;
-%nodefaultdtor redlock_sub;
 %nodefaultctor redlock_waiters;
 %nodefaultdtor redlock_waiters;
 %nodefaultctor redlock_keep;
@@ -393,13 +391,12 @@ void redlock_lua_log_free(redlock_lua_log *q);
 %nodefaultdtor redlock_keeper;
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
-                          redlock_sub **out (redlock_sub *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
                           redlock_keep **out (redlock_keep *temp = NULL),
                           redlock_renewal **out (redlock_renewal *temp = NULL),
                           redlock_keeper **out (redlock_keeper *temp = NULL)
 %{ $1 = &temp; %}
-%typemap(argout) redlock_op **out, redlock_sub **out, redlock_waiters **out,
+%typemap(argout) redlock_op **out, redlock_waiters **out,
                  redlock_keep **out, redlock_renewal **out, redlock_keeper **out {
   if (*$1) {
     SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
@@ -453,14 +450,18 @@ void redlock_lua_log_free(redlock_lua_log *q);
   SWIG_arg++;
 %}
 
-/* redlock_conn_output and redlock_sub_output return the bytes to write ("" when none). */
+/* redlock_conn_output and redlock_waiters_output return the bytes to write ("" when none). */
 %typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}
-%typemap(out) size_t redlock_conn_output, size_t redlock_sub_output %{
+%typemap(out) size_t redlock_conn_output %{
   lua_pushlstring(L, temp2 ? temp2 : "", (size_t)$1);
   SWIG_arg++;
 %}
+%typemap(out) size_t redlock_waiters_output %{
+  lua_pushlstring(L, temp3 ? temp3 : "", (size_t)$1);
+  SWIG_arg++;
+%}
 
-/* redlock_conn_received takes what was read, as a Lua string. */
+/* redlock_conn_received and redlock_waiters_received take what was read, as a Lua string. */
 %typemap(in, checkfn="lua_isstring") (const char *bytes, size_t len) {
   size_t n = 0;
   $1 = ($1_ltype)lua_tolstring(L, $input, &n);

@@ -58,6 +58,10 @@ static PyObject *redlock_py_error(int code, const char *detail)
 }
 
 /* Raises that exception, with the detail of this thread's last failure. */
+/* The size of the bytes argument of the call being wrapped, for the check
+ * of its len argument (the wrappers run under the GIL, one at a time). */
+static Py_ssize_t redlock_py_bytes_size;
+
 static void redlock_py_raise(int code)
 {
   PyObject *exc = redlock_py_error(code, redlock_errmsg());
@@ -427,8 +431,6 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %nodefaultdtor redlock_op;
 %nodefaultctor redlock_conn;
 %nodefaultdtor redlock_conn;
-%nodefaultctor redlock_sub;
-%nodefaultdtor redlock_sub;
 %nodefaultctor redlock_waiters;
 %nodefaultdtor redlock_waiters;
 %nodefaultctor redlock_keep;
@@ -441,13 +443,12 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_conn **out (redlock_conn *temp = NULL),
-                          redlock_sub **out (redlock_sub *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
                           redlock_keep **out (redlock_keep *temp = NULL),
                           redlock_renewal **out (redlock_renewal *temp = NULL),
                           redlock_keeper **out (redlock_keeper *temp = NULL)
 %{ $1 = &temp; %}
-%typemap(argout) redlock_op **out, redlock_conn **out, redlock_sub **out, redlock_waiters **out,
+%typemap(argout) redlock_op **out, redlock_conn **out, redlock_waiters **out,
                  redlock_keep **out, redlock_renewal **out, redlock_keeper **out
 %{ $result = redlock_py_append($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
@@ -455,7 +456,7 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
               int redlock_op_acquire_permit, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
               int redlock_op_permits, int redlock_op_ping, int redlock_conn_new,
-              int redlock_sub_new, int redlock_waiters_new, int redlock_keep_new,
+              int redlock_waiters_new, int redlock_keep_new,
               int redlock_keep_extend, int redlock_renewal_new, int redlock_renewal_start,
               int redlock_keeper_new, int redlock_keeper_add, int redlock_keeper_op_ended,
               int redlock_keeper_extend {
@@ -475,20 +476,23 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
   $result = PyLong_FromLong($1);
 }
 
-/* redlock_conn_output and redlock_sub_output return the bytes to write
+/* redlock_conn_output and redlock_waiters_output return the bytes to write
  * (b"" when none). */
 %typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}
-%typemap(out) size_t redlock_conn_output, size_t redlock_sub_output
+%typemap(out) size_t redlock_conn_output
 %{ $result = PyBytes_FromStringAndSize(temp2, (Py_ssize_t)$1); %}
+%typemap(out) size_t redlock_waiters_output
+%{ $result = PyBytes_FromStringAndSize(temp3, (Py_ssize_t)$1); %}
 
-/* redlock_conn_received and redlock_sub_received take what was read as a
+/* redlock_conn_received and redlock_waiters_received take what was read as a
  * bytes or bytearray object followed by the count of its first bytes to
  * take: redlock_conn_received(conn, buffer, nbytes, now). The limited API of
  * 3.10 has no buffer protocol (no memoryview), so the asyncio driver hands
  * over the bytearray it reads into, whole. The check of len names bytes'
  * size by its argument number (2), as redlock_conn_output's typemap does. */
-%typemap(in) const char *bytes (Py_ssize_t size = 0) {
+%typemap(in) const char *bytes {
   char *data = NULL;
+  Py_ssize_t size = 0;
 
   if (PyByteArray_Check($input)) {
     data = PyByteArray_AsString($input);
@@ -500,16 +504,17 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
     SWIG_fail;
   }
   $1 = ($1_ltype)data;
+  redlock_py_bytes_size = size;
 }
 %typemap(check) size_t len %{
-  if ($1 > (size_t)size2) {
+  if ($1 > (size_t)redlock_py_bytes_size) {
     PyErr_SetString(PyExc_ValueError, "$symname: $1_name is beyond the end of bytes");
     SWIG_fail;
   }
 %}
 
 %typemap(check) redlock_op *op, const redlock_op *op, redlock_conn *c, const redlock_conn *c,
-                redlock_sub *s, const redlock_sub *s, redlock_waiters *w,
+                redlock_waiters *w,
                 const redlock_waiters *w, redlock_keeper *k, const redlock_keeper *k %{
   if ($1 == NULL) {
     PyErr_SetString(PyExc_TypeError, "$symname: $1_name must not be None");

@@ -19,7 +19,7 @@
 #include "owed.h"
 #include "sub.h"
 #include "tls.h"
-#include "waiters.h"
+#include "wakes.h"
 
 _Static_assert(REDLOCK_DRIVE_CONNECT == RL_DRIVE_CONNECT && REDLOCK_DRIVE_WRITE == RL_DRIVE_WRITE
                && REDLOCK_DRIVE_WAIT == RL_DRIVE_WAIT && REDLOCK_DRIVE_AWAITS == RL_DRIVE_AWAITS
@@ -604,62 +604,6 @@ void redlock_op_wake(redlock_op *op, int64_t now_ms)
         rl_op_wake(op, now_ms);
 }
 
-int redlock_sub_new(redlock_sub **out, redlock_ctx *ctx, size_t node)
-{
-    rl_clear_error();
-    if (!out)
-        return rl_fail(REDLOCK_EINVAL, "out is NULL");
-    *out = NULL;
-    if (!ctx || node >= ctx->client.n_nodes)
-        return rl_fail(REDLOCK_EINVAL, !ctx ? "ctx is NULL" : "no node %zu", node);
-    if (!(*out = rl_sub_new(&ctx->client.nodes[node].addr)))
-        return rl_fail(REDLOCK_ENOMEM, "out of memory");
-    return REDLOCK_OK;
-}
-
-void redlock_sub_free(redlock_sub *s)
-{
-    rl_sub_free(s);
-}
-
-int redlock_sub_want(redlock_sub *s, const char *channel, int on)
-{
-    return s && channel ? rl_sub_want(s, channel, on != 0) : REDLOCK_EINVAL;
-}
-
-size_t redlock_sub_output(const redlock_sub *s, const char **bytes)
-{
-    return s && bytes ? rl_sub_output(s, bytes) : 0;
-}
-
-void redlock_sub_wrote(redlock_sub *s, size_t n)
-{
-    if (s)
-        rl_sub_wrote(s, n);
-}
-
-int redlock_sub_received(redlock_sub *s, const char *bytes, size_t len)
-{
-    if (!s || (!bytes && len > 0))
-        return REDLOCK_EINVAL;
-    return rl_sub_received(s, bytes, len);
-}
-
-int redlock_sub_next(redlock_sub *s)
-{
-    return s ? rl_sub_next(s) : REDLOCK_EINVAL;
-}
-
-const char *redlock_sub_channel(const redlock_sub *s)
-{
-    return s ? rl_sub_channel(s) : "";
-}
-
-const char *redlock_sub_text(const redlock_sub *s)
-{
-    return s ? rl_sub_text(s) : "";
-}
-
 int redlock_waiters_new(redlock_waiters **out, const redlock_ctx *ctx)
 {
     rl_clear_error();
@@ -668,14 +612,14 @@ int redlock_waiters_new(redlock_waiters **out, const redlock_ctx *ctx)
     *out = NULL;
     if (!ctx)
         return rl_fail(REDLOCK_EINVAL, "ctx is NULL");
-    if (!(*out = rl_waiters_new(ctx->client.n_nodes)))
+    if (!(*out = rl_wakes_new(&ctx->client)))
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     return REDLOCK_OK;
 }
 
 void redlock_waiters_free(redlock_waiters *w)
 {
-    rl_waiters_free(w);
+    rl_wakes_free(w);
 }
 
 int redlock_waiters_add(redlock_waiters *w, uint64_t id, const redlock_op *op)
@@ -683,48 +627,78 @@ int redlock_waiters_add(redlock_waiters *w, uint64_t id, const redlock_op *op)
     const rl_keys *keys = op ? rl_op_keys(op) : NULL;
     if (!w || id == 0 || !keys)
         return REDLOCK_EINVAL;
-    return rl_waiters_add(w, id, (const char *const *)keys->k, keys->n);
+    return rl_wakes_add(w, id, keys);
 }
 
 void redlock_waiters_remove(redlock_waiters *w, uint64_t id, redlock_op *op, int64_t now_ms)
 {
     if (!w)
         return;
-    rl_waiters_remove(w, id, now_ms);
+    rl_wakes_remove(w, id, now_ms);
     if (op)
-        rl_op_note(op, rl_waiters_note(w));
+        rl_op_note(op, rl_wakes_note(w));
 }
 
-int64_t redlock_waiters_idle_at(const redlock_waiters *w)
+int redlock_waiters_drive(redlock_waiters *w, int64_t now_ms, int64_t *at_ms)
 {
-    return w ? rl_waiters_idle_at(w) : INT64_MIN;
+    if (!w) {
+        if (at_ms)
+            *at_ms = INT64_MAX;
+        return 0;
+    }
+    return rl_wakes_drive(w, now_ms, at_ms);
 }
 
-int64_t redlock_waiters_connect_at(const redlock_waiters *w, size_t node)
+int redlock_waiters_next_connect(redlock_waiters *w)
 {
-    return w ? rl_waiters_connect_at(w, node) : INT64_MAX;
+    return w ? rl_wakes_next_connect(w) : -1;
 }
 
-void redlock_waiters_closed(redlock_waiters *w, size_t node, int failed, int64_t now_ms)
+int redlock_waiters_next_close(redlock_waiters *w)
+{
+    return w ? rl_wakes_next_close(w) : -1;
+}
+
+void redlock_waiters_connected(redlock_waiters *w, size_t node)
 {
     if (w)
-        rl_waiters_closed(w, node, failed != 0, now_ms);
+        rl_wakes_connected(w, node);
 }
 
-int redlock_waiters_match(redlock_waiters *w, size_t node, redlock_sub *s)
+void redlock_waiters_lost(redlock_waiters *w, size_t node, int64_t now_ms)
 {
-    return w && s ? rl_waiters_match(w, node, s) : REDLOCK_EINVAL;
+    if (w)
+        rl_wakes_lost(w, node, now_ms);
 }
 
-int redlock_waiters_event(redlock_waiters *w, size_t node, int event, const char *channel,
-                          const char *text)
+int redlock_waiters_received(redlock_waiters *w, size_t node, const char *bytes, size_t len,
+                             int64_t now_ms)
 {
-    return w && rl_waiters_event(w, node, event, channel, text);
+    if (!w || (!bytes && len > 0))
+        return REDLOCK_EINVAL;
+    return rl_wakes_received(w, node, bytes ? bytes : "", len, now_ms);
+}
+
+size_t redlock_waiters_output(const redlock_waiters *w, size_t node, const char **bytes)
+{
+    if (!bytes)
+        return 0;
+    if (!w) {
+        *bytes = "";
+        return 0;
+    }
+    return rl_wakes_output(w, node, bytes);
+}
+
+void redlock_waiters_wrote(redlock_waiters *w, size_t node, size_t n)
+{
+    if (w)
+        rl_wakes_wrote(w, node, n);
 }
 
 uint64_t redlock_waiters_next(redlock_waiters *w)
 {
-    return w ? rl_waiters_next(w) : 0;
+    return w ? rl_wakes_next(w) : 0;
 }
 
 /* ---- kept locks (keep.h) ---- */

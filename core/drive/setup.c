@@ -59,7 +59,7 @@ int rl_driver_new(redlock_ctx *ctx)
         free(d);
         return rl_fail(REDLOCK_ENOMEM, "out of memory");
     }
-    if (!(d->async = rl_async_new()) || !(d->waker = rl_waker_new(ctx->client.n_nodes))) {
+    if (!(d->async = rl_async_new()) || !(d->waker = rl_waker_new(&ctx->client))) {
         rl_async_free(&ctx->client, d->async);
         rl_pools_free(d, 0);
         free(d);

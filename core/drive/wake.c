@@ -1,12 +1,12 @@
 /*
  * wake.c - waiters woken by releases, in the blocking driver: one thread
  * per client, while some lock call of the client waits for a lock held
- * elsewhere, keeps one subscriber connection per node (sub.h) subscribed to
- * the channels of the keys waited for, and tells the waiters that
- * waiters.h names (its rules: who is woken and when). A waiter's eventfd
- * keeps one wake-up however many come. The waiters' timed retries stay:
- * messages only shorten a wait. A rediss:// node's subscriber is connected
- * once its TLS handshake is done, as the lock calls' connections are.
+ * elsewhere, does what the engine's wake-ups (wakes.h) say: it connects,
+ * writes, reads and closes one subscriber connection per node, and tells
+ * the waiters named. A waiter's eventfd keeps one wake-up however many
+ * come. The waiters' timed retries stay: messages only shorten a wait. A
+ * rediss:// node's subscriber is connected once its TLS handshake is done,
+ * as the lock calls' connections are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,53 +23,49 @@
 #include "io.h"
 #include "node.h"
 #include "tls.h"
-#include "waiters.h"
 #include "wake.h"
+#include "wakes.h"
 #include "worker.h"
 
 /* The most reads of one subscriber's socket in one turn (4 KB each). */
 #define SUB_READS 64
 
-/* A waiter is registered with waiters.h under its address. */
+/* A waiter is registered with the wake-ups under its address. */
 struct rl_waiter {
     int fd;                 /* an eventfd: readable once told to try again */
 };
 
+/* The thread's side of a node's subscriber connection. */
 typedef struct subscriber {
     int fd;                 /* -1: not connected */
     rl_target to;           /* the server it subscribed on (a Sentinel node's master) */
     bool connecting;        /* the connect, or the TLS handshake, goes on */
     rl_tls *tls;            /* a rediss:// node's session, once connected */
-    rl_sub *sub;
 } subscriber;
 
 struct rl_waker {
     pthread_mutex_t mu;
-    rl_waiters *waiters;    /* who is woken when; under mu */
+    const rl_client *client;
+    rl_wakes *wakes;        /* the engine's state machine; under mu */
     rl_worker worker;       /* the waker thread */
     int wake[2];
     /* The thread's own: */
-    subscriber *subs;
-    size_t n_subs;
+    subscriber subs[REDLOCK_MAX_NODES];
 };
 
 static void *waker_main(void *arg);
 
-struct rl_waker *rl_waker_new(size_t n_nodes)
+struct rl_waker *rl_waker_new(const rl_client *c)
 {
     struct rl_waker *w = calloc(1, sizeof *w);
-    if (!w || !(w->subs = calloc(n_nodes, sizeof *w->subs))
-        || !(w->waiters = rl_waiters_new(n_nodes))
-        || pipe2(w->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
-        if (w) {
-            rl_waiters_free(w->waiters);
-            free(w->subs);
-        }
+    if (!w || !(w->wakes = rl_wakes_new(c)) || pipe2(w->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+        if (w)
+            rl_wakes_free(w->wakes);
         free(w);
         return NULL;
     }
-    w->n_subs = n_nodes;
-    for (size_t i = 0; i < n_nodes; i++)
+    w->client = c;
+    for (size_t i = 0; i < REDLOCK_MAX_NODES; i++)
         w->subs[i].fd = -1;
     pthread_mutex_init(&w->mu, NULL);
     return w;
@@ -83,13 +79,12 @@ static void poke(struct rl_waker *w)
 }
 
 /* Closes a subscriber connection; without notify, with no I/O (a child's
- * copy after fork()). */
+ * copy after fork(), a connection that failed). */
 static void close_sub(subscriber *s, bool notify)
 {
     rl_tls_free(s->tls, notify);
     if (s->fd >= 0)
         close(s->fd);
-    rl_sub_free(s->sub);
     *s = (subscriber){ .fd = -1 };
 }
 
@@ -103,13 +98,12 @@ void rl_waker_free(struct rl_waker *w)
     poke(w);
     if (join)
         rl_worker_join(&w->worker);
-    for (size_t i = 0; i < w->n_subs; i++)
+    for (size_t i = 0; i < REDLOCK_MAX_NODES; i++)
         close_sub(&w->subs[i], true);
     close(w->wake[0]);
     close(w->wake[1]);
     pthread_mutex_destroy(&w->mu);
-    rl_waiters_free(w->waiters);
-    free(w->subs);
+    rl_wakes_free(w->wakes);
     free(w);
 }
 
@@ -118,9 +112,9 @@ void rl_waker_forget(struct rl_waker *w)
     /* In a child after fork(): the parent's thread and waiters are not here
      * (what they had may have been half-changed: it is left, not freed). */
     pthread_mutex_init(&w->mu, NULL);
-    w->waiters = rl_waiters_new(w->n_subs);
+    w->wakes = rl_wakes_new(w->client);
     rl_worker_forget(&w->worker);
-    for (size_t i = 0; i < w->n_subs; i++)
+    for (size_t i = 0; i < REDLOCK_MAX_NODES; i++)
         close_sub(&w->subs[i], false);
 }
 
@@ -141,11 +135,10 @@ rl_waiter *rl_waker_await(rl_client *ctx, const rl_keys *keys)
         return NULL;
     }
     pthread_mutex_lock(&w->mu);
-    bool ok = w->waiters && !w->worker.stopping
-        && rl_waiters_add(w->waiters, id_of(r), (const char *const *)keys->k, keys->n)
-               == REDLOCK_OK;
+    bool ok = w->wakes && !w->worker.stopping
+        && rl_wakes_add(w->wakes, id_of(r), keys) == REDLOCK_OK;
     if (ok && rl_worker_start(&w->worker, waker_main, ctx) != 0) {
-        rl_waiters_remove(w->waiters, id_of(r), rl_now_ms());
+        rl_wakes_remove(w->wakes, id_of(r), rl_now_ms());
         ok = false;
     }
     pthread_mutex_unlock(&w->mu);
@@ -173,9 +166,9 @@ void rl_waker_done(rl_client *ctx, rl_waiter *r, char *note, size_t notelen)
 {
     struct rl_waker *w = rl_io_waker(ctx);
     pthread_mutex_lock(&w->mu);
-    rl_waiters_remove(w->waiters, id_of(r), rl_now_ms());
+    rl_wakes_remove(w->wakes, id_of(r), rl_now_ms());
     if (note)
-        snprintf(note, notelen, "%s", rl_waiters_note(w->waiters));
+        snprintf(note, notelen, "%s", rl_wakes_note(w->wakes));
     pthread_mutex_unlock(&w->mu);
     poke(w);
     close(r->fd);
@@ -184,11 +177,11 @@ void rl_waker_done(rl_client *ctx, rl_waiter *r, char *note, size_t notelen)
 
 /* ---- the thread ---- */
 
-/* Tells the waiters waiters.h says to wake (under the mutex). */
+/* Tells the waiters the engine says to wake (under the mutex). */
 static void tell_woken(struct rl_waker *w)
 {
     uint64_t id;
-    while ((id = rl_waiters_next(w->waiters)) != 0) {
+    while ((id = rl_wakes_next(w->wakes)) != 0) {
         const rl_waiter *r = (const rl_waiter *)(uintptr_t)id;
         uint64_t one = 1;
         ssize_t n = write(r->fd, &one, sizeof one);
@@ -196,34 +189,20 @@ static void tell_woken(struct rl_waker *w)
     }
 }
 
-/* Ends node i's subscriber connection (failed: it broke or was refused). */
-static void lost_sub(struct rl_waker *w, size_t i, bool failed, int64_t now)
+/* Node i's subscriber connection failed: closed here, told to the engine. */
+static void lost_sub(struct rl_waker *w, size_t i, int64_t now)
 {
-    close_sub(&w->subs[i], !failed);
+    close_sub(&w->subs[i], false);
     pthread_mutex_lock(&w->mu);
-    rl_waiters_closed(w->waiters, i, failed, now);
+    rl_wakes_lost(w->wakes, i, now);
     pthread_mutex_unlock(&w->mu);
-}
-
-/* The events of what node i's subscriber read; false when the connection
- * is to be closed (a broken stream, or the node refused). */
-static bool heard(struct rl_waker *w, size_t i)
-{
-    rl_sub *sub = w->subs[i].sub;
-    bool keep = true;
-    pthread_mutex_lock(&w->mu);
-    for (int event; keep && (event = rl_sub_next(sub)) != RL_SUB_NONE;)
-        keep = event > 0 && !rl_waiters_event(w->waiters, i, event, rl_sub_channel(sub),
-                                               rl_sub_text(sub));
-    tell_woken(w);
-    pthread_mutex_unlock(&w->mu);
-    return keep;
 }
 
 /* The connect of node i's subscriber completed, and for a rediss:// node
  * its TLS handshake goes on; false when it failed. */
-static bool sub_connected(rl_client *ctx, subscriber *s, size_t i)
+static bool sub_connected(rl_client *ctx, struct rl_waker *w, size_t i)
 {
+    subscriber *s = &w->subs[i];
     char why[160];
     if (!s->tls) {
         int err = 0;
@@ -236,16 +215,40 @@ static bool sub_connected(rl_client *ctx, subscriber *s, size_t i)
     }
     int r = s->tls ? rl_tls_handshake(s->tls, why, sizeof why) : 1;
     s->connecting = r == 0;
+    if (r > 0) {
+        pthread_mutex_lock(&w->mu);
+        rl_wakes_connected(w->wakes, i);
+        pthread_mutex_unlock(&w->mu);
+    }
     return r >= 0;
 }
 
-/* The poll events of a subscriber connection. */
-static short sub_events(const subscriber *s)
+/* The poll events of node i's subscriber connection (under the mutex). */
+static short sub_events(const struct rl_waker *w, size_t i)
 {
+    const subscriber *s = &w->subs[i];
     const char *bytes;
-    bool out = (s->connecting && !s->tls) || rl_sub_output(s->sub, &bytes) > 0
+    bool out = (s->connecting && !s->tls)
+               || (!s->connecting && rl_wakes_output(w->wakes, i, &bytes) > 0)
                || (s->tls && (rl_tls_events(s->tls) & POLLOUT));
     return (short)(POLLIN | (out ? POLLOUT : 0));
+}
+
+/* Writes what node i's subscriber has to write; false when it failed. */
+static bool send_sub(struct rl_waker *w, size_t i)
+{
+    subscriber *s = &w->subs[i];
+    int code;
+    char why[160];
+    const char *bytes = "";
+    pthread_mutex_lock(&w->mu);
+    size_t n = rl_wakes_output(w->wakes, i, &bytes);
+    ssize_t sent = n > 0 || s->tls ? rl_sock_send(s->fd, s->tls, bytes, n, &code, why, sizeof why)
+                                   : 0;
+    if (sent > 0)
+        rl_wakes_wrote(w->wakes, i, (size_t)sent);
+    pthread_mutex_unlock(&w->mu);
+    return sent >= 0;
 }
 
 /* Services node i's subscriber connection after poll. A TLS session is
@@ -255,65 +258,67 @@ static void service(rl_client *ctx, struct rl_waker *w, size_t i, short revents,
 {
     subscriber *s = &w->subs[i];
     if (s->connecting) {
-        if (!sub_connected(ctx, s, i)) {
-            lost_sub(w, i, true, now);
+        if (!sub_connected(ctx, w, i)) {
+            lost_sub(w, i, now);
             return;
         }
         if (s->connecting)
             return;
     }
-    int code;
-    char why[160];
-    const char *bytes = "";
-    size_t n = rl_sub_output(s->sub, &bytes);
-    if (n > 0 || s->tls) {
-        ssize_t sent = rl_sock_send(s->fd, s->tls, bytes, n, &code, why, sizeof why);
-        if (sent < 0) {
-            lost_sub(w, i, true, now);
-            return;
-        }
-        if (sent > 0)
-            rl_sub_wrote(s->sub, (size_t)sent);
+    if (!send_sub(w, i)) {
+        lost_sub(w, i, now);
+        return;
     }
     if (!s->tls && !(revents & (POLLIN | POLLHUP | POLLERR)))
         return;
     /* A node that keeps the socket full is read again on the next turn,
      * after the other subscribers: this loop has an end. */
-    char buf[4096];
+    int code;
+    char why[160], buf[4096];
     for (int reads = 0; reads < SUB_READS; reads++) {
         ssize_t got = rl_sock_recv(s->fd, s->tls, buf, sizeof buf, &code, why, sizeof why);
         if (got == 0)
             return;
-        if (got < 0 || rl_sub_received(s->sub, buf, (size_t)got) != REDLOCK_OK
-            || !heard(w, i)) {
-            lost_sub(w, i, true, now);
+        if (got < 0) {
+            lost_sub(w, i, now);
             return;
         }
+        pthread_mutex_lock(&w->mu);
+        int rc = rl_wakes_received(w->wakes, i, buf, (size_t)got, now);
+        tell_woken(w);
+        pthread_mutex_unlock(&w->mu);
+        if (rc != REDLOCK_OK)
+            return;   /* the engine says to close it: the next turn does */
     }
 }
 
-/* Connects node i's subscriber (it is due). */
+/* Connects node i's subscriber (the engine says to). */
 static void connect_sub(rl_client *ctx, struct rl_waker *w, size_t i, int64_t now)
 {
     subscriber *s = &w->subs[i];
     char why[160];
+    close_sub(s, false);
     if (ctx->nodes[i].addr.tls && rl_io_tls_ready(ctx, why, sizeof why) != REDLOCK_OK) {
-        lost_sub(w, i, true, now);
+        lost_sub(w, i, now);
         return;
     }
     /* On a Sentinel node, its master; while no sentinel has named it yet,
      * nothing (a waiter still tries again after retry_delay_ms). */
     rl_node_target(&ctx->nodes[i], &s->to);
-    if (s->to.sentinel) {
-        lost_sub(w, i, true, now);
-        return;
-    }
-    s->fd = rl_io_connect(&ctx->nodes[i].addr, &s->to, why, sizeof why);
-    if (s->fd < 0 || !(s->sub = rl_sub_new(&ctx->nodes[i].addr))) {
-        lost_sub(w, i, true, now);
+    if (s->to.sentinel || (s->fd = rl_io_connect(&ctx->nodes[i].addr, &s->to, why, sizeof why)) < 0) {
+        lost_sub(w, i, now);
         return;
     }
     s->connecting = true;
+}
+
+/* Whether any subscriber connection is open or being made. */
+static bool any_sub(const struct rl_waker *w)
+{
+    for (size_t i = 0; i < w->client->n_nodes; i++)
+        if (w->subs[i].fd >= 0)
+            return true;
+    return false;
 }
 
 static void *waker_main(void *arg)
@@ -323,49 +328,45 @@ static void *waker_main(void *arg)
     struct pollfd pfd[1 + REDLOCK_MAX_NODES];
     size_t who[1 + REDLOCK_MAX_NODES];
     for (;;) {
-        int64_t now = rl_now_ms();
+        int64_t now = rl_now_ms(), at;
         pthread_mutex_lock(&w->mu);
-        int64_t idle_at = rl_waiters_idle_at(w->waiters);
-        if (w->worker.stopping || now >= idle_at) {
+        int todo = rl_wakes_drive(w->wakes, now, &at);
+        for (int i; (i = rl_wakes_next_close(w->wakes)) >= 0;)
+            close_sub(&w->subs[i], true);
+        bool due[REDLOCK_MAX_NODES] = { false };
+        for (int i; (i = rl_wakes_next_connect(w->wakes)) >= 0;)
+            due[i] = true;
+        if (todo & RL_WAKES_WAKE)
+            tell_woken(w);
+        if (w->worker.stopping || (rl_wakes_idle(w->wakes) && !any_sub(w))) {
             /* Nobody waits any more (or the client ends): under the mutex,
              * so no waiter comes before the thread is marked gone. */
-            for (size_t i = 0; i < w->n_subs; i++) {
+            for (size_t i = 0; i < w->client->n_nodes; i++) {
+                if (w->subs[i].fd >= 0 || due[i])
+                    rl_wakes_lost(w->wakes, i, now);
                 close_sub(&w->subs[i], true);
-                rl_waiters_closed(w->waiters, i, false, now);
             }
             rl_worker_ended(&w->worker);
             pthread_mutex_unlock(&w->mu);
             break;
         }
-        bool waiting = idle_at == INT64_MAX;
-        bool due[REDLOCK_MAX_NODES];
-        for (size_t i = 0; i < w->n_subs; i++)
-            due[i] = waiting && w->subs[i].fd < 0 && now >= rl_waiters_connect_at(w->waiters, i);
         pthread_mutex_unlock(&w->mu);
 
         /* Connects outside the mutex: a host name may take a while to resolve. */
-        for (size_t i = 0; i < w->n_subs; i++)
+        for (size_t i = 0; i < w->client->n_nodes; i++)
             if (due[i])
                 connect_sub(ctx, w, i, now);
-        int64_t wake_at = waiting ? now + 1000 : idle_at;
         size_t k = 1;
         pfd[0] = (struct pollfd){ .fd = w->wake[0], .events = POLLIN };
         pthread_mutex_lock(&w->mu);
-        for (size_t i = 0; i < w->n_subs; i++) {
-            subscriber *s = &w->subs[i];
-            if (s->fd < 0) {
-                int64_t at = rl_waiters_connect_at(w->waiters, i);
-                if (waiting && at < wake_at)
-                    wake_at = at;
+        for (size_t i = 0; i < w->client->n_nodes; i++) {
+            if (w->subs[i].fd < 0)
                 continue;
-            }
-            if (!s->connecting)
-                rl_waiters_match(w->waiters, i, s->sub);
-            pfd[k] = (struct pollfd){ .fd = s->fd, .events = sub_events(s) };
+            pfd[k] = (struct pollfd){ .fd = w->subs[i].fd, .events = sub_events(w, i) };
             who[k++] = i;
         }
         pthread_mutex_unlock(&w->mu);
-        int64_t timeout = wake_at - now;
+        int64_t timeout = at - now;
         int r = poll(pfd, k, (int)(timeout < 0 ? 0 : timeout > 1000 ? 1000 : timeout));
         if (r <= 0)
             continue;

@@ -17,7 +17,7 @@
 struct rl_client;
 
 typedef struct rl_waiter rl_waiter;
-struct rl_waker *rl_waker_new(size_t n_nodes);
+struct rl_waker *rl_waker_new(const struct rl_client *c);
 void rl_waker_free(struct rl_waker *w);
 /* In a child after fork(): the parent's thread and waiters are not there. */
 void rl_waker_forget(struct rl_waker *w);

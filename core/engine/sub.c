@@ -11,7 +11,7 @@
 #include "proto.h"
 #include "sub.h"
 
-struct redlock_sub {
+struct rl_sub {
     char *out;          /* bytes to write */
     size_t out_len, out_cap;
     redisReader *reader;

@@ -18,18 +18,15 @@
 #include "base.h"
 #include "uri.h"
 
-typedef struct redlock_sub rl_sub;
+typedef struct rl_sub rl_sub;
 
-/* The events, numbered as in redlock_engine.h. */
+/* The events. */
 typedef enum rl_sub_event {
-    RL_SUB_NONE = 0,                           /* no complete event yet */
-    RL_SUB_SUBSCRIBED = REDLOCK_SUB_SUBSCRIBED, /* the node confirmed a channel: messages
-                                                 * flow from now */
-    RL_SUB_MESSAGE = REDLOCK_SUB_MESSAGE,       /* a release on the channel; text: the
-                                                 * released token */
-    RL_SUB_REFUSED = REDLOCK_SUB_REFUSED        /* AUTH or SUBSCRIBE refused (say, no channel
-                                                 * permission in the node's ACL): channel "",
-                                                 * text the node's error */
+    RL_SUB_NONE = 0,        /* no complete event yet */
+    RL_SUB_SUBSCRIBED = 1,  /* the node confirmed a channel: messages flow from now */
+    RL_SUB_MESSAGE = 2,     /* a release on the channel; text: the released token */
+    RL_SUB_REFUSED = 3      /* AUTH or SUBSCRIBE refused (say, no channel permission in the
+                             * node's ACL): channel "", text the node's error */
 } rl_sub_event;
 
 /* A subscriber for the node at a (AUTH queued when it has credentials), or

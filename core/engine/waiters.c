@@ -31,7 +31,7 @@ typedef struct waiter {
     struct waiter *next;
 } waiter;
 
-struct redlock_waiters {
+struct rl_waiters {
     size_t n_nodes;
     waiter *waiters, **waiters_end;   /* the longest waiting first */
     channel *channels;
@@ -254,6 +254,14 @@ uint64_t rl_waiters_next(rl_waiters *w)
         }
     }
     return 0;
+}
+
+bool rl_waiters_woken(const rl_waiters *w)
+{
+    for (const waiter *r = w->waiters; r; r = r->next)
+        if (r->woken)
+            return true;
+    return false;
 }
 
 const char *rl_waiters_note(const rl_waiters *w)

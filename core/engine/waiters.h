@@ -29,7 +29,7 @@
 
 #include "sub.h"
 
-typedef struct redlock_waiters rl_waiters;
+typedef struct rl_waiters rl_waiters;
 
 #define RL_WAITERS_LINGER_MS 2000      /* subscribers stay this long after the last waiter */
 #define RL_WAITERS_RECONNECT_MS 1000   /* a lost subscriber is made again after this */
@@ -64,6 +64,8 @@ bool rl_waiters_event(rl_waiters *w, size_t node, int event, const char *channel
                       const char *text);
 /* The next waiter to wake, longest waiting first, or 0 when none is left. */
 uint64_t rl_waiters_next(rl_waiters *w);
+/* Whether some waiter is to be woken (rl_waiters_next would name it). */
+bool rl_waiters_woken(const rl_waiters *w);
 
 /* Why waiters are not being woken ("" when nothing says so). */
 const char *rl_waiters_note(const rl_waiters *w);

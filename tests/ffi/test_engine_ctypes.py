@@ -68,21 +68,18 @@ SIGNATURES = {
     "redlock_ctx_set_option": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_char_p]),
     "redlock_op_awaits_release": (ctypes.c_int, [P]),
     "redlock_op_wake": (None, [P, I64]),
-    "redlock_sub_new": (ctypes.c_int, [ctypes.POINTER(P), P, SIZE]),
-    "redlock_sub_free": (None, [P]),
-    "redlock_sub_output": (SIZE, [P, ctypes.POINTER(ctypes.c_void_p)]),
-    "redlock_sub_wrote": (None, [P, SIZE]),
-    "redlock_sub_received": (ctypes.c_int, [P, ctypes.c_char_p, SIZE]),
-    "redlock_sub_next": (ctypes.c_int, [P]),
-    "redlock_sub_channel": (ctypes.c_char_p, [P]),
-    "redlock_sub_text": (ctypes.c_char_p, [P]),
     "redlock_waiters_new": (ctypes.c_int, [ctypes.POINTER(P), P]),
     "redlock_waiters_free": (None, [P]),
     "redlock_waiters_add": (ctypes.c_int, [P, U64, P]),
     "redlock_waiters_remove": (None, [P, U64, P, I64]),
-    "redlock_waiters_match": (ctypes.c_int, [P, SIZE, P]),
-    "redlock_waiters_event": (ctypes.c_int, [P, SIZE, ctypes.c_int, ctypes.c_char_p,
-                                             ctypes.c_char_p]),
+    "redlock_waiters_drive": (ctypes.c_int, [P, I64, ctypes.POINTER(I64)]),
+    "redlock_waiters_next_connect": (ctypes.c_int, [P]),
+    "redlock_waiters_next_close": (ctypes.c_int, [P]),
+    "redlock_waiters_connected": (None, [P, SIZE]),
+    "redlock_waiters_lost": (None, [P, SIZE, I64]),
+    "redlock_waiters_received": (ctypes.c_int, [P, SIZE, ctypes.c_char_p, SIZE, I64]),
+    "redlock_waiters_output": (SIZE, [P, SIZE, ctypes.POINTER(ctypes.c_void_p)]),
+    "redlock_waiters_wrote": (None, [P, SIZE, SIZE]),
     "redlock_waiters_next": (U64, [P]),
     "redlock_ctx_node_tls": (ctypes.c_int, [P, SIZE]),
     "redlock_ctx_node_server_name": (ctypes.c_char_p, [P, SIZE]),
@@ -113,6 +110,8 @@ SIGNATURES = {
 
 # redlock_op_drive's bits.
 CONNECT, WRITE, WAIT, AWAITS, DONE, TAIL = 1, 2, 4, 8, 16, 32
+# redlock_waiters_drive's bits.
+WAITERS_CONNECT, WAITERS_WRITE, WAITERS_CLOSE, WAITERS_WAKE = 1, 2, 4, 8
 NEVER = 2**63 - 1
 EINVAL = -4
 
@@ -232,14 +231,15 @@ class Driver:
 
 class WakingDriver(Driver):
     """The same driver, its waiting lock woken by releases: the library's
-    redlock_waiters says whom to wake, over one subscriber socket per node
-    (connected at once, for brevity). The lock that waits is waiter 1."""
+    redlock_waiters says when to connect, write and close one subscriber
+    socket per node, and whom to wake (connects block, for brevity). The
+    lock that waits is waiter 1."""
 
     def __init__(self, lib, ctx):
         super().__init__(lib, ctx)
         self.waiters = P()
         assert lib.redlock_waiters_new(ctypes.byref(self.waiters), ctx) == OK
-        self.subs = {}      # node -> (subscriber pointer, socket)
+        self.subs = {}      # node -> socket
         self.waiting = None
 
     def run(self, op):
@@ -254,45 +254,43 @@ class WakingDriver(Driver):
         if not self.waiting and lib.redlock_op_awaits_release(op):
             assert lib.redlock_waiters_add(self.waiters, 1, op) == OK
             self.waiting = op
-        for node in range(lib.redlock_ctx_node_count(self.ctx)):
-            if self.waiting and node not in self.subs:
-                sub = P()
-                assert lib.redlock_sub_new(ctypes.byref(sub), self.ctx, node) == OK
-                address = (lib.redlock_ctx_node_host(self.ctx, node).decode(),
-                           lib.redlock_ctx_node_port(self.ctx, node))
-                self.subs[node] = (sub.value, socket.create_connection(address))
-            if node in self.subs:
-                sub, sock = self.subs[node]
-                lib.redlock_waiters_match(self.waiters, node, sub)
-                out = ctypes.c_void_p()
-                n = lib.redlock_sub_output(sub, ctypes.byref(out))
-                if n:
-                    lib.redlock_sub_wrote(sub, sock.send(ctypes.string_at(out, n)))
-                self.sel.register(sock, selectors.EVENT_READ, ("sub", node))
+        self.tend(now)
+        for node, sock in self.subs.items():
+            self.sel.register(sock, selectors.EVENT_READ, ("sub", node))
         super().wait(op, now)
+
+    def tend(self, now):
+        lib, w, at = self.lib, self.waiters, I64()
+        todo = lib.redlock_waiters_drive(w, now, ctypes.byref(at))
+        while todo & WAITERS_CLOSE and (node := lib.redlock_waiters_next_close(w)) >= 0:
+            self.subs.pop(node).close()
+        while todo & WAITERS_CONNECT and (node := lib.redlock_waiters_next_connect(w)) >= 0:
+            address = (lib.redlock_ctx_node_host(self.ctx, node).decode(),
+                       lib.redlock_ctx_node_port(self.ctx, node))
+            self.subs[node] = socket.create_connection(address)
+            lib.redlock_waiters_connected(w, node)
+            todo |= lib.redlock_waiters_drive(w, now, ctypes.byref(at))
+        for node, sock in self.subs.items():
+            out = ctypes.c_void_p()
+            n = lib.redlock_waiters_output(w, node, ctypes.byref(out))
+            if n:
+                lib.redlock_waiters_wrote(w, node, sock.send(ctypes.string_at(out, n)))
+        while todo & WAITERS_WAKE and lib.redlock_waiters_next(w) == 1:
+            lib.redlock_op_wake(self.waiting, now)
 
     def service(self, conn, sock, events):
         if not isinstance(conn, tuple):
             super().service(conn, sock, events)
             return
-        lib, node = self.lib, conn[1]
-        sub = self.subs[node][0]
+        lib, node, now = self.lib, conn[1], self.lib.redlock_now_ms()
         data = sock.recv(65536)
-        assert data and lib.redlock_sub_received(sub, data, len(data)) == OK
-        while True:
-            event = lib.redlock_sub_next(sub)
-            if event == 0:
-                break
-            assert event > 0
-            lib.redlock_waiters_event(self.waiters, node, event, lib.redlock_sub_channel(sub),
-                                      lib.redlock_sub_text(sub))
-        while lib.redlock_waiters_next(self.waiters) == 1:
-            lib.redlock_op_wake(self.waiting, lib.redlock_now_ms())
+        assert data and lib.redlock_waiters_received(self.waiters, node, data, len(data),
+                                                     now) == OK
+        self.tend(now)
 
     def close_all(self):
-        for sub, sock in self.subs.values():
+        for sock in self.subs.values():
             sock.close()
-            self.lib.redlock_sub_free(sub)
         self.lib.redlock_waiters_free(self.waiters)
 
 

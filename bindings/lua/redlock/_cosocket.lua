@@ -482,6 +482,12 @@ local function new_semaphore()
   return semaphore.new()
 end
 
+-- Whether flag is set in bits, the engine's action bits, in a way Lua 5.1
+-- and LuaJIT can read (they have no bit operators).
+local function has(bits, flag)
+  return bits % (flag + flag) >= flag
+end
+
 local function wait(run, at, now)
   local ms = math.max(0, math.min(at - now, 1000))
   run.waiting = at
@@ -503,4 +509,5 @@ M.take_sem = take_sem
 M.give_sem = give_sem
 M.new_semaphore = new_semaphore
 M.wait = wait
+M.has = has
 return M

@@ -10,14 +10,11 @@ local ngx = rawget(_G, "ngx")
 local now_ms = core.redlock_now_ms
 local op_drive = core.redlock_op_drive
 
--- What the engine asks of a run (redlock_op_drive's bits), and a test of one
--- that Lua 5.1 and LuaJIT can read (they have no bit operators).
+-- What the engine asks of a run (redlock_op_drive's bits).
 local CONNECT, WRITE, AWAITS = core.REDLOCK_DRIVE_CONNECT, core.REDLOCK_DRIVE_WRITE,
                                core.REDLOCK_DRIVE_AWAITS
 local DONE, TAIL = core.REDLOCK_DRIVE_DONE, core.REDLOCK_DRIVE_TAIL
-local function has(bits, flag)
-  return bits % (flag + flag) >= flag
-end
+local has = cosocket.has
 
 local NEVER = cosocket.NEVER
 local driver_of, attach, flush, wait = cosocket.driver_of, cosocket.attach, cosocket.flush,

@@ -67,13 +67,10 @@ local handle_call = calls.handle_call
 
 local WATCH_WAIT = 1    -- the keeper looks at its locks at least this often (s)
 
--- What the keeper asks of the timer (redlock_keeper_drive's bits), and a test
--- of one that Lua 5.1 and LuaJIT can read (they have no bit operators).
+-- What the keeper asks of the timer (redlock_keeper_drive's bits).
 local RUN, LOST, ENDED = core.REDLOCK_KEEPER_RUN, core.REDLOCK_KEEPER_LOST,
                          core.REDLOCK_KEEPER_ENDED
-local function has(bits, flag)
-  return bits % (flag + flag) >= flag
-end
+local has = cosocket.has
 
 local function lost_error(code, detail)
   return (error_names[code] or "unknown") .. ": the kept lock was lost: " .. detail

@@ -7,7 +7,7 @@ local lifetime = require "redlock._ctx"
 local ngx = rawget(_G, "ngx")
 local now_ms = core.redlock_now_ms
 local READ_CHUNK, NEVER = cosocket.READ_CHUNK, cosocket.NEVER
-local secure, new_semaphore = cosocket.secure, cosocket.new_semaphore
+local secure, new_semaphore, has = cosocket.secure, cosocket.new_semaphore, cosocket.has
 local finalizer = lifetime.finalizer
 
 ---------------------------------------------------------------------------
@@ -84,6 +84,10 @@ local function stop_waiting(d, run, op)
   w.sem:post(1)
 end
 
+-- What the wake-ups ask of the timer (redlock_waiters_drive's bits).
+local CONNECT, WRITE, CLOSE, WAKE = core.REDLOCK_WAITERS_CONNECT, core.REDLOCK_WAITERS_WRITE,
+                                    core.REDLOCK_WAITERS_CLOSE, core.REDLOCK_WAITERS_WAKE
+
 -- Wakes the runs the library names: each tries again at once.
 local function wake_woken(w)
   while true do
@@ -99,26 +103,10 @@ local function wake_woken(w)
   end
 end
 
--- What a subscriber read; false when it is to be closed (the stream broke,
--- or the node refused the subscription).
-local function heard(w, sub, data)
-  local s = sub.sub
-  local broken = core.redlock_sub_received(s, data) ~= core.REDLOCK_OK
-  while not broken do
-    local event = core.redlock_sub_next(s)
-    if event == 0 then
-      break
-    end
-    broken = event < 0 or core.redlock_waiters_event(w.waiters, sub.node, event,
-      core.redlock_sub_channel(s), core.redlock_sub_text(s)) == 1
-  end
-  wake_woken(w)
-  return not broken
-end
-
--- A subscriber's reader: connects, then reads until the connection fails
--- (or the timer's main thread kills it). It never closes or frees anything:
--- it marks the subscriber dead, and the main thread does.
+-- A subscriber's reader: connects, then reads until the connection fails,
+-- the library says to close it, or the timer's main thread kills it. It
+-- never closes anything: it marks the subscriber dead, and the main thread
+-- reports it and closes it.
 local function sub_reader(d, w, sub)
   local sock = sub.sock
   sock:settimeouts(d.connect_timeout, d.node_timeout, SUB_READ_TIMEOUT)
@@ -129,90 +117,109 @@ local function sub_reader(d, w, sub)
   if not sock:connect(addr[1], addr[2], { pool = sub.pool })
       or (d.tls[sub.node] and not secure(d, sock, d.tls[sub.node], d.tls_ip[sub.node])) then
     sub.dead = true
-  else
-    sub.connected = true
+    w.sem:post(1)
+    return
   end
+  core.redlock_waiters_connected(w.waiters, sub.node)
   w.sem:post(1)
-  while sub.connected do
+  while true do
     local data, err = sock:receiveany(READ_CHUNK)
-    if (data and not heard(w, sub, data)) or (not data and err ~= "timeout") then
+    if not data and err ~= "timeout" then
       sub.dead = true
       w.sem:post(1)
       return
+    elseif data then
+      local rc = core.redlock_waiters_received(w.waiters, sub.node, data, now_ms())
+      wake_woken(w)
+      if rc ~= core.REDLOCK_OK then
+        w.sem:post(1)   -- the library says to close it: the main thread does
+        return
+      end
     end
   end
 end
 
--- Ends a subscriber: its reader, its socket, its state. failed: it broke or
--- was refused (a new one comes after the library's pause).
-local function drop_sub(w, sub, failed)
+-- Ends a subscriber: its reader, its socket.
+local function drop_sub(w, sub)
   if sub.reader then
     ngx.thread.kill(sub.reader)
   end
   sub.sock:close()
-  core.redlock_sub_free(sub.sub)
   w.subs[sub.node] = nil
-  core.redlock_waiters_closed(w.waiters, sub.node, failed and 1 or 0, now_ms())
 end
 
 local function start_sub(d, w, node)
-  local rc, s = core.redlock_sub_new(d.ctx.ptr, node)
-  if rc == core.REDLOCK_OK then
-    -- A pool of its own: never a connection pooled by the lock calls.
-    w.sub_ids = w.sub_ids + 1
-    local sub = { node = node, sub = s, sock = ngx.socket.tcp(),
-                  pool = ("redlock-sub:%d:%d:%d"):format(d.id, node, w.sub_ids) }
-    w.subs[node] = sub
-    sub.reader = ngx.thread.spawn(sub_reader, d, w, sub)
+  -- A pool of its own: never a connection pooled by the lock calls.
+  w.sub_ids = w.sub_ids + 1
+  local sub = { node = node, sock = ngx.socket.tcp(),
+                pool = ("redlock-sub:%d:%d:%d"):format(d.id, node, w.sub_ids) }
+  w.subs[node] = sub
+  sub.reader = ngx.thread.spawn(sub_reader, d, w, sub)
+end
+
+-- Writes what the library has each connected subscriber write.
+local function flush(w)
+  for node, sub in pairs(w.subs) do
+    local out = core.redlock_waiters_output(w.waiters, node)
+    if #out > 0 then
+      if sub.sock:send(out) then
+        core.redlock_waiters_wrote(w.waiters, node, #out)
+      else
+        sub.dead = true
+      end
+    end
   end
 end
 
--- The timer's main thread: keeps the subscribers what the waiting calls
--- need until nobody has waited for the library's linger, the client is
--- closed or the worker exits.
+-- The timer's main thread: does what the library says for the waiting
+-- calls until it has nothing left to tend, the client is closed or the
+-- worker exits.
 local function watch_releases(premature, d)
   local w = d.wakes
   while not premature and not d.ctx.closed and not ngx.worker.exiting() do
-    local now = now_ms()
-    local idle_at = core.redlock_waiters_idle_at(w.waiters)
-    if now >= idle_at then
+    for node, sub in pairs(w.subs) do
+      if sub.dead then
+        drop_sub(w, sub)
+        core.redlock_waiters_lost(w.waiters, node, now_ms())
+      end
+    end
+    local todo, at = core.redlock_waiters_drive(w.waiters, now_ms())
+    if has(todo, CLOSE) then
+      repeat
+        local node = core.redlock_waiters_next_close(w.waiters)
+        if node >= 0 and w.subs[node] then
+          drop_sub(w, w.subs[node])
+        end
+      until node < 0
+    end
+    if has(todo, CONNECT) then
+      repeat
+        local node = core.redlock_waiters_next_connect(w.waiters)
+        if node >= 0 then
+          start_sub(d, w, node)
+        end
+      until node < 0
+    end
+    if has(todo, WRITE) then
+      flush(w)
+    end
+    if has(todo, WAKE) then
+      wake_woken(w)
+    end
+    if at >= NEVER and next(w.subs) == nil then
       return
     end
-    local next_at = math.min(idle_at, now + 1000)
-    for node = 0, d.n - 1 do
-      local sub = w.subs[node]
-      if sub and sub.dead then
-        drop_sub(w, sub, true)
-        sub = nil
-      end
-      if not sub and idle_at >= NEVER then
-        local at = core.redlock_waiters_connect_at(w.waiters, node)
-        if now >= at then
-          start_sub(d, w, node)
-        else
-          next_at = math.min(next_at, at)
-        end
-      elseif sub and sub.connected then
-        core.redlock_waiters_match(w.waiters, node, sub.sub)
-        local out = core.redlock_sub_output(sub.sub)
-        if #out > 0 then
-          if sub.sock:send(out) then
-            core.redlock_sub_wrote(sub.sub, #out)
-          else
-            sub.dead = true
-          end
-        end
-      end
-    end
-    w.sem:wait(math.max(1, next_at - now_ms()) / 1000)
+    local now = now_ms()
+    w.sem:wait(math.max(1, math.min(at, now + 1000) - now) / 1000)
   end
 end
 
 watch_loop = function(premature, d)
   local w = d.wakes
   local ok, problem = xpcall(function() watch_releases(premature, d) end, debug.traceback)
-  for _, sub in pairs(w.subs) do
-    drop_sub(w, sub, false)
+  for node, sub in pairs(w.subs) do
+    drop_sub(w, sub)
+    core.redlock_waiters_lost(w.waiters, node, now_ms())
   end
   w.running = false
   if not ok then

@@ -31,15 +31,18 @@ class _Waiting(Protocol):
     def woken(self) -> None: ...
 
 
+# What the wake-ups ask of the driver (redlock_waiters_drive's bits).
+_CONNECT, _WRITE, _CLOSE, _WAKE = (capi.REDLOCK_WAITERS_CONNECT, capi.REDLOCK_WAITERS_WRITE,
+                                   capi.REDLOCK_WAITERS_CLOSE, capi.REDLOCK_WAITERS_WAKE)
+
+
 class _Sub(asyncio.Protocol):
-    """A subscriber connection to one node (the engine's redlock_sub): it
-    hears the releases of the keys waited for, and passes what it hears to
-    the client's _Wakes."""
+    """A subscriber connection to one node: it moves bytes between the node
+    and the client's redlock_waiters, and reports its connect and its end."""
 
     def __init__(self, wakes: _Wakes, node: int) -> None:
         self.wakes = wakes
         self.node = node
-        self.sub = _capi.redlock_sub_new(wakes.driver.ctx, node)
         self.transport: Optional[asyncio.Transport] = None
         self.connecting: Optional[asyncio.Task[Any]] = None
         self.closed = False
@@ -49,39 +52,29 @@ class _Sub(asyncio.Protocol):
         if self.closed:
             transport.close()
             return
+        _capi.redlock_waiters_connected(self.wakes.waiters, self.node)
         self.wakes.tend()
 
     def data_received(self, data: bytes) -> None:
-        if self.closed:
-            return
-        sub, waiters = self.sub, self.wakes.waiters
-        broken = _capi.redlock_sub_received(sub, data, len(data)) != 0
-        while not broken:
-            event = _capi.redlock_sub_next(sub)
-            if event == 0:
-                break
-            broken = event < 0 or _capi.redlock_waiters_event(
-                waiters, self.node, event, _capi.redlock_sub_channel(sub),
-                _capi.redlock_sub_text(sub)) != 0
-        self.wakes.wake_woken()
-        if broken:
-            self.ended("broken or refused")
+        if not self.closed:
+            _capi.redlock_waiters_received(self.wakes.waiters, self.node, data, len(data), _now())
+            self.wakes.tend()
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.transport = None
         self.ended("connection lost")
 
     def ended(self, why: str, tls: bool = False) -> None:
-        """The connection failed: it is made again after a pause."""
+        """The connection failed: the library makes it again after a pause."""
         if not self.closed:
             self.wakes.lost(self)
 
     def flush(self) -> None:
         if self.transport is not None and not self.closed:
-            out = _capi.redlock_sub_output(self.sub)
+            out = _capi.redlock_waiters_output(self.wakes.waiters, self.node)
             if out:
                 self.transport.write(out)
-                _capi.redlock_sub_wrote(self.sub, len(out))
+                _capi.redlock_waiters_wrote(self.wakes.waiters, self.node, len(out))
 
     def close(self) -> None:
         self.closed = True
@@ -89,15 +82,14 @@ class _Sub(asyncio.Protocol):
             self.transport.close()
         if self.connecting is not None:
             self.connecting.cancel()
-        _capi.redlock_sub_free(self.sub)
 
 
 class _Wakes:
     """Waiting locks woken by releases (redlock_engine.h's wake-ups): the
-    client's redlock_waiters, with the lock runs registered in it, and while
-    any waits (and for a while after, as the library says) one subscriber
-    connection per node. Who is woken when is the library's rule; this
-    class moves bytes and keeps the connections as it says."""
+    client's redlock_waiters, with the lock runs registered in it. When to
+    connect, what to write, what a message means and when to close are the
+    library's: this class connects, writes and closes as it says, and wakes
+    the runs it names."""
 
     def __init__(self, driver: _Opener) -> None:
         self.driver = driver
@@ -127,65 +119,52 @@ class _Wakes:
         run.wait_id = 0
         self.tend()
 
-    def wake_woken(self) -> None:
-        while True:
-            wait_id = _capi.redlock_waiters_next(self.waiters)
-            if not wait_id:
-                return
-            run = self.runs.get(wait_id)
-            if run is not None:
-                run.woken()
-
     def lost(self, sub: _Sub) -> None:
-        """A subscriber connection failed (or the node refused it)."""
+        """A subscriber connection failed."""
         self.subs[sub.node] = None
         sub.close()
-        _capi.redlock_waiters_closed(self.waiters, sub.node, 1, _now())
+        _capi.redlock_waiters_lost(self.waiters, sub.node, _now())
         self.tend()
 
     def tend(self) -> None:
-        """Makes the subscriber connections what the waiters need now: made
-        when due, subscribed to what they wait for, closed once idle; and
-        comes back when that changes with time."""
+        """Does what the library says now, and comes back at the time it
+        gives."""
         if self.closed:
             return
-        now = _now()
-        idle_at = _capi.redlock_waiters_idle_at(self.waiters)
-        if now >= idle_at:
-            self._close_subs(now)
-            return
-        next_at = idle_at
-        for node, sub in enumerate(self.subs):
-            if sub is None:
-                if idle_at < _NEVER:
-                    continue  # nobody waits: none is made
-                at = _capi.redlock_waiters_connect_at(self.waiters, node)
-                if now >= at:
-                    sub = self.subs[node] = _Sub(self, node)
-                    sub.connecting = self.driver.open(node, sub)
-                else:
-                    next_at = min(next_at, at)
-            elif sub.transport is not None:
-                _capi.redlock_waiters_match(self.waiters, node, sub.sub)
-                sub.flush()
-        if self.timer is not None:
-            self.timer.cancel()
-        self.timer = (self.driver.loop.call_later((next_at - now) / 1000, self.tend)
-                      if next_at < _NEVER else None)
-
-    def _close_subs(self, now: int) -> None:
-        for node, sub in enumerate(self.subs):
-            if sub is not None:
+        waiters = self.waiters
+        todo, at = _capi.redlock_waiters_drive(waiters, _now())
+        if todo & _CLOSE:
+            while (node := _capi.redlock_waiters_next_close(waiters)) >= 0:
+                sub = self.subs[node]
                 self.subs[node] = None
-                sub.close()
-                _capi.redlock_waiters_closed(self.waiters, node, 0, now)
+                if sub is not None:
+                    sub.close()
+        if todo & _CONNECT:
+            while (node := _capi.redlock_waiters_next_connect(waiters)) >= 0:
+                sub = self.subs[node] = _Sub(self, node)
+                sub.connecting = self.driver.open(node, sub)
+        if todo & _WRITE:
+            for sub in self.subs:
+                if sub is not None:
+                    sub.flush()
+        if todo & _WAKE:
+            while (wait_id := _capi.redlock_waiters_next(waiters)):
+                run = self.runs.get(wait_id)
+                if run is not None:
+                    run.woken()
         if self.timer is not None:
             self.timer.cancel()
-            self.timer = None
+        self.timer = (self.driver.loop.call_later((at - _now()) / 1000, self.tend)
+                      if at < _NEVER else None)
 
     def close(self) -> None:
         """The client is closed (no run is left): the connections go."""
         if not self.closed:
-            self._close_subs(_now())
             self.closed = True
+            for sub in self.subs:
+                if sub is not None:
+                    sub.close()
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
             _capi.redlock_waiters_free(self.waiters)
