@@ -433,10 +433,6 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %nodefaultdtor redlock_conn;
 %nodefaultctor redlock_waiters;
 %nodefaultdtor redlock_waiters;
-%nodefaultctor redlock_keep;
-%nodefaultdtor redlock_keep;
-%nodefaultctor redlock_renewal;
-%nodefaultdtor redlock_renewal;
 %nodefaultctor redlock_keeper;
 %nodefaultdtor redlock_keeper;
 %apply long long *OUTPUT { int64_t *at_ms };
@@ -444,20 +440,17 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_conn **out (redlock_conn *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
-                          redlock_keep **out (redlock_keep *temp = NULL),
-                          redlock_renewal **out (redlock_renewal *temp = NULL),
                           redlock_keeper **out (redlock_keeper *temp = NULL)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_conn **out, redlock_waiters **out,
-                 redlock_keep **out, redlock_renewal **out, redlock_keeper **out
+                 redlock_keeper **out
 %{ $result = redlock_py_append($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 %typemap(out) int redlock_op_lock, int redlock_op_lock_rw, int redlock_op_lock_fair,
               int redlock_op_acquire_permit, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
               int redlock_op_permits, int redlock_op_ping, int redlock_conn_new,
-              int redlock_waiters_new, int redlock_keep_new,
-              int redlock_keep_extend, int redlock_renewal_new, int redlock_renewal_start,
+              int redlock_waiters_new,
               int redlock_keeper_new, int redlock_keeper_add, int redlock_keeper_op_ended,
               int redlock_keeper_extend {
   if ($1 < 0) {
