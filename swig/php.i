@@ -106,6 +106,7 @@ static void redlock_php_raise(int code)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_ctx **out, redlock_handle **out {
   zval o;
+  ZVAL_NULL(&o);  /* SWIG_SetPointerZval reads its type: never an uninitialized one */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -352,6 +353,7 @@ typedef struct redlock_php_watch redlock_php_watch;
 %{ $1 = &temp; %}
 %typemap(argout) redlock_php_watch **out {
   zval o;
+  ZVAL_NULL(&o);  /* SWIG_SetPointerZval reads its type: never an uninitialized one */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -521,6 +523,7 @@ typedef struct redlock_php_log redlock_php_log;
 %{ $1 = &temp; %}
 %typemap(argout) redlock_php_log **out {
   zval o;
+  ZVAL_NULL(&o);  /* SWIG_SetPointerZval reads its type: never an uninitialized one */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
