@@ -16,6 +16,11 @@
 #   lua-5.1/redlock-V-1.linux-ARCH.rock   the same for LuaJIT and OpenResty
 #   redlock-V-linux-ARCH.tar.gz    the C library, header, pkg-config and CMake
 #                                  files, the tool and its man page
+#   redlock-php-V-php8.2-nts-linux-ARCH.tar.gz
+#                                  the PHP extension (PHP 8.2, non-thread-safe,
+#                                  PHP API 20220829), its ini file
+#                                  (extension=redlock) and the PHP classes
+#                                  with their autoloader (scripts/package/php.sh)
 #
 # Everything native is compiled by zig (cmake/zig.cmake) for glibc 2.17 or
 # musl, with hiredis 1.4.1 built for each target (scripts/package/sysroot.sh)
@@ -47,7 +52,7 @@ hiredis_tarball >/dev/null
 rm -rf "$REDLOCK_WORK"
 mkdir -p "$REDLOCK_WORK/tmp" "$REDLOCK_DIST"
 export TMPDIR=$REDLOCK_WORK/tmp
-# Only this run's artifacts in DIST.
+# Only this run's artifacts in DIST (redlock-*.tar.gz: the C and the PHP ones).
 rm -rf "$REDLOCK_DIST"/redlock_native-* "$REDLOCK_DIST"/redlock-*.jar \
        "$REDLOCK_DIST"/redlock-*.tar.gz "$REDLOCK_DIST"/lua-*
 
@@ -55,7 +60,7 @@ for target in $REDLOCK_GLIBC_TARGETS $REDLOCK_MUSL_TARGETS; do
   step "dependencies for $target" "sysroot-$target.log" \
     "$src/scripts/package/sysroot.sh" "$target" "$(sysroot "$target")"
 done
-for kind in c python java lua; do
+for kind in c python java lua php; do
   "$src/scripts/package/$kind.sh"
 done
 

@@ -28,6 +28,9 @@
 # PHP is not the one compared and the packaging stops), which makes them
 # those of Debian's arm64 package; tests/install/package_php_aarch64.sh
 # loads the result in Debian's arm64 PHP under qemu-user.
+#
+# No musl artifact: PHP for musl is Alpine's, whose headers (and
+# php_config.h, configure's findings about musl) are not on this machine.
 set -euo pipefail
 . "$REDLOCK_SRC/scripts/package/lib.sh"
 

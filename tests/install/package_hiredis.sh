@@ -2,14 +2,15 @@
 # package_hiredis.sh SRC DIST - every artifact carries the pinned hiredis
 # (scripts/package/lib.sh: 1.4.1) and says so:
 #   - every native library (the wheels' modules, the jar's JNI libraries,
-#     the rocks' modules, the tarballs' libredlock.so.1 and libredlock.a)
-#     was built with it: it holds "redlock built with hiredis 1.4.1";
+#     the rocks' modules, the tarballs' libredlock.so.1 and libredlock.a,
+#     the PHP tarballs' redlock.so) was built with it: it holds "redlock built with hiredis 1.4.1";
 #   - each carries hiredis' COPYING from the release's tarball, byte for
 #     byte, and says which hiredis it embeds where its kind keeps such
 #     things: a wheel in its dist-info (licenses/hiredis/NOTICE), the jar
 #     in its manifest (Hiredis-Version) and META-INF/NOTICE.hiredis, a rock
 #     in its rockspec's description and doc/hiredis-NOTICE, a tarball in
-#     share/doc/redlock/hiredis-NOTICE and its tool's --version.
+#     share/doc/redlock/hiredis-NOTICE and its tool's --version, a PHP
+#     tarball in hiredis-NOTICE beside redlock.so.
 # The tools run here for this machine's tarball; package_tarball_aarch64
 # checks the other's under qemu-user.
 . "$(dirname "$0")/lib.sh"
@@ -71,7 +72,7 @@ LUA
   notice "$dir/doc/hiredis-NOTICE"
 done
 
-for tarball in "$dist"/redlock-*-linux-*.tar.gz; do
+for tarball in "$dist"/redlock-[0-9]*-linux-*.tar.gz; do
   echo "${tarball##*/}:"
   mkdir -p "$tmp/c"
   tar -C "$tmp/c" -xzf "$tarball"
@@ -86,5 +87,14 @@ for tarball in "$dist"/redlock-*-linux-*.tar.gz; do
       fail "the tool's --version does not name hiredis $hiredis_version: $version"
     echo "  $version"
   fi
+done
+for tarball in "$dist"/redlock-php-*-linux-*.tar.gz; do
+  echo "${tarball##*/}:"
+  mkdir -p "$tmp/php"
+  tar -C "$tmp/php" -xzf "$tarball"
+  root=$tmp/php/$(basename "$tarball" .tar.gz)
+  built_with_hiredis "$root/redlock.so"
+  hiredis_license "$root/hiredis-COPYING"
+  notice "$root/hiredis-NOTICE"
 done
 echo "every artifact carries hiredis $hiredis_version, its license and its version"

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # package_libc_only.sh SRC DIST - every native library in the wheels, the
-# jar and the rocks needs only the C library (readelf -d), of glibc 2.17 at
-# most (objdump -T), and exports only its entry points (nm -D). (scripts/package/python.sh checks the wheels' tags.)
+# jar, the rocks and the PHP tarballs needs only the C library (readelf -d),
+# of glibc 2.17 at most (objdump -T), and exports only its entry points
+# (nm -D). (scripts/package/python.sh checks the wheels' tags.)
 . "$(dirname "$0")/lib.sh"
 
-# libc_only NAME FILE EXPORTS: the native libraries packed in the zip FILE
-# need nothing but libc, and export only names matching EXPORTS (a regex).
+# libc_only NAME FILE EXPORTS: the native libraries packed in FILE (a zip,
+# or a .tar.gz) need nothing but libc, and export only names matching
+# EXPORTS (a regex).
 libc_only() {
   local name=$1 file=$2 exports=$3 lib needed n newest extra count=0
   mkdir -p "$tmp/$name"
-  python3 -m zipfile -e "$file" "$tmp/$name"
+  if [[ $file == *.tar.gz ]]; then
+    tar -C "$tmp/$name" -xzf "$file"
+  else
+    python3 -m zipfile -e "$file" "$tmp/$name"
+  fi
   while IFS= read -r -d '' lib; do
     count=$((count + 1))
     needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' ')
@@ -40,4 +46,8 @@ libc_only jar "$(one 'redlock-[0-9]*.jar')" 'Java_io_redlock_.*|JNI_OnLoad|JNI_O
 for rock in "$dist"/lua-*/redlock-*.rock; do
   folder=${rock%/*}
   libc_only "${folder##*/}-${rock##*.linux-}" "$rock" 'luaopen_redlock_core'
+done
+for tarball in "$dist"/redlock-php-*.tar.gz; do
+  name=${tarball##*/}
+  libc_only "${name%.tar.gz}" "$tarball" 'get_module'
 done

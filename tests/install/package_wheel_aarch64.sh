@@ -7,15 +7,16 @@
 # locks with it (take_lock.py) on nodes of this machine.
 #
 # The interpreter and what it links with (Debian's libc6, libssl3, ... for
-# arm64, of this machine's versions too) are fetched by apt with lists,
-# cache and state in a folder of their own (nothing of the machine's apt
-# changes; the packages are checked against Debian's signed indexes), and
-# unpacked into a root kept in REDLOCK_CACHE (default ~/.cache/redlock),
-# from which qemu-user takes every file it finds there (QEMU_LD_PREFIX).
-# That root has no libhiredis. Without apt or Debian's archive the check is
-# skipped. The musl wheels have no CPython here: scripts/package/python.sh
-# checks their ELF.
+# arm64, of this machine's versions too) are fetched by apt (arm64.sh) with
+# lists, cache and state in a folder of their own (nothing of the machine's
+# apt changes; the packages are checked against Debian's signed indexes), and
+# unpacked into a root kept in REDLOCK_CACHE (default ~/.cache/redlock), from
+# which qemu-user takes every file it finds there (QEMU_LD_PREFIX). That root
+# has no libhiredis. Without apt or Debian's archive the check is skipped. The
+# musl wheels have no CPython here: scripts/package/python.sh checks their
+# ELF.
 . "$(dirname "$0")/lib.sh"
+. "$here/arm64.sh"
 . "$here/wheel.sh"
 if [ "$(uname -m)" = aarch64 ]; then
   echo "SKIPPED: on aarch64, install the aarch64 wheel natively"
@@ -23,77 +24,12 @@ if [ "$(uname -m)" = aarch64 ]; then
 fi
 qemu=$(command -v qemu-aarch64-static) || fail "qemu-aarch64-static is missing: run scripts/setup.sh"
 one 'redlock_native-*-cp310-abi3-*manylinux_2_17_aarch64*.whl' >/dev/null
-cache=${REDLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redlock}
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-if ! command -v apt-get >/dev/null || [ ! -f "$keyring" ]; then
-  echo "SKIPPED: fetching Debian's arm64 CPython needs apt and Debian's archive keyring"
-  exit 77
-fi
-
 # The packages, pinned to this machine's architecture's versions: the
 # interpreter, its standard library, venv, pip's wheel, and the libraries
 # their modules load on the way.
-host=$(dpkg --print-architecture)
-pinned=()
-for package in python3.11-minimal libpython3.11-minimal libpython3.11-stdlib python3-pip-whl \
-               libc6 libgcc-s1 zlib1g libexpat1 libssl3 libffi8 libbz2-1.0 liblzma5 libuuid1 \
-               libcrypt1; do
-  v=$(apt-cache show --no-all-versions "$package:$host" 2>/dev/null | awk '/^Version: / && !v { v = $2 } END { print v }')
-  [ -n "$v" ] || { echo "SKIPPED: apt knows no $package (apt-get update?)"; exit 77; }
-  pinned+=("$package=$v")
-done
-root=$cache/python-arm64/${pinned[0]#*=}
-
-# fetch_python: the packages for arm64, unpacked into $root.
-fetch_python() {
-  local apt=$cache/python-arm64/apt codename deb opts
-  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  rm -rf "$apt" "$root.part"
-  mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/sources" "$apt/debs" "$root.part"
-  : >"$apt/status"
-  cat >"$apt/sources/debian.sources" <<EOF
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: $codename $codename-updates
-Components: main
-Architectures: arm64
-Signed-By: $keyring
-
-Types: deb
-URIs: http://deb.debian.org/debian-security
-Suites: $codename-security
-Components: main
-Architectures: arm64
-Signed-By: $keyring
-EOF
-  opts=(-o Dir::State::Lists="$apt/lists" -o Dir::State::status="$apt/status"
-        -o Dir::Cache="$apt" -o Dir::Cache::Archives="$apt/archives"
-        -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$apt/sources"
-        -o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o APT::Sandbox::User="$(id -un)"
-        -o Acquire::Languages=none -o Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false)
-  apt-get -q "${opts[@]}" update >"$tmp/apt.log" 2>&1 || return 1
-  # This machine's versions; the archive's own where it no longer has those.
-  if ! (cd "$apt/debs" && apt-get -q "${opts[@]}" download "${pinned[@]}") >>"$tmp/apt.log" 2>&1; then
-    echo "the arm64 packages of this machine's versions are gone: the archive's newest instead"
-    (cd "$apt/debs" && apt-get -q "${opts[@]}" download "${pinned[@]%%=*}") >>"$tmp/apt.log" 2>&1 || return 1
-  fi
-  for deb in "$apt"/debs/*.deb; do
-    dpkg-deb -x "$deb" "$root.part"
-  done
-  (cd "$apt/debs" && ls) >"$root.part/.debs"
-  mv "$root.part" "$root"
-  rm -rf "$apt"
-}
-
-mkdir -p "$cache/python-arm64"
-exec 9>"$cache/python-arm64/lock"
-flock 9
-if [ ! -f "$root/.debs" ]; then
-  echo "fetching Debian's arm64 CPython into $root"
-  fetch_python || { cat "$tmp/apt.log"; echo "SKIPPED: cannot fetch Debian's arm64 packages"; exit 77; }
-fi
-flock -u 9
-echo "aarch64 CPython from $(tr '\n' ' ' <"$root/.debs")"
+arm64_root python CPython python3.11-minimal libpython3.11-minimal libpython3.11-stdlib \
+  python3-pip-whl libc6 libgcc-s1 zlib1g libexpat1 libssl3 libffi8 libbz2-1.0 liblzma5 libuuid1 \
+  libcrypt1
 python=$root/usr/bin/python3.11
 file -L "$python" | grep -q aarch64 || fail "$python is not for aarch64"
 [ -z "$(find "$root" -name 'libhiredis*')" ] || fail "the arm64 root has a libhiredis"

@@ -4,10 +4,10 @@
 # unpack_tarball ARCH: unpacks redlock-V-linux-ARCH.tar.gz; its root in prefix.
 unpack_tarball() {
   local tarball f lib
-  tarball=$(one "redlock-*-linux-$1.tar.gz")
+  tarball=$(one "redlock-[0-9]*-linux-$1.tar.gz")
   mkdir -p "$tmp/unpacked"
   tar -C "$tmp/unpacked" -xzf "$tarball"
-  prefix=$(echo "$tmp"/unpacked/redlock-*-linux-"$1")
+  prefix=$(echo "$tmp"/unpacked/redlock-[0-9]*-linux-"$1")
   for f in include/redlock.h lib/libredlock.so.1 lib/libredlock.a lib/pkgconfig/redlock.pc \
            lib/cmake/redlock/redlockConfig.cmake bin/redlock share/man/man1/redlock.1 \
            share/doc/redlock/LICENSE share/doc/redlock/hiredis-COPYING; do
