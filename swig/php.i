@@ -106,6 +106,7 @@ static void redlock_php_raise(int code)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_ctx **out, redlock_handle **out {
   zval o;
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -352,6 +353,7 @@ typedef struct redlock_php_watch redlock_php_watch;
 %{ $1 = &temp; %}
 %typemap(argout) redlock_php_watch **out {
   zval o;
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -521,6 +523,7 @@ typedef struct redlock_php_log redlock_php_log;
 %{ $1 = &temp; %}
 %typemap(argout) redlock_php_log **out {
   zval o;
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -606,6 +609,7 @@ void redlock_php_log_free(redlock_php_log *q);
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_waiters **out, redlock_keeper **out {
   zval o;
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }

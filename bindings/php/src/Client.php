@@ -69,9 +69,18 @@ final class Client
 
     public function __destruct()
     {
-        if (isset($this->gate)) {
-            $this->gate->close();
+        if (!isset($this->gate)) {
+            return;
         }
+        if (Driver::inCoroutine()) {
+            // No coroutine switch in a destructor: the close is a coroutine's.
+            $gate = $this->gate;
+            Driver::spawn('closing a client', static function () use ($gate): void {
+                $gate->close();
+            });
+            return;
+        }
+        $this->gate->close();
     }
 
     /**

@@ -58,6 +58,18 @@ class Lock
 
     public function __destruct()
     {
+        $held = $this->held;
+        if ($held !== null && Driver::inCoroutine()) {
+            // No coroutine switch in a destructor (PHP may run it anywhere,
+            // the end of a coroutine included): the release is a coroutine's.
+            $this->held = null;
+            if (!$this->gate->closed()) {
+                Driver::spawn('the release of a lock destroyed while held', static function () use ($held): void {
+                    $held->discard();
+                });
+            }
+            return;
+        }
         $this->discard();
     }
 

@@ -344,9 +344,14 @@ final class Driver
         foreach ($run->conns as $io) {
             if ($io->sock !== null && !$io->dead && !$io->freed) {
                 $ok = $this->write($io) && $ok;
-                if (!$io->reader && !$io->dead && !$io->freed && redlock_conn_owed($io->conn) > 0) {
-                    $this->spawnReader($io);
-                }
+            }
+        }
+        // Readers after all the writes: the first replies may be in by then,
+        // and their readers take them without waiting.
+        foreach ($run->conns as $io) {
+            if (!$io->reader && $io->sock !== null && !$io->dead && !$io->freed
+                && redlock_conn_owed($io->conn) > 0) {
+                $this->spawnReader($io);
             }
         }
         return $ok;
