@@ -56,11 +56,13 @@ final class Tls
         if ($sock->sslHandshake()) {
             return null;
         }
-        if ($sock->errCode === SWOOLE_ERROR_SSL_VERIFY_FAILED) {
-            return "TLS certificate check failed: the certificate is not trusted or not for $name"
-                . ' (' . $sock->errMsg . ')';
+        // (Swoole tells why in its own log, not on the socket: its last error.)
+        $code = $sock->errCode !== 0 ? $sock->errCode : swoole_last_error();
+        $why = $sock->errMsg !== '' ? $sock->errMsg : swoole_strerror($code, 9);
+        if ($code === SWOOLE_ERROR_SSL_VERIFY_FAILED) {
+            return "TLS certificate check failed: the node's certificate is not trusted, or not for $name ($why)";
         }
-        return 'TLS handshake failed: ' . $sock->errMsg;
+        return "TLS handshake failed: $why";
     }
 
     /** @return array<string, mixed>|string Swoole's settings, or why they cannot be made */
