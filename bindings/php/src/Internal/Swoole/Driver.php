@@ -63,6 +63,8 @@ final class Driver
     private ?Signal $deliverSignal = null;
     private ?Wakes $wakes = null;
     private ?Keeper $keeper = null;
+    /** @var list<Run> finished runs, for the next */
+    private array $spareRuns = [];
 
     /** Whether the calling code runs in a Swoole coroutine: the lock calls then drive the engine here. */
     public static function inCoroutine(): bool
@@ -129,7 +131,8 @@ final class Driver
      */
     public function drive(mixed $op, ?callable $beforeFree = null): array
     {
-        $run = new Run($op);
+        $run = array_pop($this->spareRuns) ?? new Run();
+        $run->op = $op;
         $this->runs++;
         try {
             while (true) {
@@ -180,6 +183,13 @@ final class Driver
             redlock_op_free($op);
             $this->runs--;
             $this->giveBack($run);
+            // Its signal serves the next run (a Swoole channel is no small
+            // allocation), once no post is left in it.
+            $run->op = null;
+            $run->mayWait = true;
+            if (count($this->spareRuns) < 64 && !$run->signal->posted()) {
+                $this->spareRuns[] = $run;
+            }
         }
         if (!$this->gate->closed() && redlock_ctx_owes($this->ctx) === 1) {
             $this->startDelivery();
@@ -432,13 +442,20 @@ final class Driver
     private function spawnReader(Conn $io): void
     {
         $io->reader = true;
-        self::spawn('a connection of the Swoole driver', function () use ($io): void {
-            try {
-                $this->reader($io);
-            } finally {
-                $io->reader = false;
-            }
-        });
+        // (A method, not closures: one is started for every command.)
+        Coroutine::create([$this, 'readerMain'], $io);
+    }
+
+    /** @internal a connection's reader coroutine (spawnReader) */
+    public function readerMain(Conn $io): void
+    {
+        try {
+            $this->reader($io);
+        } catch (\Throwable $e) {
+            error_log('redlock: a connection of the Swoole driver failed: ' . $e);
+        } finally {
+            $io->reader = false;
+        }
     }
 
     /** Replies the connection still owes (0 once dead or freed). */

@@ -24,8 +24,10 @@ final class Run
     /** A lock not yet registered with the waiters (nor refused). */
     public bool $mayWait = true;
 
-    /** @param mixed $op the redlock_op */
-    public function __construct(public mixed $op)
+    /** @var mixed the redlock_op while it runs */
+    public mixed $op = null;
+
+    public function __construct()
     {
         $this->signal = new Signal();
     }
