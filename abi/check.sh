@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check.sh LIB - checks a built libredlock against the committed ABI:
 #   - the exported symbols (nm -D) equal abi/redlock.symbols;
-#   - abidiff finds no incompatible change against the baseline abi/redlock.abi,
-#     nor against the baseline of every earlier release (abi/redlock-X.Y.abi).
+#   - abidiff finds no change at all against the baseline abi/redlock.abi, and no
+#     incompatible one against the baseline of every earlier release
+#     (abi/redlock-X.Y.abi). Both headers count: redlock.h and redlock_engine.h.
 # check.sh --update LIB rewrites both from LIB (for a deliberate ABI change,
 # together with a new node in abi/redlock.map).
 set -euo pipefail
@@ -29,11 +30,17 @@ echo "exported symbols: $(wc -l < "$here/redlock.symbols") as committed"
 
 for baseline in "$here"/redlock-*.abi "$here/redlock.abi"; do
   set +e
-  abidiff --hd2 "$here" --suppressions "$here/experimental.suppr" "$baseline" "$lib"
+  abidiff --hd2 "$here" --suppressions "$here/engine-0.suppr" "$baseline" "$lib"
   rc=$?
   set -e
   # abidiff's status is a bit field: 1 error, 2 usage error, 4 change, 8 incompatible change.
-  if (( rc & 11 )); then
+  # Against an earlier release, additions are changes; against the committed baseline of
+  # this one, any change is one nobody meant (a deliberate one is made with --update). A
+  # changed parameter or return type is only a "change" to abidiff: the committed baseline
+  # is what holds it.
+  mask=11
+  [ "$baseline" = "$here/redlock.abi" ] && mask=15
+  if (( rc & mask )); then
     echo "FAIL: abidiff reports an incompatible ABI change against $(basename "$baseline") or failed (status $rc)" >&2
     exit 1
   fi

@@ -1,13 +1,16 @@
 /*
- * redlock_engine.h - EXPERIMENTAL: the Redlock engine without I/O, for
- * drivers that own their sockets, clock and event loop (OpenResty cosockets,
- * Python asyncio, Java NIO). redlock.h's blocking calls are one such driver.
+ * redlock_engine.h - the Redlock engine without I/O, for drivers that own
+ * their sockets, clock and event loop (OpenResty cosockets, Python asyncio,
+ * Swoole coroutines). redlock.h's blocking calls are one such driver.
  *
- * Experimental: these functions may change in a minor release until they are
- * declared stable; they are exported under the symbol version
- * REDLOCK_ENGINE_0, apart from the stable API, and the ABI check does not
- * hold them. They follow redlock.h's rules: opaque types, fixed-width
- * integers, no varargs, no structs by value, callable from any FFI.
+ * Stable since libredlock 1.3: these functions are exported under the
+ * symbol version REDLOCK_ENGINE_1.0 and held by the ABI check (abidiff) as
+ * redlock.h's are; additions come in new version nodes, nothing is removed
+ * or changed. (Until 1.2 they were experimental, REDLOCK_ENGINE_0, and
+ * changed: a driver built against that must be built again.) They follow
+ * redlock.h's rules: opaque types, fixed-width integers, no varargs, no
+ * structs by value, callable from any FFI. docs/engine.md shows how a
+ * driver is written, step by step.
  *
  * The model (as h11 and quinn-proto): an operation (lock, extend, unlock)
  * is a state machine over the ctx's nodes. The driver
@@ -410,98 +413,19 @@ REDLOCK_API void redlock_waiters_wrote(redlock_waiters *w, size_t node, size_t n
 /* The next waiter to wake (its id), the longest waiting first; 0 when none. */
 REDLOCK_API uint64_t redlock_waiters_next(redlock_waiters *w);
 
-/* ---- Kept locks: when to renew them (experimental) ----
- *
- * The rules of redlock_handle_watch, for a driver that renews locks on its
- * own loop (core/engine/keep.h has them: an extension by the lease a third of it
- * after each success, again after retry_delay_ms while validity lasts when
- * the nodes fail, and lost when a quorum says the key is not ours or when
- * validity runs out first, even with an extension under way). The driver
- * keeps one redlock_keep per kept handle and, until it stops keeping it:
- *   1. asks redlock_keep_next what to do now: REDLOCK_KEEP_WAIT (nothing
- *      before *at_ms), REDLOCK_KEEP_EXTEND (start the extension now, with
- *      redlock_keep_extend; *at_ms is when validity runs out) or
- *      REDLOCK_KEEP_LOST (redlock_keep_status and _message say why);
- *   2. runs the extension like any operation, and tells its end with
- *      redlock_keep_extended.
- * The events renewal_failed and lost (redlock_ctx_set_log) are told from
- * these calls. Once it stops (an unlock), the driver waits for the extension
- * under way, if any, before the unlock starts, then frees the keep; the
- * handle outlives it. */
-typedef struct redlock_keep redlock_keep;
-
-#define REDLOCK_KEEP_WAIT 0
-#define REDLOCK_KEEP_EXTEND 1
-#define REDLOCK_KEEP_LOST 2
-
-/* Keeps h, held (taken or extended) at now_ms. REDLOCK_OK, REDLOCK_EINVAL
- * (NULL, or h not held) or REDLOCK_ENOMEM. */
-REDLOCK_API int redlock_keep_new(redlock_keep **out, redlock_handle *h, int64_t now_ms);
-REDLOCK_API void redlock_keep_free(redlock_keep *k);
-/* What to do at now_ms (REDLOCK_KEEP_*); *at_ms: when to ask again at the
- * latest. */
-REDLOCK_API int redlock_keep_next(redlock_keep *k, int64_t now_ms, int64_t *at_ms);
-/* After REDLOCK_KEEP_EXTEND: the extension, an operation of the handle by
- * its lease. When it cannot be made, its status is returned and the keep
- * knows already (ask redlock_keep_next again). */
-REDLOCK_API int redlock_keep_extend(redlock_op **out, redlock_keep *k, int64_t now_ms);
-/* The extension ended with status and message (redlock_op_status and
- * redlock_op_message). */
-REDLOCK_API void redlock_keep_extended(redlock_keep *k, int status, const char *message,
-                                       int64_t now_ms);
-/* REDLOCK_OK while kept; once lost, why (REDLOCK_EEXPIRED, REDLOCK_ENOTHELD...). */
-REDLOCK_API int redlock_keep_status(const redlock_keep *k);
-REDLOCK_API const char *redlock_keep_message(const redlock_keep *k);
-
-/* ---- Renewals of many kept locks (experimental) ----
- *
- * The way to run the extensions that keeps ask for when a driver keeps
- * many locks: the keeps that said REDLOCK_KEEP_EXTEND (a keep asks a little
- * before its lock is due, within a window of a thirtieth of its lease, at
- * most 100 ms, so that renewals due together go together) are added to a
- * renewal, which renews them all in one operation: one command per node
- * for all their keys (at most 500 locks and 500 keys: a call that holds a
- * node under a millisecond), each lock still decided on its own by a
- * quorum of the nodes' answers for its keys, as an extend would be. The
- * driver
- *   1. makes a renewal (redlock_renewal_new) and adds each such keep
- *      (redlock_renewal_add); REDLOCK_RENEWAL_FULL says the renewal holds
- *      all it may (or, on a client with a Cluster node, that the keep's
- *      lock is in another slot than the renewal's): start it, and add the
- *      keep to a new one;
- *   2. starts it (redlock_renewal_start), runs its operation like any
- *      other, and tells the renewal its end (redlock_renewal_ended), which
- *      tells each keep its own lock's outcome (as redlock_keep_extended);
- *      a renewal that could not start told its keeps already;
- *   3. frees the operation, then the renewal.
- * The keeps (and their handles) must outlive the renewal. */
-typedef struct redlock_renewal redlock_renewal;
-
-#define REDLOCK_RENEWAL_FULL 1
-
-REDLOCK_API int redlock_renewal_new(redlock_renewal **out);
-REDLOCK_API void redlock_renewal_free(redlock_renewal *r);
-/* Adds k, whose keep said REDLOCK_KEEP_EXTEND. REDLOCK_OK, or
- * REDLOCK_RENEWAL_FULL (k was not added), or REDLOCK_EINVAL (NULL, a keep
- * that did not ask for an extension, one of another ctx, or r started). */
-REDLOCK_API int redlock_renewal_add(redlock_renewal *r, redlock_keep *k);
-/* How many keeps were added. */
-REDLOCK_API size_t redlock_renewal_count(const redlock_renewal *r);
-/* The operation that renews every lock added. When it cannot be made, its
- * status is returned and each keep knows already. */
-REDLOCK_API int redlock_renewal_start(redlock_op **out, redlock_renewal *r, int64_t now_ms);
-/* Its operation ended (op done), or was given up (op NULL, or not done:
- * each keep is told REDLOCK_ENOQUORUM): each keep is told its outcome. */
-REDLOCK_API void redlock_renewal_ended(redlock_renewal *r, const redlock_op *op,
-                                       int64_t now_ms);
-
-/* ---- A keeper: kept locks scheduled (experimental) ----
+/* ---- Kept locks: the keeper ----
  *
  * The scheduling of every lock a driver keeps, in one object, the one the
  * C client's own thread uses for redlock_handle_watch: which lock is due
- * when (the rules of redlock_keep above), which renewals go together (those
- * of redlock_renewal: one operation for up to 500 locks, of one slot on a
- * Cluster node), how many run at once, and which locks were lost. At most
+ * when (the rules of redlock_handle_watch: an extension by the lease a
+ * third of it after each success, a little sooner so that locks taken
+ * together spread out; again after retry_delay_ms while validity lasts when
+ * the nodes fail; lost when a quorum says the key is not ours, or when
+ * validity runs out first, even with an extension under way), which
+ * renewals go together (one operation for up to 500 locks, of one slot on a
+ * Cluster node: one command per node for all their keys, each lock still
+ * decided on its own by a quorum), how many run at once, and which locks
+ * were lost. At most
  * max(1, pool_size) renewals run at once, so that they run on each node's
  * pooled connections; the locks of the others wait their turn, their
  * validity still counting. The driver keeps one redlock_keeper per client

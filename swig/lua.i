@@ -383,21 +383,14 @@ void redlock_lua_log_free(redlock_lua_log *q);
 %nodefaultdtor redlock_op;
 %nodefaultctor redlock_waiters;
 %nodefaultdtor redlock_waiters;
-%nodefaultctor redlock_keep;
-%nodefaultdtor redlock_keep;
-%nodefaultctor redlock_renewal;
-%nodefaultdtor redlock_renewal;
 %nodefaultctor redlock_keeper;
 %nodefaultdtor redlock_keeper;
 
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
-                          redlock_keep **out (redlock_keep *temp = NULL),
-                          redlock_renewal **out (redlock_renewal *temp = NULL),
                           redlock_keeper **out (redlock_keeper *temp = NULL)
 %{ $1 = &temp; %}
-%typemap(argout) redlock_op **out, redlock_waiters **out,
-                 redlock_keep **out, redlock_renewal **out, redlock_keeper **out {
+%typemap(argout) redlock_op **out, redlock_waiters **out, redlock_keeper **out {
   if (*$1) {
     SWIG_NewPointerObj(L, *$1, $*descriptor, 0);
   } else {
@@ -428,8 +421,8 @@ void redlock_lua_log_free(redlock_lua_log *q);
 
 %typemap(out) size_t %{ lua_pushinteger(L, (lua_Integer)$1); SWIG_arg++; %}
 
-/* redlock_keep_next: what to do, then when to ask again (ms); likewise
- * redlock_op_drive and redlock_keeper_drive. */
+/* redlock_op_drive, redlock_waiters_drive and redlock_keeper_drive: what to
+ * do, then when to drive again (ms). */
 %typemap(in, numinputs=0) int64_t *at_ms (int64_t temp = 0) %{ $1 = &temp; %}
 %typemap(argout) int64_t *at_ms %{ lua_pushinteger(L, (lua_Integer)*$1); SWIG_arg++; %}
 

@@ -433,10 +433,6 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %nodefaultdtor redlock_conn;
 %nodefaultctor redlock_waiters;
 %nodefaultdtor redlock_waiters;
-%nodefaultctor redlock_keep;
-%nodefaultdtor redlock_keep;
-%nodefaultctor redlock_renewal;
-%nodefaultdtor redlock_renewal;
 %nodefaultctor redlock_keeper;
 %nodefaultdtor redlock_keeper;
 %apply long long *OUTPUT { int64_t *at_ms };
@@ -444,20 +440,17 @@ void redlock_py_set_log(redlock_ctx *ctx, int min_level);
 %typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
                           redlock_conn **out (redlock_conn *temp = NULL),
                           redlock_waiters **out (redlock_waiters *temp = NULL),
-                          redlock_keep **out (redlock_keep *temp = NULL),
-                          redlock_renewal **out (redlock_renewal *temp = NULL),
                           redlock_keeper **out (redlock_keeper *temp = NULL)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_op **out, redlock_conn **out, redlock_waiters **out,
-                 redlock_keep **out, redlock_renewal **out, redlock_keeper **out
+                 redlock_keeper **out
 %{ $result = redlock_py_append($result, SWIG_NewPointerObj(*$1, $*descriptor, 0)); %}
 
 %typemap(out) int redlock_op_lock, int redlock_op_lock_rw, int redlock_op_lock_fair,
               int redlock_op_acquire_permit, int redlock_op_extend, int redlock_op_unlock,
               int redlock_op_deliver, int redlock_op_inspect, int redlock_op_force_unlock,
               int redlock_op_permits, int redlock_op_ping, int redlock_conn_new,
-              int redlock_waiters_new, int redlock_keep_new,
-              int redlock_keep_extend, int redlock_renewal_new, int redlock_renewal_start,
+              int redlock_waiters_new,
               int redlock_keeper_new, int redlock_keeper_add, int redlock_keeper_op_ended,
               int redlock_keeper_extend {
   if ($1 < 0) {
@@ -600,7 +593,8 @@ static int redlock_py_conn_send(redlock_conn *c, int fd)
 
 /* redlock_py_op_conns(op) takes back an operation's connections at once
  * (redlock_op_take_conn): a list of their addresses, as int() of each
- * gives it. */
+ * gives it, negated for a connection that may not serve again (not
+ * redlock_conn_poolable). */
 %{
 static PyObject *redlock_py_op_conns(redlock_op *op)
 {
@@ -608,7 +602,9 @@ static PyObject *redlock_py_op_conns(redlock_op *op)
   redlock_conn *c;
 
   while (addresses != NULL && (c = redlock_op_take_conn(op)) != NULL) {
-    PyObject *address = PyLong_FromVoidPtr(c);
+    PyObject *address = redlock_conn_poolable(c)
+                        ? PyLong_FromVoidPtr(c)
+                        : PyLong_FromLongLong(-(long long)(uintptr_t)c);
     if (address == NULL || PyList_Append(addresses, address) != 0) {
       Py_CLEAR(addresses);
     }
@@ -618,8 +614,43 @@ static PyObject *redlock_py_op_conns(redlock_op *op)
 }
 %}
 
+/* redlock_py_op_reuse(op, node, c, now) offers op the idle connection c to
+ * node, the engine's calls in one: REDLOCK_PY_ATTACHED (it fits: attached),
+ * REDLOCK_PY_IDLE (it does not fit op's command: it stays idle),
+ * REDLOCK_PY_FRESH (the node wants a new connection), REDLOCK_PY_BROKEN (c
+ * broke: dropped) or REDLOCK_PY_MOVED (no longer poolable: a Sentinel
+ * node's master moved; closed). */
+%{
+#define REDLOCK_PY_ATTACHED 0
+#define REDLOCK_PY_IDLE 2
+#define REDLOCK_PY_FRESH 3
+#define REDLOCK_PY_MOVED 4
+
+static int redlock_py_op_reuse(redlock_op *op, size_t node, redlock_conn *c, int64_t now)
+{
+  if (redlock_op_wants_fresh(op, node)) {
+    return REDLOCK_PY_FRESH;
+  }
+  if (redlock_conn_broken(c)) {
+    return REDLOCK_PY_BROKEN;
+  }
+  if (!redlock_conn_poolable(c)) {
+    return REDLOCK_PY_MOVED;
+  }
+  if (!redlock_op_fits(op, node, c)) {
+    return REDLOCK_PY_IDLE;
+  }
+  redlock_op_attach(op, node, c, now);
+  return REDLOCK_PY_ATTACHED;
+}
+%}
+
 %nothread;
 %include "redlock_engine.h"
+#define REDLOCK_PY_ATTACHED 0
+#define REDLOCK_PY_IDLE 2
+#define REDLOCK_PY_FRESH 3
+#define REDLOCK_PY_MOVED 4
 #define REDLOCK_PY_READ 0
 #define REDLOCK_PY_BROKEN 1
 #define REDLOCK_PY_NOTHING 2
@@ -627,4 +658,5 @@ static PyObject *redlock_py_op_conns(redlock_op *op)
 int redlock_py_conn_read(redlock_conn *c, int fd, int64_t now);
 int redlock_py_conn_send(redlock_conn *c, int fd);
 PyObject *redlock_py_op_conns(redlock_op *op);
+int redlock_py_op_reuse(redlock_op *op, size_t node, redlock_conn *c, int64_t now);
 %clearnothread;

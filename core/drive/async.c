@@ -378,6 +378,39 @@ void rl_async_stop_renewals(redlock_handle *h)
     pthread_mutex_unlock(&a->mu);
 }
 
+int rl_async_extend(rl_op **op, redlock_handle *h, int64_t ttl_ms, bool *kept)
+{
+    struct rl_async *a = rl_io_async(h->ctx);
+    int rc = REDLOCK_OK;
+    *kept = false;
+    pthread_mutex_lock(&a->mu);
+    rl_watch *w = h->driver_data;
+    if (w && !on_client_thread(a)) {
+        /* A lost callback may extend on the client's thread: not waited for. */
+        while (!w->over && rl_keeper_busy(a->keeper, id_of(w)) == 1)
+            pthread_cond_wait(&a->changed, &a->mu);
+        if (!w->over) {
+            rc = rl_keeper_extend(op, a->keeper, id_of(w), ttl_ms, rl_now_ms());
+            *kept = rc == REDLOCK_OK;
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    if (rc != REDLOCK_OK)
+        wake(a);   /* the keeper knows: the thread tells the loss */
+    if (*kept || rc != REDLOCK_OK)
+        return rc;
+    return rl_op_extend(op, h, ttl_ms, rl_now_ms());
+}
+
+void rl_async_extended(redlock_handle *h, rl_op *op)
+{
+    struct rl_async *a = rl_io_async(h->ctx);
+    pthread_mutex_lock(&a->mu);
+    rl_keeper_op_ended(a->keeper, op, rl_now_ms());
+    pthread_mutex_unlock(&a->mu);
+    wake(a);   /* the thread takes what the keeper has to tell, and plans the next renewal */
+}
+
 /* An unlock of a watched handle waits for the renewal under way, if any,
  * and ends the watch (on the client's thread). True when j was parked. */
 static bool park(struct rl_async *a, job *j)

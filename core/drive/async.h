@@ -28,6 +28,13 @@ int rl_async_submit(struct rl_client *ctx, rl_op *op, bool is_lock, bool is_unlo
  * (then lost is called there): REDLOCK_ENOTHELD when it is not held,
  * REDLOCK_EINVAL when it is watched already. */
 int rl_async_watch(redlock_handle *h, redlock_lost_fn lost, void *data);
+/* The owner's extension of h by ttl_ms: of a watched h, made by its keeper
+ * after the renewal under way, if any, ends (*kept then true: tell its end
+ * with rl_async_extended before freeing it), so that the next renewal is
+ * planned from it and a loss it finds is told as a renewal's would be;
+ * otherwise a plain one. */
+int rl_async_extend(rl_op **op, redlock_handle *h, int64_t ttl_ms, bool *kept);
+void rl_async_extended(redlock_handle *h, rl_op *op);
 /* No extension of a watched h starts from now on (an unlock is coming);
  * one under way holds the unlock back until it ends. */
 void rl_async_stop_renewals(redlock_handle *h);

@@ -38,6 +38,8 @@ typedef struct call {
     redlock_done_fn done;           /* asynchronous: called on the client's thread */
     void *data;
     rl_op *op;                      /* run here: the finished operation (see end) */
+    bool kept;                      /* extend: the owner's extension of a watched lock,
+                                     * made by its keeper and told to it at the end */
 } call;
 
 /* A call whose arguments were checked: the fork check, its operation made
@@ -72,7 +74,8 @@ static int place(call *c)
         rc = rl_op_ping(&op, c->ctx, now);
         break;
     case CALL_EXTEND:
-        rc = rl_op_extend(&op, c->h, c->ttl_ms, now);
+        rc = c->h->driver_data && !c->done ? rl_async_extend(&op, c->h, c->ttl_ms, &c->kept)
+                                           : rl_op_extend(&op, c->h, c->ttl_ms, now);
         break;
     default:
         rc = rl_op_unlock(&op, c->h, now);
@@ -91,6 +94,8 @@ static int place(call *c)
  * and the service thread woken for what it left owed. Returns rc. */
 static int end(call *c, int rc)
 {
+    if (c->kept)
+        rl_async_extended(c->h, c->op);
     if (c->op) {
         rl_op_free(c->op);
         rl_service_wake(c->ctx);

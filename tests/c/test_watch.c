@@ -95,6 +95,50 @@ static void deleted_keys_make_it_lost_at_the_next_renewal(void **state)
     redlock_ctx_free(ctx);
 }
 
+/* Counts the renewals the client's keeper runs (events "extended" op=renew). */
+static void count_renewals(void *data, int level, const char *event, const char *message)
+{
+    (void)level;
+    if (strcmp(event, "extended") == 0 && strstr(message, "op=renew"))
+        atomic_fetch_add((atomic_int *)data, 1);
+}
+
+/* The owner's extension of a kept lock goes through its keeper: the next
+ * renewal is planned from it (a third of its lease after it), and a loss it
+ * finds is told as a renewal's would be. */
+static void the_owners_extension_plans_the_next_renewal(void **state)
+{
+    nodes *ns = *state;
+    redlock_ctx *ctx = ctx_for(ns, NULL);
+    atomic_int renewals = 0;
+    assert_rc(redlock_ctx_set_log(ctx, count_renewals, REDLOCK_LOG_DEBUG, &renewals),
+              REDLOCK_OK);
+    lost_call lost = {0};
+    redlock_handle *h = kept(ctx, "watch-owner", &lost);
+    long long until = now_ms() + 2000;
+    while (renewals < 2 && now_ms() < until)
+        sleep_ms(10);
+    assert_true(renewals >= 2);   /* every 200 ms, by its 600 ms lease */
+    assert_rc(redlock_extend(h, 3000), REDLOCK_OK);
+    int before = renewals;
+    /* The next one is due a third of 3 s after the extension, less the
+     * lock's spread (a twelfth of the lease at most): none for 600 ms. */
+    sleep_ms(600);
+    assert_int_equal(renewals, before);
+    assert_true(redlock_handle_validity_ms(h) > 1500);
+
+    for (size_t i = 0; i < nodes_count(ns); i++)
+        assert_int_equal(nodes_exec(ns, i, "DEL watch-owner"), 0);
+    assert_fails(redlock_extend(h, 3000), REDLOCK_ENOTHELD);
+    wait_lost(&lost, 2000);
+    assert_int_equal(lost.calls, 1);
+    assert_int_equal(lost.status, REDLOCK_ENOTHELD);
+    assert_int_equal(redlock_handle_lost(h), 1);
+    assert_fails(redlock_unlock(h), REDLOCK_ENOTHELD);
+    redlock_handle_free(h);
+    redlock_ctx_free(ctx);
+}
+
 /* A majority paused: no extension gets a quorum, and the lock is lost no
  * later than its validity reaching 0 (measured by polling it). */
 static void a_majority_away_makes_it_lost_when_validity_ends(void **state)
@@ -202,6 +246,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_kept_lock_outlives_its_lease_until_unlocked),
         cmocka_unit_test(deleted_keys_make_it_lost_at_the_next_renewal),
+        cmocka_unit_test(the_owners_extension_plans_the_next_renewal),
         cmocka_unit_test(a_majority_away_makes_it_lost_when_validity_ends),
         cmocka_unit_test(freeing_in_the_callback_and_unlocking_mid_extension),
         cmocka_unit_test(many_kept_locks_take_one_thread),

@@ -19,7 +19,8 @@ import pytest
 from conftest import get_key
 
 OK, ELOCKED, ENOQUORUM, ENOTHELD, EEXPIRED, ETLS = 0, -1, -2, -3, -6, -13
-KEEP_WAIT, KEEP_EXTEND, KEEP_LOST = 0, 1, 2
+# redlock_keeper_drive's bits.
+KEEPER_RUN, KEEPER_LOST = 1, 2
 
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
@@ -84,13 +85,16 @@ SIGNATURES = {
     "redlock_ctx_node_tls": (ctypes.c_int, [P, SIZE]),
     "redlock_ctx_node_server_name": (ctypes.c_char_p, [P, SIZE]),
     "redlock_conn_tls_failed": (None, [P, ctypes.c_char_p, I64]),
-    "redlock_keep_new": (ctypes.c_int, [ctypes.POINTER(P), P, I64]),
-    "redlock_keep_free": (None, [P]),
-    "redlock_keep_next": (ctypes.c_int, [P, I64, ctypes.POINTER(I64)]),
-    "redlock_keep_extend": (ctypes.c_int, [ctypes.POINTER(P), P, I64]),
-    "redlock_keep_extended": (None, [P, ctypes.c_int, ctypes.c_char_p, I64]),
-    "redlock_keep_status": (ctypes.c_int, [P]),
-    "redlock_keep_message": (ctypes.c_char_p, [P]),
+    "redlock_keeper_new": (ctypes.c_int, [ctypes.POINTER(P), P]),
+    "redlock_keeper_free": (None, [P]),
+    "redlock_keeper_add": (ctypes.c_int, [P, U64, P, I64]),
+    "redlock_keeper_remove": (ctypes.c_int, [P, U64]),
+    "redlock_keeper_drive": (ctypes.c_int, [P, I64, ctypes.POINTER(I64)]),
+    "redlock_keeper_take_op": (P, [P]),
+    "redlock_keeper_op_ended": (ctypes.c_int, [P, P, I64]),
+    "redlock_keeper_next_lost": (U64, [P]),
+    "redlock_keeper_status": (ctypes.c_int, [P, U64]),
+    "redlock_keeper_message": (ctypes.c_char_p, [P, U64]),
     "redlock_op_drive": (ctypes.c_int, [P, I64, ctypes.POINTER(I64)]),
     "redlock_op_next_wanted": (ctypes.c_int, [P, SIZE]),
     "redlock_op_connect": (P, [P, SIZE, I64]),
@@ -382,37 +386,38 @@ def test_a_python_driver_has_its_waiting_lock_woken_by_the_release(lib, uris):
         lib.redlock_ctx_free(c)
 
 
-def keep_step(lib, driver, keep):
-    """One turn of a driver's renewal: asks the keep what to do and runs the
-    extension it asks for. Returns (what, when to ask again)."""
-    now, at = lib.redlock_now_ms(), I64()
-    what = lib.redlock_keep_next(keep, now, ctypes.byref(at))
-    if what == KEEP_EXTEND:
-        op = P()
-        if lib.redlock_keep_extend(ctypes.byref(op), keep, now) == OK:
-            rc = driver.run(op)
-            lib.redlock_keep_extended(keep, rc, lib.redlock_op_message(op),
-                                      lib.redlock_now_ms())
-            lib.redlock_op_free(op)
-    return what, at.value
+def keeper_step(lib, driver, keeper):
+    """One turn of a driver's renewals: drives the keeper and runs the
+    renewals it hands out. Returns (its bits, renewals run, when to drive
+    it again)."""
+    at = I64()
+    what = lib.redlock_keeper_drive(keeper, lib.redlock_now_ms(), ctypes.byref(at))
+    ran = 0
+    while what & KEEPER_RUN and (op := lib.redlock_keeper_take_op(keeper)):
+        driver.run(op)
+        assert lib.redlock_keeper_op_ended(keeper, op, lib.redlock_now_ms()) == OK
+        lib.redlock_op_free(op)
+        ran += 1
+    return what, ran, at.value
 
 
 def test_a_python_driver_keeps_a_lock_by_the_engines_rules(lib, uris):
-    """The rules of a kept lock come from the library: a 600 ms lease is
-    extended a third of it after each success and outlives itself several
-    times; when the key is gone from the nodes, the next extension finds it
-    not ours and the keep says lost, with why."""
+    """The rules of a kept lock come from the library's keeper: a 600 ms
+    lease is extended a third of it after each success and outlives itself
+    several times; when the key is gone from the nodes, the next extension
+    finds it not ours and the keeper says lost, with why."""
     ctx = new_ctx(lib, uris)
     driver = Driver(lib, ctx)
     rc, handle, message = lock(lib, driver, ctx, "engine-keep", lease_ms=600)
     assert rc == OK, message
-    keep = P()
-    assert lib.redlock_keep_new(ctypes.byref(keep), handle, lib.redlock_now_ms()) == OK
+    keeper = P()
+    assert lib.redlock_keeper_new(ctypes.byref(keeper), ctx) == OK
+    assert lib.redlock_keeper_add(keeper, 1, handle, lib.redlock_now_ms()) == OK
     extended, started = 0, time.monotonic()
     while time.monotonic() - started < 2.0:
-        what, at = keep_step(lib, driver, keep)
-        assert what != KEEP_LOST, lib.redlock_keep_message(keep)
-        extended += what == KEEP_EXTEND
+        what, ran, at = keeper_step(lib, driver, keeper)
+        assert not what & KEEPER_LOST, lib.redlock_keeper_message(keeper, 1)
+        extended += ran
         time.sleep(max(0, at - lib.redlock_now_ms()) / 1000)
     # Every 200 ms for 2 s, and the key is still on a quorum of the nodes (a
     # node that missed an extension's deadline on a busy machine may have
@@ -425,15 +430,17 @@ def test_a_python_driver_keeps_a_lock_by_the_engines_rules(lib, uris):
         subprocess.run(["redis-cli", "-u", uri, "DEL", "engine-keep"], check=True,
                        capture_output=True)
     deadline = time.monotonic() + 2
-    what = KEEP_WAIT
-    while what != KEEP_LOST and time.monotonic() < deadline:
-        what, at = keep_step(lib, driver, keep)
-        if what == KEEP_WAIT:
+    what = 0
+    while not what & KEEPER_LOST and time.monotonic() < deadline:
+        what, _, at = keeper_step(lib, driver, keeper)
+        if not what & KEEPER_LOST:
             time.sleep(max(0, at - lib.redlock_now_ms()) / 1000)
-    assert what == KEEP_LOST
-    assert lib.redlock_keep_status(keep) == ENOTHELD
-    assert b"engine-keep" in lib.redlock_keep_message(keep)
-    lib.redlock_keep_free(keep)
+    assert what & KEEPER_LOST and lib.redlock_keeper_next_lost(keeper) == 1
+    assert lib.redlock_keeper_next_lost(keeper) == 0
+    assert lib.redlock_keeper_status(keeper, 1) == ENOTHELD
+    assert b"engine-keep" in lib.redlock_keeper_message(keeper, 1)
+    assert lib.redlock_keeper_remove(keeper, 1) == 0
+    lib.redlock_keeper_free(keeper)
     lib.redlock_handle_free(handle)
     for conns in driver.idle.values():
         for conn in conns:
@@ -441,11 +448,11 @@ def test_a_python_driver_keeps_a_lock_by_the_engines_rules(lib, uris):
     lib.redlock_ctx_free(ctx)
 
 
-def test_a_keep_retries_failed_extensions_until_validity_runs_out(lib, uris):
+def test_a_keeper_retries_failed_extensions_until_validity_runs_out(lib, uris):
     """Failed extensions are tried again after retry_delay_ms while validity
     lasts; at its end the lock is lost, even with an extension under way, and
     that extension's late success changes nothing. The clock here is the
-    test's: the keep does no I/O and reads no clock."""
+    test's: the keeper does no I/O and reads no clock."""
     ctx = new_ctx(lib, uris)
     assert lib.redlock_ctx_set_option(ctx, b"retry_delay_ms", b"50") == OK
     driver = Driver(lib, ctx)
@@ -453,39 +460,50 @@ def test_a_keep_retries_failed_extensions_until_validity_runs_out(lib, uris):
     assert rc == OK, message
     now = lib.redlock_now_ms()
     expires = now + lib.redlock_handle_validity_ms(handle)
-    keep, at = P(), I64()
-    assert lib.redlock_keep_new(ctypes.byref(keep), handle, now) == OK
-    assert lib.redlock_keep_next(keep, now, ctypes.byref(at)) == KEEP_WAIT
+    keeper, at = P(), I64()
+    assert lib.redlock_keeper_new(ctypes.byref(keeper), ctx) == OK
+    assert lib.redlock_keeper_add(keeper, 1, handle, now) == OK
+    assert lib.redlock_keeper_drive(keeper, now, ctypes.byref(at)) == 0
     # Due a third of the lease after, less the lock's own spread (up to a
     # twelfth of the lease, so that locks taken together spread out).
     due = at.value
     assert now + 1000 - 3000 // 12 <= due <= now + 1000
-    assert lib.redlock_keep_next(keep, due, ctypes.byref(at)) == KEEP_EXTEND
-    assert abs(at.value - expires) <= 1
-    # Under way: nothing more to start until it ends.
-    assert lib.redlock_keep_next(keep, due + 1, ctypes.byref(at)) == KEEP_WAIT
-    lib.redlock_keep_extended(keep, ENOQUORUM, b"no quorum", due + 10)
-    assert lib.redlock_keep_next(keep, due + 20, ctypes.byref(at)) == KEEP_WAIT
+    assert lib.redlock_keeper_drive(keeper, due, ctypes.byref(at)) == KEEPER_RUN
+    op = lib.redlock_keeper_take_op(keeper)
+    assert op and not lib.redlock_keeper_take_op(keeper)
+    # Under way: nothing more to start until it ends; then given up (not
+    # run), it counts as failed, and is tried again retry_delay_ms after.
+    assert lib.redlock_keeper_drive(keeper, due + 1, ctypes.byref(at)) == 0
+    assert lib.redlock_keeper_op_ended(keeper, op, due + 10) == OK
+    lib.redlock_op_free(op)
+    assert lib.redlock_keeper_drive(keeper, due + 20, ctypes.byref(at)) == 0
     assert at.value == due + 60
-    assert lib.redlock_keep_next(keep, due + 60, ctypes.byref(at)) == KEEP_EXTEND
+    assert lib.redlock_keeper_drive(keeper, due + 60, ctypes.byref(at)) == KEEPER_RUN
+    op = lib.redlock_keeper_take_op(keeper)
     # Validity runs out with this extension under way: lost, for good.
-    assert lib.redlock_keep_next(keep, expires + 5, ctypes.byref(at)) == KEEP_LOST
-    assert lib.redlock_keep_status(keep) == EEXPIRED
-    assert b"validity ran out" in lib.redlock_keep_message(keep)
-    lib.redlock_keep_extended(keep, OK, b"", expires + 10)
-    assert lib.redlock_keep_next(keep, expires + 11, ctypes.byref(at)) == KEEP_LOST
-    assert lib.redlock_keep_status(keep) == EEXPIRED
-    lib.redlock_keep_free(keep)
+    assert lib.redlock_keeper_drive(keeper, expires + 5, ctypes.byref(at)) == KEEPER_LOST
+    assert lib.redlock_keeper_next_lost(keeper) == 1
+    assert lib.redlock_keeper_status(keeper, 1) == EEXPIRED
+    assert b"validity ran out" in lib.redlock_keeper_message(keeper, 1)
+    assert lib.redlock_keeper_op_ended(keeper, op, expires + 10) == OK
+    lib.redlock_op_free(op)
+    assert lib.redlock_keeper_drive(keeper, expires + 11, ctypes.byref(at)) == 0
+    assert lib.redlock_keeper_status(keeper, 1) == EEXPIRED
+    assert lib.redlock_keeper_remove(keeper, 1) == 0
 
-    # An extension asked for before validity ran out, whose success came
+    # An extension started before validity ran out, whose success came
     # after: lost all the same.
-    assert lib.redlock_keep_new(ctypes.byref(keep), handle, now) == OK
-    assert lib.redlock_keep_next(keep, due, ctypes.byref(at)) == KEEP_EXTEND
-    lib.redlock_keep_extended(keep, OK, b"", expires + 10)
-    assert lib.redlock_keep_status(keep) == EEXPIRED
-    assert b"ms before an extension succeeded" in lib.redlock_keep_message(keep)
-    assert lib.redlock_keep_next(keep, due + 100, ctypes.byref(at)) == KEEP_LOST
-    lib.redlock_keep_free(keep)
+    assert lib.redlock_keeper_add(keeper, 2, handle, now) == OK
+    assert lib.redlock_keeper_drive(keeper, due, ctypes.byref(at)) == KEEPER_RUN
+    op = lib.redlock_keeper_take_op(keeper)
+    assert driver.run(op) == OK
+    assert lib.redlock_keeper_op_ended(keeper, op, expires + 10) == OK
+    lib.redlock_op_free(op)
+    assert lib.redlock_keeper_drive(keeper, expires + 11, ctypes.byref(at)) == KEEPER_LOST
+    assert lib.redlock_keeper_status(keeper, 2) == EEXPIRED
+    assert b"ms before an extension succeeded" in lib.redlock_keeper_message(keeper, 2)
+    assert lib.redlock_keeper_remove(keeper, 2) == 0
+    lib.redlock_keeper_free(keeper)
     assert unlock(lib, driver, handle) == OK
     lib.redlock_handle_free(handle)
     for conns in driver.idle.values():

@@ -51,7 +51,6 @@ class _Keeper:
     def __init__(self, lock: _Holder, driver: _Runner, handle: Any) -> None:
         self.lock = lock
         self.handle = handle
-        self.lease_ms = 0  # set by Lock.extend; the renewals use the handle's
         self.error: Optional[LockError] = None
         # Its result: the error when lost, None when stopped first.
         self.ended: asyncio.Future[Optional[LockError]] = driver.loop.create_future()
@@ -92,6 +91,9 @@ class _Renewer:
         self.timer: Optional[asyncio.TimerHandle] = None
         self.timer_at = _NEVER
         self.renewals: Set[asyncio.Task[None]] = set()
+        # Done when an operation of the keeper ends (an owner's extension
+        # waits for the renewal under way).
+        self.changed: Optional[asyncio.Future[None]] = None
 
     def add(self, keeper: _Keeper) -> None:
         """Keeps keeper's lock, under an id of its own."""
@@ -151,14 +153,38 @@ class _Renewer:
         self.timer, self.timer_at = None, _NEVER
         self._drive()
 
+    def _tell(self, op: Any) -> None:
+        """One of the keeper's operations ended (before it is freed)."""
+        if self.keeper is not None:
+            _capi.redlock_keeper_op_ended(self.keeper, op, _now())
+        if self.changed is not None:
+            self.changed.set_result(None)
+            self.changed = None
+
     async def _run(self, op: Any) -> None:
-        def tell(done_op: Any) -> None:
-            if self.keeper is not None:
-                _capi.redlock_keeper_op_ended(self.keeper, done_op, _now())
         try:
-            await self.driver.run(op, before_free=tell)
+            await self.driver.run(op, before_free=self._tell)
         finally:
             self._drive()
+
+    async def extend(self, keeper: _Keeper, lease_ms: int) -> Tuple[int, str]:
+        """The owner's extension of keeper's lock by lease_ms, through the
+        keeper, which plans the lock's next renewal from it; after the
+        renewal under way, if any. (status, message); raises the library's
+        error when it cannot start (the lock was lost, or released)."""
+        while self.keeper is not None and not keeper.removed \
+                and _capi.redlock_keeper_busy(self.keeper, keeper.id) == 1:
+            if self.changed is None:
+                self.changed = self.driver.loop.create_future()
+            await asyncio.shield(self.changed)
+        if self.keeper is None or keeper.removed:
+            return capi.REDLOCK_ENOTHELD, "the lock is not held"
+        op = _capi.redlock_keeper_extend(self.keeper, keeper.id, lease_ms, _now())
+        try:
+            status, message, _ = await self.driver.run(op, before_free=self._tell)
+        finally:
+            self._drive()
+        return status, message
 
     def close(self) -> None:
         """The client is closed: no renewal is left running, none starts."""

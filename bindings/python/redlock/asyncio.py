@@ -339,11 +339,17 @@ class Lock(_LockFront):
         self._client._check_open()
         if self._handle is None:
             raise LockNotHeld(capi.REDLOCK_ENOTHELD, "the lock is not held")
-        op = _capi.redlock_op_extend(self._handle, lease_ms, _now())
-        status, message, _ = await self._client._drive().run(op)
+        keeper = self._keeper
+        if keeper is not None and not keeper.stopped:
+            # Kept: through its keeper, which plans the next renewal from it.
+            status, message = await keeper.renewer.extend(keeper, lease_ms)
+            lost = keeper.error
+            if lost is not None:
+                raise LockNotHeld(capi.REDLOCK_ENOTHELD, f"the kept lock was lost: {lost}")
+        else:
+            op = _capi.redlock_op_extend(self._handle, lease_ms, _now())
+            status, message, _ = await self._client._drive().run(op)
         _check_status(status, message)
-        if self._keeper is not None:
-            self._keeper.lease_ms = lease_ms  # the renewals' lease from now on
 
     @property
     def validity(self) -> float:

@@ -147,6 +147,29 @@ async def test_a_lock_taken_over_is_lost_and_a_failing_callback_is_reported(node
         loop.set_exception_handler(None)
 
 
+async def test_the_owners_extension_of_a_kept_lock_goes_through_its_keeper(nodes, prefix):
+    """The owner's extend of a kept lock is one of its keeper's: extensions
+    asked at once run one at a time, the lock stays kept by the new lease,
+    and one that finds the lock taken over tells it lost at once, as a
+    renewal would."""
+    async with keeper(nodes, prefix) as client:
+        lock = client.get_lock("job")
+        told: List[redlock.LockError] = []
+        lock.on_lost(lambda lost_lock, error: told.append(error))
+        assert await lock.try_lock()
+        await asyncio.gather(*(lock.extend(3.0) for _ in range(5)))
+        assert 2.5 < lock.validity <= 3.0 and not lock.lost
+        await asyncio.sleep(3 * KEPT_MS / 1000)
+        assert lock.validity > 1.0 and not lock.lost
+        assert all(int(ttl) > 1000 for ttl in on_every_node(nodes, "PTTL", prefix + "job"))
+        for uri in nodes.uris[:3]:
+            assert redis_cli(uri, "SET", prefix + "job", "someone") == "OK"
+        with pytest.raises(redlock.LockNotHeld):
+            await lock.extend(3.0)
+        assert lock.lost and len(told) == 1 and isinstance(told[0], redlock.LockNotHeld)
+        assert await lock.wait_lost() is told[0]
+
+
 async def test_a_cancelled_unlock_of_a_kept_lock_still_releases(nodes, prefix):
     async with keeper(nodes, prefix) as client:
         lock = client.get_lock("job")
