@@ -89,6 +89,12 @@ final class Tls
         }
         if ($caDir !== null) {
             $settings['ssl_capath'] = $caDir;
+        } elseif (!$verify && $caFile === null) {
+            // Swoole makes an SSL context per socket and, given no CA, loads
+            // the system's whole bundle into each (tens of ms, enough to miss
+            // connect_timeout_ms when several connect at once). Unchecked,
+            // no CA is read: a folder, looked into only on demand, costs nothing.
+            $settings['ssl_capath'] = sys_get_temp_dir();
         }
         $cert = redlock_ctx_tls_cert_file($ctx);
         if ($cert !== null) {

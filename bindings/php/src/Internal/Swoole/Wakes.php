@@ -154,7 +154,7 @@ final class Wakes
     /** Wakes the runs the library names: each tries again at once. */
     private function wakeWoken(): void
     {
-        while (($id = redlock_waiters_next($this->waiters)) !== 0) {
+        while ($this->waiters !== null && ($id = redlock_waiters_next($this->waiters)) !== 0) {
             $run = $this->runs[$id] ?? null;
             if ($run !== null) {
                 redlock_op_wake($run->op, redlock_now_ms());
@@ -222,8 +222,8 @@ final class Wakes
         $this->signal->post();
         while (!$sub->dropped) {
             $data = $sock->recv(self::READ_CHUNK, -1);
-            if ($sub->dropped) {
-                return;
+            if ($sub->dropped || $this->waiters === null) {
+                return;   // dropped, or the client's wake-ups freed, while it read
             }
             if (!is_string($data) || $data === '') {
                 $sub->dead = true;
