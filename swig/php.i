@@ -106,7 +106,7 @@ static void redlock_php_raise(int code)
 %{ $1 = &temp; %}
 %typemap(argout) redlock_ctx **out, redlock_handle **out {
   zval o;
-  ZVAL_NULL(&o);  /* SWIG_SetPointerZval reads its type: never an uninitialized one */
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -353,7 +353,7 @@ typedef struct redlock_php_watch redlock_php_watch;
 %{ $1 = &temp; %}
 %typemap(argout) redlock_php_watch **out {
   zval o;
-  ZVAL_NULL(&o);  /* SWIG_SetPointerZval reads its type: never an uninitialized one */
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -523,7 +523,7 @@ typedef struct redlock_php_log redlock_php_log;
 %{ $1 = &temp; %}
 %typemap(argout) redlock_php_log **out {
   zval o;
-  ZVAL_NULL(&o);  /* SWIG_SetPointerZval reads its type: never an uninitialized one */
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
   SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
   SWIG_Php_AppendOutput($result, &o, 1);
 }
@@ -546,3 +546,204 @@ int redlock_php_log_pop(redlock_php_log *q);
 const char *redlock_php_log_event(const redlock_php_log *q);
 const char *redlock_php_log_message(const redlock_php_log *q);
 void redlock_php_log_free(redlock_php_log *q);
+
+/* ---- The engine (redlock_engine.h, experimental), for the Swoole
+ * coroutine driver in bindings/php/src/Internal/Swoole ----
+ *
+ * As lua.i does for the cosocket driver: an operation, a connection, a
+ * waiters object and a keeper are SWIG pointers (null where C gives NULL:
+ * redlock_op_connect, redlock_op_take_conn, redlock_keeper_take_op); their
+ * constructors return the object or throw as the API's calls do. The bytes
+ * of connections and subscribers go out and come in as PHP strings (binary:
+ * any byte). Times are PHP ints of milliseconds (INT64_MAX is PHP_INT_MAX),
+ * ids of waiters and kept locks ints from 1 (0 from the calls that say
+ * "none"). redlock_op_drive, redlock_waiters_drive and redlock_keeper_drive
+ * return [bits, at_ms]; redlock_op_answer [locked, ttl_ms, deleted];
+ * redlock_keeper_remove 0 or 1 (a renewal under way), or throws; the other
+ * calls that return a status (redlock_ctx_tls_check, redlock_conn_received,
+ * redlock_waiters_received...) return it as an int, for the driver to read.
+ *
+ * Only what a driver of redlock_op_drive, redlock_waiters and
+ * redlock_keeper uses is wrapped: the finer calls the header keeps for
+ * other drivers, and the single keeps and renewals under the keeper, are
+ * not. */
+%{
+#include "redlock_engine.h"
+%}
+%ignore redlock_op_step;
+%ignore redlock_op_wake_at;
+%ignore redlock_op_tail_at;
+%ignore redlock_op_wants_conn;
+%ignore redlock_op_no_conn;
+%ignore redlock_conn_new;
+%ignore redlock_ctx_node_connect_wait;
+%ignore redlock_keep_new;
+%ignore redlock_keep_free;
+%ignore redlock_keep_next;
+%ignore redlock_keep_extend;
+%ignore redlock_keep_extended;
+%ignore redlock_keep_status;
+%ignore redlock_keep_message;
+%ignore redlock_renewal_new;
+%ignore redlock_renewal_free;
+%ignore redlock_renewal_add;
+%ignore redlock_renewal_count;
+%ignore redlock_renewal_start;
+%ignore redlock_renewal_ended;
+%ignore redlock_keep;
+%ignore redlock_renewal;
+
+%nodefaultctor redlock_op;
+%nodefaultdtor redlock_op;
+%nodefaultctor redlock_conn;
+%nodefaultdtor redlock_conn;
+%nodefaultctor redlock_waiters;
+%nodefaultdtor redlock_waiters;
+%nodefaultctor redlock_keeper;
+%nodefaultdtor redlock_keeper;
+
+/* Constructors: the object, or the exception of the status. */
+%typemap(in, numinputs=0) redlock_op **out (redlock_op *temp = NULL),
+                          redlock_waiters **out (redlock_waiters *temp = NULL),
+                          redlock_keeper **out (redlock_keeper *temp = NULL)
+%{ $1 = &temp; %}
+%typemap(argout) redlock_op **out, redlock_waiters **out, redlock_keeper **out {
+  zval o;
+  ZVAL_UNDEF(&o);   /* SWIG_SetPointerZval reuses an object it finds there */
+  SWIG_SetPointerZval(&o, (void *)*$1, $*descriptor, 0);
+  SWIG_Php_AppendOutput($result, &o, 1);
+}
+%typemap(out, phptype="null|object") int redlock_op_lock, int redlock_op_lock_rw,
+              int redlock_op_lock_fair, int redlock_op_acquire_permit, int redlock_op_extend,
+              int redlock_op_unlock, int redlock_op_deliver, int redlock_op_inspect,
+              int redlock_op_force_unlock, int redlock_op_permits, int redlock_op_ping,
+              int redlock_waiters_new, int redlock_keeper_new, int redlock_keeper_extend {
+  if ($1 < 0) {
+    redlock_php_raise($1);
+    SWIG_fail;
+  }
+  RETVAL_NULL();
+}
+%typemap(out, phptype="null") int redlock_keeper_add, int redlock_keeper_op_ended {
+  if ($1 < 0) {
+    redlock_php_raise($1);
+    SWIG_fail;
+  }
+  RETVAL_NULL();
+}
+%typemap(out, phptype="int") int redlock_keeper_remove {
+  if ($1 < 0) {
+    redlock_php_raise($1);
+    SWIG_fail;
+  }
+  RETVAL_LONG($1);
+}
+
+/* The calls that need an operation, a connection, a waiters object or a
+ * keeper refuse null. */
+%typemap(check) redlock_op *op, const redlock_op *op, redlock_conn *c, const redlock_conn *c,
+                redlock_waiters *w, const redlock_waiters *w, redlock_keeper *k,
+                const redlock_keeper *k %{
+  if ($1 == NULL) {
+    zend_type_error("$symname(): argument $$1_name must not be null");
+    SWIG_fail;
+  }
+%}
+
+/* Times out: ints (the engine's clock, INT64_MAX for never). */
+%typemap(out, phptype="int") int64_t %{ RETVAL_LONG((zend_long)$1); %}
+/* [bits, when to drive again]. */
+%typemap(in, numinputs=0) int64_t *at_ms (int64_t temp = 0) %{ $1 = &temp; %}
+%typemap(argout) int64_t *at_ms {
+  zval o;
+  ZVAL_LONG(&o, (zend_long)*$1);
+  SWIG_Php_AppendOutput($result, &o, 0);
+}
+
+/* Indexes and counts: ints of 0 or more. */
+%typemap(in, phptype="int") size_t start, size_t i {
+  if (Z_TYPE($input) != IS_LONG) {
+    zend_type_error("$symname(): argument $$1_name must be of type int, %s given",
+                    zend_zval_type_name(&$input));
+    SWIG_fail;
+  }
+  if (Z_LVAL($input) < 0) {
+    zend_value_error("$symname(): argument $$1_name must be 0 or more");
+    SWIG_fail;
+  }
+  $1 = (size_t)Z_LVAL($input);
+}
+%typemap(out, phptype="int") size_t %{ RETVAL_LONG((zend_long)$1); %}
+
+/* Ids of waiters and kept locks: ints from 1. */
+%typemap(in, phptype="int") uint64_t id {
+  if (Z_TYPE($input) != IS_LONG) {
+    zend_type_error("$symname(): argument $$1_name must be of type int, %s given",
+                    zend_zval_type_name(&$input));
+    SWIG_fail;
+  }
+  if (Z_LVAL($input) < 1) {
+    zend_value_error("$symname(): argument $$1_name must be 1 or more");
+    SWIG_fail;
+  }
+  $1 = (uint64_t)Z_LVAL($input);
+}
+%typemap(out, phptype="int") uint64_t redlock_waiters_next, uint64_t redlock_keeper_next_lost,
+                             uint64_t redlock_keeper_next_ended
+%{ RETVAL_LONG((zend_long)$1); %}
+
+/* redlock_conn_output and redlock_waiters_output return the bytes to write
+ * ("" when none). */
+%typemap(in, numinputs=0) const char **bytes (const char *temp = NULL) %{ $1 = ($1_ltype)&temp; %}
+%typemap(out, phptype="string") size_t redlock_conn_output
+%{ RETVAL_STRINGL(temp2 ? temp2 : "", (size_t)$1); %}
+%typemap(out, phptype="string") size_t redlock_waiters_output
+%{ RETVAL_STRINGL(temp3 ? temp3 : "", (size_t)$1); %}
+
+/* What was read, as a PHP string (any byte). */
+%typemap(in, phptype="string") (const char *bytes, size_t len) {
+  if (Z_TYPE($input) != IS_STRING) {
+    zend_type_error("$symname(): argument $$1_name must be of type string, %s given",
+                    zend_zval_type_name(&$input));
+    SWIG_fail;
+  }
+  $1 = ($1_ltype)Z_STRVAL($input);
+  $2 = Z_STRLEN($input);
+}
+
+/* How many bytes were written: an int of 0 or more. */
+%typemap(in, phptype="int") size_t n {
+  if (Z_TYPE($input) != IS_LONG) {
+    zend_type_error("$symname(): argument $$1_name must be of type int, %s given",
+                    zend_zval_type_name(&$input));
+    SWIG_fail;
+  }
+  if (Z_LVAL($input) < 0) {
+    zend_value_error("$symname(): argument $$1_name must be 0 or more");
+    SWIG_fail;
+  }
+  $1 = (size_t)Z_LVAL($input);
+}
+
+%include "redlock_engine.h"
+
+/* The driver's calls on every reply, one call from PHP each instead of
+ * three (as lua.i's):
+ *   redlock_php_conn_reading(c): how many replies c still owes; 0 once broken.
+ *   redlock_php_conn_feed(c, bytes, now): feeds what was read, then the
+ *     same, or -1 when the connection broke. */
+%inline %{
+static long long redlock_php_conn_reading(const redlock_conn *c)
+{
+  return redlock_conn_broken(c) ? 0 : (long long)redlock_conn_owed(c);
+}
+
+static long long redlock_php_conn_feed(redlock_conn *c, const char *bytes, size_t len,
+                                       int64_t now_ms)
+{
+  if (redlock_conn_received(c, bytes, len, now_ms) != REDLOCK_OK || redlock_conn_broken(c)) {
+    return -1;
+  }
+  return (long long)redlock_conn_owed(c);
+}
+%}

@@ -593,7 +593,8 @@ static int redlock_py_conn_send(redlock_conn *c, int fd)
 
 /* redlock_py_op_conns(op) takes back an operation's connections at once
  * (redlock_op_take_conn): a list of their addresses, as int() of each
- * gives it. */
+ * gives it, negated for a connection that may not serve again (not
+ * redlock_conn_poolable). */
 %{
 static PyObject *redlock_py_op_conns(redlock_op *op)
 {
@@ -601,7 +602,9 @@ static PyObject *redlock_py_op_conns(redlock_op *op)
   redlock_conn *c;
 
   while (addresses != NULL && (c = redlock_op_take_conn(op)) != NULL) {
-    PyObject *address = PyLong_FromVoidPtr(c);
+    PyObject *address = redlock_conn_poolable(c)
+                        ? PyLong_FromVoidPtr(c)
+                        : PyLong_FromLongLong(-(long long)(uintptr_t)c);
     if (address == NULL || PyList_Append(addresses, address) != 0) {
       Py_CLEAR(addresses);
     }
@@ -611,8 +614,43 @@ static PyObject *redlock_py_op_conns(redlock_op *op)
 }
 %}
 
+/* redlock_py_op_reuse(op, node, c, now) offers op the idle connection c to
+ * node, the engine's calls in one: REDLOCK_PY_ATTACHED (it fits: attached),
+ * REDLOCK_PY_IDLE (it does not fit op's command: it stays idle),
+ * REDLOCK_PY_FRESH (the node wants a new connection), REDLOCK_PY_BROKEN (c
+ * broke: dropped) or REDLOCK_PY_MOVED (no longer poolable: a Sentinel
+ * node's master moved; closed). */
+%{
+#define REDLOCK_PY_ATTACHED 0
+#define REDLOCK_PY_IDLE 2
+#define REDLOCK_PY_FRESH 3
+#define REDLOCK_PY_MOVED 4
+
+static int redlock_py_op_reuse(redlock_op *op, size_t node, redlock_conn *c, int64_t now)
+{
+  if (redlock_op_wants_fresh(op, node)) {
+    return REDLOCK_PY_FRESH;
+  }
+  if (redlock_conn_broken(c)) {
+    return REDLOCK_PY_BROKEN;
+  }
+  if (!redlock_conn_poolable(c)) {
+    return REDLOCK_PY_MOVED;
+  }
+  if (!redlock_op_fits(op, node, c)) {
+    return REDLOCK_PY_IDLE;
+  }
+  redlock_op_attach(op, node, c, now);
+  return REDLOCK_PY_ATTACHED;
+}
+%}
+
 %nothread;
 %include "redlock_engine.h"
+#define REDLOCK_PY_ATTACHED 0
+#define REDLOCK_PY_IDLE 2
+#define REDLOCK_PY_FRESH 3
+#define REDLOCK_PY_MOVED 4
 #define REDLOCK_PY_READ 0
 #define REDLOCK_PY_BROKEN 1
 #define REDLOCK_PY_NOTHING 2
@@ -620,4 +658,5 @@ static PyObject *redlock_py_op_conns(redlock_op *op)
 int redlock_py_conn_read(redlock_conn *c, int fd, int64_t now);
 int redlock_py_conn_send(redlock_conn *c, int fd);
 PyObject *redlock_py_op_conns(redlock_op *op);
+int redlock_py_op_reuse(redlock_op *op, size_t node, redlock_conn *c, int64_t now);
 %clearnothread;

@@ -4,8 +4,8 @@ C names are looked up in abi/redlock.h, Python names on the package's classes
 (redlock.asyncio's for the asynchronous table), Lua names on real client and
 lock objects (in Lua 5.4 and LuaJIT; OpenResty's are the same objects), Java
 names in the jar's classes (javap), PHP names on the classes of namespace
-Redlock (method_exists, with the extension REDLOCK_PHP_EXTENSION names; the
-PHP column is the synchronous table's only: the Swoole driver is to come).
+Redlock (method_exists, with the extension REDLOCK_PHP_EXTENSION names; PHP
+(Swoole) in the asynchronous table: the same classes inside a coroutine).
 Paths come from the environment, as for test_cross_language.py.
 """
 
@@ -29,7 +29,8 @@ PHP_EXTENSION = os.environ.get("REDLOCK_PHP_EXTENSION", "")
 def table_rows(first_column_line: str) -> List[Dict[str, str]]:
     """The rows of the table of docs/parity.md whose header is
     first_column_line, cells by column; the asynchronous table's columns are
-    named as the synchronous one's (Python asyncio as Python, OpenResty as Lua)."""
+    named as the synchronous one's (Python asyncio as Python, OpenResty as Lua,
+    PHP (Swoole) as PHP)."""
     section = (ROOT / "docs" / "parity.md").read_text().splitlines()
     first = section.index(first_column_line)
     lines = []
@@ -38,7 +39,8 @@ def table_rows(first_column_line: str) -> List[Dict[str, str]]:
             break
         lines.append(line)
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    header = [{"Python asyncio": "Python", "OpenResty": "Lua"}.get(h, h) for h in header]
+    header = [{"Python asyncio": "Python", "OpenResty": "Lua", "PHP (Swoole)": "PHP"}.get(h, h)
+              for h in header]
     return [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|"))))
             for line in lines[2:]]
 
@@ -51,7 +53,7 @@ def name_in(cell: str) -> Tuple[str, str]:
 
 
 SYNC_ROWS = table_rows("| operation | C | Python | Lua | Java | PHP |")
-ASYNC_ROWS = table_rows("| operation | C | Python asyncio | OpenResty | Java |")
+ASYNC_ROWS = table_rows("| operation | C | Python asyncio | OpenResty | Java | PHP (Swoole) |")
 ROWS = [("sync", row) for row in SYNC_ROWS] + [("async", row) for row in ASYNC_ROWS]
 IDS = [f"{kind}-{row['operation']}" for kind, row in ROWS]
 
@@ -68,7 +70,7 @@ def test_the_tables_cover_the_issue_operations() -> None:
             "scoped use", "fencing token", "events (logging)", "health of the nodes",
             "close"} <= {row["operation"] for row in ASYNC_ROWS}
     assert all(set(LANGUAGES) <= set(row) for _, row in ROWS)
-    assert all("PHP" in row for row in SYNC_ROWS)
+    assert all("PHP" in row for _, row in ROWS)
 
 
 @pytest.mark.parametrize("kind,row", ROWS, ids=IDS)
@@ -189,7 +191,7 @@ def php_name_in(cell: str) -> Tuple[str, str]:
 def test_php_names_exist(tmp_path: Path) -> None:
     if not PHP_EXTENSION:
         pytest.skip("the PHP extension was not built (php-config missing): no PHP column to check")
-    names = sorted({php_name_in(row["PHP"]) for row in SYNC_ROWS if row["PHP"] != "—"})
+    names = sorted({php_name_in(row["PHP"]) for _, row in ROWS if row["PHP"] != "—"})
     probe = tmp_path / "probe.php"
     probe.write_text(PHP_PROBE)
     run = subprocess.run(["php", "-d", f"extension={PHP_EXTENSION}", str(probe),

@@ -6,6 +6,7 @@ namespace Redlock;
 
 use Redlock\Internal\Gate;
 use Redlock\Internal\Native;
+use Redlock\Internal\Swoole\Driver;
 
 /**
  * A client for N independent Redis masters.
@@ -68,9 +69,18 @@ final class Client
 
     public function __destruct()
     {
-        if (isset($this->gate)) {
-            $this->gate->close();
+        if (!isset($this->gate)) {
+            return;
         }
+        if (Driver::inCoroutine()) {
+            // No coroutine switch in a destructor: the close is a coroutine's.
+            $gate = $this->gate;
+            Driver::spawn('closing a client', static function () use ($gate): void {
+                $gate->close();
+            });
+            return;
+        }
+        $this->gate->close();
     }
 
     /**
@@ -193,7 +203,11 @@ final class Client
     public function ping(): int
     {
         try {
-            return redlock_ctx_ping($this->gate->ctx('ping'));
+            $ctx = $this->gate->ctx('ping');
+            if (Driver::inCoroutine()) {
+                return $this->gate->swoole()->run(redlock_op_ping($ctx, redlock_now_ms()))[2];
+            }
+            return redlock_ctx_ping($ctx);
         } finally {
             $this->gate->poll();
         }

@@ -7,6 +7,7 @@ namespace Redlock;
 use Redlock\Internal\Gate;
 use Redlock\Internal\Held;
 use Redlock\Internal\Native;
+use Redlock\Internal\Swoole\Driver;
 
 /**
  * A distributed lock on one or more resources, from Client::getLock(),
@@ -27,6 +28,12 @@ use Redlock\Internal\Native;
  * one back and the last releases it on the nodes (docs/locks.md).
  *
  * A Lock destroyed while held is released on the nodes, best effort.
+ *
+ * Inside a Swoole coroutine (Swoole\Coroutine::getCid() > 0) every call
+ * that talks to the nodes drives the library's engine over Swoole's
+ * coroutine sockets instead of blocking the worker: waits, wake-ups on
+ * release, and for a kept lock its renewals and the onLost callbacks run as
+ * coroutines (README.md, "Swoole").
  */
 class Lock
 {
@@ -51,6 +58,18 @@ class Lock
 
     public function __destruct()
     {
+        $held = $this->held;
+        if ($held !== null && Driver::inCoroutine()) {
+            // No coroutine switch in a destructor (PHP may run it anywhere,
+            // the end of a coroutine included): the release is a coroutine's.
+            $this->held = null;
+            if (!$this->gate->closed()) {
+                Driver::spawn('the release of a lock destroyed while held', static function () use ($held): void {
+                    $held->discard();
+                });
+            }
+            return;
+        }
         $this->discard();
     }
 
@@ -139,7 +158,7 @@ class Lock
             throw new LockNotHeldException('the lock is not held', REDLOCK_ENOTHELD);
         }
         try {
-            redlock_extend($this->held->handle(), $leaseMs);
+            $this->held->extend($leaseMs);
         } finally {
             $this->gate->poll();
         }
@@ -240,7 +259,7 @@ class Lock
     {
         $this->onLost[] = $callback;
         $this->gate->poll();
-        $error = $this->held?->kept() ? $this->held->lostError() : null;
+        $error = $this->held?->kept() ? $this->held->toldError() : null;
         if ($error !== null) {
             $callback($this, $error);
         }
@@ -258,7 +277,9 @@ class Lock
         $deleted = 0;
         try {
             foreach ($this->names as $name) {
-                $deleted += redlock_force_unlock($ctx, $name);
+                $deleted += Driver::inCoroutine()
+                    ? $this->gate->swoole()->run(redlock_op_force_unlock($ctx, $name, redlock_now_ms()))[2]
+                    : redlock_force_unlock($ctx, $name);
             }
         } finally {
             $this->gate->poll();
@@ -289,8 +310,16 @@ class Lock
         $ctx = $this->gate->ctx('acquire');
         $this->gate->poll();
         try {
-            $handle = $this->lockCall($ctx, $leaseMs, $waitMs);
+            $handle = Driver::inCoroutine()
+                ? $this->gate->swoole()->run($this->lockOp($ctx, $leaseMs, $waitMs, redlock_now_ms()))
+                : $this->lockCall($ctx, $leaseMs, $waitMs);
             $held = new Held($this->gate, $this, $handle);
+            if ($this->gate->closed()) {
+                // The client was closed while this coroutine waited.
+                $held->discard();
+                throw new ClientClosedException('acquire');
+            }
+            $this->acquired($handle);
             if ($keep) {
                 try {
                     $held->keep();
@@ -321,6 +350,20 @@ class Lock
     public function currentHandle(): mixed
     {
         return $this->held?->handle();
+    }
+
+    /** @internal after an acquisition: a permit takes its id */
+    protected function acquired(mixed $handle): void
+    {
+    }
+
+    /** The engine's operation that acquires (in a Swoole coroutine): the kind's own. */
+    protected function lockOp(mixed $ctx, int $leaseMs, int $waitMs, int $now): mixed
+    {
+        if ($this->kind === self::FAIR) {
+            return redlock_op_lock_fair($ctx, $this->names[0], $leaseMs, $waitMs, $now);
+        }
+        return redlock_op_lock($ctx, $this->names, $leaseMs, $waitMs, $now);
     }
 
     /** The C call that acquires: the kind's own. */
@@ -357,7 +400,16 @@ class Lock
     {
         $ctx = $this->gate->ctx('isLocked');
         try {
-            return redlock_inspect_multi($ctx, $this->names);
+            if (!Driver::inCoroutine()) {
+                return redlock_inspect_multi($ctx, $this->names);
+            }
+            // One query per resource, merged by the library's rule.
+            $ttlMs = -2;
+            foreach ($this->names as $name) {
+                [$locked, $ttl] = $this->gate->swoole()->run(redlock_op_inspect($ctx, $name, redlock_now_ms()));
+                $ttlMs = redlock_inspect_merge($ttlMs, $locked === 1 ? $ttl : -2);
+            }
+            return [$ttlMs === -2 ? 0 : 1, $ttlMs];
         } finally {
             $this->gate->poll();
         }

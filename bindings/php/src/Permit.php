@@ -13,6 +13,8 @@ use Redlock\Internal\Gate;
  * (renewed by the C library's thread) until released, and lost as a kept
  * lock is. The methods of a Lock that a permit has no use for (tryLock,
  * lock, isLocked, remainTimeToLive, forceUnlock) throw BadMethodCallException.
+ * Inside a Swoole coroutine it is taken, renewed and released as a Lock is
+ * there.
  */
 final class Permit extends Lock
 {
@@ -68,8 +70,17 @@ final class Permit extends Lock
 
     protected function lockCall(mixed $ctx, int $leaseMs, int $waitMs): mixed
     {
-        $handle = redlock_acquire_permit($ctx, $this->names[0], $this->semaphore->getPermits(), $leaseMs, $waitMs);
+        return redlock_acquire_permit($ctx, $this->names[0], $this->semaphore->getPermits(), $leaseMs, $waitMs);
+    }
+
+    protected function lockOp(mixed $ctx, int $leaseMs, int $waitMs, int $now): mixed
+    {
+        return redlock_op_acquire_permit($ctx, $this->names[0], $this->semaphore->getPermits(), $leaseMs,
+            $waitMs, $now);
+    }
+
+    protected function acquired(mixed $handle): void
+    {
         $this->id = redlock_handle_token($handle);
-        return $handle;
     }
 }

@@ -6,6 +6,7 @@ namespace Redlock;
 
 use Redlock\Internal\Gate;
 use Redlock\Internal\Native;
+use Redlock\Internal\Swoole\Driver;
 
 /**
  * A semaphore, from Client::getSemaphore($name, $permits): at most $permits
@@ -71,6 +72,10 @@ final class Semaphore
     {
         $ctx = $this->gate->ctx('availablePermits');
         try {
+            if (Driver::inCoroutine()) {
+                $op = redlock_op_permits($ctx, $this->name, $this->permits, redlock_now_ms());
+                return $this->gate->swoole()->run($op)[3];
+            }
             return redlock_permits_available($ctx, $this->name, $this->permits);
         } finally {
             $this->gate->poll();

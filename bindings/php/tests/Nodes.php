@@ -53,12 +53,18 @@ final class Nodes
         return self::$clients[] = new Client(self::$uris, $options);
     }
 
-    public static function closeAll(): void
+    public static function closeAll(int $from = 0): void
     {
-        foreach (self::$clients as $client) {
+        foreach (array_slice(self::$clients, $from) as $client) {
             $client->close();
         }
-        self::$clients = [];
+        self::$clients = array_slice(self::$clients, 0, $from);
+    }
+
+    /** How many clients Nodes::client() made and closeAll() did not close yet. */
+    public static function clientCount(): int
+    {
+        return count(self::$clients);
     }
 
     /** A name no other test uses. */
@@ -87,6 +93,18 @@ final class Nodes
             throw new RuntimeException("holder.php did not acquire $name: $first " . stream_get_contents($pipes[2]));
         }
         return [$proc, $pipes];
+    }
+
+    /**
+     * Runs tests/holder.php for $name (kind as holder()) to its end, holding
+     * nothing long: what it printed first ("refused" when another held it).
+     */
+    public static function runHolder(string $name, string $kind): string
+    {
+        $argv = [PHP_BINARY, '-d', 'extension=' . self::extensionPath(), __DIR__ . '/holder.php',
+                 implode(',', self::$uris), $name, $kind, '0'];
+        exec(implode(' ', array_map('escapeshellarg', $argv)) . ' 2>&1', $out, $rc);
+        return trim($out[0] ?? "exit $rc");
     }
 
     /** Waits for a holder to end; what it printed after "acquired". */

@@ -17,12 +17,21 @@ _op_react = _capi.redlock_op_react
 # A plain connection's socket, read and written by the C library.
 _conn_read = _capi.redlock_py_conn_read
 _conn_send = _capi.redlock_py_conn_send
+# An idle connection offered to an operation.
+_op_reuse = _capi.redlock_py_op_reuse
 
 # What redlock_py_conn_read says.
 _READ = capi.REDLOCK_PY_READ
 _BROKEN = capi.REDLOCK_PY_BROKEN
 _NOTHING = capi.REDLOCK_PY_NOTHING
 _EOF = capi.REDLOCK_PY_EOF
+
+# What redlock_py_op_reuse says.
+_REUSE_ATTACHED = capi.REDLOCK_PY_ATTACHED
+_REUSE_IDLE = capi.REDLOCK_PY_IDLE
+_REUSE_FRESH = capi.REDLOCK_PY_FRESH
+_REUSE_BROKEN = capi.REDLOCK_PY_BROKEN
+_REUSE_MOVED = capi.REDLOCK_PY_MOVED
 
 # What the engine asks of a run (redlock_op_drive's bits).
 _CONNECT = capi.REDLOCK_DRIVE_CONNECT

@@ -16,8 +16,9 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import _capi
 from ._aio_base import (_AWAITS, _BROKEN, _CONNECT, _DONE, _EOF, _NEVER, _NOTHING, _READ,
+                        _REUSE_ATTACHED, _REUSE_BROKEN, _REUSE_FRESH, _REUSE_IDLE, _REUSE_MOVED,
                         _TAIL, _WRITE, _conn_read, _conn_send, _now, _op_drive, _op_next_wanted,
-                        _op_react, _output, _received, _wrote)
+                        _op_react, _op_reuse, _output, _received, _wrote)
 from ._aio_keeper import _Renewer
 from ._aio_tls import _connect_failure, _tls_context, _TLSFailure
 from ._aio_wakes import _Wakes
@@ -385,36 +386,34 @@ class _Driver:
             raise
 
     def attach(self, run: _Run, node: int, now: int) -> None:
-        """Gives run's operation a connection to node: an idle one, or a new
+        """Gives run's operation a connection to node: the last idle one that
+        fits (on a Cluster node: one to the master of its slot), or a new
         one unless the engine says none may be made now (it then fails the
         node itself)."""
-        fresh = _capi.redlock_op_wants_fresh(run.op, node)
-        conn = None if fresh else self._take_idle(run.op, node)
-        if conn is not None:
-            _capi.redlock_op_attach(run.op, node, conn.conn, now)
-        else:
-            c = _capi.redlock_op_connect(run.op, node, now)
+        op = run.op
+        pool = self.idle[node]
+        conn = None
+        i = len(pool) - 1
+        while i >= 0:
+            idle = pool[i]
+            reuse = _REUSE_BROKEN if idle.freed else _op_reuse(op, node, idle.conn, now)
+            if reuse == _REUSE_FRESH:
+                break
+            if reuse != _REUSE_IDLE:
+                del pool[i]
+                if reuse == _REUSE_ATTACHED:
+                    conn = idle
+                    break
+                if reuse == _REUSE_MOVED:
+                    self.close(idle, "the node's master moved")   # a Sentinel node's
+            i -= 1
+        if conn is None:
+            c = _capi.redlock_op_connect(op, node, now)
             if c is None:
                 return
             conn = self._connect(node, c)
         conn.run = run
         run.conns[node] = conn
-
-    def _take_idle(self, op: Any, node: int) -> Optional[_Conn]:
-        """The last idle connection to node that fits op (on a Cluster node:
-        one to the master of its slot)."""
-        pool = self.idle[node]
-        for i in range(len(pool) - 1, -1, -1):
-            conn = pool[i]
-            if conn.freed or _capi.redlock_conn_broken(conn.conn):
-                del pool[i]
-            elif not _capi.redlock_conn_poolable(conn.conn):
-                del pool[i]
-                self.close(conn, "the node's master moved")   # a Sentinel node's
-            elif _capi.redlock_op_fits(op, node, conn.conn):
-                del pool[i]
-                return conn
-        return None
 
     def _connect(self, node: int, c: Any) -> _Conn:
         if _capi.redlock_ctx_node_tls(self.ctx, node):
@@ -521,15 +520,16 @@ class _Driver:
         return self.tls
 
     def give_back(self, address: int) -> None:
-        """Pools the connection at address (int() of the engine's pointer)
-        that an operation gave back, or closes it."""
-        conn = self.by_ptr.get(address)
+        """Pools the connection at address (int() of the engine's pointer,
+        negated when it may not serve again) that an operation gave back,
+        or closes it."""
+        conn = self.by_ptr.get(abs(address))
         if conn is None:
             return
         conn.run = None
         pool = self.idle[conn.node]
-        if (not self.closed and _capi.redlock_conn_poolable(conn.conn)
-                and conn.transport is not None and len(pool) < self.pool_size):
+        if (address > 0 and not self.closed and conn.transport is not None
+                and len(pool) < self.pool_size):
             pool.append(conn)
         else:
             self.close(conn, "closed by the client")

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace Redlock\Internal;
 
 use Redlock\ClientClosedException;
+use Redlock\Internal\Swoole\Driver;
 
 /**
  * A client's C state: the redlock_ctx, its acquisitions not yet freed, its
@@ -18,6 +19,12 @@ use Redlock\ClientClosedException;
  * the losses of kept locks, whose onLost callbacks it runs. Every call of
  * the API polls, before it calls C and after.
  *
+ * Inside Swoole coroutines the client's calls drive the engine over its
+ * Swoole driver (swoole(), made by the first such call), whose coroutines
+ * (readers, wake-ups, renewals, deliveries) may outlive a call, and close():
+ * so the ctx is freed once the client is closed and the last of them ended,
+ * and no handle is left (release()).
+ *
  * @internal
  */
 final class Gate
@@ -30,6 +37,8 @@ final class Gate
     /** @var (callable(string, string, array<string, mixed>): mixed)|null */
     private $logger;
     private bool $polling = false;
+    private bool $closing = false;
+    private ?Driver $swoole = null;
 
     /**
      * @param mixed $ctx the redlock_ctx
@@ -69,6 +78,15 @@ final class Gate
         return $this->closed;
     }
 
+    /** The client's Swoole driver (for calls inside coroutines), made on first use. */
+    public function swoole(): Driver
+    {
+        if ($this->ctx === null) {
+            throw new ClientClosedException();
+        }
+        return $this->swoole ??= new Driver($this, $this->ctx);
+    }
+
     /** Hands the queued events to the logger and tells the kept locks' losses. */
     public function poll(): void
     {
@@ -94,8 +112,33 @@ final class Gate
         }
         $this->poll();
         $this->closed = true;
-        foreach ($this->live as $held) {
-            $held->discard();
+        $this->closing = true;
+        try {
+            foreach ($this->live as $held) {
+                $held->discard();
+            }
+            $this->swoole?->close();
+        } finally {
+            $this->closing = false;
+        }
+        $this->release();
+    }
+
+    /**
+     * Frees the C client once it is closed and nothing uses it any more: no
+     * handle left, and the Swoole driver's coroutines ended (each calls this
+     * as it ends).
+     */
+    public function release(): void
+    {
+        if (!$this->closed || $this->closing || $this->ctx === null || $this->live !== []) {
+            return;
+        }
+        if ($this->swoole !== null) {
+            if (!$this->swoole->idle()) {
+                return;
+            }
+            $this->swoole->free();
         }
         redlock_ctx_free($this->ctx);
         $this->ctx = null;

@@ -4,15 +4,26 @@ declare(strict_types=1);
 
 namespace Redlock\Internal;
 
+use Redlock\Internal\Swoole\Driver;
+use Redlock\Internal\Swoole\Keeper;
 use Redlock\Lock;
+use Redlock\LockNotHeldException;
 use Redlock\RedlockException;
 
 /**
- * One acquisition: the C handle, and for a kept lock the record of its
- * loss (redlock_php_watch). The client lists every Held not yet freed, so
- * that close() releases them before it frees the C client; the Lock that
- * made it is referred to weakly, so that a Lock no one refers to any more
- * is destroyed (and releases its lock).
+ * One acquisition: the C handle, and for a kept lock what renews it: the C
+ * library's thread (redlock_handle_watch, outside Swoole's coroutines),
+ * whose record of a loss (redlock_php_watch) is read here, or inside a
+ * coroutine the client's Swoole keeper (Swoole\Keeper), which marks it lost
+ * and tells it. The client lists every Held not yet freed, so that close()
+ * releases them before it frees the C client; the Lock that made it is
+ * referred to weakly, so that a Lock no one refers to any more is destroyed
+ * (and releases its lock).
+ *
+ * Its I/O (unlock, extend) goes through the Swoole driver when called in a
+ * coroutine, else through the C library's blocking calls; a lock kept by
+ * the C thread is extended and released by the blocking calls, wherever
+ * called (that thread renews it until redlock_unlock).
  *
  * @internal
  */
@@ -20,8 +31,11 @@ final class Held
 {
     /** @var mixed the redlock_handle, null once freed */
     private mixed $handle;
-    /** @var mixed the redlock_php_watch of a kept lock, else null */
+    /** @var mixed the redlock_php_watch of a lock kept by the C thread, else null */
     private mixed $watch = null;
+    /** The Swoole keeper of a lock kept in a coroutine, and its id there. */
+    private ?Keeper $keeper = null;
+    private int $keptId = 0;
     private bool $told = false;
     private bool $wasLost = false;
     private ?RedlockException $lostError = null;
@@ -35,15 +49,25 @@ final class Held
         $gate->live[spl_object_id($this)] = $this;
     }
 
-    /** Has the C library renew the lock until it is released (redlock_handle_watch). */
+    /**
+     * Has the lock renewed until it is released: in a coroutine by the
+     * client's Swoole keeper, else by the C library's thread
+     * (redlock_handle_watch).
+     */
     public function keep(): void
     {
-        $this->watch = redlock_php_watch_new($this->handle);
+        if (Driver::inCoroutine()) {
+            $keeper = $this->gate->swoole()->keeper();
+            $this->keptId = $keeper->add($this, $this->handle);
+            $this->keeper = $keeper;
+        } else {
+            $this->watch = redlock_php_watch_new($this->handle);
+        }
     }
 
     public function kept(): bool
     {
-        return $this->watch !== null;
+        return $this->watch !== null || $this->keeper !== null;
     }
 
     public function handle(): mixed
@@ -58,6 +82,14 @@ final class Held
      */
     public function poll(): void
     {
+        if ($this->keeper !== null) {
+            // The Swoole keeper tells a loss from its coroutine; a lock whose
+            // validity ran out is looked at now.
+            if ($this->lostError === null && $this->handle !== null && $this->validityMs() <= 0) {
+                $this->keeper->ask($this->keptId);
+            }
+            return;
+        }
         if ($this->told || $this->watch === null) {
             return;
         }
@@ -74,6 +106,47 @@ final class Held
     public function lostError(): ?RedlockException
     {
         return $this->lostError;
+    }
+
+    /** The error of a kept lock's loss once its callbacks were told (or are being); else null. */
+    public function toldError(): ?RedlockException
+    {
+        return $this->told ? $this->lostError : null;
+    }
+
+    /** @internal the Swoole keeper found the lock lost: true the first time */
+    public function markLost(int $status, string $message): bool
+    {
+        if ($this->lostError !== null || $this->keeper === null) {
+            return false;
+        }
+        $this->lostError = RedlockException::forCode($status, $message);
+        return true;
+    }
+
+    /** @internal the Swoole keeper's coroutine tells the owner's onLost callbacks */
+    public function tellLost(): void
+    {
+        if ($this->told || $this->lostError === null) {
+            return;
+        }
+        $this->told = true;
+        $this->owner->get()?->tellLost($this->lostError);
+    }
+
+    /** Extends the lease to $leaseMs from now (a kept lock: its renewals are planned from it). */
+    public function extend(int $leaseMs): void
+    {
+        if ($this->handle === null) {
+            throw new LockNotHeldException('the lock is not held', REDLOCK_ENOTHELD);
+        }
+        if ($this->keeper !== null && Driver::inCoroutine()) {
+            $this->keeper->extend($this, $this->keptId, $leaseMs);
+        } elseif ($this->watch === null && Driver::inCoroutine()) {
+            $this->gate->swoole()->run(redlock_op_extend($this->handle, $leaseMs, redlock_now_ms()));
+        } else {
+            redlock_extend($this->handle, $leaseMs);
+        }
     }
 
     /** Whether the keys can have expired while held (redlock_handle_lost), also once released. */
@@ -122,12 +195,7 @@ final class Held
         if ($handle === null) {
             throw new \Redlock\LockNotHeldException('the lock is not held', REDLOCK_ENOTHELD);
         }
-        try {
-            redlock_unlock($handle);
-        } finally {
-            $this->wasLost = $this->wasLost || redlock_handle_lost($handle) === 1;
-            $this->free($handle);
-        }
+        $this->finish($handle);
     }
 
     /** Unlocks on the nodes, ignoring failures, and frees the handle. */
@@ -138,12 +206,39 @@ final class Held
             return;
         }
         try {
-            redlock_unlock($handle);
+            $this->finish($handle);
         } catch (RedlockException) {
             // best effort: the lease ends it otherwise
+        }
+    }
+
+    /**
+     * Stops the renewal (a renewal under way ends first), unlocks on the
+     * nodes, and frees the handle; throws the unlock's failure.
+     */
+    private function finish(mixed $handle): void
+    {
+        $renewing = false;
+        if ($this->keeper !== null) {
+            // No extension may follow the release.
+            $renewing = $this->keeper->remove($this->keptId, $handle);
+        }
+        try {
+            if ($this->watch === null && Driver::inCoroutine()) {
+                $op = redlock_op_unlock($handle, redlock_now_ms());
+                // The C library tells, once the release started, whether the
+                // keys could have expired before it.
+                $this->wasLost = $this->wasLost || redlock_handle_lost($handle) === 1;
+                $this->gate->swoole()->run($op);
+            } else {
+                redlock_unlock($handle);
+            }
         } finally {
             $this->wasLost = $this->wasLost || redlock_handle_lost($handle) === 1;
-            $this->free($handle);
+            // Outside a coroutine a renewal may still run (a release from
+            // outside Swoole's coroutines): the keeper frees the handle once
+            // it ended.
+            $this->free($handle, !$renewing);
         }
     }
 
@@ -157,9 +252,11 @@ final class Held
         return $handle;
     }
 
-    private function free(mixed $handle): void
+    private function free(mixed $handle, bool $now = true): void
     {
-        redlock_handle_free($handle);   // ends the watch too
+        if ($now) {
+            redlock_handle_free($handle);   // ends the watch too
+        }
         if ($this->watch !== null) {
             // A loss recorded before the release is still told (lostError).
             $status = redlock_php_watch_status($this->watch);
@@ -170,5 +267,6 @@ final class Held
             $this->watch = null;
         }
         unset($this->gate->live[spl_object_id($this)]);
+        $this->gate->release();
     }
 }

@@ -26,6 +26,12 @@ final class ReadWriteHalf extends Lock
         $this->pair = \WeakReference::create($pair);
     }
 
+    protected function lockOp(mixed $ctx, int $leaseMs, int $waitMs, int $now): mixed
+    {
+        $held = $this->pair->get()?->other($this->mode)->currentHandle();
+        return redlock_op_lock_rw($ctx, $this->names[0], $this->mode, $held, $leaseMs, $waitMs, $now);
+    }
+
     protected function lockCall(mixed $ctx, int $leaseMs, int $waitMs): mixed
     {
         $held = $this->pair->get()?->other($this->mode)->currentHandle();
