@@ -416,8 +416,9 @@ def contender_rules(language: str, nodes: List[str], base: str,
     here = ROOT / "tests" / "cross"
     if language == "java":
         argv = ["java", "-cp", os.environ["REDLOCK_JAR"], str(here / "Contender.java")]
-    elif language == "php":
-        argv = ["php", "-d", f"extension={PHP_EXTENSION}", str(here / "contender.php"),
+    elif language in ("php", "php-swoole"):
+        script = "contender.php" if language == "php" else "contender_swoole.php"
+        argv = ["php", "-d", f"extension={PHP_EXTENSION}", str(here / script),
                 str(ROOT / "bindings" / "php")]
     else:
         variable = {"lua5.4": "REDLOCK_LUA54_DIR", "luajit": "REDLOCK_LUAJIT_DIR"}[language]
@@ -428,8 +429,14 @@ def contender_rules(language: str, nodes: List[str], base: str,
     return run.stdout.splitlines()
 
 
-# PHP takes part where its extension was built.
-PHP = ["php"] if PHP_EXTENSION else []
+# PHP takes part where its extension was built, and inside Swoole's
+# coroutines where PHP has the swoole extension.
+def _has_swoole() -> bool:
+    return bool(PHP_EXTENSION) and subprocess.run(
+        ["php", "-r", "exit(extension_loaded('swoole') ? 0 : 1);"]).returncode == 0
+
+
+PHP = (["php"] + (["php-swoole"] if _has_swoole() else [])) if PHP_EXTENSION else []
 
 
 @pytest.mark.parametrize("language", ["python", "asyncio", "lua5.4", "luajit", "java"] + PHP)
