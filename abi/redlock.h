@@ -41,9 +41,9 @@ extern "C" {
 /* Version of this header. redlock_version_number() returns the library's;
  * a program may compare the two to catch a header/library mismatch. */
 #define REDLOCK_VERSION_MAJOR 1
-#define REDLOCK_VERSION_MINOR 2
+#define REDLOCK_VERSION_MINOR 3
 #define REDLOCK_VERSION_PATCH 0
-#define REDLOCK_VERSION_STRING "1.2.0"
+#define REDLOCK_VERSION_STRING "1.3.0"
 #define REDLOCK_VERSION_NUMBER \
     (REDLOCK_VERSION_MAJOR * 10000 + REDLOCK_VERSION_MINOR * 100 + REDLOCK_VERSION_PATCH)
 
@@ -261,7 +261,7 @@ REDLOCK_API const char *redlock_strerror(int code);
  * until the thread's next call into the library. "" when there is none. */
 REDLOCK_API const char *redlock_errmsg(void);
 
-/* The library's version: "1.2.0" and 10200. */
+/* The library's version: "1.3.0" and 10300. */
 REDLOCK_API const char *redlock_version_string(void);
 REDLOCK_API int redlock_version_number(void);
 

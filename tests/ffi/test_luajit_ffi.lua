@@ -84,8 +84,8 @@ local function new_ctx(list)
 end
 
 local function run()
-  check(C.redlock_version_number() == 10200, "redlock_version_number")
-  check(ffi.string(C.redlock_version_string()) == "1.2.0", "redlock_version_string")
+  check(C.redlock_version_number() == 10300, "redlock_version_number")
+  check(ffi.string(C.redlock_version_string()) == "1.3.0", "redlock_version_string")
   check(ffi.string(C.redlock_strerror(ELOCKED)):find("someone else", 1, true) ~= nil,
         "redlock_strerror")
 

@@ -271,7 +271,7 @@ public final class Redlock implements AutoCloseable {
         return Collections.unmodifiableMap(defaults);
     }
 
-    /** The native library's version, such as "1.2.0". */
+    /** The native library's version, such as "1.3.0". */
     public static String version() {
         return RedlockNative.redlock_version_string();
     }

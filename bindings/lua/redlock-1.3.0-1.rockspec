@@ -1,10 +1,10 @@
 rockspec_format = "3.0"
 package = "redlock"
-version = "1.2.0-1"
+version = "1.3.0-1"
 
 source = {
   url = "git+file://../..",
-  tag = "v1.2.0",
+  tag = "v1.3.0",
 }
 
 description = {
