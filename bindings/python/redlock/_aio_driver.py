@@ -214,8 +214,7 @@ class _Run:
         self.handle = handle  # an unlock's handle, freed when the run ends
         self.query = query    # an inspect or force unlock: its answer is the result
         self.conns: Dict[int, _Conn] = {}
-        self.timer: Optional[asyncio.TimerHandle] = None
-        self.timer_at = 0
+        self.timer_at = _NEVER  # when the driver's timer steps it (the engine's ms)
         self.future: asyncio.Future[Tuple[int, str, Any]] = driver.loop.create_future()
         self.abandoned = False  # the caller was cancelled: a lock gained is given back
         self.stepping = False
@@ -272,18 +271,9 @@ class _Run:
         self._wake(at, now)
 
     def _wake(self, at: int, now: int) -> None:
-        if self.timer is not None:
-            if at == self.timer_at:
-                return
-            self.timer.cancel()
-            self.timer = None
+        self.timer_at = at
         if at < _NEVER:
-            self.timer_at = at
-            self.timer = self.driver.loop.call_later(max(0, at - now) / 1000, self._timer)
-
-    def _timer(self) -> None:
-        self.timer = None
-        self.step()
+            self.driver.wake_at(at, now)
 
     def woken(self) -> None:
         """A release of its keys: the pause ends, and a new attempt starts."""
@@ -292,9 +282,7 @@ class _Run:
             self.step()
 
     def _finish(self, now: int) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        self.timer_at = _NEVER
         op, self.op = self.op, None
         if self.wait_id:
             self.driver.wakes.remove(self, op)
@@ -336,6 +324,9 @@ class _Driver:
         self.runs: Set[_Run] = set()
         self.background: Set[asyncio.Task[Any]] = set()
         self.delivering = False
+        # One timer for every run: set for the earliest time one waits for.
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.timer_at = _NEVER
         self.deliver_timer: Optional[asyncio.TimerHandle] = None
         self.deliver_at = 0  # when deliver_timer is due (the engine's ms)
         self.closed = False
@@ -384,6 +375,27 @@ class _Driver:
                     _capi.redlock_op_cancel(run.op, _now())
                     run.step()
             raise
+
+    def wake_at(self, at: int, now: int) -> None:
+        """Steps the runs due at `at` then, unless the timer comes sooner.
+        One timer serves every run (a lock and its unlock set none of their
+        own): when it fires it steps those due and is set for the next."""
+        if at >= self.timer_at:
+            return
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer_at = at
+        self.timer = self.loop.call_later(max(0, at - now) / 1000, self._timers)
+
+    def _timers(self) -> None:
+        self.timer, self.timer_at = None, _NEVER
+        now = _now()
+        for run in [run for run in self.runs if run.timer_at <= now]:
+            run.timer_at = _NEVER
+            run.step()
+        at = min((run.timer_at for run in self.runs), default=_NEVER)
+        if at < _NEVER:
+            self.wake_at(at, now)
 
     def attach(self, run: _Run, node: int, now: int) -> None:
         """Gives run's operation a connection to node: the last idle one that
@@ -613,6 +625,9 @@ class _Driver:
             pending = list(self.background) + [run.future for run in self.runs]
             await asyncio.gather(*pending, return_exceptions=True)
         self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         if self.deliver_timer is not None:
             self.deliver_timer.cancel()
         for pool in self.idle:
