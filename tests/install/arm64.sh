@@ -11,6 +11,17 @@
 # (default ~/.cache/redlock) as NAME-arm64/VERSION, VERSION the first
 # PACKAGE's. Without apt, Debian's archive keyring or the archive itself,
 # the check is skipped (exit 77), the message naming WHAT.
+# arm64_qemu NATIVELY: sets qemu to qemu-user for aarch64; on an aarch64
+# machine the check is skipped (exit 77), NATIVELY saying what checks the
+# artifact there instead.
+arm64_qemu() {
+  if [ "$(uname -m)" = aarch64 ]; then
+    echo "SKIPPED: on aarch64, $1"
+    exit 77
+  fi
+  qemu=$(command -v qemu-aarch64-static) || fail "qemu-aarch64-static is missing: run scripts/setup.sh"
+}
+
 arm64_root() {
   local name=$1 what=$2 cache keyring host package v
   shift 2

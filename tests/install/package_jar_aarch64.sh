@@ -17,11 +17,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$here/arm64.sh"
 . "$here/java.sh"
-if [ "$(uname -m)" = aarch64 ]; then
-  echo "SKIPPED: on aarch64, package_jar runs the jar's aarch64 library natively"
-  exit 77
-fi
-qemu=$(command -v qemu-aarch64-static) || fail "qemu-aarch64-static is missing: run scripts/setup.sh"
+arm64_qemu "package_jar runs the jar's aarch64 library natively"
 jar=$(one 'redlock-[0-9]*.jar')
 # The packages, pinned to this machine's architecture's versions.
 arm64_root jvm JVM openjdk-17-jre-headless libc6 libstdc++6 libgcc-s1 zlib1g

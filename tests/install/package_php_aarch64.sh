@@ -11,11 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$here/php.sh"
 . "$here/arm64.sh"
-if [ "$(uname -m)" = aarch64 ]; then
-  echo "SKIPPED: on aarch64, package_php installs the aarch64 tarball natively"
-  exit 77
-fi
-qemu=$(command -v qemu-aarch64-static) || fail "qemu-aarch64-static is missing: run scripts/setup.sh"
+arm64_qemu "package_php installs the aarch64 tarball natively"
 tarball=$(one 'redlock-php-*-php8.2-nts-linux-aarch64.tar.gz')
 # PHP 8.2's interpreter and the libraries it (and libxml2) links with.
 arm64_root php PHP php8.2-cli libc6 libxml2 libicu72 liblzma5 zlib1g libssl3 libpcre2-8-0 \

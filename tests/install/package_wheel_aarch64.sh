@@ -18,11 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$here/arm64.sh"
 . "$here/wheel.sh"
-if [ "$(uname -m)" = aarch64 ]; then
-  echo "SKIPPED: on aarch64, install the aarch64 wheel natively"
-  exit 77
-fi
-qemu=$(command -v qemu-aarch64-static) || fail "qemu-aarch64-static is missing: run scripts/setup.sh"
+arm64_qemu "install the aarch64 wheel natively"
 one 'redlock_native-*-cp310-abi3-*manylinux_2_17_aarch64*.whl' >/dev/null
 # The packages, pinned to this machine's architecture's versions: the
 # interpreter, its standard library, venv, pip's wheel, and the libraries
